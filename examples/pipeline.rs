@@ -1,0 +1,125 @@
+//! A three-role pipeline over two channels: one warp loads tiles of `x` into shared memory, four
+//! warps compute `a * x + b` into the slots of a second channel, one warp stores them to `y`.
+//!
+//! ```text
+//! cargo run --release --example pipeline -- [elements]
+//! ```
+
+use gpu_async::bench::{gb_per_s, median_ms, random_f32};
+use gpu_async::{gpu_async, BackendKind, Device, Grid};
+
+#[gpu_async]
+pub mod pipeline {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 1024;
+
+    /// y = a * x + b, through load → transform → store roles.
+    #[kernel(warps = 6)]
+    pub async fn scale_shift(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
+        let (load_tx, load_rx) = channel::<[f32; TILE], 4>();
+        let (out_tx, out_rx) = channel::<[f32; TILE], 2>();
+        join!(
+            on_warps(0..1, load(x, load_tx)),
+            on_warps(1..5, transform(a, b, load_rx, out_tx)),
+            on_warps(5..6, store(out_rx, y)),
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn transform(
+        a: f32,
+        b: f32,
+        mut rx: Receiver<[f32; TILE], 4>,
+        mut tx: Sender<[f32; TILE], 2>,
+    ) {
+        while let Some(input) = rx.recv().await {
+            let mut output = tx.reserve().await;
+            output
+                .par_iter_mut()
+                .zip(input.par_iter())
+                .for_each(|(o, i)| *o = a * i + b);
+            output.send();
+        }
+    }
+
+    async fn store(mut rx: Receiver<[f32; TILE], 2>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            y[tile]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(yi, si)| *yi = *si);
+        }
+    }
+}
+
+/// Four blocks per multiprocessor on the GPU, a few on the simulator.
+pub fn grid_for(dev: &Device) -> gpu_async::Result<Grid> {
+    Ok(match dev.kind() {
+        BackendKind::Cuda => Grid::blocks(4 * dev.sm_count()?),
+        _ => Grid::blocks(5),
+    })
+}
+
+/// Runs the pipeline once on `n` random elements; returns the mismatches against a CPU loop.
+pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
+    let (a, b) = (0.75f32 + (seed % 5) as f32, -0.25f32);
+    let xs = random_f32(n, seed);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.upload(&random_f32(n, seed + 1))?;
+    gpu_async::block_on(pipeline::scale_shift::launch(dev, grid, (a, b, &x, &mut y)))?;
+    let got = y.download()?;
+    Ok(got
+        .iter()
+        .zip(&xs)
+        .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
+        .count())
+}
+
+#[allow(dead_code)]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = match std::env::args().nth(1) {
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("expected a number of elements, got `{s}`"))?,
+        None => 5_000_000,
+    };
+    let dev = Device::default()?;
+    println!("backend: {dev}");
+    let grid = grid_for(&dev)?;
+    let mismatches = run_and_check(&dev, grid, n, 3)?;
+    println!(
+        "check: {n} elements, {} blocks, {mismatches} mismatches against the CPU loop",
+        grid.block_count()
+    );
+    if mismatches != 0 {
+        return Err("pipeline result differs from the CPU loop".into());
+    }
+    if dev.kind() == BackendKind::Cuda {
+        let x = dev.upload(&random_f32(n, 11))?;
+        let mut y = dev.alloc::<f32>(n)?;
+        let src = dev.upload(&random_f32(n, 12))?;
+        let mut dst = dev.alloc::<f32>(n)?;
+        let kernel_ms = median_ms(&dev, 3, 20, || {
+            pipeline::scale_shift::launch(&dev, grid, (2.0, 1.0, &x, &mut y)).wait()
+        })?;
+        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+        // Both read n floats and write n floats.
+        let (k, c) = (gb_per_s(8 * n, kernel_ms), gb_per_s(8 * n, copy_ms));
+        println!(
+            "bandwidth: pipeline {k:.0} GB/s ({kernel_ms:.3} ms), device copy {c:.0} GB/s ({copy_ms:.3} ms), ratio {:.2}",
+            k / c
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,1811 @@
+//! The function checker: statements and expressions.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use quote::quote_spanned;
+use syn::spanned::Spanned;
+
+use super::sig::{chan_args, heap_message, Signature};
+use super::tir::*;
+use super::types::{ParShape, Scalar, Ty};
+use super::{assignable, ModuleScope};
+use crate::diag::Diagnostics;
+
+/// Checks one function; returns it and the helper calls it makes (for the recursion check).
+pub(crate) fn check_function(
+    item: &mut syn::ItemFn,
+    id: FnId,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) -> (Function, Vec<(FnId, Span)>) {
+    let sig = &scope.sigs[id.0 as usize];
+    let mut checker = Checker {
+        scope,
+        sig,
+        diags,
+        locals: Vec::new(),
+        names: vec![HashMap::new()],
+        par_locals_start: None,
+        loop_depth: 0,
+        calls: Vec::new(),
+    };
+    let mut params = Vec::new();
+    for (name, ty, mutable, span) in &sig.params {
+        params.push(checker.declare(name, ty.clone(), *mutable, *span));
+    }
+    let mut body = checker.block(&mut item.block);
+    if let Some(tail) = body.tail.as_mut() {
+        if sig.ret != Ty::Unit {
+            checker.expect(tail, &sig.ret);
+        } else if !matches!(tail.ty, Ty::Unit | Ty::Error) {
+            checker.diags.error(tail.span, format!("this function returns nothing, but its body ends in a value of type `{}`: add `;`", tail.ty));
+        }
+    } else if sig.ret != Ty::Unit && sig.ret != Ty::Error {
+        checker.diags.error(
+            item.sig.ident.span(),
+            format!("this function must end in a value of type `{}`", sig.ret),
+        );
+    }
+    if sig.kernel.is_some() {
+        checker.check_kernel_shape(&body, item.sig.ident.span());
+    }
+    let function = Function {
+        name: sig.name.clone(),
+        is_async: sig.is_async,
+        kernel_warps: sig.kernel.map(|k| k.warps),
+        params,
+        ret: sig.ret.clone(),
+        locals: checker.locals,
+        body,
+        span: item.sig.ident.span(),
+    };
+    (function, checker.calls)
+}
+
+struct Checker<'a> {
+    scope: &'a ModuleScope,
+    sig: &'a Signature,
+    diags: &'a mut Diagnostics,
+    locals: Vec<Local>,
+    names: Vec<HashMap<String, LocalId>>,
+    /// Inside a `for_each` closure: the first local the closure declared. Locals before it are
+    /// captured, and read-only.
+    par_locals_start: Option<u32>,
+    loop_depth: u32,
+    calls: Vec<(FnId, Span)>,
+}
+
+fn err(span: Span) -> Expr {
+    Expr {
+        kind: ExprKind::Lit(Lit::Bool(false)),
+        ty: Ty::Error,
+        span,
+    }
+}
+
+fn mk(kind: ExprKind, ty: Ty, span: Span) -> Expr {
+    Expr { kind, ty, span }
+}
+
+impl Checker<'_> {
+    fn declare(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> LocalId {
+        let id = LocalId(self.locals.len() as u32);
+        self.locals.push(Local {
+            name: name.to_string(),
+            ty,
+            mutable,
+            span,
+        });
+        if let Some(scope) = self.names.last_mut() {
+            scope.insert(name.to_string(), id);
+        }
+        id
+    }
+
+    fn lookup(&self, name: &str) -> Option<LocalId> {
+        self.names.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn is_kernel(&self) -> bool {
+        self.sig.kernel.is_some()
+    }
+
+    /// Fixes the type of literals in `e` to `ty`, or reports a mismatch.
+    fn expect(&mut self, e: &mut Expr, ty: &Ty) {
+        if !assignable(&e.ty, ty) {
+            self.diags
+                .error(e.span, format!("expected `{ty}`, found `{}`", e.ty));
+            return;
+        }
+        if let Ty::Scalar(s) = ty {
+            fix_literals(e, *s);
+        }
+    }
+
+    fn block(&mut self, block: &mut syn::Block) -> Block {
+        self.names.push(HashMap::new());
+        let mut out = Block::default();
+        let n = block.stmts.len();
+        for (i, stmt) in block.stmts.iter_mut().enumerate() {
+            let last = i + 1 == n;
+            match stmt {
+                syn::Stmt::Local(local) => {
+                    if let Some(s) = self.let_stmt(local) {
+                        out.stmts.push(s);
+                    }
+                }
+                syn::Stmt::Item(item) => self.diags.error_at(
+                    &*item,
+                    "items inside kernel functions are not supported: declare them at the module level",
+                ),
+                syn::Stmt::Expr(e, semi) => {
+                    if let Some(s) = self.control_stmt(e) {
+                        out.stmts.push(s);
+                        continue;
+                    }
+                    let ex = self.expr(e, None);
+                    if semi.is_none() && last {
+                        out.tail = Some(Box::new(ex));
+                    } else {
+                        if semi.is_none() && !matches!(ex.ty, Ty::Unit | Ty::Error) {
+                            self.diags.error(ex.span, "expected `;` after this expression");
+                        }
+                        out.stmts.push(Stmt::Expr(ex));
+                    }
+                }
+                syn::Stmt::Macro(m) => {
+                    self.macro_call(&m.mac, None);
+                }
+            }
+        }
+        self.names.pop();
+        out
+    }
+
+    fn let_stmt(&mut self, local: &mut syn::Local) -> Option<Stmt> {
+        let Some(init) = local.init.as_mut() else {
+            self.diags.error_at(
+                &local.pat,
+                "a `let` in a kernel needs an initial value: write `let x = ...;`",
+            );
+            return None;
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            self.diags
+                .error_at(diverge, "`let ... else` is not supported in kernels yet");
+            return None;
+        }
+        // A user's ascription fixes the type; otherwise the checker infers it and writes it in.
+        let (pat, ascribed) = match &local.pat {
+            syn::Pat::Type(pt) => {
+                let ty = super::sig::parse_type(&pt.ty, &self.scope.consts, self.diags);
+                ((*pt.pat).clone(), Some(ty))
+            }
+            p => (p.clone(), None),
+        };
+        let mut value = self.expr(&mut init.expr, ascribed.as_ref());
+        if let Some(ty) = &ascribed {
+            self.expect(&mut value, ty);
+            value.ty = ty.clone();
+        }
+        match &pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                if let Ty::IntLit = value.ty {
+                    fix_literals(&mut value, Scalar::I32);
+                } else if let Ty::FloatLit = value.ty {
+                    fix_literals(&mut value, Scalar::F32);
+                }
+                if matches!(value.ty, Ty::ChanPair(_)) {
+                    self.diags.error_at(
+                        &pat,
+                        "a channel is two ends: write `let (tx, rx) = channel::<..>();`",
+                    );
+                }
+                if matches!(value.ty, Ty::ElemRef { .. })
+                    || matches!(value.ty, Ty::Future(_) | Ty::ParIter(_) | Ty::Role)
+                {
+                    self.diags.error(value.span, format!("a value of type `{}` cannot be stored in a local: use it where it is made", value.ty));
+                }
+                if ascribed.is_none() {
+                    if let Ty::Scalar(s) = value.ty {
+                        let span = pi.ident.span();
+                        let s_ident = syn::Ident::new(s.rust_name(), span);
+                        local.pat = syn::Pat::Type(syn::PatType {
+                            attrs: Vec::new(),
+                            pat: Box::new(pat.clone()),
+                            colon_token: Default::default(),
+                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> #s_ident))),
+                        });
+                    }
+                }
+                let id = self.declare(
+                    &pi.ident.to_string(),
+                    value.ty.clone(),
+                    pi.mutability.is_some(),
+                    pi.ident.span(),
+                );
+                Some(Stmt::Let(LetPattern::Local(id), value))
+            }
+            syn::Pat::Wild(_) => Some(Stmt::Let(LetPattern::Ignore, value)),
+            syn::Pat::Tuple(t) if t.elems.len() == 2 => {
+                let Ty::ChanPair(c) = value.ty else {
+                    if value.ty != Ty::Error {
+                        self.diags.error_at(&pat, "tuple patterns are supported for `let (tx, rx) = channel::<..>();` only");
+                    }
+                    return None;
+                };
+                let mut ids = Vec::new();
+                for (i, p) in t.elems.iter().enumerate() {
+                    match p {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            let ty = if i == 0 {
+                                Ty::Sender(c)
+                            } else {
+                                Ty::Receiver(c)
+                            };
+                            ids.push(self.declare(
+                                &pi.ident.to_string(),
+                                ty,
+                                pi.mutability.is_some(),
+                                pi.ident.span(),
+                            ));
+                        }
+                        other => {
+                            self.diags.error_at(
+                                other,
+                                "name each end of the channel: `let (tx, rx) = ...`",
+                            );
+                            return None;
+                        }
+                    }
+                }
+                Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value))
+            }
+            other => {
+                self.diags.error_at(
+                    other,
+                    "this pattern is not supported in kernels: bind a name, `let x = ...`",
+                );
+                None
+            }
+        }
+    }
+
+    /// Loops, which the typed IR keeps as statements.
+    fn control_stmt(&mut self, e: &mut syn::Expr) -> Option<Stmt> {
+        match e {
+            syn::Expr::ForLoop(f) => {
+                if let Some(l) = &f.label {
+                    self.diags.error_at(l, "loop labels are not supported yet");
+                }
+                let iter = self.expr(&mut f.expr, None);
+                let (var_ty, ok) = match iter.ty {
+                    Ty::Range | Ty::Tiles => (Ty::Range, true),
+                    Ty::Error => (Ty::Error, true),
+                    _ => (Ty::Error, false),
+                };
+                if !ok {
+                    self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` or `block_tiles(..)`, not over `{}`", iter.ty));
+                }
+                let var_ty = if matches!(iter.kind, ExprKind::Range(..)) {
+                    Ty::Scalar(Scalar::Usize)
+                } else {
+                    var_ty
+                };
+                self.names.push(HashMap::new());
+                let var = match &*f.pat {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                        &pi.ident.to_string(),
+                        var_ty,
+                        pi.mutability.is_some(),
+                        pi.ident.span(),
+                    ),
+                    syn::Pat::Wild(w) => self.declare("_", var_ty, false, w.span()),
+                    other => {
+                        self.diags
+                            .error_at(other, "bind the loop variable to a name");
+                        self.declare("_", var_ty, false, other.span())
+                    }
+                };
+                self.loop_depth += 1;
+                let body = self.block(&mut f.body);
+                self.loop_depth -= 1;
+                self.names.pop();
+                Some(Stmt::For(var, iter, body))
+            }
+            syn::Expr::While(w) => {
+                if let Some(l) = &w.label {
+                    self.diags.error_at(l, "loop labels are not supported yet");
+                }
+                if let syn::Expr::Let(l) = &mut *w.cond {
+                    let scrutinee = self.expr(&mut l.expr, None);
+                    let item_ty = match &scrutinee.ty {
+                        Ty::OptRecvSlot(c) => Ty::RecvSlot(*c),
+                        Ty::OptRange => Ty::Range,
+                        Ty::Error => Ty::Error,
+                        other => {
+                            self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
+                            Ty::Error
+                        }
+                    };
+                    self.names.push(HashMap::new());
+                    let var = match &*l.pat {
+                        syn::Pat::TupleStruct(ts)
+                            if ts.path.is_ident("Some") && ts.elems.len() == 1 =>
+                        {
+                            match &ts.elems[0] {
+                                syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                                    &pi.ident.to_string(),
+                                    item_ty,
+                                    pi.mutability.is_some(),
+                                    pi.ident.span(),
+                                ),
+                                syn::Pat::Wild(wd) => self.declare("_", item_ty, false, wd.span()),
+                                other => {
+                                    self.diags
+                                        .error_at(other, "bind the item to a name: `Some(slot)`");
+                                    self.declare("_", item_ty, false, other.span())
+                                }
+                            }
+                        }
+                        other => {
+                            self.diags
+                                .error_at(other, "write `while let Some(name) = ...`");
+                            self.declare("_", item_ty, false, other.span())
+                        }
+                    };
+                    self.loop_depth += 1;
+                    let body = self.block(&mut w.body);
+                    self.loop_depth -= 1;
+                    self.names.pop();
+                    return Some(Stmt::WhileLet(var, scrutinee, body));
+                }
+                let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
+                self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
+                self.loop_depth += 1;
+                let body = self.block(&mut w.body);
+                self.loop_depth -= 1;
+                Some(Stmt::While(cond, body))
+            }
+            syn::Expr::Loop(l) => {
+                if let Some(label) = &l.label {
+                    self.diags
+                        .error_at(label, "loop labels are not supported yet");
+                }
+                self.loop_depth += 1;
+                let body = self.block(&mut l.body);
+                self.loop_depth -= 1;
+                Some(Stmt::Loop(body))
+            }
+            syn::Expr::Break(b) => {
+                if b.label.is_some() || b.expr.is_some() {
+                    self.diags.error_at(
+                        &*b,
+                        "`break` with a label or a value is not supported yet: write `break;`",
+                    );
+                }
+                if self.loop_depth == 0 {
+                    self.diags.error_at(&*b, "`break` outside of a loop");
+                }
+                Some(Stmt::Break(b.span()))
+            }
+            syn::Expr::Continue(c) => {
+                if c.label.is_some() {
+                    self.diags
+                        .error_at(&*c, "`continue` with a label is not supported yet");
+                }
+                if self.loop_depth == 0 {
+                    self.diags.error_at(&*c, "`continue` outside of a loop");
+                }
+                Some(Stmt::Continue(c.span()))
+            }
+            _ => None,
+        }
+    }
+
+    fn expr(&mut self, e: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
+        let span = e.span();
+        match e {
+            syn::Expr::Lit(l) => self.literal(&l.lit, expected),
+            syn::Expr::Path(p) => self.path_expr(p),
+            syn::Expr::Paren(p) => {
+                let mut inner = self.expr(&mut p.expr, expected);
+                inner.span = span;
+                inner
+            }
+            syn::Expr::Group(g) => self.expr(&mut g.expr, expected),
+            syn::Expr::Binary(b) => self.binary(b, expected),
+            syn::Expr::Unary(u) => self.unary(u, expected),
+            syn::Expr::Cast(c) => {
+                let target = super::sig::parse_type(&c.ty, &self.scope.consts, self.diags);
+                let inner = self.expr(&mut c.expr, None);
+                let inner = self.auto_deref(inner);
+                match (&target, &inner.ty) {
+                    (Ty::Scalar(t), Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit) => {
+                        let mut inner = inner;
+                        match inner.ty {
+                            Ty::IntLit => fix_literals(&mut inner, Scalar::I32),
+                            Ty::FloatLit => fix_literals(&mut inner, Scalar::F32),
+                            _ => {}
+                        }
+                        if *t == Scalar::Bool && inner.ty != Ty::Scalar(Scalar::Bool) {
+                            self.diags.error(span, "casting to `bool` is not allowed in Rust: compare with zero instead, `x != 0`");
+                        }
+                        mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
+                    }
+                    (Ty::Error, _) | (_, Ty::Error) => err(span),
+                    _ => {
+                        self.diags.error(
+                            span,
+                            format!(
+                                "`as` converts between scalars; cannot cast `{}` to `{}`",
+                                inner.ty, target
+                            ),
+                        );
+                        err(span)
+                    }
+                }
+            }
+            syn::Expr::MethodCall(m) => self.method_call(m),
+            syn::Expr::Call(c) => self.call(c),
+            syn::Expr::Await(a) => {
+                let inner = self.expr(&mut a.base, None);
+                if self.par_locals_start.is_some() {
+                    self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
+                    return err(span);
+                }
+                if !self.sig.is_async {
+                    self.diags.error(
+                        a.await_token.span,
+                        "`.await` is only allowed inside `async fn`s",
+                    );
+                    return err(span);
+                }
+                match inner.ty.clone() {
+                    Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
+                    Ty::Error => err(span),
+                    other => {
+                        self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));
+                        err(span)
+                    }
+                }
+            }
+            syn::Expr::Index(ix) => self.index(ix),
+            syn::Expr::Range(r) => {
+                let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
+                    self.diags
+                        .error(span, "write a range with both ends, `a..b`");
+                    return err(span);
+                };
+                if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+                    self.diags.error(
+                        span,
+                        "inclusive ranges are not supported yet: write `a..b + 1`",
+                    );
+                    return err(span);
+                }
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut s = self.expr(start, Some(&usize_ty));
+                let mut t = self.expr(end, Some(&usize_ty));
+                self.expect(&mut s, &usize_ty);
+                self.expect(&mut t, &usize_ty);
+                mk(ExprKind::Range(Box::new(s), Box::new(t)), Ty::Range, span)
+            }
+            syn::Expr::Reference(r) => {
+                let inner = self.expr(&mut r.expr, None);
+                match inner.ty {
+                    Ty::Slice { elem, mutable } => {
+                        if r.mutability.is_some() && !mutable {
+                            self.diags
+                                .error(span, "cannot borrow a read-only slice as `&mut`");
+                        }
+                        let ty = Ty::Slice {
+                            elem,
+                            mutable: r.mutability.is_some(),
+                        };
+                        Expr { ty, ..inner }
+                    }
+                    Ty::Error => err(span),
+                    _ => {
+                        self.diags.error(span, "references are supported to slices only, as in `&x[range]`: pass scalars by value");
+                        err(span)
+                    }
+                }
+            }
+            syn::Expr::Block(b) => {
+                if let Some(l) = &b.label {
+                    self.diags.error_at(l, "block labels are not supported yet");
+                }
+                let block = self.block(&mut b.block);
+                let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+                mk(ExprKind::Block(block), ty, span)
+            }
+            syn::Expr::If(i) => self.if_expr(i, expected),
+            syn::Expr::Assign(a) => {
+                let place = self.place(&mut a.left);
+                let mut value = self.expr(&mut a.right, Some(&place.ty));
+                let target = match &place.ty {
+                    Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
+                    t => t.clone(),
+                };
+                self.expect(&mut value, &target);
+                mk(
+                    ExprKind::Assign(Box::new(place), Box::new(value)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            syn::Expr::Macro(m) => self.macro_call(&m.mac.clone(), Some(e)),
+            syn::Expr::ForLoop(_)
+            | syn::Expr::While(_)
+            | syn::Expr::Loop(_)
+            | syn::Expr::Break(_)
+            | syn::Expr::Continue(_) => {
+                self.diags.error(
+                    span,
+                    "a loop, `break` or `continue` is a statement here: use it on its own line",
+                );
+                err(span)
+            }
+            syn::Expr::Return(r) => {
+                self.diags.error_at(&r.return_token, "early `return` is not supported yet: let the function end, or restructure with `if`/`else`");
+                err(span)
+            }
+            syn::Expr::Try(t) => {
+                self.diags.error_at(&t.question_token, "the `?` operator is not supported in kernels: there is no `Result` on the device; check with `if` instead");
+                err(span)
+            }
+            syn::Expr::Closure(c) => {
+                self.diags.error_at(&c.or1_token, "closures are supported only as the argument of `for_each` on a parallel iterator");
+                err(span)
+            }
+            syn::Expr::Match(m) => {
+                self.diags.error_at(
+                    &m.match_token,
+                    "`match` is not supported yet: use `if`/`else`",
+                );
+                err(span)
+            }
+            syn::Expr::Async(a) => {
+                self.diags.error_at(
+                    &a.async_token,
+                    "async blocks are not supported yet: move the code into an async helper fn",
+                );
+                err(span)
+            }
+            syn::Expr::Unsafe(u) => {
+                self.diags.error_at(
+                    &u.unsafe_token,
+                    "`unsafe` blocks are not supported in kernels",
+                );
+                err(span)
+            }
+            syn::Expr::Let(l) => {
+                self.diags.error_at(
+                    &l.let_token,
+                    "`let` expressions are supported in `while let Some(x) = ..` only",
+                );
+                err(span)
+            }
+            syn::Expr::Field(f) => {
+                self.diags
+                    .error_at(&f.member, "field access is not supported in kernels yet");
+                err(span)
+            }
+            syn::Expr::Tuple(_)
+            | syn::Expr::Array(_)
+            | syn::Expr::Repeat(_)
+            | syn::Expr::Struct(_) => {
+                self.diags.error(span, "tuples, arrays and structs as values are not supported in kernels yet: use scalars, slices and channel slots");
+                err(span)
+            }
+            _ => {
+                self.diags
+                    .error(span, "this expression is not in the kernel language");
+                err(span)
+            }
+        }
+    }
+
+    fn literal(&mut self, lit: &syn::Lit, expected: Option<&Ty>) -> Expr {
+        let span = lit.span();
+        match lit {
+            syn::Lit::Int(i) => {
+                let Ok(v) = i.base10_parse::<u128>() else {
+                    self.diags.error(span, "this integer literal is too large");
+                    return err(span);
+                };
+                let ty = match i.suffix() {
+                    "" => match expected {
+                        Some(Ty::Scalar(s)) if s.is_int() => Ty::Scalar(*s),
+                        _ => Ty::IntLit,
+                    },
+                    suffix => match Scalar::from_name(suffix) {
+                        Some(s) if s.is_int() => Ty::Scalar(s),
+                        Some(Scalar::F32) => {
+                            return mk(
+                                ExprKind::Lit(Lit::Float(v as f64)),
+                                Ty::Scalar(Scalar::F32),
+                                span,
+                            )
+                        }
+                        _ => {
+                            self.diags.error(span, format!("`{suffix}` literals are not supported yet: use u32, i32, usize or f32"));
+                            return err(span);
+                        }
+                    },
+                };
+                mk(ExprKind::Lit(Lit::Int(v)), ty, span)
+            }
+            syn::Lit::Float(f) => {
+                let Ok(v) = f.base10_parse::<f64>() else {
+                    self.diags.error(span, "this float literal cannot be read");
+                    return err(span);
+                };
+                match f.suffix() {
+                    "" | "f32" => mk(
+                        ExprKind::Lit(Lit::Float(v)),
+                        if f.suffix().is_empty()
+                            && !matches!(expected, Some(Ty::Scalar(Scalar::F32)))
+                        {
+                            Ty::FloatLit
+                        } else {
+                            Ty::Scalar(Scalar::F32)
+                        },
+                        span,
+                    ),
+                    s => {
+                        self.diags.error(
+                            span,
+                            format!("`{s}` literals are not supported yet: use f32"),
+                        );
+                        err(span)
+                    }
+                }
+            }
+            syn::Lit::Bool(b) => mk(
+                ExprKind::Lit(Lit::Bool(b.value)),
+                Ty::Scalar(Scalar::Bool),
+                span,
+            ),
+            _ => {
+                self.diags.error(
+                    span,
+                    "only integer, float and bool literals are supported in kernels",
+                );
+                err(span)
+            }
+        }
+    }
+
+    fn path_expr(&mut self, p: &syn::ExprPath) -> Expr {
+        let span = p.span();
+        let Some(ident) = p.path.get_ident() else {
+            let last = p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default();
+            if let Some(first) = p.path.segments.first() {
+                let first = first.ident.to_string();
+                if super::sig::heap_message(&first).contains("Vec")
+                    && ["Vec", "Box", "String"].contains(&first.as_str())
+                {
+                    self.diags.error(span, heap_message(&first));
+                    return err(span);
+                }
+            }
+            self.diags.error(span, format!("paths such as `{}` are not supported in kernels yet: use a local, a parameter or a `const` of the module (found `{last}`)", quote::quote!(#p)));
+            return err(span);
+        };
+        let name = ident.to_string();
+        if let Some(id) = self.lookup(&name) {
+            let ty = self.locals[id.0 as usize].ty.clone();
+            return mk(ExprKind::Local(id), ty, span);
+        }
+        if let Some((ty, value)) = self.scope.consts.get(&name) {
+            return mk(ExprKind::Lit(*value), Ty::Scalar(*ty), span);
+        }
+        self.diags.error(span, format!("cannot find `{name}` in this kernel: a kernel sees its parameters, its locals and the `const`s of its module"));
+        err(span)
+    }
+
+    fn auto_deref(&mut self, e: Expr) -> Expr {
+        match e.ty {
+            Ty::ElemRef { elem, .. } => {
+                let span = e.span;
+                mk(ExprKind::Deref(Box::new(e)), Ty::Scalar(elem), span)
+            }
+            _ => e,
+        }
+    }
+
+    fn binary(&mut self, b: &mut syn::ExprBinary, expected: Option<&Ty>) -> Expr {
+        let span = b.span();
+        use syn::BinOp as S;
+        let (op, compound) = match b.op {
+            S::Add(_) => (BinOp::Add, false),
+            S::Sub(_) => (BinOp::Sub, false),
+            S::Mul(_) => (BinOp::Mul, false),
+            S::Div(_) => (BinOp::Div, false),
+            S::Rem(_) => (BinOp::Rem, false),
+            S::BitAnd(_) => (BinOp::And, false),
+            S::BitOr(_) => (BinOp::Or, false),
+            S::BitXor(_) => (BinOp::Xor, false),
+            S::Shl(_) => (BinOp::Shl, false),
+            S::Shr(_) => (BinOp::Shr, false),
+            S::Eq(_) => (BinOp::Eq, false),
+            S::Ne(_) => (BinOp::Ne, false),
+            S::Lt(_) => (BinOp::Lt, false),
+            S::Le(_) => (BinOp::Le, false),
+            S::Gt(_) => (BinOp::Gt, false),
+            S::Ge(_) => (BinOp::Ge, false),
+            S::And(_) => (BinOp::LogicAnd, false),
+            S::Or(_) => (BinOp::LogicOr, false),
+            S::AddAssign(_) => (BinOp::Add, true),
+            S::SubAssign(_) => (BinOp::Sub, true),
+            S::MulAssign(_) => (BinOp::Mul, true),
+            S::DivAssign(_) => (BinOp::Div, true),
+            S::RemAssign(_) => (BinOp::Rem, true),
+            S::BitAndAssign(_) => (BinOp::And, true),
+            S::BitOrAssign(_) => (BinOp::Or, true),
+            S::BitXorAssign(_) => (BinOp::Xor, true),
+            S::ShlAssign(_) => (BinOp::Shl, true),
+            S::ShrAssign(_) => (BinOp::Shr, true),
+            _ => {
+                self.diags
+                    .error(span, "this operator is not supported in kernels");
+                return err(span);
+            }
+        };
+        if compound {
+            let place = self.place(&mut b.left);
+            let target = match &place.ty {
+                Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
+                t => t.clone(),
+            };
+            let rhs_expected = if matches!(op, BinOp::Shl | BinOp::Shr) {
+                None
+            } else {
+                Some(&target)
+            };
+            let mut value = self.expr(&mut b.right, rhs_expected);
+            value = self.auto_deref(value);
+            if matches!(op, BinOp::Shl | BinOp::Shr) {
+                if value.ty == Ty::IntLit {
+                    fix_literals(&mut value, Scalar::U32);
+                }
+            } else {
+                self.expect(&mut value, &target);
+            }
+            if let Ty::Scalar(s) = target {
+                self.check_operand_type(op, s, span);
+            }
+            return mk(
+                ExprKind::CompoundAssign(op, Box::new(place), Box::new(value)),
+                Ty::Unit,
+                span,
+            );
+        }
+        if matches!(op, BinOp::LogicAnd | BinOp::LogicOr) {
+            let bool_ty = Ty::Scalar(Scalar::Bool);
+            let mut l = self.expr(&mut b.left, Some(&bool_ty));
+            let mut r = self.expr(&mut b.right, Some(&bool_ty));
+            self.expect(&mut l, &bool_ty);
+            self.expect(&mut r, &bool_ty);
+            return mk(
+                ExprKind::Binary(op, Box::new(l), Box::new(r)),
+                bool_ty,
+                span,
+            );
+        }
+        let operand_expected = if op.is_comparison() { None } else { expected };
+        let l = self.expr(&mut b.left, operand_expected);
+        let mut l = self.auto_deref(l);
+        let r_expected = if matches!(op, BinOp::Shl | BinOp::Shr) {
+            None
+        } else if let Ty::Scalar(_) = l.ty {
+            Some(l.ty.clone())
+        } else {
+            operand_expected.cloned()
+        };
+        let r = self.expr(&mut b.right, r_expected.as_ref());
+        let mut r = self.auto_deref(r);
+        if matches!(op, BinOp::Shl | BinOp::Shr) {
+            if r.ty == Ty::IntLit {
+                fix_literals(&mut r, Scalar::U32);
+            }
+            if !matches!(r.ty, Ty::Scalar(s) if s.is_int()) && r.ty != Ty::Error {
+                self.diags.error(r.span, "a shift amount is an integer");
+            }
+            if let Ty::Scalar(s) = l.ty {
+                self.check_operand_type(op, s, span);
+            }
+            let ty = if l.ty == Ty::IntLit {
+                Ty::IntLit
+            } else {
+                l.ty.clone()
+            };
+            return mk(ExprKind::Binary(op, Box::new(l), Box::new(r)), ty, span);
+        }
+        // Unify: a literal side takes the other side's type.
+        let ty = match (&l.ty, &r.ty) {
+            (Ty::Error, _) | (_, Ty::Error) => return err(span),
+            (Ty::Scalar(a), Ty::Scalar(b)) if a == b => Ty::Scalar(*a),
+            (Ty::Scalar(a), Ty::IntLit | Ty::FloatLit) => {
+                let a = *a;
+                self.expect(&mut r, &Ty::Scalar(a));
+                Ty::Scalar(a)
+            }
+            (Ty::IntLit | Ty::FloatLit, Ty::Scalar(b)) => {
+                let b = *b;
+                self.expect(&mut l, &Ty::Scalar(b));
+                Ty::Scalar(b)
+            }
+            (Ty::IntLit, Ty::IntLit) => Ty::IntLit,
+            (Ty::FloatLit, Ty::FloatLit) => Ty::FloatLit,
+            (a, b) => {
+                self.diags.error(span, format!("`{}` needs both sides of one type; found `{a}` and `{b}` (convert one with `as`)", op.symbol()));
+                return err(span);
+            }
+        };
+        if let Ty::Scalar(s) = ty {
+            self.check_operand_type(op, s, span);
+        }
+        let result = if op.is_comparison() {
+            Ty::Scalar(Scalar::Bool)
+        } else {
+            ty
+        };
+        mk(ExprKind::Binary(op, Box::new(l), Box::new(r)), result, span)
+    }
+
+    fn check_operand_type(&mut self, op: BinOp, s: Scalar, span: Span) {
+        let ok = match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => s != Scalar::Bool,
+            BinOp::And | BinOp::Or | BinOp::Xor => s != Scalar::F32,
+            BinOp::Shl | BinOp::Shr => s.is_int(),
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => true,
+            BinOp::LogicAnd | BinOp::LogicOr => s == Scalar::Bool,
+        };
+        if !ok {
+            self.diags
+                .error(span, format!("`{}` is not defined for `{s}`", op.symbol()));
+        }
+    }
+
+    fn unary(&mut self, u: &mut syn::ExprUnary, expected: Option<&Ty>) -> Expr {
+        let span = u.span();
+        match u.op {
+            syn::UnOp::Deref(_) => {
+                let inner = self.expr(&mut u.expr, None);
+                match inner.ty {
+                    Ty::ElemRef { elem, .. } => {
+                        mk(ExprKind::Deref(Box::new(inner)), Ty::Scalar(elem), span)
+                    }
+                    Ty::Error => err(span),
+                    _ => {
+                        self.diags
+                            .error(span, format!("cannot dereference `{}`", inner.ty));
+                        err(span)
+                    }
+                }
+            }
+            syn::UnOp::Neg(_) => {
+                let inner = self.expr(&mut u.expr, expected);
+                let inner = self.auto_deref(inner);
+                match inner.ty {
+                    Ty::Scalar(Scalar::I32 | Scalar::F32) | Ty::IntLit | Ty::FloatLit => {
+                        let ty = inner.ty.clone();
+                        mk(ExprKind::Unary(UnOp::Neg, Box::new(inner)), ty, span)
+                    }
+                    Ty::Error => err(span),
+                    ref t => {
+                        self.diags.error(span, format!("cannot negate a `{t}`"));
+                        err(span)
+                    }
+                }
+            }
+            syn::UnOp::Not(_) => {
+                let inner = self.expr(&mut u.expr, expected);
+                let inner = self.auto_deref(inner);
+                match inner.ty {
+                    Ty::Scalar(s) if s != Scalar::F32 => mk(
+                        ExprKind::Unary(UnOp::Not, Box::new(inner)),
+                        Ty::Scalar(s),
+                        span,
+                    ),
+                    Ty::IntLit => mk(
+                        ExprKind::Unary(UnOp::Not, Box::new(inner)),
+                        Ty::IntLit,
+                        span,
+                    ),
+                    Ty::Error => err(span),
+                    ref t => {
+                        self.diags
+                            .error(span, format!("`!` is not defined for `{t}`"));
+                        err(span)
+                    }
+                }
+            }
+            _ => {
+                self.diags
+                    .error(span, "this operator is not supported in kernels");
+                err(span)
+            }
+        }
+    }
+
+    /// The left side of an assignment: a mutable scalar local, or `*r` of a mutable element.
+    fn place(&mut self, e: &mut syn::Expr) -> Expr {
+        let span = e.span();
+        let place = self.expr(e, None);
+        match &place.kind {
+            ExprKind::Local(id) => {
+                let local = &self.locals[id.0 as usize];
+                if self.par_locals_start.is_some_and(|start| id.0 < start) {
+                    self.diags.error(span, format!("a `par_iter` closure cannot assign to the captured `{}`: each thread runs its own iterations with its own copy; write results through the `&mut` elements instead", local.name));
+                } else if !local.mutable {
+                    self.diags.error(
+                        span,
+                        format!(
+                            "cannot assign twice to `{}`: declare it `let mut {}`",
+                            local.name, local.name
+                        ),
+                    );
+                } else if !matches!(local.ty, Ty::Scalar(_) | Ty::Error) {
+                    self.diags.error(
+                        span,
+                        format!(
+                            "only scalar locals can be assigned; `{}` is a `{}`",
+                            local.name, local.ty
+                        ),
+                    );
+                }
+                place
+            }
+            ExprKind::Deref(inner) => {
+                if !matches!(inner.ty, Ty::ElemRef { mutable: true, .. }) {
+                    self.diags.error(
+                        span,
+                        "cannot assign through a shared reference: iterate with `par_iter_mut()`",
+                    );
+                }
+                let elem = place.ty.scalar().unwrap_or(Scalar::F32);
+                Expr {
+                    ty: Ty::ElemRef {
+                        elem,
+                        mutable: true,
+                    },
+                    ..place
+                }
+            }
+            ExprKind::Index(..) => {
+                self.diags.error(span, "writing one element from role code is not supported yet: role code runs on every thread of the role at once; write through `slice[range].par_iter_mut()` instead");
+                err(span)
+            }
+            _ if place.ty == Ty::Error => place,
+            _ => {
+                self.diags.error(span, "this cannot be assigned to");
+                err(span)
+            }
+        }
+    }
+
+    fn if_expr(&mut self, i: &mut syn::ExprIf, expected: Option<&Ty>) -> Expr {
+        let span = i.span();
+        let bool_ty = Ty::Scalar(Scalar::Bool);
+        if let syn::Expr::Let(l) = &*i.cond {
+            self.diags.error_at(
+                &l.let_token,
+                "`if let` is not supported yet: use `while let` over a channel, or `if`",
+            );
+            return err(span);
+        }
+        let mut cond = self.expr(&mut i.cond, Some(&bool_ty));
+        self.expect(&mut cond, &bool_ty);
+        let mut then = self.block(&mut i.then_branch);
+        let else_ = i
+            .else_branch
+            .as_mut()
+            .map(|(_, e)| Box::new(self.expr(e, expected)));
+        let then_ty = then.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        let ty = match &else_ {
+            None => {
+                if !matches!(then_ty, Ty::Unit | Ty::Error) {
+                    self.diags.error(
+                        span,
+                        "an `if` without `else` has no value: add an `else` branch",
+                    );
+                }
+                Ty::Unit
+            }
+            Some(e) => {
+                let mut e = e.clone();
+                match (&then_ty, &e.ty) {
+                    (a, b) if a == b => a.clone(),
+                    (Ty::Scalar(s), Ty::IntLit | Ty::FloatLit) => {
+                        self.expect(&mut e, &Ty::Scalar(*s));
+                        then_ty.clone()
+                    }
+                    (Ty::IntLit | Ty::FloatLit, Ty::Scalar(s)) => {
+                        let s = *s;
+                        if let Some(t) = then.tail.as_mut() {
+                            self.expect(t, &Ty::Scalar(s));
+                        }
+                        Ty::Scalar(s)
+                    }
+                    (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
+                    (a, b) => {
+                        self.diags.error(
+                            span,
+                            format!(
+                                "the branches of this `if` have different types, `{a}` and `{b}`"
+                            ),
+                        );
+                        Ty::Error
+                    }
+                }
+            }
+        };
+        let else_ = else_.map(|mut e| {
+            if let Ty::Scalar(s) = ty {
+                fix_literals(&mut e, s);
+            }
+            e
+        });
+        mk(ExprKind::If(Box::new(cond), then, else_), ty, span)
+    }
+
+    fn index(&mut self, ix: &mut syn::ExprIndex) -> Expr {
+        let span = ix.span();
+        let base = self.expr(&mut ix.expr, None);
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let mut index = self.expr(&mut ix.index, Some(&usize_ty));
+        match (&base.ty, &index.ty) {
+            (Ty::Error, _) | (_, Ty::Error) => err(span),
+            (Ty::Slice { elem, mutable }, Ty::Range) => {
+                let ty = Ty::Slice {
+                    elem: *elem,
+                    mutable: *mutable,
+                };
+                mk(
+                    ExprKind::SubSlice(Box::new(base), Box::new(index)),
+                    ty,
+                    span,
+                )
+            }
+            (Ty::Slice { elem, .. }, _) => {
+                let elem = *elem;
+                self.expect(&mut index, &usize_ty);
+                mk(
+                    ExprKind::Index(Box::new(base), Box::new(index)),
+                    Ty::Scalar(elem),
+                    span,
+                )
+            }
+            (Ty::RecvSlot(c) | Ty::SendSlot(c), Ty::Range) => {
+                let _ = c;
+                self.diags.error(
+                    index.span,
+                    "sub-slices of a channel slot are not supported yet: iterate the whole slot",
+                );
+                err(span)
+            }
+            (Ty::RecvSlot(c) | Ty::SendSlot(c), _) => {
+                let elem = c.elem;
+                self.expect(&mut index, &usize_ty);
+                mk(
+                    ExprKind::Index(Box::new(base), Box::new(index)),
+                    Ty::Scalar(elem),
+                    span,
+                )
+            }
+            (t, _) => {
+                self.diags.error(span, format!("cannot index a `{t}`"));
+                err(span)
+            }
+        }
+    }
+
+    fn local_of(&mut self, e: &Expr, what: &str) -> Option<LocalId> {
+        match e.kind {
+            ExprKind::Local(id) => Some(id),
+            _ => {
+                if e.ty != Ty::Error {
+                    self.diags
+                        .error(e.span, format!("call `{what}` on a local variable"));
+                }
+                None
+            }
+        }
+    }
+
+    fn no_channel_ops_in_par(&mut self, span: Span, what: &str) -> bool {
+        if self.par_locals_start.is_some() {
+            self.diags.error(span, format!("`{what}` inside a `par_iter` closure: channel operations belong to the role, outside the parallel loop"));
+            return false;
+        }
+        true
+    }
+
+    fn method_call(&mut self, m: &mut syn::ExprMethodCall) -> Expr {
+        let span = m.span();
+        let name = m.method.to_string();
+        let receiver = self.expr(&mut m.receiver, None);
+        if receiver.ty == Ty::Error {
+            for a in m.args.iter_mut() {
+                self.expr(a, None);
+            }
+            return err(span);
+        }
+        let argc = m.args.len();
+        let want_args = |this: &mut Self, n: usize| -> bool {
+            if argc != n {
+                this.diags.error(
+                    m.method.span(),
+                    format!(
+                        "`{name}` takes {n} argument{}",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                );
+                false
+            } else {
+                true
+            }
+        };
+        let rty = receiver.ty.clone();
+        match (name.as_str(), &rty) {
+            ("len", Ty::Slice { .. }) if want_args(self, 0) => mk(
+                ExprKind::Len(Box::new(receiver)),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
+            ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if want_args(self, 0) => mk(
+                ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
+            ("reserve", Ty::Sender(c))
+                if want_args(self, 0) && self.no_channel_ops_in_par(span, "reserve") =>
+            {
+                self.local_of(&receiver, "reserve");
+                mk(
+                    ExprKind::Reserve(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::SendSlot(*c))),
+                    span,
+                )
+            }
+            ("recv", Ty::Receiver(c))
+                if want_args(self, 0) && self.no_channel_ops_in_par(span, "recv") =>
+            {
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::Recv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::OptRecvSlot(*c))),
+                    span,
+                )
+            }
+            ("send", Ty::SendSlot(_))
+                if want_args(self, 0) && self.no_channel_ops_in_par(span, "send") =>
+            {
+                self.local_of(&receiver, "send");
+                mk(ExprKind::Send(Box::new(receiver)), Ty::Unit, span)
+            }
+            ("copy_from", Ty::SendSlot(c))
+                if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
+            {
+                self.local_of(&receiver, "copy_from");
+                let src = self.expr(&mut m.args[0], None);
+                match src.ty {
+                    Ty::Slice { elem, .. } if elem == c.elem => {}
+                    Ty::Error => return err(span),
+                    ref t => {
+                        self.diags.error(
+                            src.span,
+                            format!(
+                                "`copy_from` takes a `&[{}]` slice of global memory, found `{t}`",
+                                c.elem
+                            ),
+                        );
+                        return err(span);
+                    }
+                }
+                mk(
+                    ExprKind::CopyFrom(Box::new(receiver), Box::new(src)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            ("next", Ty::Tiles) if want_args(self, 0) => {
+                if let Some(id) = self.local_of(&receiver, "next") {
+                    if !self.locals[id.0 as usize].mutable {
+                        self.diags.error(
+                            receiver.span,
+                            "`next` advances the iterator: declare it `let mut`",
+                        );
+                    }
+                }
+                mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
+            }
+            ("unwrap", Ty::OptRange) if want_args(self, 0) => {
+                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
+            }
+            (
+                "par_iter" | "par_iter_mut",
+                Ty::Slice { elem, mutable } | Ty::ElemRef { elem, mutable },
+            ) if want_args(self, 0) => {
+                let (elem, mutable) = (*elem, *mutable);
+                let want_mut = name == "par_iter_mut";
+                if matches!(rty, Ty::ElemRef { .. }) {
+                    self.diags
+                        .error(span, "a parallel iterator runs over a slice or a slot");
+                    return err(span);
+                }
+                if want_mut && !mutable {
+                    self.diags
+                        .error(receiver.span, "`par_iter_mut` needs a `&mut [T]` slice");
+                }
+                self.par_source(receiver, elem, want_mut, span)
+            }
+            ("par_iter" | "par_iter_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
+                if want_args(self, 0) =>
+            {
+                let want_mut = name == "par_iter_mut";
+                if want_mut && matches!(rty, Ty::RecvSlot(_)) {
+                    self.diags.error(
+                        receiver.span,
+                        "a received slot is read-only: `par_iter_mut` works on a reserved slot",
+                    );
+                }
+                self.local_of(&receiver, &name);
+                self.par_source(receiver, c.elem, want_mut, span)
+            }
+            ("zip", Ty::ParIter(a)) if want_args(self, 1) => {
+                let other = self.expr(&mut m.args[0], None);
+                match &other.ty {
+                    Ty::ParIter(b) => {
+                        let shape = ParShape::Zip(Box::new(a.clone()), Box::new(b.clone()));
+                        mk(
+                            ExprKind::Zip(Box::new(receiver), Box::new(other)),
+                            Ty::ParIter(shape),
+                            span,
+                        )
+                    }
+                    Ty::Error => err(span),
+                    t => {
+                        self.diags.error(other.span, format!("`zip` takes another parallel iterator (`x.par_iter()`), found `{t}`"));
+                        err(span)
+                    }
+                }
+            }
+            ("enumerate", Ty::ParIter(a)) if want_args(self, 0) => {
+                let shape = ParShape::Enumerate(Box::new(a.clone()));
+                mk(
+                    ExprKind::Enumerate(Box::new(receiver)),
+                    Ty::ParIter(shape),
+                    span,
+                )
+            }
+            ("for_each", Ty::ParIter(shape)) if want_args(self, 1) => {
+                self.for_each(receiver, shape.clone(), &mut m.args[0], span)
+            }
+            _ => {
+                if argc == m.args.len() {
+                    self.diags.error(
+                        m.method.span(),
+                        format!("`{name}` is not a method the kernel language knows on `{rty}`"),
+                    );
+                }
+                err(span)
+            }
+        }
+    }
+
+    fn par_source(&mut self, receiver: Expr, elem: Scalar, mutable: bool, span: Span) -> Expr {
+        if self.par_locals_start.is_some() {
+            self.diags.error(
+                span,
+                "parallel iterators cannot nest: a `par_iter` closure runs on one thread",
+            );
+            return err(span);
+        }
+        mk(
+            ExprKind::ParSource(Box::new(receiver)),
+            Ty::ParIter(ParShape::Source { elem, mutable }),
+            span,
+        )
+    }
+
+    fn for_each(&mut self, iter: Expr, shape: ParShape, arg: &mut syn::Expr, span: Span) -> Expr {
+        let syn::Expr::Closure(c) = arg else {
+            self.diags
+                .error_at(arg, "`for_each` takes a closure, `|x| ...`");
+            return err(span);
+        };
+        if let Some(a) = &c.asyncness {
+            self.diags.error_at(
+                a,
+                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
+            );
+            return err(span);
+        }
+        if c.inputs.len() != 1 {
+            self.diags.error_at(
+                &c.inputs,
+                "the `for_each` closure takes one parameter (a tuple pattern for zipped items)",
+            );
+            return err(span);
+        }
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let binding = self.par_binding(&c.inputs[0], &shape);
+        let body_block = match &mut *c.body {
+            syn::Expr::Block(b) => self.block(&mut b.block),
+            other => {
+                let e = self.expr(other, None);
+                Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e)),
+                }
+            }
+        };
+        self.par_locals_start = outer;
+        self.names.pop();
+        mk(
+            ExprKind::ForEach(Box::new(iter), binding, body_block),
+            Ty::Unit,
+            span,
+        )
+    }
+
+    fn par_binding(&mut self, pat: &syn::Pat, shape: &ParShape) -> ParBinding {
+        match pat {
+            syn::Pat::Type(t) => self.par_binding(&t.pat, shape),
+            syn::Pat::Paren(p) => self.par_binding(&p.pat, shape),
+            syn::Pat::Wild(_) => ParBinding::Ignore,
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let ty = match shape {
+                    ParShape::Source { elem, mutable } => Ty::ElemRef {
+                        elem: *elem,
+                        mutable: *mutable,
+                    },
+                    _ => {
+                        self.diags
+                            .error_at(pi, "this item is a tuple: destructure it, as in `|(a, b)|`");
+                        Ty::Error
+                    }
+                };
+                ParBinding::Local(self.declare(&pi.ident.to_string(), ty, false, pi.ident.span()))
+            }
+            syn::Pat::Tuple(t) if t.elems.len() == 2 => match shape {
+                ParShape::Zip(a, b) => ParBinding::Pair(
+                    Box::new(self.par_binding(&t.elems[0], a)),
+                    Box::new(self.par_binding(&t.elems[1], b)),
+                ),
+                ParShape::Enumerate(a) => {
+                    let index = match &t.elems[0] {
+                        syn::Pat::Ident(pi) => ParBinding::Local(self.declare(
+                            &pi.ident.to_string(),
+                            Ty::Scalar(Scalar::Usize),
+                            false,
+                            pi.ident.span(),
+                        )),
+                        syn::Pat::Wild(_) => ParBinding::Ignore,
+                        other => {
+                            self.diags.error_at(other, "bind the index to a name");
+                            ParBinding::Ignore
+                        }
+                    };
+                    ParBinding::Pair(Box::new(index), Box::new(self.par_binding(&t.elems[1], a)))
+                }
+                ParShape::Source { .. } => {
+                    self.diags
+                        .error_at(t, "this item is a single element, not a tuple");
+                    ParBinding::Ignore
+                }
+            },
+            other => {
+                self.diags
+                    .error_at(other, "bind the closure's items to names, as in `|(y, x)|`");
+                ParBinding::Ignore
+            }
+        }
+    }
+
+    fn call(&mut self, c: &mut syn::ExprCall) -> Expr {
+        let span = c.span();
+        let syn::Expr::Path(p) = &*c.func else {
+            self.diags.error_at(
+                &c.func,
+                "only functions of the module and of `gpu_async::device` can be called in kernels",
+            );
+            return err(span);
+        };
+        let segments: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let first = segments.first().cloned().unwrap_or_default();
+        let Some(last_seg) = p.path.segments.last() else {
+            return err(span);
+        };
+        let name = last_seg.ident.to_string();
+        if ["Vec", "Box", "String", "Rc", "Arc", "HashMap"].contains(&first.as_str()) {
+            self.diags.error_at(&c.func, heap_message(&first));
+            return err(span);
+        }
+        let ours =
+            segments.len() == 1 || segments.iter().rev().nth(1).is_some_and(|s| s == "device");
+        if !ours {
+            self.diags.error_at(&c.func, format!("`{}` cannot be called in a kernel: call the module's own functions or those of `gpu_async::device`", quote::quote!(#p)));
+            return err(span);
+        }
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        match name.as_str() {
+            "channel" => {
+                for a in c.args.iter_mut() {
+                    self.expr(a, None);
+                }
+                let syn::PathArguments::AngleBracketed(args) = &last_seg.arguments else {
+                    self.diags.error_at(
+                        &c.func,
+                        "name the payload and depth: `channel::<[f32; 1024], 3>()`",
+                    );
+                    return err(span);
+                };
+                if !c.args.is_empty() {
+                    self.diags.error_at(&c.args, "`channel` takes no arguments");
+                }
+                let generic: Vec<&syn::GenericArgument> = args.args.iter().collect();
+                let Some(chan) = chan_args(&generic, &self.scope.consts, self.diags, &args.args)
+                else {
+                    return err(span);
+                };
+                if !self.is_kernel() {
+                    self.diags.error_at(&c.func, "channels are created in the kernel body, before `join!`, and passed to the roles");
+                }
+                mk(ExprKind::Channel(chan), Ty::ChanPair(chan), span)
+            }
+            "block_tiles" => {
+                if c.args.len() != 2 {
+                    self.diags
+                        .error_at(&c.func, "`block_tiles(len, tile)` takes two arguments");
+                    return err(span);
+                }
+                let mut len = self.expr(&mut c.args[0], Some(&usize_ty));
+                let mut tile = self.expr(&mut c.args[1], Some(&usize_ty));
+                self.expect(&mut len, &usize_ty);
+                self.expect(&mut tile, &usize_ty);
+                mk(
+                    ExprKind::BlockTiles(Box::new(len), Box::new(tile)),
+                    Ty::Tiles,
+                    span,
+                )
+            }
+            "drop" => {
+                if c.args.len() != 1 {
+                    self.diags.error_at(&c.func, "`drop` takes one argument");
+                    return err(span);
+                }
+                let v = self.expr(&mut c.args[0], None);
+                if v.ty == Ty::Error {
+                    return err(span);
+                }
+                if self.local_of(&v, "drop").is_none() || !v.ty.has_drop_effect() {
+                    if v.ty.has_drop_effect() || matches!(v.kind, ExprKind::Local(_)) {
+                        self.diags.error(
+                            v.span,
+                            format!("dropping a `{}` does nothing: remove the call", v.ty),
+                        );
+                    }
+                    return err(span);
+                }
+                mk(ExprKind::Drop(Box::new(v)), Ty::Unit, span)
+            }
+            "on_warps" => {
+                self.diags.error_at(
+                    &c.func,
+                    "`on_warps` is only valid as an argument of `join!` in a kernel body",
+                );
+                err(span)
+            }
+            _ => match self.scope.fns.get(&name) {
+                Some(&id) if segments.len() == 1 => self.helper_call(id, c, span),
+                _ => {
+                    self.diags.error_at(&c.func, format!("cannot find function `{name}`: a kernel calls the functions of its `#[gpu_async]` module and of `gpu_async::device`"));
+                    err(span)
+                }
+            },
+        }
+    }
+
+    fn helper_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
+        let sig = &self.scope.sigs[id.0 as usize];
+        if sig.kernel.is_some() {
+            self.diags.error_at(
+                &c.func,
+                "a kernel cannot be called from kernel code: launch it from the host",
+            );
+            return err(span);
+        }
+        if sig.params.len() != c.args.len() {
+            self.diags.error_at(
+                &c.func,
+                format!(
+                    "`{}` takes {} arguments, {} given",
+                    sig.name,
+                    sig.params.len(),
+                    c.args.len()
+                ),
+            );
+            return err(span);
+        }
+        let mut args = Vec::new();
+        for (arg, (_, pty, _, _)) in c.args.iter_mut().zip(&sig.params) {
+            let a = self.expr(arg, Some(pty));
+            let mut a = if matches!(pty, Ty::Scalar(_)) {
+                self.auto_deref(a)
+            } else {
+                a
+            };
+            self.expect(&mut a, pty);
+            if matches!(pty, Ty::Sender(_) | Ty::Receiver(_)) {
+                self.local_of(&a, "a channel end");
+            }
+            args.push(a);
+        }
+        self.calls.push((id, c.func.span()));
+        let ty = if sig.is_async {
+            Ty::Future(Box::new(sig.ret.clone()))
+        } else {
+            sig.ret.clone()
+        };
+        mk(ExprKind::Call(id, args), ty, span)
+    }
+
+    /// A macro call: `join!` in a kernel body (rewritten for the shadow code), or a clear error.
+    fn macro_call(&mut self, mac: &syn::Macro, node: Option<&mut syn::Expr>) -> Expr {
+        let span = mac.path.span();
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        match name.as_str() {
+            "join" => {
+                let Some(node) = node else {
+                    self.diags
+                        .error(span, "`join!(..)` is a future: write `join!(..).await;`");
+                    return err(span);
+                };
+                if !self.is_kernel() {
+                    self.diags.error(span, "`join!` of roles belongs in a kernel body; concurrency inside a role is not supported yet");
+                    return err(span);
+                }
+                let parsed = mac.parse_body_with(
+                    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+                );
+                let mut roles_syn = match parsed {
+                    Ok(r) => r,
+                    Err(e) => {
+                        self.diags.push(e);
+                        return err(span);
+                    }
+                };
+                let mut roles = Vec::new();
+                let mut rewritten = Vec::new();
+                for role in roles_syn.iter_mut() {
+                    if let Some((e, role_name)) = self.on_warps(role) {
+                        roles.push(e);
+                        let rspan = role.span();
+                        let lit = syn::LitStr::new(&role_name, rspan);
+                        rewritten.push(quote_spanned!(rspan=> #role.__named(#lit)));
+                    }
+                }
+                if roles.is_empty() {
+                    self.diags.error(
+                        span,
+                        "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
+                    );
+                }
+                *node = syn::Expr::Verbatim(
+                    quote_spanned!(span=> ::gpu_async::device::join_roles([#(#rewritten),*])),
+                );
+                mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
+            }
+            "vec" | "format" => {
+                self.diags.error(
+                    span,
+                    heap_message(if name == "vec" { "Vec" } else { "String" }),
+                );
+                err(span)
+            }
+            "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo"
+            | "unimplemented" => {
+                self.diags.error(span, format!("`{name}!` is not supported in kernels yet: device panics come with the full kernel language; check with `if` instead"));
+                err(span)
+            }
+            "println" | "print" | "eprintln" | "eprint" | "dbg" => {
+                self.diags.error(span, format!("`{name}!` is not available on the device: write values into an output buffer"));
+                err(span)
+            }
+            "asm" | "global_asm" => {
+                self.diags
+                    .error(span, "inline assembly is not supported in kernels");
+                err(span)
+            }
+            _ => {
+                self.diags.error(
+                    span,
+                    format!("the macro `{name}!` is not supported in kernels"),
+                );
+                err(span)
+            }
+        }
+    }
+
+    /// `on_warps(a..b, role(args))`.
+    fn on_warps(&mut self, e: &mut syn::Expr) -> Option<(Expr, String)> {
+        let span = e.span();
+        let syn::Expr::Call(c) = e else {
+            self.diags.error(
+                span,
+                "each argument of `join!` is `on_warps(first..end, role(args))`",
+            );
+            return None;
+        };
+        let is_on_warps = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "on_warps"));
+        if !is_on_warps || c.args.len() != 2 {
+            self.diags.error(
+                span,
+                "each argument of `join!` is `on_warps(first..end, role(args))`",
+            );
+            return None;
+        }
+        let range_span = c.args[0].span();
+        let (start, end) = match &c.args[0] {
+            syn::Expr::Range(r) if matches!(r.limits, syn::RangeLimits::HalfOpen(_)) => {
+                let s = r
+                    .start
+                    .as_ref()
+                    .map(|s| super::consts::eval_usize(s, &self.scope.consts));
+                let t = r
+                    .end
+                    .as_ref()
+                    .map(|t| super::consts::eval_usize(t, &self.scope.consts));
+                match (s, t) {
+                    (Some(Ok(s)), Some(Ok(t))) => (s as u32, t as u32),
+                    (Some(Err(e)), _) | (_, Some(Err(e))) => {
+                        self.diags.push(e);
+                        return None;
+                    }
+                    _ => {
+                        self.diags
+                            .error(range_span, "a warp range has both ends: `first..end`");
+                        return None;
+                    }
+                }
+            }
+            _ => {
+                self.diags.error(
+                    range_span,
+                    "a warp range is a constant half-open range, `first..end`",
+                );
+                return None;
+            }
+        };
+        let call = self.expr(&mut c.args[1], None);
+        let name = match &call.kind {
+            ExprKind::Call(id, _) => {
+                let sig = &self.scope.sigs[id.0 as usize];
+                if !sig.is_async || sig.ret != Ty::Unit {
+                    self.diags.error(
+                        call.span,
+                        "a role is a call of an `async fn` that returns nothing",
+                    );
+                }
+                sig.name.clone()
+            }
+            _ => {
+                if call.ty != Ty::Error {
+                    self.diags.error(
+                        call.span,
+                        "a role is a call of an async fn of the module, as in `load(x, tx)`",
+                    );
+                }
+                return None;
+            }
+        };
+        Some((
+            mk(
+                ExprKind::OnWarps {
+                    start,
+                    end,
+                    range_span,
+                    call: Box::new(call),
+                },
+                Ty::Role,
+                span,
+            ),
+            name,
+        ))
+    }
+
+    /// A kernel body creates channels and scalars, then ends with `join!(..).await;`.
+    fn check_kernel_shape(&mut self, body: &Block, name_span: Span) {
+        let mut joins = 0;
+        for (i, stmt) in body.stmts.iter().enumerate() {
+            match stmt {
+                Stmt::Let(_, e) if matches!(e.ty, Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Error) => {}
+                Stmt::Expr(e) if matches!(&e.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Join(_))) => {
+                    joins += 1;
+                    if i + 1 != body.stmts.len() {
+                        self.diags.error(e.span, "code after `join!(..).await` is not supported yet: the kernel ends when its roles end");
+                    }
+                }
+                Stmt::Let(_, e) | Stmt::Expr(e) => {
+                    if e.ty != Ty::Error {
+                        self.diags.error(e.span, "a kernel body creates channels and scalars, then runs its roles with `join!(on_warps(..), ..).await;`; put other code in a role");
+                    }
+                }
+                _ => self.diags.error(name_span, "a kernel body creates channels and scalars, then runs its roles with `join!(..).await;`; loops belong in roles"),
+            }
+        }
+        if let Some(tail) = &body.tail {
+            if tail.ty != Ty::Error {
+                self.diags
+                    .error(tail.span, "end the kernel with `join!(..).await;`");
+            }
+        }
+        if joins == 0 {
+            self.diags.error(
+                name_span,
+                "a kernel runs its roles with `join!(on_warps(0..1, role(args)), ..).await;`",
+            );
+        }
+    }
+}
+
+/// Sets the type of every untyped literal in `e` (and of the operators over them) to `s`.
+pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
+    if !matches!(e.ty, Ty::IntLit | Ty::FloatLit) {
+        return;
+    }
+    e.ty = Ty::Scalar(s);
+    match &mut e.kind {
+        ExprKind::Lit(l) => {
+            if s == Scalar::F32 {
+                if let Lit::Int(v) = *l {
+                    *l = Lit::Float(v as f64);
+                }
+            }
+        }
+        ExprKind::Unary(_, a) => fix_literals(a, s),
+        ExprKind::Binary(op, a, b) => {
+            fix_literals(a, s);
+            if !matches!(op, BinOp::Shl | BinOp::Shr) {
+                fix_literals(b, s);
+            }
+        }
+        ExprKind::Block(b) => {
+            if let Some(t) = b.tail.as_mut() {
+                fix_literals(t, s);
+            }
+        }
+        ExprKind::If(_, then, else_) => {
+            if let Some(t) = then.tail.as_mut() {
+                fix_literals(t, s);
+            }
+            if let Some(e) = else_ {
+                fix_literals(e, s);
+            }
+        }
+        _ => {}
+    }
+}

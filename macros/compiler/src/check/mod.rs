@@ -1,0 +1,168 @@
+//! Phase 2, check: name resolution and type inference over the kernel language, producing the
+//! typed IR ([`tir`]), and rejection (with a message that says what to write instead) of every
+//! construct outside it.
+//!
+//! The checker also edits the user's syn tree for the shadow code: it writes the types it inferred
+//! for `let` bindings as ascriptions, so that rustc verifies the inference, and it rewrites
+//! `join!(...)` into a call of `gpu_async::device::join_roles`.
+
+pub mod tir;
+pub mod types;
+
+mod consts;
+mod expr;
+mod sig;
+
+use std::collections::HashMap;
+
+use crate::diag::Diagnostics;
+use crate::parse::{Item, Module};
+use tir::{FnId, Function, Lit};
+use types::{Scalar, Ty};
+
+pub use sig::Signature;
+
+/// A checked module.
+pub struct Program {
+    /// Every function, indexed by [`FnId`].
+    pub functions: Vec<Function>,
+    /// The kernels, in module order.
+    pub kernels: Vec<FnId>,
+}
+
+impl Program {
+    /// The function `id`.
+    pub fn function(&self, id: FnId) -> &Function {
+        &self.functions[id.0 as usize]
+    }
+}
+
+/// What every function's checker may look up.
+pub(crate) struct ModuleScope {
+    pub consts: HashMap<String, (Scalar, Lit)>,
+    pub fns: HashMap<String, FnId>,
+    pub sigs: Vec<Signature>,
+}
+
+/// Checks every function of `module`. Errors are collected in `diags`; the functions that have
+/// errors are still returned (with `Ty::Error` in places) so that every error is found in one
+/// build, but a program with errors must not be lowered.
+pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
+    let mut scope = ModuleScope {
+        consts: HashMap::new(),
+        fns: HashMap::new(),
+        sigs: Vec::new(),
+    };
+    for item in &module.items {
+        if let Item::Const(c) = item {
+            if let Some(value) = consts::eval_const(&c.item.expr, c.ty, &scope.consts, diags) {
+                scope.consts.insert(c.item.ident.to_string(), (c.ty, value));
+            }
+        }
+    }
+    let mut fn_items = Vec::new();
+    for item in module.items.iter_mut() {
+        if let Item::Fn(f) = item {
+            let id = FnId(scope.sigs.len() as u32);
+            let name = f.item.sig.ident.to_string();
+            if scope.fns.insert(name.clone(), id).is_some() {
+                diags.error_at(&f.item.sig.ident, format!("`{name}` is defined twice"));
+            }
+            scope.sigs.push(sig::signature(
+                &f.item,
+                f.kernel.as_ref(),
+                &scope.consts,
+                diags,
+            ));
+            fn_items.push(f);
+        }
+    }
+    let mut functions = Vec::new();
+    let mut kernels = Vec::new();
+    let mut calls = Vec::new();
+    for (index, f) in fn_items.into_iter().enumerate() {
+        let id = FnId(index as u32);
+        if f.kernel.is_some() {
+            kernels.push(id);
+        }
+        let (function, called) = expr::check_function(&mut f.item, id, &scope, diags);
+        functions.push(function);
+        calls.push(called);
+    }
+    report_recursion(&functions, &calls, diags);
+    Program { functions, kernels }
+}
+
+/// Helpers are inlined into their roles, so a call cycle can never be compiled.
+fn report_recursion(
+    functions: &[Function],
+    calls: &[Vec<(FnId, proc_macro2::Span)>],
+    diags: &mut Diagnostics,
+) {
+    // Depth-first search from each function; a call that reaches back to the root is reported
+    // once, at the call site that closes the cycle.
+    for root in 0..functions.len() {
+        let mut stack = vec![root];
+        let mut seen = vec![false; functions.len()];
+        while let Some(f) = stack.pop() {
+            for &(callee, span) in &calls[f] {
+                let c = callee.0 as usize;
+                if c == root {
+                    if f == root || !seen[root] {
+                        diags.error(
+                            span,
+                            format!(
+                                "recursion is not supported in kernels: `{}` calls itself{}; helpers are inlined into their roles and GPU threads have almost no stack, so rewrite it as a loop",
+                                functions[root].name,
+                                if f == root { String::new() } else { format!(" through `{}`", functions[f].name) }
+                            ),
+                        );
+                        seen[root] = true;
+                    }
+                } else if !seen[c] {
+                    seen[c] = true;
+                    stack.push(c);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `ty` may be passed where `expected` is wanted (after literal inference).
+pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
+    match (ty, expected) {
+        (Ty::Error, _) | (_, Ty::Error) => true,
+        (Ty::IntLit, Ty::Scalar(s)) => s.is_int(),
+        (Ty::FloatLit, Ty::Scalar(Scalar::F32)) => true,
+        (
+            Ty::Slice {
+                elem: a,
+                mutable: ma,
+            },
+            Ty::Slice {
+                elem: b,
+                mutable: mb,
+            },
+        ) => a == b && (*ma || !*mb),
+        _ => ty == expected,
+    }
+}
+
+/// The signature of a function of an already checked module (used by the launchers).
+pub fn sig_of(
+    item: &syn::ItemFn,
+    kernel: Option<&crate::parse::KernelAttr>,
+    _consts: &HashMap<String, (Scalar, Lit)>,
+    module: &Module,
+    diags: &mut Diagnostics,
+) -> Signature {
+    let mut consts = HashMap::new();
+    for it in &module.items {
+        if let Item::Const(c) = it {
+            if let Some(v) = consts::eval_const(&c.item.expr, c.ty, &consts, diags) {
+                consts.insert(c.item.ident.to_string(), (c.ty, v));
+            }
+        }
+    }
+    sig::signature(item, kernel, &consts, diags)
+}

@@ -1,0 +1,301 @@
+//! Function signatures: parameter and return types.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::consts::eval_usize;
+use super::tir::Lit;
+use super::types::{ChanTy, Scalar, Ty};
+use crate::diag::Diagnostics;
+use crate::parse::KernelAttr;
+
+/// A function's signature.
+#[derive(Debug, Clone)]
+pub struct Signature {
+    /// The name.
+    pub name: String,
+    /// `async fn`.
+    pub is_async: bool,
+    /// `#[kernel(warps = N)]`.
+    pub kernel: Option<KernelAttr>,
+    /// `(name, type, mut, span)` of each parameter.
+    pub params: Vec<(String, Ty, bool, Span)>,
+    /// The return type.
+    pub ret: Ty,
+}
+
+/// Reads a function's signature; reports what the kernel language cannot take.
+pub(crate) fn signature(
+    f: &syn::ItemFn,
+    kernel: Option<&KernelAttr>,
+    consts: &HashMap<String, (Scalar, Lit)>,
+    diags: &mut Diagnostics,
+) -> Signature {
+    let sig = &f.sig;
+    if !sig.generics.params.is_empty() {
+        diags.error_at(
+            &sig.generics,
+            "generic kernel functions are not supported yet: write one function per type",
+        );
+    }
+    if let Some(c) = &sig.constness {
+        diags.error_at(c, "`const fn` is not supported in kernels: drop `const`");
+    }
+    if let Some(u) = &sig.unsafety {
+        diags.error_at(u, "`unsafe fn` is not supported in kernels: drop `unsafe`");
+    }
+    if let Some(v) = &sig.variadic {
+        diags.error_at(v, "variadic functions are not supported in kernels");
+    }
+    if kernel.is_some() && sig.asyncness.is_none() {
+        diags.error_at(
+            &sig.fn_token,
+            "a kernel is an `async fn`: write `pub async fn`",
+        );
+    }
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Receiver(r) => diags.error_at(
+                r,
+                "methods are not supported in kernels: take the value as a parameter",
+            ),
+            syn::FnArg::Typed(pt) => {
+                let (name, mutable) = match &*pt.pat {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        (pi.ident.to_string(), pi.mutability.is_some())
+                    }
+                    other => {
+                        diags.error_at(
+                            other,
+                            "a kernel parameter is a plain name: write `name: Type`",
+                        );
+                        continue;
+                    }
+                };
+                let ty = parse_type(&pt.ty, consts, diags);
+                if kernel.is_some() && !matches!(ty, Ty::Scalar(_) | Ty::Slice { .. } | Ty::Error) {
+                    diags.error_at(
+                        &pt.ty,
+                        format!("a kernel parameter is a scalar, `&[T]` or `&mut [T]`; `{ty}` is created inside the kernel instead"),
+                    );
+                }
+                params.push((name, ty, mutable, pt.pat.span()));
+            }
+        }
+    }
+    let ret = match &sig.output {
+        syn::ReturnType::Default => Ty::Unit,
+        syn::ReturnType::Type(_, t) => {
+            let ty = parse_type(t, consts, diags);
+            if !matches!(ty, Ty::Scalar(_) | Ty::Error) {
+                diags.error_at(t, "a kernel helper returns nothing or a scalar");
+            }
+            if kernel.is_some() {
+                diags.error_at(
+                    t,
+                    "a kernel returns nothing: write its results into a `&mut [T]` parameter",
+                );
+            }
+            ty
+        }
+    };
+    Signature {
+        name: sig.ident.to_string(),
+        is_async: sig.asyncness.is_some(),
+        kernel: kernel.copied(),
+        params,
+        ret,
+    }
+}
+
+const HEAP_TYPES: &[&str] = &[
+    "Vec", "Box", "String", "Rc", "Arc", "HashMap", "BTreeMap", "VecDeque",
+];
+
+/// The message for heap types, shared by types and calls.
+pub(crate) fn heap_message(name: &str) -> String {
+    format!("heap allocation (`{name}`) is not available in kernels: there is no device allocator; take a `&mut [T]` buffer as a kernel parameter, or use a channel slot `[T; N]`")
+}
+
+/// The message for trait objects.
+pub(crate) const DYN_MESSAGE: &str = "trait objects (`dyn Trait`) are not supported in kernels: the device has no vtables; use a concrete type";
+
+/// Parses a type of the kernel language.
+pub(crate) fn parse_type(
+    ty: &syn::Type,
+    consts: &HashMap<String, (Scalar, Lit)>,
+    diags: &mut Diagnostics,
+) -> Ty {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => {
+            let Some(last) = p.path.segments.last() else {
+                return unsupported_type(ty, diags);
+            };
+            let name = last.ident.to_string();
+            if let Some(s) = Scalar::from_name(&name) {
+                if p.path.segments.len() == 1 && last.arguments.is_empty() {
+                    return Ty::Scalar(s);
+                }
+            }
+            if HEAP_TYPES.contains(&name.as_str()) {
+                diags.error_at(&last.ident, heap_message(&name));
+                return Ty::Error;
+            }
+            if name == "Sender" || name == "Receiver" {
+                let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+                    diags.error_at(last, format!("write `{name}<[T; N], DEPTH>`"));
+                    return Ty::Error;
+                };
+                return match chan_args(
+                    args.args.iter().collect::<Vec<_>>().as_slice(),
+                    consts,
+                    diags,
+                    last,
+                ) {
+                    Some(c) if name == "Sender" => Ty::Sender(c),
+                    Some(c) => Ty::Receiver(c),
+                    None => Ty::Error,
+                };
+            }
+            unsupported_type(ty, diags)
+        }
+        syn::Type::Reference(r) => {
+            if let syn::Type::TraitObject(_) = &*r.elem {
+                diags.error_at(&r.elem, DYN_MESSAGE);
+                return Ty::Error;
+            }
+            if let syn::Type::Slice(s) = &*r.elem {
+                if let Ty::Scalar(elem) = parse_type(&s.elem, consts, diags) {
+                    return Ty::Slice {
+                        elem,
+                        mutable: r.mutability.is_some(),
+                    };
+                }
+                return Ty::Error;
+            }
+            unsupported_type(ty, diags)
+        }
+        syn::Type::TraitObject(t) => {
+            diags.error_at(t, DYN_MESSAGE);
+            Ty::Error
+        }
+        syn::Type::ImplTrait(t) => {
+            diags.error_at(
+                t,
+                "`impl Trait` is not supported in kernels: use a concrete type",
+            );
+            Ty::Error
+        }
+        syn::Type::Ptr(p) => {
+            diags.error_at(
+                p,
+                "raw pointers are not supported in kernels: take `&[T]` or `&mut [T]`",
+            );
+            Ty::Error
+        }
+        syn::Type::Paren(p) => parse_type(&p.elem, consts, diags),
+        syn::Type::Group(g) => parse_type(&g.elem, consts, diags),
+        _ => unsupported_type(ty, diags),
+    }
+}
+
+fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
+    diags.error_at(
+        ty,
+        "this type is not in the kernel language: use bool, u32, i32, f32, usize, `&[T]`, `&mut [T]`, `Sender<[T; N], D>` or `Receiver<[T; N], D>`",
+    );
+    Ty::Error
+}
+
+/// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
+pub(crate) fn chan_args(
+    args: &[&syn::GenericArgument],
+    consts: &HashMap<String, (Scalar, Lit)>,
+    diags: &mut Diagnostics,
+    whole: &dyn quote::ToTokens,
+) -> Option<ChanTy> {
+    if args.len() != 2 {
+        diags.error_at(whole, "a channel takes two arguments: the payload `[T; N]` and the depth, as in `channel::<[f32; 1024], 3>()`");
+        return None;
+    }
+    let (elem, len) = match args[0] {
+        syn::GenericArgument::Type(syn::Type::Array(a)) => {
+            let elem = match &*a.elem {
+                syn::Type::Path(p) => p
+                    .path
+                    .get_ident()
+                    .and_then(|i| Scalar::from_name(&i.to_string())),
+                _ => None,
+            };
+            let Some(elem) = elem else {
+                diags.error_at(
+                    &a.elem,
+                    "a channel payload's elements are scalars: bool, u32, i32, f32 or usize",
+                );
+                return None;
+            };
+            match eval_usize(&a.len, consts) {
+                Ok(0) => {
+                    diags.error_at(&a.len, "a channel payload needs at least one element");
+                    return None;
+                }
+                Ok(n) => (elem, n as u32),
+                Err(e) => {
+                    diags.push(e);
+                    return None;
+                }
+            }
+        }
+        syn::GenericArgument::Type(syn::Type::Reference(r)) => {
+            diags.error_at(r, "a reference cannot travel through a channel: it would point into one role's memory; send the values themselves, as an array `[T; N]`");
+            return None;
+        }
+        syn::GenericArgument::Type(other) => {
+            let heap = match other {
+                syn::Type::Path(p) => p
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .filter(|n| HEAP_TYPES.contains(&n.as_str())),
+                _ => None,
+            };
+            match heap {
+                Some(name) => diags.error_at(other, format!("`{name}` cannot travel through a channel: a payload lives in shared memory, so it is an array of scalars `[T; N]`")),
+                None => diags.error_at(other, "a channel payload is an array of scalars, `[T; N]`"),
+            }
+            return None;
+        }
+        other => {
+            diags.error_at(other, "a channel payload is an array of scalars, `[T; N]`");
+            return None;
+        }
+    };
+    let depth_expr: syn::Expr = match args[1] {
+        syn::GenericArgument::Const(e) => e.clone(),
+        syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
+            attrs: Vec::new(),
+            qself: None,
+            path: p.path.clone(),
+        }),
+        other => {
+            diags.error_at(other, "a channel's depth is a constant number of slots");
+            return None;
+        }
+    };
+    let depth = match eval_usize(&depth_expr, consts) {
+        Ok(d) if (1..=32).contains(&d) => d as u32,
+        Ok(d) => {
+            diags.error_at(&depth_expr, format!("a channel has 1 to 32 slots; got {d}"));
+            return None;
+        }
+        Err(e) => {
+            diags.push(e);
+            return None;
+        }
+    };
+    Some(ChanTy { elem, len, depth })
+}

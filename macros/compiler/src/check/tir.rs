@@ -1,0 +1,272 @@
+//! The typed IR: the checker's output. Every expression carries its type; names are resolved to
+//! locals, functions and constants; constructs outside the kernel language are gone (reported).
+
+use proc_macro2::Span;
+
+use super::types::{ChanTy, Scalar, Ty};
+
+/// A local variable of a function (parameters first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LocalId(pub u32);
+
+/// A function of the module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FnId(pub u32);
+
+/// A local's declaration.
+#[derive(Debug, Clone)]
+pub struct Local {
+    /// The user's name.
+    pub name: String,
+    /// Its type.
+    pub ty: Ty,
+    /// Declared `mut`.
+    pub mutable: bool,
+    /// Where it is declared.
+    pub span: Span,
+}
+
+/// A checked function.
+#[derive(Debug)]
+pub struct Function {
+    /// Its name.
+    pub name: String,
+    /// `async fn`.
+    pub is_async: bool,
+    /// `warps = N` for kernels.
+    pub kernel_warps: Option<u32>,
+    /// Parameters, as locals `0..params`.
+    pub params: Vec<LocalId>,
+    /// The return type.
+    pub ret: Ty,
+    /// Every local.
+    pub locals: Vec<Local>,
+    /// The body.
+    pub body: Block,
+    /// The function's name token.
+    pub span: Span,
+}
+
+impl Function {
+    /// The declaration of `id`.
+    pub fn local(&self, id: LocalId) -> &Local {
+        &self.locals[id.0 as usize]
+    }
+}
+
+/// A literal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lit {
+    /// An integer.
+    Int(u128),
+    /// A float.
+    Float(f64),
+    /// `true` / `false`.
+    Bool(bool),
+}
+
+/// A unary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    /// `-x`
+    Neg,
+    /// `!x`
+    Not,
+}
+
+/// A binary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    LogicAnd,
+    LogicOr,
+}
+
+impl BinOp {
+    /// A comparison, whose result is `bool`.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
+    /// The operator as written in Rust.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::And => "&",
+            BinOp::Or => "|",
+            BinOp::Xor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::LogicAnd => "&&",
+            BinOp::LogicOr => "||",
+        }
+    }
+}
+
+/// How a closure parameter pattern binds a parallel iterator's items.
+#[derive(Debug, Clone)]
+pub enum ParBinding {
+    /// `x`: the item, bound to a local.
+    Local(LocalId),
+    /// `_`.
+    Ignore,
+    /// `(a, b)`.
+    Pair(Box<ParBinding>, Box<ParBinding>),
+}
+
+/// A typed expression.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Its type.
+    pub ty: Ty,
+    /// The user's tokens.
+    pub span: Span,
+}
+
+/// The expressions of the kernel language.
+#[derive(Debug, Clone)]
+pub enum ExprKind {
+    /// A literal (constants are folded into literals).
+    Lit(Lit),
+    /// A local.
+    Local(LocalId),
+    /// `op x`
+    Unary(UnOp, Box<Expr>),
+    /// `a op b`
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `x as T`
+    Cast(Box<Expr>, Scalar),
+    /// `*r` of an element reference (also inserted where Rust auto-dereferences).
+    Deref(Box<Expr>),
+    /// `s.len()` of a slice.
+    Len(Box<Expr>),
+    /// `s[i]`: one element of a slice or slot.
+    Index(Box<Expr>, Box<Expr>),
+    /// `s[r]`: a sub-slice.
+    SubSlice(Box<Expr>, Box<Expr>),
+    /// `a..b`
+    Range(Box<Expr>, Box<Expr>),
+    /// A call of a helper fn.
+    Call(FnId, Vec<Expr>),
+    /// `f.await`
+    Await(Box<Expr>),
+    /// `channel::<[T; N], D>()`
+    Channel(ChanTy),
+    /// `tx.reserve()`
+    Reserve(Box<Expr>),
+    /// `rx.recv()`
+    Recv(Box<Expr>),
+    /// `slot.copy_from(src)`
+    CopyFrom(Box<Expr>, Box<Expr>),
+    /// `slot.send()`
+    Send(Box<Expr>),
+    /// `drop(x)`
+    Drop(Box<Expr>),
+    /// `block_tiles(len, tile)`
+    BlockTiles(Box<Expr>, Box<Expr>),
+    /// `tiles.next()`
+    TilesNext(Box<Expr>),
+    /// `opt.unwrap()`
+    Unwrap(Box<Expr>),
+    /// `x.par_iter()` / `x.par_iter_mut()` of a slice or slot.
+    ParSource(Box<Expr>),
+    /// `a.zip(b)`
+    Zip(Box<Expr>, Box<Expr>),
+    /// `a.enumerate()`
+    Enumerate(Box<Expr>),
+    /// `iter.for_each(|pattern| body)`
+    ForEach(Box<Expr>, ParBinding, Block),
+    /// `on_warps(start..end, role(args))`
+    OnWarps {
+        /// First warp.
+        start: u32,
+        /// One past the last warp.
+        end: u32,
+        /// The span of the range, for warp errors.
+        range_span: Span,
+        /// The role's call (a `Call` of an async fn).
+        call: Box<Expr>,
+    },
+    /// `join!(roles...)`
+    Join(Vec<Expr>),
+    /// `{ ... }`
+    Block(Block),
+    /// `if c { a } else { b }`
+    If(Box<Expr>, Block, Option<Box<Expr>>),
+    /// `place = value`
+    Assign(Box<Expr>, Box<Expr>),
+    /// `place op= value`
+    CompoundAssign(BinOp, Box<Expr>, Box<Expr>),
+}
+
+/// A statement.
+#[derive(Debug, Clone)]
+pub enum Stmt {
+    /// `let pat = init;`
+    Let(LetPattern, Expr),
+    /// `expr;` (or a tail-less block's last expression)
+    Expr(Expr),
+    /// `for var in iter { body }` over a range or `block_tiles`.
+    For(LocalId, Expr, Block),
+    /// `while let Some(var) = scrutinee { body }` over `rx.recv().await` or `tiles.next()`.
+    WhileLet(LocalId, Expr, Block),
+    /// `while cond { body }`
+    While(Expr, Block),
+    /// `loop { body }`
+    Loop(Block),
+    /// `break;`
+    Break(Span),
+    /// `continue;`
+    Continue(Span),
+}
+
+/// The left side of a `let`.
+#[derive(Debug, Clone)]
+pub enum LetPattern {
+    /// `let x`
+    Local(LocalId),
+    /// `let (a, b)`, for `channel()`.
+    Pair(LocalId, LocalId),
+    /// `let _`
+    Ignore,
+}
+
+/// A block.
+#[derive(Debug, Clone, Default)]
+pub struct Block {
+    /// Its statements.
+    pub stmts: Vec<Stmt>,
+    /// Its value, if it ends in an expression without `;`.
+    pub tail: Option<Box<Expr>>,
+}

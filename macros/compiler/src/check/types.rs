@@ -1,0 +1,220 @@
+//! The types the kernel language knows.
+
+use std::fmt;
+
+/// A scalar: the values registers hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    /// `bool`
+    Bool,
+    /// `u32`
+    U32,
+    /// `i32`
+    I32,
+    /// `f32`
+    F32,
+    /// `usize` (64 bits on the device, as on the host)
+    Usize,
+}
+
+impl Scalar {
+    /// The Rust name.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::U32 => "u32",
+            Scalar::I32 => "i32",
+            Scalar::F32 => "f32",
+            Scalar::Usize => "usize",
+        }
+    }
+
+    /// From a Rust type name.
+    pub fn from_name(name: &str) -> Option<Scalar> {
+        Some(match name {
+            "bool" => Scalar::Bool,
+            "u32" => Scalar::U32,
+            "i32" => Scalar::I32,
+            "f32" => Scalar::F32,
+            "usize" => Scalar::Usize,
+            _ => return None,
+        })
+    }
+
+    /// Bytes in memory (`bool` is one byte in slices and slots).
+    pub fn size(self) -> u32 {
+        match self {
+            Scalar::Bool => 1,
+            Scalar::U32 | Scalar::I32 | Scalar::F32 => 4,
+            Scalar::Usize => 8,
+        }
+    }
+
+    /// An integer type.
+    pub fn is_int(self) -> bool {
+        matches!(self, Scalar::U32 | Scalar::I32 | Scalar::Usize)
+    }
+
+    /// A signed integer type.
+    pub fn is_signed(self) -> bool {
+        matches!(self, Scalar::I32)
+    }
+
+    /// The name of the `gpu_async::ScalarType` variant.
+    pub fn spec_variant(self) -> &'static str {
+        match self {
+            Scalar::Bool => "Bool",
+            Scalar::U32 => "U32",
+            Scalar::I32 => "I32",
+            Scalar::F32 => "F32",
+            Scalar::Usize => "Usize",
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// A channel's shape: `[elem; len]` payloads in a ring of `depth` slots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChanTy {
+    /// Payload element type.
+    pub elem: Scalar,
+    /// Elements per payload.
+    pub len: u32,
+    /// Slots in the ring.
+    pub depth: u32,
+}
+
+impl ChanTy {
+    /// Bytes of one payload.
+    pub fn payload_bytes(&self) -> u64 {
+        u64::from(self.len) * u64::from(self.elem.size())
+    }
+}
+
+impl fmt::Display for ChanTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}; {}], {}", self.elem, self.len, self.depth)
+    }
+}
+
+/// The shape of a parallel iterator: which sources it zips and whether it counts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParShape {
+    /// One source, whose items are `&elem` or `&mut elem`.
+    Source {
+        /// Element type.
+        elem: Scalar,
+        /// `par_iter_mut`.
+        mutable: bool,
+    },
+    /// `a.zip(b)`: items are `(a, b)`.
+    Zip(Box<ParShape>, Box<ParShape>),
+    /// `a.enumerate()`: items are `(usize, a)`.
+    Enumerate(Box<ParShape>),
+}
+
+/// The type of an expression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ty {
+    /// A scalar value.
+    Scalar(Scalar),
+    /// An integer literal whose type context has not fixed yet.
+    IntLit,
+    /// A float literal whose type context has not fixed yet.
+    FloatLit,
+    /// `()`.
+    Unit,
+    /// `&[T]` or `&mut [T]` in global memory.
+    Slice {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// `&T` or `&mut T` handed out by a parallel iterator.
+    ElemRef {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// `Range<usize>`.
+    Range,
+    /// `BlockTiles`, the iterator of `block_tiles`.
+    Tiles,
+    /// `Option<Range<usize>>`, from `BlockTiles::next`.
+    OptRange,
+    /// `(Sender, Receiver)` from `channel()`.
+    ChanPair(ChanTy),
+    /// `Sender<[T; N], D>`.
+    Sender(ChanTy),
+    /// `Receiver<[T; N], D>`.
+    Receiver(ChanTy),
+    /// A reserved slot.
+    SendSlot(ChanTy),
+    /// A received slot.
+    RecvSlot(ChanTy),
+    /// `Option<RecvSlot>` from `recv().await`.
+    OptRecvSlot(ChanTy),
+    /// A future whose output is the boxed type.
+    Future(Box<Ty>),
+    /// A parallel iterator.
+    ParIter(ParShape),
+    /// `on_warps(..)`.
+    Role,
+    /// A type the checker already reported an error for.
+    Error,
+}
+
+impl Ty {
+    /// The scalar, if this is a scalar (or an element reference, which reads as one).
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            Ty::Scalar(s) => Some(*s),
+            Ty::ElemRef { elem, .. } => Some(*elem),
+            _ => None,
+        }
+    }
+
+    /// A value that is dropped with an effect (closing a channel, releasing a slot).
+    pub fn has_drop_effect(&self) -> bool {
+        matches!(self, Ty::Sender(_) | Ty::RecvSlot(_) | Ty::SendSlot(_))
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Scalar(s) => write!(f, "{s}"),
+            Ty::IntLit => f.write_str("{integer}"),
+            Ty::FloatLit => f.write_str("{float}"),
+            Ty::Unit => f.write_str("()"),
+            Ty::Slice { elem, mutable } => {
+                write!(f, "&{}[{elem}]", if *mutable { "mut " } else { "" })
+            }
+            Ty::ElemRef { elem, mutable } => {
+                write!(f, "&{}{elem}", if *mutable { "mut " } else { "" })
+            }
+            Ty::Range => f.write_str("Range<usize>"),
+            Ty::Tiles => f.write_str("BlockTiles"),
+            Ty::OptRange => f.write_str("Option<Range<usize>>"),
+            Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
+            Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),
+            Ty::Receiver(c) => write!(f, "Receiver<[{}; {}], {}>", c.elem, c.len, c.depth),
+            Ty::SendSlot(c) => write!(f, "SendSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
+            Ty::RecvSlot(c) => write!(f, "RecvSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
+            Ty::OptRecvSlot(c) => {
+                write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
+            }
+            Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
+            Ty::ParIter(_) => f.write_str("ParIter"),
+            Ty::Role => f.write_str("Role"),
+            Ty::Error => f.write_str("{error}"),
+        }
+    }
+}

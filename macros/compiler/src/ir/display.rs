@@ -1,0 +1,200 @@
+//! The textual IR.
+
+use std::fmt::{self, Display, Formatter, Write};
+
+use super::*;
+
+impl Display for Value {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+impl Display for ChannelId {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "ch{}", self.0)
+    }
+}
+
+impl Display for RoleId {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "role{}", self.0)
+    }
+}
+
+impl Display for LoopId {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "L{}", self.0)
+    }
+}
+
+impl Display for Imm {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            Imm::Int(v) => write!(f, "{v}"),
+            Imm::F32(v) => write!(f, "{v:?}"),
+            Imm::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+impl Display for Kernel {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "kernel {} (warps = {}, shared = {} B)",
+            self.name, self.warps, self.shared_bytes
+        )?;
+        for p in &self.params {
+            match &p.kind {
+                ParamKind::Scalar(v) => writeln!(f, "  param {}: {} = {v}", p.name, self.ty(*v))?,
+                ParamKind::Slice {
+                    elem,
+                    mutable,
+                    ptr,
+                    len,
+                } => writeln!(
+                    f,
+                    "  param {}: &{}[{elem}] = (ptr {ptr}, len {len})",
+                    p.name,
+                    if *mutable { "mut " } else { "" }
+                )?,
+            }
+        }
+        for (i, c) in self.channels.iter().enumerate() {
+            let role = |r: Option<RoleId>| {
+                r.map_or("none".to_string(), |r| {
+                    self.roles[r.0 as usize].name.clone()
+                })
+            };
+            writeln!(
+                f,
+                "  channel ch{i} `{}`: [{}; {}] x {}, {} -> {}, data @{} (stride {}), full @{}, empty @{}, state @{}",
+                c.name,
+                c.ty.elem,
+                c.ty.len,
+                c.ty.depth,
+                role(c.producer),
+                role(c.consumer),
+                c.data_offset,
+                c.slot_stride,
+                c.full_offset,
+                c.empty_offset,
+                c.state_offset
+            )?;
+        }
+        if !self.prologue.0.is_empty() {
+            writeln!(f, "  prologue:")?;
+            self.write_block(f, &self.prologue, 2)?;
+        }
+        for (i, r) in self.roles.iter().enumerate() {
+            writeln!(
+                f,
+                "  role{i} {} (warps {}..{}):",
+                r.name, r.first_warp, r.end_warp
+            )?;
+            self.write_block(f, &r.body, 2)?;
+        }
+        Ok(())
+    }
+}
+
+impl Kernel {
+    fn val(&self, v: Value) -> String {
+        let info = &self.values[v.0 as usize];
+        match &info.name {
+            Some(n) => format!("{v}:{n}"),
+            None => v.to_string(),
+        }
+    }
+
+    fn write_block(&self, f: &mut Formatter<'_>, block: &Block, depth: usize) -> fmt::Result {
+        for inst in &block.0 {
+            self.write_inst(f, inst, depth)?;
+        }
+        Ok(())
+    }
+
+    fn write_inst(&self, f: &mut Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        let mut line = String::new();
+        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        match inst {
+            Inst::Const { dst, imm } => write!(line, "{} = const {imm}", def(*dst))?,
+            Inst::Copy { dst, src } => write!(line, "{} = {}", def(*dst), self.val(*src))?,
+            Inst::Unary { dst, op, src } => {
+                write!(line, "{} = {op:?} {}", def(*dst), self.val(*src))?
+            }
+            Inst::Binary { dst, op, lhs, rhs } => write!(
+                line,
+                "{} = {op:?} {}, {}",
+                def(*dst),
+                self.val(*lhs),
+                self.val(*rhs)
+            )?,
+            Inst::Cast { dst, src } => write!(line, "{} = cast {}", def(*dst), self.val(*src))?,
+            Inst::Special { dst, reg } => write!(line, "{} = {reg:?}", def(*dst))?,
+            Inst::Load { dst, space, addr } => {
+                write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
+            }
+            Inst::TrapIf { cond, reason } => {
+                write!(line, "trap_if {} \"{reason}\"", self.val(*cond))?
+            }
+            Inst::If { cond, then, else_ } => {
+                writeln!(f, "{pad}if {} {{", self.val(*cond))?;
+                self.write_block(f, then, depth + 1)?;
+                if !else_.0.is_empty() {
+                    writeln!(f, "{pad}}} else {{")?;
+                    self.write_block(f, else_, depth + 1)?;
+                }
+                return writeln!(f, "{pad}}}");
+            }
+            Inst::Loop { id, body } => {
+                writeln!(f, "{pad}loop {id} {{")?;
+                self.write_block(f, body, depth + 1)?;
+                return writeln!(f, "{pad}}}");
+            }
+            Inst::Break(id) => write!(line, "break {id}")?,
+            Inst::Continue(id) => write!(line, "continue {id}")?,
+            Inst::Reserve { chan } => write!(line, "reserve {chan}")?,
+            Inst::SlotAddr { dst, chan, send } => write!(
+                line,
+                "{} = slot_addr {chan}.{}",
+                def(*dst),
+                if *send { "reserved" } else { "received" }
+            )?,
+            Inst::CopyIn { chan, src, len } => write!(
+                line,
+                "copy_in {chan} <- global [{}], len {}",
+                self.val(*src),
+                self.val(*len)
+            )?,
+            Inst::Send { chan } => write!(line, "send {chan}")?,
+            Inst::Close { chan } => write!(line, "close {chan}")?,
+            Inst::Recv { chan, some } => write!(line, "{} = recv {chan}", def(*some))?,
+            Inst::Release { chan } => write!(line, "release {chan}")?,
+            Inst::RoleBarrier => write!(line, "role_barrier")?,
+            Inst::ParFor(p) => {
+                write!(f, "{pad}par_for len {}", self.val(p.len))?;
+                if let Some(i) = p.index {
+                    write!(f, ", index {}", def(i))?;
+                }
+                writeln!(f, " {{")?;
+                for s in &p.sources {
+                    writeln!(
+                        f,
+                        "{pad}  elem {} <- {:?} [{}]{}{}",
+                        def(s.elem_value),
+                        s.space,
+                        self.val(s.base),
+                        if s.read { " read" } else { "" },
+                        if s.write { " write" } else { "" }
+                    )?;
+                }
+                self.write_block(f, &p.body, depth + 1)?;
+                return writeln!(f, "{pad}}}");
+            }
+        }
+        writeln!(f, "{pad}{line}")
+    }
+}

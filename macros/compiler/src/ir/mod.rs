@@ -1,0 +1,349 @@
+//! The role/channel IR: a kernel after lowering. Each role is a structured block of instructions
+//! over virtual registers ([`Value`]s), with channel operations kept abstract (`reserve`, `send`,
+//! `recv`, ...) so that the PTX writer owns the ring positions and phase bits, and data-parallel
+//! loops kept as [`ParFor`] so that the writer chooses how to spread and vectorize them.
+//!
+//! Entities are typed indices; `Display` prints the textual IR that the snapshots record.
+
+mod display;
+
+use crate::check::types::{ChanTy, Scalar};
+
+/// A virtual register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(pub u32);
+
+/// A channel of the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChannelId(pub u32);
+
+/// A role of the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RoleId(pub u32);
+
+/// A loop, the target of `break` and `continue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LoopId(pub u32);
+
+/// A lowered kernel.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    /// The entry's name.
+    pub name: String,
+    /// Warps per block.
+    pub warps: u32,
+    /// The parameters, in order.
+    pub params: Vec<Param>,
+    /// The type (and a name hint) of every value.
+    pub values: Vec<ValueInfo>,
+    /// The channels.
+    pub channels: Vec<Channel>,
+    /// Code every thread runs before the roles start (kernel-level scalars).
+    pub prologue: Block,
+    /// The roles, in `join!` order.
+    pub roles: Vec<Role>,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+impl Kernel {
+    /// The type of `v`.
+    pub fn ty(&self, v: Value) -> Scalar {
+        self.values[v.0 as usize].ty
+    }
+
+    /// The channel `c`.
+    pub fn channel(&self, c: ChannelId) -> &Channel {
+        &self.channels[c.0 as usize]
+    }
+}
+
+/// A value's declaration.
+#[derive(Debug, Clone)]
+pub struct ValueInfo {
+    /// Its type.
+    pub ty: Scalar,
+    /// The user's name, where the value holds a named local.
+    pub name: Option<String>,
+}
+
+/// A kernel parameter.
+#[derive(Debug, Clone)]
+pub struct Param {
+    /// The user's name.
+    pub name: String,
+    /// How it is passed and which values hold it.
+    pub kind: ParamKind,
+}
+
+/// How a parameter is passed.
+#[derive(Debug, Clone)]
+pub enum ParamKind {
+    /// A scalar in one value.
+    Scalar(Value),
+    /// A slice in global memory: its address (`usize`, converted to a global address) and length.
+    Slice {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut [T]`.
+        mutable: bool,
+        /// The address.
+        ptr: Value,
+        /// The length in elements.
+        len: Value,
+    },
+}
+
+/// A channel: a ring of `depth` slots in shared memory with `full`/`empty` barriers per slot.
+#[derive(Debug, Clone)]
+pub struct Channel {
+    /// `tx/rx`, the user's names of its ends.
+    pub name: String,
+    /// Payload and depth.
+    pub ty: ChanTy,
+    /// The role that holds the sender.
+    pub producer: Option<RoleId>,
+    /// The role that holds the receiver.
+    pub consumer: Option<RoleId>,
+    /// Bytes between consecutive slots (the payload rounded up to 128).
+    pub slot_stride: u32,
+    /// Offset of slot 0's data in the block's shared memory.
+    pub data_offset: u32,
+    /// Offset of the `full` barriers (8 bytes each).
+    pub full_offset: u32,
+    /// Offset of the `empty` barriers (8 bytes each).
+    pub empty_offset: u32,
+    /// Offset of the per-slot state words (4 bytes each: 1 = an item, 0 = closed).
+    pub state_offset: u32,
+    /// Whether some role writes the slots with ordinary stores (not only bulk copies).
+    pub generic_writes: bool,
+}
+
+/// A role: a block of code run by every thread of a warp range.
+#[derive(Debug, Clone)]
+pub struct Role {
+    /// The async fn it runs.
+    pub name: String,
+    /// First warp.
+    pub first_warp: u32,
+    /// One past the last warp.
+    pub end_warp: u32,
+    /// Its code.
+    pub body: Block,
+}
+
+impl Role {
+    /// Threads in the role.
+    pub fn threads(&self) -> u32 {
+        32 * (self.end_warp - self.first_warp)
+    }
+}
+
+/// A sequence of instructions.
+#[derive(Debug, Clone, Default)]
+pub struct Block(pub Vec<Inst>);
+
+/// A unary operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnOp {
+    /// Negation.
+    Neg,
+    /// Logical or bitwise not.
+    Not,
+}
+
+/// A binary operation; the operands have the result's type except for shifts (any integer
+/// amount) and comparisons (result `bool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    /// A comparison.
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
+
+/// A constant.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Imm {
+    /// An integer, as the bits of its type.
+    Int(u64),
+    /// An `f32`.
+    F32(f32),
+    /// A `bool`.
+    Bool(bool),
+}
+
+/// A special register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// The block's index in the grid (`usize`).
+    BlockIdx,
+    /// Blocks in the grid (`usize`).
+    GridDim,
+}
+
+/// A memory space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    /// Device memory; addresses are `usize`.
+    Global,
+    /// The block's shared memory; addresses are `u32`.
+    Shared,
+}
+
+/// One instruction.
+#[derive(Debug, Clone)]
+pub enum Inst {
+    /// `dst = imm`
+    Const { dst: Value, imm: Imm },
+    /// `dst = src`
+    Copy { dst: Value, src: Value },
+    /// `dst = op src`
+    Unary { dst: Value, op: UnOp, src: Value },
+    /// `dst = lhs op rhs`
+    Binary {
+        dst: Value,
+        op: BinOp,
+        lhs: Value,
+        rhs: Value,
+    },
+    /// `dst = src as T`, with Rust's semantics.
+    Cast { dst: Value, src: Value },
+    /// `dst = special`
+    Special { dst: Value, reg: Special },
+    /// `dst = *addr`, one element.
+    Load {
+        dst: Value,
+        space: Space,
+        addr: Value,
+    },
+    /// Stop the kernel with an error when `cond` holds.
+    TrapIf { cond: Value, reason: String },
+    /// Structured conditional on a uniform condition.
+    If {
+        cond: Value,
+        then: Block,
+        else_: Block,
+    },
+    /// A loop, left by `Break`.
+    Loop { id: LoopId, body: Block },
+    /// Leave the loop.
+    Break(LoopId),
+    /// Next iteration of the loop.
+    Continue(LoopId),
+    /// Wait for the sender's next slot to be free; it becomes the reserved slot.
+    Reserve { chan: ChannelId },
+    /// `dst` = shared address of the reserved (`send: true`) or received slot's data.
+    SlotAddr {
+        dst: Value,
+        chan: ChannelId,
+        send: bool,
+    },
+    /// Bulk async copy of `len` elements from the global address `src` into the reserved slot;
+    /// the receiver's wait covers its completion.
+    CopyIn {
+        chan: ChannelId,
+        src: Value,
+        len: Value,
+    },
+    /// Hand the reserved slot to the receiver.
+    Send { chan: ChannelId },
+    /// The sender is dropped: take a slot and mark it as the end of the stream.
+    Close { chan: ChannelId },
+    /// Wait for the next full slot; `some` is false once the channel is closed.
+    Recv { chan: ChannelId, some: Value },
+    /// Hand the received slot back to the sender.
+    Release { chan: ChannelId },
+    /// A data-parallel loop spread over the role's threads.
+    ParFor(ParFor),
+    /// All threads of the role meet, ordering their memory accesses.
+    RoleBarrier,
+}
+
+/// A data-parallel loop: iteration `i` (for `i < len`) binds element `i` of each source to its
+/// `elem` value (loaded first when `read`, stored after the body when `write`) and runs `body`.
+#[derive(Debug, Clone)]
+pub struct ParFor {
+    /// The iteration count.
+    pub len: Value,
+    /// The iteration index, for `enumerate`.
+    pub index: Option<Value>,
+    /// The zipped sources.
+    pub sources: Vec<ParSource>,
+    /// The per-element code; it has no channel operations and no awaits.
+    pub body: Block,
+}
+
+/// One source of a [`ParFor`].
+#[derive(Debug, Clone)]
+pub struct ParSource {
+    /// Where the elements live.
+    pub space: Space,
+    /// Address of element 0.
+    pub base: Value,
+    /// Element type.
+    pub elem: Scalar,
+    /// The value that holds the current element inside the body.
+    pub elem_value: Value,
+    /// The body reads the element.
+    pub read: bool,
+    /// The body writes the element.
+    pub write: bool,
+}
+
+/// Visits every block of `block`, nested ones included, mutably, in program order.
+pub fn for_each_inst_mut(block: &mut Block, f: &mut impl FnMut(&mut Inst)) {
+    for inst in block.0.iter_mut() {
+        f(inst);
+        match inst {
+            Inst::If { then, else_, .. } => {
+                for_each_inst_mut(then, f);
+                for_each_inst_mut(else_, f);
+            }
+            Inst::Loop { body, .. } => for_each_inst_mut(body, f),
+            Inst::ParFor(p) => for_each_inst_mut(&mut p.body, f),
+            _ => {}
+        }
+    }
+}
+
+/// Visits every instruction of `block`, nested ones included, in program order.
+pub fn for_each_inst(block: &Block, f: &mut impl FnMut(&Inst)) {
+    for inst in &block.0 {
+        f(inst);
+        match inst {
+            Inst::If { then, else_, .. } => {
+                for_each_inst(then, f);
+                for_each_inst(else_, f);
+            }
+            Inst::Loop { body, .. } => for_each_inst(body, f),
+            Inst::ParFor(p) => for_each_inst(&p.body, f),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! # gpu-async-compiler
+//!
+//! The compiler behind `#[gpu_async]`, as a plain library over `proc_macro2` so that every phase
+//! can be unit-tested, snapshot-tested and driven by tools. The phases, one folder each:
+//!
+//! 1. [`parse`]: the module's items, sorted into kernels, helpers, constants and uses.
+//! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
+//!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
+//! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
+//! 4. [`verify`]: the IR's invariants, before anything is emitted.
+//! 5. [`ptx`]: the PTX writer.
+//! 6. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//!
+//! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
+//! the expansion always contains something, so that the rest of the crate keeps type-checking.
+
+pub mod check;
+pub mod diag;
+pub mod ir;
+pub mod lower;
+pub mod parse;
+pub mod ptx;
+pub mod shadow;
+pub mod verify;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use diag::Diagnostics;
+
+/// One kernel, compiled.
+pub struct CompiledKernel {
+    /// The kernel's name.
+    pub name: String,
+    /// Its role/channel IR.
+    pub ir: ir::Kernel,
+    /// The IR as text.
+    pub ir_text: String,
+    /// The PTX module.
+    pub ptx: String,
+}
+
+/// Compiles the kernels of a `#[gpu_async]` module given as tokens (`mod name { ... }`), without
+/// expanding it: for tests and tools.
+pub fn compile(module: TokenStream) -> Result<Vec<CompiledKernel>, Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let item: syn::ItemMod = match syn::parse2(module) {
+        Ok(m) => m,
+        Err(e) => {
+            diags.push(e);
+            return Err(diags);
+        }
+    };
+    let (_, kernels) = compile_module(item, &mut diags);
+    if diags.is_empty() {
+        Ok(kernels)
+    } else {
+        Err(diags)
+    }
+}
+
+fn compile_module(
+    item: syn::ItemMod,
+    diags: &mut Diagnostics,
+) -> (parse::Module, Vec<CompiledKernel>) {
+    let mut module = parse::parse_module(item, diags);
+    let program = check::check_module(&mut module, diags);
+    let mut kernels = Vec::new();
+    if !diags.is_empty() {
+        return (module, kernels);
+    }
+    for &id in &program.kernels {
+        let f = program.function(id);
+        let Some(kernel) = lower::lower_kernel(&program, id, diags) else {
+            continue;
+        };
+        let problems = verify::verify(&kernel);
+        if !problems.is_empty() {
+            diags.error(
+                f.span,
+                format!(
+                    "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
+                    f.name,
+                    problems.join("; ")
+                ),
+            );
+            continue;
+        }
+        match ptx::write_kernel(&kernel) {
+            Ok(ptx) => kernels.push(CompiledKernel {
+                name: f.name.clone(),
+                ir_text: kernel.to_string(),
+                ir: kernel,
+                ptx,
+            }),
+            Err(_) => diags.error(
+                f.span,
+                format!("internal compiler error: PTX could not be written for `{}`; please report this with the kernel", f.name),
+            ),
+        }
+    }
+    (module, kernels)
+}
+
+/// The `#[gpu_async]` attribute: `attr` are its arguments, `item` the module.
+pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut diags = Diagnostics::new();
+    if !attr.is_empty() {
+        diags.push(syn::Error::new_spanned(
+            &attr,
+            "#[gpu_async] takes no arguments",
+        ));
+    }
+    let module: syn::ItemMod = match syn::parse2(item.clone()) {
+        Ok(m) => m,
+        Err(_) => {
+            let e = syn::Error::new_spanned(
+                &item,
+                "#[gpu_async] goes on an inline module of kernels: `#[gpu_async] mod kernels { ... }`",
+            );
+            let err = e.to_compile_error();
+            return quote!(#err #item);
+        }
+    };
+    let shell = syn::ItemMod {
+        content: None,
+        semi: None,
+        ..module.clone()
+    };
+    let (parsed, kernels) = compile_module(module, &mut diags);
+    let ok = diags.is_empty();
+    let mut items = Vec::new();
+    let mut launchers = Vec::new();
+    // Signatures again (cheap), for the launchers: the checker's own copies went into `parsed`.
+    let consts = std::collections::HashMap::new();
+    for it in &parsed.items {
+        match it {
+            parse::Item::Use(u) => items.push(quote!(#u)),
+            parse::Item::Const(c) => {
+                let c = &c.item;
+                items.push(quote!(#c));
+            }
+            parse::Item::Fn(f) => {
+                if ok {
+                    let item = &f.item;
+                    items.push(quote!(#item));
+                }
+                if f.kernel.is_some() {
+                    let mut scratch = Diagnostics::new();
+                    let sig =
+                        check::sig_of(&f.item, f.kernel.as_ref(), &consts, &parsed, &mut scratch);
+                    let compiled = kernels.iter().find(|k| k.name == sig.name);
+                    launchers.push(shadow::launcher(&shadow::LauncherInput {
+                        item: &f.item,
+                        sig: &sig,
+                        compiled: compiled
+                            .filter(|_| ok)
+                            .map(|k| (&k.ir, k.ptx.as_str(), k.ir_text.as_str())),
+                    }));
+                }
+            }
+        }
+    }
+    let errors = diags.to_compile_errors();
+    let syn::ItemMod {
+        attrs,
+        vis,
+        unsafety,
+        mod_token,
+        ident,
+        ..
+    } = shell;
+    quote! {
+        #errors
+        #(#attrs)*
+        #vis #unsafety #mod_token #ident {
+            #(#items)*
+            #(#launchers)*
+        }
+    }
+}

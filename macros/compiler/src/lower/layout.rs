@@ -1,0 +1,56 @@
+//! Shared-memory layout of the channel rings.
+
+use proc_macro2::Span;
+
+use crate::diag::Diagnostics;
+use crate::ir::Channel;
+
+/// Shared memory a block may use on sm_90 (227 KiB).
+pub const SHARED_LIMIT: u32 = 227 * 1024;
+
+fn round_up(v: u64, to: u64) -> u64 {
+    v.div_ceil(to) * to
+}
+
+/// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), then all
+/// barriers and state words; returns the total, or reports it past the limit with the breakdown.
+pub(crate) fn lay_out(channels: &mut [Channel], spans: &[Span], diags: &mut Diagnostics) -> u32 {
+    let mut offset: u64 = 0;
+    let mut breakdown = Vec::new();
+    for c in channels.iter_mut() {
+        let stride = round_up(c.ty.payload_bytes(), 128);
+        offset = round_up(offset, 128);
+        c.data_offset = offset.min(u64::from(u32::MAX)) as u32;
+        c.slot_stride = stride.min(u64::from(u32::MAX)) as u32;
+        let bytes = stride * u64::from(c.ty.depth);
+        breakdown.push(format!(
+            "channel `{}`: {} slots of {} B = {} B",
+            c.name, c.ty.depth, stride, bytes
+        ));
+        offset += bytes;
+    }
+    offset = round_up(offset, 8);
+    for c in channels.iter_mut() {
+        c.full_offset = offset as u32;
+        offset += 8 * u64::from(c.ty.depth);
+        c.empty_offset = offset as u32;
+        offset += 8 * u64::from(c.ty.depth);
+    }
+    for c in channels.iter_mut() {
+        c.state_offset = offset as u32;
+        offset += 4 * u64::from(c.ty.depth);
+    }
+    let total = round_up(offset, 16);
+    if total > u64::from(SHARED_LIMIT) {
+        let span = spans.first().copied().unwrap_or_else(Span::call_site);
+        diags.error(
+            span,
+            format!(
+                "the kernel needs {total} B of shared memory per block, past the {SHARED_LIMIT} B a block can have on sm_90: {}; shrink the payloads or the depths",
+                breakdown.join("; ")
+            ),
+        );
+        return 0;
+    }
+    total as u32
+}

@@ -1,0 +1,1468 @@
+//! Phase 3, lower: a checked kernel to the role/channel IR.
+//!
+//! The kernel body's channels become shared-memory rings and each `on_warps` call becomes a
+//! role; helper fns are inlined into the roles that call them. Ownership is followed statically:
+//! a sender dropped at the end of its scope closes its channel, a received slot dropped releases
+//! it, `break` and `continue` drop what they leave. A data-parallel loop that writes memory which
+//! the role touches elsewhere (or which may overlap between iterations) is followed by a role
+//! barrier; writes through `block_tiles` ranges never overlap, so they need none.
+
+mod layout;
+
+pub use layout::SHARED_LIMIT;
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Span;
+
+use crate::check::tir::{self, Expr, ExprKind, FnId, LetPattern, Lit, LocalId, ParBinding, Stmt};
+use crate::check::types::{ChanTy, Scalar, Ty};
+use crate::check::Program;
+use crate::diag::Diagnostics;
+use crate::ir::{
+    self, BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParSource, RoleId,
+    Space, Special, UnOp, Value, ValueInfo,
+};
+
+/// Where a memory access goes, for deciding which parallel loops need a barrier after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum MemKey {
+    Param(usize),
+    Slot(ChannelId),
+}
+
+#[derive(Debug, Clone)]
+enum Val {
+    Unit,
+    Scalar(Value),
+    Slice {
+        ptr: Value,
+        len: Value,
+        elem: Scalar,
+        mem: MemKey,
+        tiles: bool,
+    },
+    Range {
+        start: Value,
+        end: Value,
+        tiles: bool,
+    },
+    OptRange {
+        some: Value,
+        start: Value,
+        end: Value,
+    },
+    Tiles {
+        next: Value,
+        step: Value,
+        len: Value,
+        tile: Value,
+    },
+    Sender(ChannelId),
+    Receiver(ChannelId),
+    SendSlot(ChannelId),
+    RecvSlot(ChannelId),
+    ElemRef(usize),
+}
+
+/// A shape of zipped parallel sources, mirroring the closure's pattern.
+enum Leaf {
+    Source(usize),
+    Index,
+    Pair(Box<Leaf>, Box<Leaf>),
+}
+
+struct Scope {
+    /// Locals whose drop has an effect, in declaration order.
+    owned: Vec<(LocalId, Span)>,
+    /// The loop this scope is the body of.
+    loop_id: Option<LoopId>,
+}
+
+/// One inlined function instance.
+struct Frame {
+    func: FnId,
+    locals: HashMap<LocalId, Val>,
+    moved: HashSet<LocalId>,
+    copied: HashSet<LocalId>,
+    scopes: Vec<Scope>,
+    decl_depth: HashMap<LocalId, u32>,
+}
+
+struct ParCtx {
+    sources: Vec<ParSource>,
+}
+
+struct Lowerer<'p> {
+    prog: &'p Program,
+    diags: &'p mut Diagnostics,
+    values: Vec<ValueInfo>,
+    channels: Vec<Channel>,
+    channel_spans: Vec<Span>,
+    blocks: Vec<Vec<Inst>>,
+    frames: Vec<Frame>,
+    loops: u32,
+    cond_depth: u32,
+    role: Option<RoleId>,
+    par: Option<ParCtx>,
+    /// Access sites per memory in the current role.
+    sites: HashMap<MemKey, u32>,
+    /// For each barrier placeholder, in program order: the memory its loop writes, and whether
+    /// the write goes through a `block_tiles` range.
+    barrier_requests: Vec<Vec<(MemKey, bool)>>,
+}
+
+/// Lowers kernel `id` of `prog`. Errors go to `diags`; `None` when there were any.
+pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option<Kernel> {
+    let before = diags.len();
+    let f = prog.function(id);
+    let warps = f.kernel_warps.unwrap_or(1);
+    let mut l = Lowerer {
+        prog,
+        diags,
+        values: Vec::new(),
+        channels: Vec::new(),
+        channel_spans: Vec::new(),
+        blocks: vec![Vec::new()],
+        frames: Vec::new(),
+        loops: 0,
+        cond_depth: 0,
+        role: None,
+        par: None,
+        sites: HashMap::new(),
+        barrier_requests: Vec::new(),
+    };
+    let mut frame = Frame::new(id);
+    let mut params = Vec::new();
+    for (index, &local) in f.params.iter().enumerate() {
+        let decl = f.local(local);
+        let (kind, val) = match decl.ty {
+            Ty::Scalar(s) => {
+                let v = l.new_value(s, Some(&decl.name));
+                (ir::ParamKind::Scalar(v), Val::Scalar(v))
+            }
+            Ty::Slice { elem, mutable } => {
+                let ptr = l.new_value(Scalar::Usize, Some(&format!("{}.ptr", decl.name)));
+                let len = l.new_value(Scalar::Usize, Some(&format!("{}.len", decl.name)));
+                (
+                    ir::ParamKind::Slice {
+                        elem,
+                        mutable,
+                        ptr,
+                        len,
+                    },
+                    Val::Slice {
+                        ptr,
+                        len,
+                        elem,
+                        mem: MemKey::Param(index),
+                        tiles: false,
+                    },
+                )
+            }
+            _ => return None,
+        };
+        params.push(ir::Param {
+            name: decl.name.clone(),
+            kind,
+        });
+        frame.locals.insert(local, val);
+    }
+    l.frames.push(frame);
+    let mut roles = Vec::new();
+    for stmt in &f.body.stmts {
+        match stmt {
+            Stmt::Let(LetPattern::Pair(tx, rx), e) => {
+                if let ExprKind::Channel(ty) = e.kind {
+                    let c = l.new_channel(ty, f, *tx, *rx, e.span);
+                    let frame = l.frame();
+                    frame.locals.insert(*tx, Val::Sender(c));
+                    frame.locals.insert(*rx, Val::Receiver(c));
+                }
+            }
+            Stmt::Expr(Expr {
+                kind: ExprKind::Await(inner),
+                ..
+            }) => {
+                if let ExprKind::Join(role_exprs) = &inner.kind {
+                    for r in role_exprs {
+                        if let Some(role) = l.role(r, roles.len(), warps) {
+                            roles.push(role);
+                        }
+                    }
+                }
+            }
+            other => l.stmt(other),
+        }
+    }
+    let prologue = Block(l.blocks.pop().unwrap_or_default());
+    check_warp_coverage(&roles, warps, f.span, l.diags);
+    for (i, c) in l.channels.iter().enumerate() {
+        let span = l.channel_spans[i];
+        if c.producer.is_none() {
+            l.diags.error(
+                span,
+                format!(
+                    "channel `{}` has no sending role: pass its sender to a role in `join!`",
+                    c.name
+                ),
+            );
+        }
+        if c.consumer.is_none() {
+            l.diags.error(
+                span,
+                format!(
+                    "channel `{}` has no receiving role: pass its receiver to a role in `join!`",
+                    c.name
+                ),
+            );
+        }
+    }
+    let shared_bytes = layout::lay_out(&mut l.channels, &l.channel_spans, l.diags);
+    if l.diags.len() > before {
+        return None;
+    }
+    Some(Kernel {
+        name: f.name.clone(),
+        warps,
+        params,
+        values: l.values,
+        channels: l.channels,
+        prologue,
+        roles: roles.into_iter().map(|(r, _)| r).collect(),
+        shared_bytes,
+    })
+}
+
+fn check_warp_coverage(
+    roles: &[(ir::Role, Span)],
+    warps: u32,
+    span: Span,
+    diags: &mut Diagnostics,
+) {
+    let mut covered = vec![false; warps as usize];
+    for (r, _) in roles {
+        for w in r.first_warp..r.end_warp.min(warps) {
+            covered[w as usize] = true;
+        }
+    }
+    let mut w = 0;
+    while w < warps {
+        if !covered[w as usize] {
+            let start = w;
+            while w < warps && !covered[w as usize] {
+                w += 1;
+            }
+            diags.error(span, format!("warps {start}..{w} run no role: give them a role in `join!`, or lower `warps` in `#[kernel(warps = ..)]`"));
+        }
+        w += 1;
+    }
+}
+
+impl Frame {
+    fn new(func: FnId) -> Frame {
+        Frame {
+            func,
+            locals: HashMap::new(),
+            moved: HashSet::new(),
+            copied: HashSet::new(),
+            scopes: vec![Scope {
+                owned: Vec::new(),
+                loop_id: None,
+            }],
+            decl_depth: HashMap::new(),
+        }
+    }
+}
+
+impl Lowerer<'_> {
+    fn frame(&mut self) -> &mut Frame {
+        match self.frames.last_mut() {
+            Some(f) => f,
+            None => unreachable!("lowering always runs inside a frame"),
+        }
+    }
+
+    fn func(&self) -> &tir::Function {
+        let id = self.frames.last().map_or(FnId(0), |f| f.func);
+        self.prog.function(id)
+    }
+
+    fn new_value(&mut self, ty: Scalar, name: Option<&str>) -> Value {
+        let v = Value(self.values.len() as u32);
+        self.values.push(ValueInfo {
+            ty,
+            name: name.map(str::to_string),
+        });
+        v
+    }
+
+    fn emit(&mut self, inst: Inst) {
+        if let Some(b) = self.blocks.last_mut() {
+            b.push(inst);
+        }
+    }
+
+    fn konst(&mut self, ty: Scalar, imm: Imm) -> Value {
+        let dst = self.new_value(ty, None);
+        self.emit(Inst::Const { dst, imm });
+        dst
+    }
+
+    fn usize_const(&mut self, v: u64) -> Value {
+        self.konst(Scalar::Usize, Imm::Int(v))
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: Value, rhs: Value) -> Value {
+        let ty = if op.is_comparison() {
+            Scalar::Bool
+        } else {
+            self.values[lhs.0 as usize].ty
+        };
+        let dst = self.new_value(ty, None);
+        self.emit(Inst::Binary { dst, op, lhs, rhs });
+        dst
+    }
+
+    fn not(&mut self, v: Value) -> Value {
+        let dst = self.new_value(Scalar::Bool, None);
+        self.emit(Inst::Unary {
+            dst,
+            op: UnOp::Not,
+            src: v,
+        });
+        dst
+    }
+
+    fn trap_if(&mut self, cond: Value, reason: String) {
+        self.emit(Inst::TrapIf { cond, reason });
+    }
+
+    fn sub_block(&mut self, f: impl FnOnce(&mut Self)) -> Block {
+        self.blocks.push(Vec::new());
+        f(self);
+        Block(self.blocks.pop().unwrap_or_default())
+    }
+
+    fn new_loop(&mut self) -> LoopId {
+        self.loops += 1;
+        LoopId(self.loops - 1)
+    }
+
+    fn new_channel(
+        &mut self,
+        ty: ChanTy,
+        f: &tir::Function,
+        tx: LocalId,
+        rx: LocalId,
+        span: Span,
+    ) -> ChannelId {
+        let id = ChannelId(self.channels.len() as u32);
+        self.channels.push(Channel {
+            name: format!("{}/{}", f.local(tx).name, f.local(rx).name),
+            ty,
+            producer: None,
+            consumer: None,
+            slot_stride: 0,
+            data_offset: 0,
+            full_offset: 0,
+            empty_offset: 0,
+            state_offset: 0,
+            generic_writes: false,
+        });
+        self.channel_spans.push(span);
+        id
+    }
+
+    fn site(&mut self, key: MemKey) {
+        *self.sites.entry(key).or_insert(0) += 1;
+    }
+
+    /// Lowers one `on_warps(range, call)` of `join!` into a role.
+    fn role(&mut self, e: &Expr, index: usize, warps: u32) -> Option<(ir::Role, Span)> {
+        let ExprKind::OnWarps {
+            start,
+            end,
+            range_span,
+            call,
+        } = &e.kind
+        else {
+            return None;
+        };
+        let (start, end) = (*start, *end);
+        if start >= end {
+            self.diags.error(
+                *range_span,
+                format!("the warp range {start}..{end} is empty: a role needs at least one warp"),
+            );
+            return None;
+        }
+        if end > warps {
+            self.diags.error(*range_span, format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role"));
+            return None;
+        }
+        let ExprKind::Call(fid, args) = &call.kind else {
+            return None;
+        };
+        let role_id = RoleId(index as u32);
+        self.role = Some(role_id);
+        self.sites.clear();
+        self.barrier_requests.clear();
+        let name = self.prog.function(*fid).name.clone();
+        let mut body = self.sub_block(|l| {
+            let vals: Vec<Val> = args.iter().map(|a| l.expr(a)).collect();
+            for v in &vals {
+                match v {
+                    Val::Sender(c) => l.claim(*c, true, role_id, a_span(args, v)),
+                    Val::Receiver(c) => l.claim(*c, false, role_id, a_span(args, v)),
+                    _ => {}
+                }
+            }
+            l.inline_call(*fid, vals, call.span);
+        });
+        self.prune_barriers(&mut body);
+        self.role = None;
+        Some((
+            ir::Role {
+                name,
+                first_warp: start,
+                end_warp: end,
+                body,
+            },
+            *range_span,
+        ))
+    }
+
+    fn claim(&mut self, c: ChannelId, sender: bool, role: RoleId, span: Span) {
+        let ch = &mut self.channels[c.0 as usize];
+        let slot = if sender {
+            &mut ch.producer
+        } else {
+            &mut ch.consumer
+        };
+        if slot.is_some() {
+            let name = ch.name.clone();
+            self.diags.error(span, format!("the {} of channel `{name}` is already owned by another role: each end belongs to one role", if sender { "sender" } else { "receiver" }));
+        }
+        *slot = Some(role);
+    }
+
+    /// Removes the barrier placeholders whose loop writes memory no other access of the role
+    /// touches and whose iterations cannot overlap.
+    fn prune_barriers(&mut self, body: &mut Block) {
+        let decisions: Vec<bool> = self
+            .barrier_requests
+            .iter()
+            .map(|writes| {
+                writes
+                    .iter()
+                    .any(|(key, tiles)| !tiles || self.sites.get(key).copied().unwrap_or(0) > 1)
+            })
+            .collect();
+        let mut it = decisions.into_iter();
+        prune(body, &mut it);
+        fn prune(block: &mut Block, decisions: &mut impl Iterator<Item = bool>) {
+            block.0.retain_mut(|inst| {
+                match inst {
+                    Inst::If { then, else_, .. } => {
+                        prune(then, decisions);
+                        prune(else_, decisions);
+                    }
+                    Inst::Loop { body, .. } => prune(body, decisions),
+                    Inst::RoleBarrier => return decisions.next().unwrap_or(true),
+                    _ => {}
+                }
+                true
+            });
+        }
+    }
+
+    /// Inlines a call of `fid` with argument values `args`; returns its result.
+    fn inline_call(&mut self, fid: FnId, args: Vec<Val>, span: Span) -> Val {
+        if self.frames.len() > 64 {
+            self.diags
+                .error(span, "helper calls nest too deep (over 64 levels)");
+            return Val::Unit;
+        }
+        let f = self.prog.function(fid);
+        let mut frame = Frame::new(fid);
+        for (&p, v) in f.params.iter().zip(args) {
+            let v = match v {
+                Val::Scalar(s) => {
+                    let ty = self.values[s.0 as usize].ty;
+                    let copy = self.new_value(ty, Some(&f.local(p).name));
+                    self.emit(Inst::Copy { dst: copy, src: s });
+                    Val::Scalar(copy)
+                }
+                other => other,
+            };
+            if let Val::Sender(_) = v {
+                frame.scopes[0].owned.push((p, f.local(p).span));
+            }
+            frame.decl_depth.insert(p, self.cond_depth);
+            frame.locals.insert(p, v);
+        }
+        self.frames.push(frame);
+        let saved_depth = self.cond_depth;
+        let result = self.block_body(&f.body);
+        self.exit_scope_drops(0);
+        self.cond_depth = saved_depth;
+        self.frames.pop();
+        result
+    }
+
+    /// Lowers a function body's statements and tail in the frame's outer scope.
+    fn block_body(&mut self, b: &tir::Block) -> Val {
+        for s in &b.stmts {
+            self.stmt(s);
+        }
+        match &b.tail {
+            Some(t) => self.expr(t),
+            None => Val::Unit,
+        }
+    }
+
+    /// Lowers a nested block in its own scope.
+    fn scoped_block(&mut self, b: &tir::Block, loop_id: Option<LoopId>) -> Val {
+        self.frame().scopes.push(Scope {
+            owned: Vec::new(),
+            loop_id,
+        });
+        let v = self.block_body(b);
+        let last = self.frame().scopes.len() - 1;
+        self.exit_scope_drops(last);
+        self.frame().scopes.pop();
+        v
+    }
+
+    /// Emits the drops of scope `index` (not popping it).
+    fn exit_scope_drops(&mut self, index: usize) {
+        let owned: Vec<(LocalId, Span)> = self
+            .frame()
+            .scopes
+            .get(index)
+            .map(|s| s.owned.clone())
+            .unwrap_or_default();
+        for (local, span) in owned.into_iter().rev() {
+            self.drop_local(local, span);
+        }
+    }
+
+    fn drop_local(&mut self, local: LocalId, span: Span) {
+        if self.frame().moved.contains(&local) {
+            return;
+        }
+        match self.frame().locals.get(&local).cloned() {
+            Some(Val::Sender(c)) => self.emit(Inst::Close { chan: c }),
+            Some(Val::RecvSlot(c)) => self.emit(Inst::Release { chan: c }),
+            Some(Val::SendSlot(_)) => {
+                let name = self.func().local(local).name.clone();
+                self.diags.error(span, format!("the reserved slot `{name}` is dropped without being sent: call `{name}.send()` on every path"));
+            }
+            _ => {}
+        }
+    }
+
+    fn own(&mut self, local: LocalId, span: Span) {
+        let depth = self.cond_depth;
+        let frame = self.frame();
+        frame.decl_depth.insert(local, depth);
+        if let Some(s) = frame.scopes.last_mut() {
+            s.owned.push((local, span));
+        }
+    }
+
+    fn mark_moved(&mut self, local: LocalId, span: Span) {
+        let depth = self.cond_depth;
+        let decl = self.frame().decl_depth.get(&local).copied().unwrap_or(0);
+        if decl != depth {
+            let name = self.func().local(local).name.clone();
+            self.diags.error(span, format!("`{name}` is moved (sent, dropped or passed on) inside a branch or loop it was not created in; this is not supported yet: move it on every path at the same level"));
+        }
+        self.frame().moved.insert(local);
+    }
+
+    fn bind(&mut self, local: LocalId, v: Val, span: Span) {
+        let v = match v {
+            Val::Scalar(s) => {
+                let ty = self.values[s.0 as usize].ty;
+                let name = self.func().local(local).name.clone();
+                let copy = self.new_value(ty, Some(&name));
+                self.emit(Inst::Copy { dst: copy, src: s });
+                Val::Scalar(copy)
+            }
+            Val::Tiles {
+                next,
+                step,
+                len,
+                tile,
+            } => {
+                // A BlockTiles local is mutable state: give it its own registers.
+                let fresh = [next, step, len, tile].map(|v| {
+                    let c = self.new_value(Scalar::Usize, None);
+                    self.emit(Inst::Copy { dst: c, src: v });
+                    c
+                });
+                Val::Tiles {
+                    next: fresh[0],
+                    step: fresh[1],
+                    len: fresh[2],
+                    tile: fresh[3],
+                }
+            }
+            other => other,
+        };
+        let owned = matches!(v, Val::Sender(_) | Val::RecvSlot(_) | Val::SendSlot(_));
+        self.frame().locals.insert(local, v);
+        if owned {
+            self.own(local, span);
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Let(pat, init) => {
+                let v = self.expr(init);
+                match pat {
+                    LetPattern::Local(id) => self.bind(*id, v, init.span),
+                    LetPattern::Ignore => {}
+                    LetPattern::Pair(..) => {
+                        self.diags
+                            .error(init.span, "channels are created in the kernel body only");
+                    }
+                }
+            }
+            Stmt::Expr(e) => {
+                self.expr(e);
+            }
+            Stmt::For(var, iter, body) => {
+                let it = self.expr(iter);
+                let id = self.new_loop();
+                self.cond_depth += 1;
+                match it {
+                    Val::Range { start, end, tiles } => {
+                        let i = self.new_value(Scalar::Usize, None);
+                        self.emit(Inst::Copy { dst: i, src: start });
+                        let var = *var;
+                        let loop_body = self.sub_block(|l| {
+                            let done = l.binary(BinOp::Ge, i, end);
+                            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
+                            l.emit(Inst::If {
+                                cond: done,
+                                then: brk,
+                                else_: Block::default(),
+                            });
+                            let item = if matches!(iter.kind, ExprKind::Range(..)) {
+                                Val::Scalar(i)
+                            } else {
+                                Val::Range {
+                                    start: i,
+                                    end,
+                                    tiles,
+                                }
+                            };
+                            l.bind(var, item, iter.span);
+                            let one = l.usize_const(1);
+                            l.emit(Inst::Binary {
+                                dst: i,
+                                op: BinOp::Add,
+                                lhs: i,
+                                rhs: one,
+                            });
+                            l.scoped_block(body, Some(id));
+                        });
+                        self.emit(Inst::Loop {
+                            id,
+                            body: loop_body,
+                        });
+                    }
+                    Val::Tiles {
+                        next,
+                        step,
+                        len,
+                        tile,
+                    } => {
+                        let (var, state) = (
+                            *var,
+                            Val::Tiles {
+                                next,
+                                step,
+                                len,
+                                tile,
+                            },
+                        );
+                        let loop_body = self.sub_block(|l| {
+                            let (some, start, end) = l.tiles_next(&state);
+                            let none = l.not(some);
+                            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
+                            l.emit(Inst::If {
+                                cond: none,
+                                then: brk,
+                                else_: Block::default(),
+                            });
+                            l.bind(
+                                var,
+                                Val::Range {
+                                    start,
+                                    end,
+                                    tiles: true,
+                                },
+                                iter.span,
+                            );
+                            l.scoped_block(body, Some(id));
+                        });
+                        self.emit(Inst::Loop {
+                            id,
+                            body: loop_body,
+                        });
+                    }
+                    _ => {}
+                }
+                self.cond_depth -= 1;
+            }
+            Stmt::WhileLet(var, scrutinee, body) => {
+                let id = self.new_loop();
+                self.cond_depth += 1;
+                let var = *var;
+                let loop_body = self.sub_block(|l| {
+                    let v = l.expr(scrutinee);
+                    let (some, item) = match v {
+                        Val::OptRange { some, start, end } => (
+                            some,
+                            Val::Range {
+                                start,
+                                end,
+                                tiles: true,
+                            },
+                        ),
+                        Val::Scalar(some) => match &scrutinee.ty {
+                            Ty::OptRecvSlot(_) => (some, l.recv_slot_of(scrutinee)),
+                            _ => return,
+                        },
+                        _ => return,
+                    };
+                    let none = l.not(some);
+                    let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
+                    l.emit(Inst::If {
+                        cond: none,
+                        then: brk,
+                        else_: Block::default(),
+                    });
+                    // The item lives in the loop body's scope: a received slot is released at
+                    // the end of each iteration (and by `break`/`continue`).
+                    l.frame().scopes.push(Scope {
+                        owned: Vec::new(),
+                        loop_id: Some(id),
+                    });
+                    l.bind(var, item, scrutinee.span);
+                    l.block_body(body);
+                    let last = l.frame().scopes.len() - 1;
+                    l.exit_scope_drops(last);
+                    l.frame().scopes.pop();
+                });
+                self.emit(Inst::Loop {
+                    id,
+                    body: loop_body,
+                });
+                self.cond_depth -= 1;
+            }
+            Stmt::While(cond, body) => {
+                let id = self.new_loop();
+                self.cond_depth += 1;
+                let loop_body = self.sub_block(|l| {
+                    if let Val::Scalar(c) = l.expr(cond) {
+                        let stop = l.not(c);
+                        let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
+                        l.emit(Inst::If {
+                            cond: stop,
+                            then: brk,
+                            else_: Block::default(),
+                        });
+                    }
+                    l.scoped_block(body, Some(id));
+                });
+                self.emit(Inst::Loop {
+                    id,
+                    body: loop_body,
+                });
+                self.cond_depth -= 1;
+            }
+            Stmt::Loop(body) => {
+                let id = self.new_loop();
+                self.cond_depth += 1;
+                let loop_body = self.sub_block(|l| {
+                    l.scoped_block(body, Some(id));
+                });
+                self.emit(Inst::Loop {
+                    id,
+                    body: loop_body,
+                });
+                self.cond_depth -= 1;
+            }
+            Stmt::Break(_) | Stmt::Continue(_) => {
+                // Drop what the jump leaves: every scope inside the innermost loop's body scope.
+                let scopes = &self.frame().scopes;
+                let Some(target) = scopes.iter().rposition(|s| s.loop_id.is_some()) else {
+                    return;
+                };
+                let id = scopes[target].loop_id.unwrap_or(LoopId(0));
+                let top = scopes.len();
+                for i in (target..top).rev() {
+                    self.exit_scope_drops(i);
+                }
+                self.emit(if matches!(s, Stmt::Break(_)) {
+                    Inst::Break(id)
+                } else {
+                    Inst::Continue(id)
+                });
+            }
+        }
+    }
+
+    /// The slot a `recv().await` just produced.
+    fn recv_slot_of(&mut self, scrutinee: &Expr) -> Val {
+        match &scrutinee.ty {
+            Ty::OptRecvSlot(_) => {
+                let chan = self.recv_chan(scrutinee);
+                chan.map_or(Val::Unit, Val::RecvSlot)
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    fn recv_chan(&mut self, e: &Expr) -> Option<ChannelId> {
+        match &e.kind {
+            ExprKind::Await(inner) => self.recv_chan(inner),
+            ExprKind::Recv(rx) => match self.expr(rx) {
+                Val::Receiver(c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `BlockTiles::next`: `(some, start, end)`, advancing the iterator when `some`.
+    fn tiles_next(&mut self, tiles: &Val) -> (Value, Value, Value) {
+        let Val::Tiles {
+            next,
+            step,
+            len,
+            tile,
+        } = *tiles
+        else {
+            let f = self.konst(Scalar::Bool, Imm::Bool(false));
+            let z = self.usize_const(0);
+            return (f, z, z);
+        };
+        let start = self.binary(BinOp::Mul, next, tile);
+        let some = self.binary(BinOp::Lt, start, len);
+        let stop = self.binary(BinOp::Add, start, tile);
+        let end = self.binary(BinOp::Min, stop, len);
+        let advance = self.sub_block(|l| {
+            l.emit(Inst::Binary {
+                dst: next,
+                op: BinOp::Add,
+                lhs: next,
+                rhs: step,
+            })
+        });
+        self.emit(Inst::If {
+            cond: some,
+            then: advance,
+            else_: Block::default(),
+        });
+        (some, start, end)
+    }
+
+    fn scalar(&mut self, e: &Expr) -> Value {
+        match self.expr(e) {
+            Val::Scalar(v) => v,
+            _ => {
+                let ty = e.ty.scalar().unwrap_or(Scalar::I32);
+                self.konst(ty, Imm::Int(0))
+            }
+        }
+    }
+
+    fn scalar_ty(ty: &Ty) -> Scalar {
+        match ty {
+            Ty::Scalar(s) => *s,
+            Ty::ElemRef { elem, .. } => *elem,
+            Ty::FloatLit => Scalar::F32,
+            _ => Scalar::I32,
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) -> Val {
+        match &e.kind {
+            ExprKind::Lit(lit) => {
+                let ty = Self::scalar_ty(&e.ty);
+                let imm = match (*lit, ty) {
+                    (Lit::Bool(b), _) => Imm::Bool(b),
+                    (Lit::Float(f), _) => Imm::F32(f as f32),
+                    (Lit::Int(v), Scalar::F32) => Imm::F32(v as f32),
+                    (Lit::Int(v), Scalar::U32 | Scalar::I32) => Imm::Int(u64::from(v as u32)),
+                    (Lit::Int(v), _) => Imm::Int(v as u64),
+                };
+                Val::Scalar(self.konst(ty, imm))
+            }
+            ExprKind::Local(id) => {
+                if self.frame().moved.contains(id) {
+                    // rustc reports the use after move; keep lowering.
+                }
+                self.frame().locals.get(id).cloned().unwrap_or(Val::Unit)
+            }
+            ExprKind::Unary(op, a) => {
+                let src = self.scalar(a);
+                let ty = self.values[src.0 as usize].ty;
+                let dst = self.new_value(ty, None);
+                let op = match op {
+                    tir::UnOp::Neg => UnOp::Neg,
+                    tir::UnOp::Not => UnOp::Not,
+                };
+                self.emit(Inst::Unary { dst, op, src });
+                Val::Scalar(dst)
+            }
+            ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b)),
+            ExprKind::Cast(a, ty) => {
+                let src = self.scalar(a);
+                let dst = self.new_value(*ty, None);
+                self.emit(Inst::Cast { dst, src });
+                Val::Scalar(dst)
+            }
+            ExprKind::Deref(a) => match self.expr(a) {
+                Val::ElemRef(k) => match self.par.as_mut().and_then(|p| p.sources.get_mut(k)) {
+                    Some(src) => {
+                        src.read = true;
+                        Val::Scalar(src.elem_value)
+                    }
+                    None => Val::Unit,
+                },
+                other => other,
+            },
+            ExprKind::Len(a) => match self.expr(a) {
+                Val::Slice { len, .. } => Val::Scalar(len),
+                _ => Val::Unit,
+            },
+            ExprKind::Index(base, index) => self.index(base, index, e.span),
+            ExprKind::SubSlice(base, range) => {
+                let (b, r) = (self.expr(base), self.expr(range));
+                match (b, r) {
+                    (
+                        Val::Slice {
+                            ptr,
+                            len,
+                            elem,
+                            mem,
+                            ..
+                        },
+                        Val::Range { start, end, tiles },
+                    ) => {
+                        let bad_order = self.binary(BinOp::Gt, start, end);
+                        self.trap_if(bad_order, "slice index starts after it ends".into());
+                        let past = self.binary(BinOp::Gt, end, len);
+                        self.trap_if(past, "slice range past the end of the slice".into());
+                        let size = self.usize_const(u64::from(elem.size()));
+                        let off = self.binary(BinOp::Mul, start, size);
+                        let p = self.binary(BinOp::Add, ptr, off);
+                        let n = self.binary(BinOp::Sub, end, start);
+                        Val::Slice {
+                            ptr: p,
+                            len: n,
+                            elem,
+                            mem,
+                            tiles,
+                        }
+                    }
+                    _ => Val::Unit,
+                }
+            }
+            ExprKind::Range(a, b) => {
+                let start = self.scalar(a);
+                let end = self.scalar(b);
+                Val::Range {
+                    start,
+                    end,
+                    tiles: false,
+                }
+            }
+            ExprKind::Call(fid, args) => {
+                let f = self.prog.function(*fid);
+                if f.is_async {
+                    // A future that is not awaited does nothing.
+                    return Val::Unit;
+                }
+                let vals = self.call_args(args);
+                self.inline_call(*fid, vals, e.span)
+            }
+            ExprKind::Await(inner) => self.await_expr(inner, e.span),
+            ExprKind::Channel(_) => {
+                self.diags
+                    .error(e.span, "channels are created in the kernel body only");
+                Val::Unit
+            }
+            ExprKind::Reserve(_)
+            | ExprKind::Recv(_)
+            | ExprKind::CopyFrom(..)
+            | ExprKind::Join(_)
+            | ExprKind::OnWarps { .. } => Val::Unit,
+            ExprKind::Send(slot) => {
+                if let ExprKind::Local(id) = slot.kind {
+                    if let Some(Val::SendSlot(c)) = self.frame().locals.get(&id).cloned() {
+                        self.emit(Inst::Send { chan: c });
+                        self.mark_moved(id, e.span);
+                    }
+                }
+                Val::Unit
+            }
+            ExprKind::Drop(v) => {
+                if let ExprKind::Local(id) = v.kind {
+                    self.drop_local(id, v.span);
+                    self.mark_moved(id, e.span);
+                }
+                Val::Unit
+            }
+            ExprKind::BlockTiles(len, tile) => {
+                let len = self.scalar(len);
+                let tile = self.scalar(tile);
+                let zero = self.usize_const(0);
+                let bad = self.binary(BinOp::Eq, tile, zero);
+                self.trap_if(bad, "block_tiles: the tile size must not be zero".into());
+                let next = self.new_value(Scalar::Usize, None);
+                self.emit(Inst::Special {
+                    dst: next,
+                    reg: Special::BlockIdx,
+                });
+                let step = self.new_value(Scalar::Usize, None);
+                self.emit(Inst::Special {
+                    dst: step,
+                    reg: Special::GridDim,
+                });
+                Val::Tiles {
+                    next,
+                    step,
+                    len,
+                    tile,
+                }
+            }
+            ExprKind::TilesNext(t) => {
+                let tiles = self.expr(t);
+                let (some, start, end) = self.tiles_next(&tiles);
+                Val::OptRange { some, start, end }
+            }
+            ExprKind::Unwrap(opt) => match self.expr(opt) {
+                Val::OptRange { some, start, end } => {
+                    let none = self.not(some);
+                    self.trap_if(none, "called `Option::unwrap()` on a `None` value".into());
+                    Val::Range {
+                        start,
+                        end,
+                        tiles: true,
+                    }
+                }
+                _ => Val::Unit,
+            },
+            ExprKind::ParSource(_) | ExprKind::Zip(..) | ExprKind::Enumerate(_) => Val::Unit,
+            ExprKind::ForEach(iter, binding, body) => {
+                self.for_each(iter, binding, body, e.span);
+                Val::Unit
+            }
+            ExprKind::Block(b) => self.scoped_block(b, None),
+            ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
+            ExprKind::Assign(place, value) => {
+                let v = self.scalar(value);
+                self.store_place(place, |_, _| v);
+                Val::Unit
+            }
+            ExprKind::CompoundAssign(op, place, value) => {
+                let v = self.scalar(value);
+                let op = bin_op(*op);
+                self.store_place(place, |l, old| l.binary(op, old, v));
+                Val::Unit
+            }
+        }
+    }
+
+    fn call_args(&mut self, args: &[Expr]) -> Vec<Val> {
+        let mut vals = Vec::new();
+        for a in args {
+            let v = self.expr(a);
+            if let (Val::Sender(_) | Val::Receiver(_), ExprKind::Local(id)) = (&v, &a.kind) {
+                self.mark_moved(*id, a.span);
+            }
+            vals.push(v);
+        }
+        vals
+    }
+
+    /// Assigns to a local or a parallel element: `dst = f(old value)`.
+    fn store_place(&mut self, place: &Expr, f: impl FnOnce(&mut Self, Value) -> Value) {
+        match &place.kind {
+            ExprKind::Local(id) => {
+                if let Some(Val::Scalar(reg)) = self.frame().locals.get(id).cloned() {
+                    let v = f(self, reg);
+                    self.emit(Inst::Copy { dst: reg, src: v });
+                }
+            }
+            ExprKind::Deref(inner) => {
+                if let Val::ElemRef(k) = self.expr(inner) {
+                    let reg = self
+                        .par
+                        .as_ref()
+                        .and_then(|p| p.sources.get(k))
+                        .map(|s| s.elem_value);
+                    if let Some(reg) = reg {
+                        let v = f(self, reg);
+                        self.emit(Inst::Copy { dst: reg, src: v });
+                        if let Some(s) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) {
+                            s.write = true;
+                            // The element is read back only where the body reads it.
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr) -> Value {
+        match op {
+            tir::BinOp::LogicAnd | tir::BinOp::LogicOr => {
+                // Short-circuit: the right side runs only when it decides the result.
+                let lhs = self.scalar(a);
+                let result = self.new_value(Scalar::Bool, None);
+                self.emit(Inst::Copy {
+                    dst: result,
+                    src: lhs,
+                });
+                let rhs_block = self.sub_block(|l| {
+                    let rhs = l.scalar(b);
+                    l.emit(Inst::Copy {
+                        dst: result,
+                        src: rhs,
+                    });
+                });
+                let cond = if op == tir::BinOp::LogicAnd {
+                    lhs
+                } else {
+                    self.not(lhs)
+                };
+                self.emit(Inst::If {
+                    cond,
+                    then: rhs_block,
+                    else_: Block::default(),
+                });
+                result
+            }
+            _ => {
+                let lhs = self.scalar(a);
+                let rhs = self.scalar(b);
+                let op = bin_op(op);
+                if matches!(op, BinOp::Div | BinOp::Rem) && self.values[lhs.0 as usize].ty.is_int()
+                {
+                    let ty = self.values[rhs.0 as usize].ty;
+                    let zero = self.konst(ty, Imm::Int(0));
+                    let is_zero = self.binary(BinOp::Eq, rhs, zero);
+                    self.trap_if(is_zero, "attempt to divide by zero".into());
+                }
+                self.binary(op, lhs, rhs)
+            }
+        }
+    }
+
+    fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
+        let b = self.expr(base);
+        let i = self.scalar(index);
+        match b {
+            Val::Slice {
+                ptr,
+                len,
+                elem,
+                mem,
+                ..
+            } => {
+                self.site(mem);
+                let oob = self.binary(BinOp::Ge, i, len);
+                self.trap_if(oob, "index out of bounds".into());
+                let size = self.usize_const(u64::from(elem.size()));
+                let off = self.binary(BinOp::Mul, i, size);
+                let addr = self.binary(BinOp::Add, ptr, off);
+                Val::Scalar(self.load(elem, Space::Global, addr))
+            }
+            Val::SendSlot(c) | Val::RecvSlot(c) => {
+                self.check_not_copied(base, span);
+                self.site(MemKey::Slot(c));
+                let send = matches!(b, Val::SendSlot(_));
+                let ty = self.channels[c.0 as usize].ty;
+                let n = self.usize_const(u64::from(ty.len));
+                let oob = self.binary(BinOp::Ge, i, n);
+                self.trap_if(oob, "index out of bounds".into());
+                let base_addr = self.new_value(Scalar::U32, None);
+                self.emit(Inst::SlotAddr {
+                    dst: base_addr,
+                    chan: c,
+                    send,
+                });
+                let i32v = self.new_value(Scalar::U32, None);
+                self.emit(Inst::Cast { dst: i32v, src: i });
+                let size = self.konst(Scalar::U32, Imm::Int(u64::from(ty.elem.size())));
+                let off = self.binary(BinOp::Mul, i32v, size);
+                let addr = self.binary(BinOp::Add, base_addr, off);
+                Val::Scalar(self.load(ty.elem, Space::Shared, addr))
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    fn load(&mut self, elem: Scalar, space: Space, addr: Value) -> Value {
+        let dst = self.new_value(elem, None);
+        self.emit(Inst::Load { dst, space, addr });
+        dst
+    }
+
+    fn check_not_copied(&mut self, slot: &Expr, span: Span) {
+        if let ExprKind::Local(id) = slot.kind {
+            if self.frame().copied.contains(&id) {
+                let name = self.func().local(id).name.clone();
+                self.diags.error(span, format!("`{name}` was filled by `copy_from`, whose bytes are still in flight: send it, and read the data on the receiving side"));
+            }
+        }
+    }
+
+    fn await_expr(&mut self, inner: &Expr, span: Span) -> Val {
+        match &inner.kind {
+            ExprKind::Call(fid, args) => {
+                let vals = self.call_args(args);
+                self.inline_call(*fid, vals, span)
+            }
+            ExprKind::Reserve(tx) => match self.expr(tx) {
+                Val::Sender(c) => {
+                    self.emit(Inst::Reserve { chan: c });
+                    Val::SendSlot(c)
+                }
+                _ => Val::Unit,
+            },
+            ExprKind::Recv(rx) => match self.expr(rx) {
+                Val::Receiver(c) => {
+                    let some = self.new_value(Scalar::Bool, None);
+                    self.emit(Inst::Recv { chan: c, some });
+                    Val::Scalar(some)
+                }
+                _ => Val::Unit,
+            },
+            ExprKind::CopyFrom(slot, src) => {
+                self.check_not_copied(slot, inner.span);
+                let (s, v) = (self.expr(slot), self.expr(src));
+                if let (Val::SendSlot(c), Val::Slice { ptr, len, .. }) = (s, v) {
+                    let n = self.channels[c.0 as usize].ty.len;
+                    let cap = self.usize_const(u64::from(n));
+                    let too_long = self.binary(BinOp::Gt, len, cap);
+                    self.trap_if(
+                        too_long,
+                        format!("copy_from: the source is longer than the slot's {n} elements"),
+                    );
+                    self.emit(Inst::CopyIn {
+                        chan: c,
+                        src: ptr,
+                        len,
+                    });
+                    self.site(MemKey::Slot(c));
+                    if let ExprKind::Local(id) = slot.kind {
+                        self.frame().copied.insert(id);
+                    }
+                }
+                Val::Unit
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    fn if_expr(&mut self, cond: &Expr, then: &tir::Block, else_: Option<&Expr>, ty: &Ty) -> Val {
+        let c = self.scalar(cond);
+        let result = match ty {
+            Ty::Scalar(s) => Some(self.new_value(*s, None)),
+            _ => None,
+        };
+        self.cond_depth += 1;
+        let then_block = self.sub_block(|l| {
+            let v = l.scoped_block(then, None);
+            if let (Some(r), Val::Scalar(v)) = (result, v) {
+                l.emit(Inst::Copy { dst: r, src: v });
+            }
+        });
+        let else_block = self.sub_block(|l| {
+            if let Some(e) = else_ {
+                let v = l.expr(e);
+                if let (Some(r), Val::Scalar(v)) = (result, v) {
+                    l.emit(Inst::Copy { dst: r, src: v });
+                }
+            }
+        });
+        self.cond_depth -= 1;
+        self.emit(Inst::If {
+            cond: c,
+            then: then_block,
+            else_: else_block,
+        });
+        result.map_or(Val::Unit, Val::Scalar)
+    }
+
+    /// Flattens a chain of `par_iter`/`zip`/`enumerate` into sources.
+    fn par_sources(
+        &mut self,
+        e: &Expr,
+        sources: &mut Vec<(ParSource, Value, MemKey, bool)>,
+        index: &mut Option<Value>,
+    ) -> Leaf {
+        match &e.kind {
+            ExprKind::ParSource(base) => {
+                let mutable = matches!(
+                    e.ty,
+                    Ty::ParIter(crate::check::types::ParShape::Source { mutable: true, .. })
+                );
+                let v = self.expr(base);
+                let (space, addr, len, elem, key, tiles) = match v {
+                    Val::Slice {
+                        ptr,
+                        len,
+                        elem,
+                        mem,
+                        tiles,
+                    } => (Space::Global, ptr, len, elem, mem, tiles),
+                    Val::SendSlot(c) | Val::RecvSlot(c) => {
+                        self.check_not_copied(base, e.span);
+                        let send = matches!(v, Val::SendSlot(_));
+                        let addr = self.new_value(Scalar::U32, None);
+                        self.emit(Inst::SlotAddr {
+                            dst: addr,
+                            chan: c,
+                            send,
+                        });
+                        let ty = self.channels[c.0 as usize].ty;
+                        if mutable {
+                            self.channels[c.0 as usize].generic_writes = true;
+                        }
+                        let len = self.usize_const(u64::from(ty.len));
+                        (Space::Shared, addr, len, ty.elem, MemKey::Slot(c), true)
+                    }
+                    _ => return Leaf::Index,
+                };
+                let elem_value = self.new_value(elem, None);
+                let k = sources.len();
+                sources.push((
+                    ParSource {
+                        space,
+                        base: addr,
+                        elem,
+                        elem_value,
+                        read: false,
+                        write: false,
+                    },
+                    len,
+                    key,
+                    tiles,
+                ));
+                Leaf::Source(k)
+            }
+            ExprKind::Zip(a, b) => {
+                let a = self.par_sources(a, sources, index);
+                let b = self.par_sources(b, sources, index);
+                Leaf::Pair(Box::new(a), Box::new(b))
+            }
+            ExprKind::Enumerate(a) => {
+                let i = self.new_value(Scalar::Usize, Some("index"));
+                *index = Some(i);
+                let a = self.par_sources(a, sources, index);
+                Leaf::Pair(Box::new(Leaf::Index), Box::new(a))
+            }
+            _ => Leaf::Index,
+        }
+    }
+
+    fn bind_par(&mut self, binding: &ParBinding, leaf: &Leaf, index: Option<Value>) {
+        match (binding, leaf) {
+            (ParBinding::Local(id), Leaf::Source(k)) => {
+                self.frame().locals.insert(*id, Val::ElemRef(*k));
+            }
+            (ParBinding::Local(id), Leaf::Index) => {
+                if let Some(i) = index {
+                    self.frame().locals.insert(*id, Val::Scalar(i));
+                }
+            }
+            (ParBinding::Pair(a, b), Leaf::Pair(la, lb)) => {
+                self.bind_par(a, la, index);
+                self.bind_par(b, lb, index);
+            }
+            _ => {}
+        }
+    }
+
+    fn for_each(&mut self, iter: &Expr, binding: &ParBinding, body: &tir::Block, span: Span) {
+        let mut sources = Vec::new();
+        let mut index = None;
+        let leaf = self.par_sources(iter, &mut sources, &mut index);
+        if sources.is_empty() {
+            return;
+        }
+        let mut len = sources[0].1;
+        for s in &sources[1..] {
+            len = self.binary(BinOp::Min, len, s.1);
+        }
+        self.bind_par(binding, &leaf, index);
+        let outer = self.par.replace(ParCtx {
+            sources: sources.iter().map(|s| s.0.clone()).collect(),
+        });
+        if outer.is_some() {
+            self.diags.error(span, "parallel loops cannot nest");
+        }
+        self.cond_depth += 1;
+        let body_block = self.sub_block(|l| {
+            l.scoped_block(body, None);
+        });
+        self.cond_depth -= 1;
+        let ctx = std::mem::replace(&mut self.par, outer);
+        let par_sources = ctx.map(|c| c.sources).unwrap_or_default();
+        let mut writes = Vec::new();
+        for (s, (_, _, key, tiles)) in par_sources.iter().zip(&sources) {
+            self.site(*key);
+            if s.write {
+                writes.push((*key, *tiles));
+            }
+        }
+        self.emit(Inst::ParFor(ParFor {
+            len,
+            index,
+            sources: par_sources,
+            body: body_block,
+        }));
+        if !writes.is_empty() && self.role.is_some() {
+            self.barrier_requests.push(writes);
+            self.emit(Inst::RoleBarrier);
+        }
+    }
+}
+
+fn a_span(args: &[Expr], _v: &Val) -> Span {
+    args.first().map_or_else(Span::call_site, |a| a.span)
+}
+
+fn bin_op(op: tir::BinOp) -> BinOp {
+    match op {
+        tir::BinOp::Add => BinOp::Add,
+        tir::BinOp::Sub => BinOp::Sub,
+        tir::BinOp::Mul => BinOp::Mul,
+        tir::BinOp::Div => BinOp::Div,
+        tir::BinOp::Rem => BinOp::Rem,
+        tir::BinOp::And | tir::BinOp::LogicAnd => BinOp::And,
+        tir::BinOp::Or | tir::BinOp::LogicOr => BinOp::Or,
+        tir::BinOp::Xor => BinOp::Xor,
+        tir::BinOp::Shl => BinOp::Shl,
+        tir::BinOp::Shr => BinOp::Shr,
+        tir::BinOp::Eq => BinOp::Eq,
+        tir::BinOp::Ne => BinOp::Ne,
+        tir::BinOp::Lt => BinOp::Lt,
+        tir::BinOp::Le => BinOp::Le,
+        tir::BinOp::Gt => BinOp::Gt,
+        tir::BinOp::Ge => BinOp::Ge,
+    }
+}

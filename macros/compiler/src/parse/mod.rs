@@ -1,0 +1,181 @@
+//! Phase 1, parse: the `#[gpu_async]` module's items, sorted into what the compiler knows.
+//!
+//! The syn nodes are kept, so that later phases report errors on the user's own tokens and the
+//! shadow code re-emits them with their spans.
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use crate::check::types::Scalar;
+use crate::diag::Diagnostics;
+
+/// A parsed `#[gpu_async] mod`.
+pub struct Module {
+    /// The module item itself, without its content.
+    pub item: syn::ItemMod,
+    /// Its items, in order.
+    pub items: Vec<Item>,
+}
+
+/// One item of the module.
+pub enum Item {
+    /// `use ...;`, kept as is in the shadow code.
+    Use(syn::ItemUse),
+    /// `const NAME: T = expr;` with a scalar type.
+    Const(ConstItem),
+    /// A function: a kernel (with `#[kernel]`), or a helper.
+    Fn(FnItem),
+}
+
+/// A `const` item.
+pub struct ConstItem {
+    /// The syn node.
+    pub item: syn::ItemConst,
+    /// Its scalar type.
+    pub ty: Scalar,
+}
+
+/// A function item.
+pub struct FnItem {
+    /// The syn node, with the `#[kernel]` attribute removed.
+    pub item: syn::ItemFn,
+    /// `#[kernel(...)]`, for kernels.
+    pub kernel: Option<KernelAttr>,
+}
+
+/// `#[kernel(warps = N)]`.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelAttr {
+    /// Warps per block.
+    pub warps: u32,
+    /// The span of the attribute, for errors about warps.
+    pub span: Span,
+}
+
+/// The most warps a block can have (1024 threads).
+pub const MAX_WARPS: u32 = 32;
+
+/// Parses the module. Items the compiler does not support are reported and left out.
+pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
+    let mut items = Vec::new();
+    let content = item.content.take();
+    match content {
+        None => diags.error(
+            item.ident.span(),
+            "#[gpu_async] needs the module's items inline: write `mod name { ... }`, not `mod name;`",
+        ),
+        Some((_, content)) => {
+            for it in content {
+                if let Some(parsed) = parse_item(it, diags) {
+                    items.push(parsed);
+                }
+            }
+        }
+    }
+    Module { item, items }
+}
+
+fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
+    match item {
+        syn::Item::Use(u) => Some(Item::Use(u)),
+        syn::Item::Const(c) => {
+            let ty = match &*c.ty {
+                syn::Type::Path(p) if p.qself.is_none() => p
+                    .path
+                    .get_ident()
+                    .and_then(|i| Scalar::from_name(&i.to_string())),
+                _ => None,
+            };
+            match ty {
+                Some(ty) => Some(Item::Const(ConstItem { item: c, ty })),
+                None => {
+                    diags.error_at(
+                        &c.ty,
+                        "a `const` in a #[gpu_async] module must have a scalar type: bool, u32, i32, f32 or usize",
+                    );
+                    None
+                }
+            }
+        }
+        syn::Item::Fn(mut f) => {
+            let mut kernel = None;
+            let mut kept = Vec::new();
+            for attr in std::mem::take(&mut f.attrs) {
+                if attr.path().is_ident("kernel") {
+                    if kernel.is_some() {
+                        diags.error_at(&attr, "a kernel takes one `#[kernel(...)]` attribute");
+                        continue;
+                    }
+                    kernel = parse_kernel_attr(&attr, diags);
+                    if kernel.is_none() {
+                        // Still a kernel for the next phases, so that its body gets checked.
+                        kernel = Some(KernelAttr {
+                            warps: 1,
+                            span: attr.span(),
+                        });
+                    }
+                } else {
+                    kept.push(attr);
+                }
+            }
+            f.attrs = kept;
+            Some(Item::Fn(FnItem { item: f, kernel }))
+        }
+        syn::Item::Static(s) => {
+            diags.error_at(
+                &s.static_token,
+                "`static` items are not supported in kernels yet: use a `const` of a scalar type",
+            );
+            None
+        }
+        syn::Item::Struct(s) => {
+            diags.error_at(
+                &s.struct_token,
+                "structs are not supported in kernels yet: pass scalars and slices, and use `[T; N]` channel payloads",
+            );
+            None
+        }
+        other => {
+            diags.error_at(
+                &other,
+                "this item is not supported in a #[gpu_async] module: it may hold `use` items, scalar `const`s, `#[kernel]` async fns and helper fns",
+            );
+            None
+        }
+    }
+}
+
+fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<KernelAttr> {
+    let span = attr.span();
+    let mut warps = None;
+    let result = attr.parse_nested_meta(|meta| {
+        if meta.path.is_ident("warps") {
+            let lit: syn::LitInt = meta.value()?.parse()?;
+            let n: u32 = lit.base10_parse()?;
+            if n == 0 || n > MAX_WARPS {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    format!("a block has 1 to {MAX_WARPS} warps (at most 1024 threads); got {n}"),
+                ));
+            }
+            warps = Some(n);
+            Ok(())
+        } else {
+            Err(meta.error("unknown kernel option: the only option is `warps = N`"))
+        }
+    });
+    if let Err(e) = result {
+        diags.push(e);
+        return None;
+    }
+    match warps {
+        Some(warps) => Some(KernelAttr { warps, span }),
+        None => {
+            diags.error(
+                span,
+                "a kernel needs its warp count: write `#[kernel(warps = N)]`",
+            );
+            None
+        }
+    }
+}

@@ -1,0 +1,1033 @@
+//! Phase 5, emit: the PTX [`Writer`].
+//!
+//! Every role becomes a region of the one kernel entry, selected by warp index. Ring positions
+//! and phase bits of each channel end live in registers of the role that owns the end; every
+//! `.await` on a channel is an `mbarrier.try_wait.parity` loop; barrier arrivals are made by lane
+//! 0 of each warp of a role after `bar.warp.sync` (so that they publish the whole warp's writes),
+//! and bulk copies and state words by the role's first thread. Arithmetic is IEEE without
+//! contraction (`.rn` on every float operation), as Rust computes it on the host.
+//!
+//! Parallel loops spread iteration `i` over the role's threads (`i = tid, tid + threads, ...`);
+//! when every source has 4-byte elements and 16-byte-aligned bases, four consecutive elements go
+//! to one thread as one 16-byte access, and a scalar loop handles the tail.
+
+use std::collections::HashMap;
+use std::fmt::{self, Write};
+
+use crate::check::types::Scalar;
+use crate::ir::{
+    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParamKind, Role, Space, Special, UnOp,
+    Value,
+};
+
+/// The PTX ISA version and target every kernel uses.
+pub const PTX_VERSION: &str = "8.0";
+/// The target architecture.
+pub const PTX_TARGET: &str = "sm_90";
+
+/// Writes `kernel` as a PTX module.
+pub fn write_kernel(kernel: &Kernel) -> Result<String, fmt::Error> {
+    let mut w = Writer::new(kernel);
+    w.kernel()?;
+    let mut out = String::new();
+    w.finish(&mut out)?;
+    Ok(out)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Class {
+    Pred,
+    B32,
+    B64,
+    F32,
+}
+
+impl Class {
+    fn of(s: Scalar) -> Class {
+        match s {
+            Scalar::Bool => Class::Pred,
+            Scalar::U32 | Scalar::I32 => Class::B32,
+            Scalar::Usize => Class::B64,
+            Scalar::F32 => Class::F32,
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Class::Pred => "%p",
+            Class::B32 => "%r",
+            Class::B64 => "%rd",
+            Class::F32 => "%f",
+        }
+    }
+
+    fn decl(self) -> &'static str {
+        match self {
+            Class::Pred => ".pred",
+            Class::B32 => ".b32",
+            Class::B64 => ".b64",
+            Class::F32 => ".f32",
+        }
+    }
+}
+
+/// Registers of one channel end, owned by the role that holds it.
+#[derive(Debug, Clone)]
+struct Ring {
+    slot: String,
+    phase: String,
+    /// Receiver only: the slot being held, and whether the channel has closed.
+    held: String,
+    closed: String,
+}
+
+/// What the code of the role being written can use.
+struct RoleCtx {
+    index: usize,
+    threads: u32,
+    warps: u32,
+    /// The thread's index within the role.
+    rtid: String,
+    leader: String,
+    lane0: String,
+    rings: HashMap<(ChannelId, bool), Ring>,
+}
+
+/// Writes PTX for one kernel: the body first (allocating registers), then the header with the
+/// register declarations, through [`Writer::finish`].
+pub struct Writer<'k> {
+    k: &'k Kernel,
+    body: String,
+    counts: HashMap<Class, u32>,
+    names: HashMap<Value, String>,
+    labels: u32,
+    smem: String,
+    tid: String,
+    role: Option<RoleCtx>,
+}
+
+fn ptx_ty(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "pred",
+        Scalar::U32 => "u32",
+        Scalar::I32 => "s32",
+        Scalar::F32 => "f32",
+        Scalar::Usize => "u64",
+    }
+}
+
+fn bits_ty(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "pred",
+        Scalar::U32 | Scalar::I32 => "b32",
+        Scalar::F32 => "f32",
+        Scalar::Usize => "b64",
+    }
+}
+
+/// The memory type of an element (bool is a byte in memory).
+fn mem_ty(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Bool => "u8",
+        Scalar::U32 => "u32",
+        Scalar::I32 => "s32",
+        Scalar::F32 => "f32",
+        Scalar::Usize => "u64",
+    }
+}
+
+fn space_name(s: Space) -> &'static str {
+    match s {
+        Space::Global => "global",
+        Space::Shared => "shared",
+    }
+}
+
+impl<'k> Writer<'k> {
+    /// A writer for `k`.
+    pub fn new(k: &'k Kernel) -> Self {
+        Writer {
+            k,
+            body: String::new(),
+            counts: HashMap::new(),
+            names: HashMap::new(),
+            labels: 0,
+            smem: String::new(),
+            tid: String::new(),
+            role: None,
+        }
+    }
+
+    fn tmp(&mut self, c: Class) -> String {
+        let n = self.counts.entry(c).or_insert(0);
+        *n += 1;
+        format!("{}{}", c.prefix(), *n - 1)
+    }
+
+    fn reg(&mut self, v: Value) -> String {
+        if let Some(n) = self.names.get(&v) {
+            return n.clone();
+        }
+        let name = self.tmp(Class::of(self.k.ty(v)));
+        self.names.insert(v, name.clone());
+        name
+    }
+
+    fn label(&mut self, what: &str) -> String {
+        self.labels += 1;
+        format!("${what}_{}", self.labels)
+    }
+
+    fn line(&mut self, s: impl fmt::Display) -> fmt::Result {
+        writeln!(self.body, "    {s}")
+    }
+
+    fn place_label(&mut self, l: &str) -> fmt::Result {
+        writeln!(self.body, "{l}:")
+    }
+
+    fn role(&self) -> Result<&RoleCtx, fmt::Error> {
+        self.role.as_ref().ok_or(fmt::Error)
+    }
+
+    /// The whole entry.
+    fn kernel(&mut self) -> fmt::Result {
+        let k = self.k;
+        self.tid = self.tmp(Class::B32);
+        self.smem = self.tmp(Class::B32);
+        let (tid, smem) = (self.tid.clone(), self.smem.clone());
+        let mut index = 0;
+        for p in &k.params {
+            match &p.kind {
+                ParamKind::Scalar(v) => {
+                    let r = self.reg(*v);
+                    let ty = self.k.ty(*v);
+                    if ty == Scalar::Bool {
+                        let t = self.tmp(Class::B32);
+                        self.line(format!("ld.param.u32 {t}, [{}_param_{index}];", k.name))?;
+                        self.line(format!("setp.ne.u32 {r}, {t}, 0;"))?;
+                    } else {
+                        self.line(format!(
+                            "ld.param.{} {r}, [{}_param_{index}];",
+                            ptx_ty(ty),
+                            k.name
+                        ))?;
+                    }
+                    index += 1;
+                }
+                ParamKind::Slice { ptr, len, .. } => {
+                    let (p, l) = (self.reg(*ptr), self.reg(*len));
+                    self.line(format!("ld.param.u64 {p}, [{}_param_{index}];", k.name))?;
+                    self.line(format!("cvta.to.global.u64 {p}, {p};"))?;
+                    self.line(format!(
+                        "ld.param.u64 {l}, [{}_param_{}];",
+                        k.name,
+                        index + 1
+                    ))?;
+                    index += 2;
+                }
+            }
+        }
+        self.line(format!("mov.u32 {tid}, %tid.x;"))?;
+        self.line(format!("mov.u32 {smem}, gpu_async_smem;"))?;
+        if !k.channels.is_empty() {
+            // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
+            // warps for `empty`.
+            let skip = self.label("init_done");
+            let p = self.tmp(Class::Pred);
+            self.line(format!("setp.ne.u32 {p}, {tid}, 0;"))?;
+            self.line(format!("@{p} bra {skip};"))?;
+            for c in &k.channels {
+                let warps_of = |r: Option<crate::ir::RoleId>| {
+                    r.map_or(1, |r| {
+                        let r = &k.roles[r.0 as usize];
+                        r.end_warp - r.first_warp
+                    })
+                };
+                let (pw, cw) = (warps_of(c.producer), warps_of(c.consumer));
+                for s in 0..c.ty.depth {
+                    self.line(format!(
+                        "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {pw};",
+                        c.full_offset + 8 * s
+                    ))?;
+                    self.line(format!(
+                        "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {cw};",
+                        c.empty_offset + 8 * s
+                    ))?;
+                }
+            }
+            self.line("fence.mbarrier_init.release.cluster;")?;
+            self.place_label(&skip)?;
+            self.line("bar.sync 0;")?;
+        }
+        self.block(&k.prologue)?;
+        // Dispatch on the warp index; roles cover the warps without overlap.
+        let warp = self.tmp(Class::B32);
+        self.line(format!("shr.u32 {warp}, {tid}, 5;"))?;
+        let mut order: Vec<usize> = (0..k.roles.len()).collect();
+        order.sort_by_key(|&i| k.roles[i].first_warp);
+        let role_labels: Vec<String> = (0..k.roles.len()).map(|i| format!("$role_{i}")).collect();
+        for &i in &order {
+            let p = self.tmp(Class::Pred);
+            self.line(format!("setp.lt.u32 {p}, {warp}, {};", k.roles[i].end_warp))?;
+            self.line(format!("@{p} bra {};", role_labels[i]))?;
+        }
+        self.line("bra $exit;")?;
+        let mut multi_warp = 0;
+        for (i, r) in k.roles.iter().enumerate() {
+            let barrier = if r.end_warp - r.first_warp > 1 {
+                multi_warp += 1;
+                multi_warp
+            } else {
+                0
+            };
+            writeln!(
+                self.body,
+                "\n    // role {} `{}`: warps {}..{}",
+                i, r.name, r.first_warp, r.end_warp
+            )?;
+            self.place_label(&role_labels[i])?;
+            self.role_region(i, r, barrier)?;
+            self.line("bra $exit;")?;
+        }
+        self.place_label("$exit")?;
+        self.line("ret;")
+    }
+
+    fn role_region(&mut self, index: usize, r: &Role, _barrier: u32) -> fmt::Result {
+        let tid = self.tid.clone();
+        let rtid = self.tmp(Class::B32);
+        self.line(format!("sub.u32 {rtid}, {tid}, {};", r.first_warp * 32))?;
+        let lane = self.tmp(Class::B32);
+        self.line(format!("and.b32 {lane}, {tid}, 31;"))?;
+        let leader = self.tmp(Class::Pred);
+        self.line(format!("setp.eq.u32 {leader}, {rtid}, 0;"))?;
+        let lane0 = self.tmp(Class::Pred);
+        self.line(format!("setp.eq.u32 {lane0}, {lane}, 0;"))?;
+        let mut rings = HashMap::new();
+        for (ci, c) in self.k.channels.iter().enumerate() {
+            for (sender, owner) in [(true, c.producer), (false, c.consumer)] {
+                if owner.map(|o| o.0 as usize) != Some(index) {
+                    continue;
+                }
+                let ring = Ring {
+                    slot: self.tmp(Class::B32),
+                    phase: self.tmp(Class::B32),
+                    held: self.tmp(Class::B32),
+                    closed: self.tmp(Class::Pred),
+                };
+                self.line(format!("mov.u32 {}, 0;", ring.slot))?;
+                self.line(format!("mov.u32 {}, 0;", ring.phase))?;
+                if !sender {
+                    self.line(format!("mov.u32 {}, 0;", ring.held))?;
+                    self.line(format!(
+                        "setp.ne.u32 {}, {}, {};",
+                        ring.closed, ring.slot, ring.slot
+                    ))?;
+                }
+                rings.insert((ChannelId(ci as u32), sender), ring);
+            }
+        }
+        self.role = Some(RoleCtx {
+            index,
+            threads: r.threads(),
+            warps: r.end_warp - r.first_warp,
+            rtid,
+            leader,
+            lane0,
+            rings,
+        });
+        self.block(&r.body)?;
+        self.role = None;
+        Ok(())
+    }
+
+    fn block(&mut self, b: &Block) -> fmt::Result {
+        for inst in &b.0 {
+            self.inst(inst)?;
+        }
+        Ok(())
+    }
+
+    fn ring(&self, chan: ChannelId, sender: bool) -> Result<Ring, fmt::Error> {
+        self.role()?
+            .rings
+            .get(&(chan, sender))
+            .cloned()
+            .ok_or(fmt::Error)
+    }
+
+    /// `smem + offset + index * stride`, as a shared address.
+    fn shared_addr(&mut self, offset: u32, index: &str, stride: u32) -> Result<String, fmt::Error> {
+        let smem = self.smem.clone();
+        let base = self.tmp(Class::B32);
+        self.line(format!("add.u32 {base}, {smem}, {offset};"))?;
+        let addr = self.tmp(Class::B32);
+        self.line(format!("mad.lo.u32 {addr}, {index}, {stride}, {base};"))?;
+        Ok(addr)
+    }
+
+    fn wait(&mut self, barrier: &str, parity: &str) -> fmt::Result {
+        let l = self.label("wait");
+        let p = self.tmp(Class::Pred);
+        self.place_label(&l)?;
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+        ))?;
+        self.line(format!("@!{p} bra {l};"))
+    }
+
+    fn advance(&mut self, ring: &Ring, depth: u32) -> fmt::Result {
+        let p = self.tmp(Class::Pred);
+        self.line(format!("add.u32 {}, {}, 1;", ring.slot, ring.slot))?;
+        self.line(format!("setp.eq.u32 {p}, {}, {depth};", ring.slot))?;
+        self.line(format!("@{p} mov.u32 {}, 0;", ring.slot))?;
+        self.line(format!("@{p} xor.b32 {}, {}, 1;", ring.phase, ring.phase))
+    }
+
+    /// Lane 0 of each warp arrives on `barrier`, after the warp's writes.
+    fn warp_arrive(&mut self, barrier: &str) -> fmt::Result {
+        let lane0 = self.role()?.lane0.clone();
+        self.line("bar.warp.sync -1;")?;
+        self.line(format!(
+            "@{lane0} mbarrier.arrive.release.cta.shared::cta.b64 _, [{barrier}];"
+        ))
+    }
+
+    /// Waits for the sender's current slot to be empty.
+    fn wait_empty(&mut self, chan: ChannelId, ring: &Ring) -> fmt::Result {
+        let c = self.k.channel(chan).clone();
+        let empty = self.shared_addr(c.empty_offset, &ring.slot, 8)?;
+        let parity = self.tmp(Class::B32);
+        self.line(format!("xor.b32 {parity}, {}, 1;", ring.phase))?;
+        self.wait(&empty, &parity)
+    }
+
+    /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over.
+    fn publish(&mut self, chan: ChannelId, ring: &Ring, state: u32) -> fmt::Result {
+        let c = self.k.channel(chan).clone();
+        let leader = self.role()?.leader.clone();
+        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+        self.line(format!("@{leader} st.shared.u32 [{state_addr}], {state};"))?;
+        let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+        self.warp_arrive(&full)?;
+        self.advance(ring, c.ty.depth)
+    }
+
+    fn inst(&mut self, inst: &Inst) -> fmt::Result {
+        match inst {
+            Inst::Const { dst, imm } => {
+                let d = self.reg(*dst);
+                match (imm, self.k.ty(*dst)) {
+                    (Imm::Bool(b), _) => {
+                        let t = self.tmp(Class::B32);
+                        self.line(format!("mov.u32 {t}, {};", u32::from(*b)))?;
+                        self.line(format!("setp.ne.u32 {d}, {t}, 0;"))
+                    }
+                    (Imm::F32(f), _) => self.line(format!("mov.f32 {d}, 0f{:08X};", f.to_bits())),
+                    (Imm::Int(v), Scalar::Usize) => self.line(format!("mov.b64 {d}, {v};")),
+                    (Imm::Int(v), _) => self.line(format!("mov.b32 {d}, {};", *v as u32)),
+                }
+            }
+            Inst::Copy { dst, src } => {
+                let (d, s) = (self.reg(*dst), self.reg(*src));
+                self.line(format!("mov.{} {d}, {s};", bits_ty(self.k.ty(*dst))))
+            }
+            Inst::Unary { dst, op, src } => {
+                let (d, s) = (self.reg(*dst), self.reg(*src));
+                let ty = self.k.ty(*dst);
+                match (op, ty) {
+                    (UnOp::Neg, Scalar::F32) => self.line(format!("neg.f32 {d}, {s};")),
+                    (UnOp::Neg, _) => self.line(format!("neg.s32 {d}, {s};")),
+                    (UnOp::Not, _) => self.line(format!("not.{} {d}, {s};", bits_ty(ty))),
+                }
+            }
+            Inst::Binary { dst, op, lhs, rhs } => self.binary(*dst, *op, *lhs, *rhs),
+            Inst::Cast { dst, src } => self.cast(*dst, *src),
+            Inst::Special { dst, reg } => {
+                let d = self.reg(*dst);
+                let t = self.tmp(Class::B32);
+                let sreg = match reg {
+                    Special::BlockIdx => "%ctaid.x",
+                    Special::GridDim => "%nctaid.x",
+                };
+                self.line(format!("mov.u32 {t}, {sreg};"))?;
+                self.line(format!("cvt.u64.u32 {d}, {t};"))
+            }
+            Inst::Load { dst, space, addr } => {
+                let a = self.reg(*addr);
+                self.load(*dst, *space, &a)
+            }
+            Inst::TrapIf { cond, reason } => {
+                let c = self.reg(*cond);
+                writeln!(self.body, "    // {reason}")?;
+                self.line(format!("@{c} trap;"))
+            }
+            Inst::If { cond, then, else_ } => {
+                let c = self.reg(*cond);
+                let (l_else, l_end) = (self.label("else"), self.label("endif"));
+                self.line(format!("@!{c} bra {l_else};"))?;
+                self.block(then)?;
+                self.line(format!("bra {l_end};"))?;
+                self.place_label(&l_else)?;
+                self.block(else_)?;
+                self.place_label(&l_end)
+            }
+            Inst::Loop { id, body } => {
+                let head = format!("$loop_{}", id.0);
+                self.place_label(&head)?;
+                self.block(body)?;
+                self.line(format!("bra {head};"))?;
+                self.place_label(&format!("$loop_end_{}", id.0))
+            }
+            Inst::Break(id) => self.line(format!("bra $loop_end_{};", id.0)),
+            Inst::Continue(id) => self.line(format!("bra $loop_{};", id.0)),
+            Inst::Reserve { chan } => {
+                let ring = self.ring(*chan, true)?;
+                writeln!(self.body, "    // reserve {chan}")?;
+                self.wait_empty(*chan, &ring)
+            }
+            Inst::SlotAddr { dst, chan, send } => {
+                let ring = self.ring(*chan, *send)?;
+                let c = self.k.channel(*chan).clone();
+                let index = if *send {
+                    ring.slot.clone()
+                } else {
+                    ring.held.clone()
+                };
+                let d = self.reg(*dst);
+                let smem = self.smem.clone();
+                let base = self.tmp(Class::B32);
+                self.line(format!("add.u32 {base}, {smem}, {};", c.data_offset))?;
+                self.line(format!(
+                    "mad.lo.u32 {d}, {index}, {}, {base};",
+                    c.slot_stride
+                ))
+            }
+            Inst::CopyIn { chan, src, len } => self.copy_in(*chan, *src, *len),
+            Inst::Send { chan } => {
+                let ring = self.ring(*chan, true)?;
+                writeln!(self.body, "    // send {chan}")?;
+                self.publish(*chan, &ring, 1)
+            }
+            Inst::Close { chan } => {
+                let ring = self.ring(*chan, true)?;
+                writeln!(
+                    self.body,
+                    "    // close {chan}: the end-of-stream marker takes a slot"
+                )?;
+                self.wait_empty(*chan, &ring)?;
+                self.publish(*chan, &ring, 0)
+            }
+            Inst::Recv { chan, some } => {
+                let ring = self.ring(*chan, false)?;
+                let c = self.k.channel(*chan).clone();
+                let s = self.reg(*some);
+                writeln!(self.body, "    // recv {chan}")?;
+                let done = self.label("recv_done");
+                self.line(format!("not.pred {s}, {};", ring.closed))?;
+                self.line(format!("@{} bra {done};", ring.closed))?;
+                let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+                self.wait(&full, &ring.phase)?;
+                let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+                let state = self.tmp(Class::B32);
+                self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+                self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
+                self.line(format!("not.pred {}, {s};", ring.closed))?;
+                self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
+                self.advance(&ring, c.ty.depth)?;
+                self.place_label(&done)
+            }
+            Inst::Release { chan } => {
+                let ring = self.ring(*chan, false)?;
+                let c = self.k.channel(*chan).clone();
+                writeln!(self.body, "    // release {chan}")?;
+                let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
+                self.warp_arrive(&empty)
+            }
+            Inst::RoleBarrier => {
+                let (index, threads, warps) = {
+                    let r = self.role()?;
+                    (r.index, r.threads, r.warps)
+                };
+                if warps == 1 {
+                    self.line("bar.warp.sync -1;")
+                } else {
+                    // Named barrier per multi-warp role; 0 is the block-wide one.
+                    let id = 1 + self.k.roles[..index]
+                        .iter()
+                        .filter(|r| r.end_warp - r.first_warp > 1)
+                        .count();
+                    self.line(format!("bar.sync {id}, {threads};"))
+                }
+            }
+            Inst::ParFor(p) => self.par_for(p),
+        }
+    }
+
+    fn load(&mut self, dst: Value, space: Space, addr: &str) -> fmt::Result {
+        let d = self.reg(dst);
+        let ty = self.k.ty(dst);
+        let sp = space_name(space);
+        if ty == Scalar::Bool {
+            let t = self.tmp(Class::B32);
+            self.line(format!("ld.{sp}.u8 {t}, [{addr}];"))?;
+            self.line(format!("setp.ne.u32 {d}, {t}, 0;"))
+        } else {
+            self.line(format!("ld.{sp}.{} {d}, [{addr}];", mem_ty(ty)))
+        }
+    }
+
+    fn store(&mut self, src: &str, ty: Scalar, space: Space, addr: &str) -> fmt::Result {
+        let sp = space_name(space);
+        if ty == Scalar::Bool {
+            let t = self.tmp(Class::B32);
+            self.line(format!("selp.u32 {t}, 1, 0, {src};"))?;
+            self.line(format!("st.{sp}.u8 [{addr}], {t};"))
+        } else {
+            self.line(format!("st.{sp}.{} [{addr}], {src};", mem_ty(ty)))
+        }
+    }
+
+    fn binary(&mut self, dst: Value, op: BinOp, lhs: Value, rhs: Value) -> fmt::Result {
+        let (d, a, b) = (self.reg(dst), self.reg(lhs), self.reg(rhs));
+        let ty = self.k.ty(lhs);
+        if ty == Scalar::Bool {
+            return match op {
+                BinOp::And => self.line(format!("and.pred {d}, {a}, {b};")),
+                BinOp::Or => self.line(format!("or.pred {d}, {a}, {b};")),
+                BinOp::Xor | BinOp::Ne => self.line(format!("xor.pred {d}, {a}, {b};")),
+                BinOp::Eq => {
+                    self.line(format!("xor.pred {d}, {a}, {b};"))?;
+                    self.line(format!("not.pred {d}, {d};"))
+                }
+                _ => {
+                    // Ordered comparisons of bools: compare them as 0/1.
+                    let (x, y) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                    self.line(format!("selp.u32 {x}, 1, 0, {a};"))?;
+                    self.line(format!("selp.u32 {y}, 1, 0, {b};"))?;
+                    self.line(format!(
+                        "setp.{}.u32 {d}, {x}, {y};",
+                        cmp_name(op, Scalar::U32)
+                    ))
+                }
+            };
+        }
+        if op.is_comparison() {
+            return self.line(format!(
+                "setp.{}.{} {d}, {a}, {b};",
+                cmp_name(op, ty),
+                ptx_ty(ty)
+            ));
+        }
+        let t = ptx_ty(ty);
+        let float = ty == Scalar::F32;
+        match op {
+            BinOp::Add if float => self.line(format!("add.rn.f32 {d}, {a}, {b};")),
+            BinOp::Sub if float => self.line(format!("sub.rn.f32 {d}, {a}, {b};")),
+            BinOp::Mul if float => self.line(format!("mul.rn.f32 {d}, {a}, {b};")),
+            BinOp::Div if float => self.line(format!("div.rn.f32 {d}, {a}, {b};")),
+            BinOp::Min | BinOp::Max => self.line(format!(
+                "{}.{t} {d}, {a}, {b};",
+                if op == BinOp::Min { "min" } else { "max" }
+            )),
+            BinOp::Add => self.line(format!("add.{t} {d}, {a}, {b};")),
+            BinOp::Sub => self.line(format!("sub.{t} {d}, {a}, {b};")),
+            BinOp::Mul => self.line(format!("mul.lo.{t} {d}, {a}, {b};")),
+            BinOp::Div => self.line(format!("div.{t} {d}, {a}, {b};")),
+            BinOp::Rem => self.line(format!("rem.{t} {d}, {a}, {b};")),
+            BinOp::And => self.line(format!("and.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Or => self.line(format!("or.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Xor => self.line(format!("xor.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Shl | BinOp::Shr => {
+                // Rust's wrapping shift: the amount is taken modulo the width.
+                let width = if ty == Scalar::Usize { 63 } else { 31 };
+                let amount = self.tmp(Class::B32);
+                if self.k.ty(rhs) == Scalar::Usize {
+                    self.line(format!("cvt.u32.u64 {amount}, {b};"))?;
+                    self.line(format!("and.b32 {amount}, {amount}, {width};"))?;
+                } else {
+                    self.line(format!("and.b32 {amount}, {b}, {width};"))?;
+                }
+                if op == BinOp::Shl {
+                    self.line(format!("shl.{} {d}, {a}, {amount};", bits_ty(ty)))
+                } else {
+                    self.line(format!("shr.{t} {d}, {a}, {amount};"))
+                }
+            }
+            _ => Err(fmt::Error),
+        }
+    }
+
+    fn cast(&mut self, dst: Value, src: Value) -> fmt::Result {
+        let (d, s) = (self.reg(dst), self.reg(src));
+        let (to, from) = (self.k.ty(dst), self.k.ty(src));
+        use Scalar::*;
+        match (from, to) {
+            (a, b) if a == b => self.line(format!("mov.{} {d}, {s};", bits_ty(to))),
+            (Bool, F32) => self.line(format!("selp.f32 {d}, 0f3F800000, 0f00000000, {s};")),
+            (Bool, _) => self.line(format!("selp.{} {d}, 1, 0, {s};", ptx_ty(to))),
+            (_, Bool) => self.line(format!("setp.ne.{} {d}, {s}, 0;", ptx_ty(from))),
+            (U32 | I32, U32 | I32) => self.line(format!("mov.b32 {d}, {s};")),
+            (U32, Usize) => self.line(format!("cvt.u64.u32 {d}, {s};")),
+            (I32, Usize) => self.line(format!("cvt.s64.s32 {d}, {s};")),
+            (Usize, U32 | I32) => self.line(format!("cvt.u32.u64 {d}, {s};")),
+            (F32, _) => self.line(format!("cvt.rzi.{}.f32 {d}, {s};", ptx_ty(to))),
+            (_, F32) => self.line(format!("cvt.rn.f32.{} {d}, {s};", ptx_ty(from))),
+            _ => Err(fmt::Error),
+        }
+    }
+
+    fn copy_in(&mut self, chan: ChannelId, src: Value, len: Value) -> fmt::Result {
+        let ring = self.ring(chan, true)?;
+        let c = self.k.channel(chan).clone();
+        let (threads, rtid, leader) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone(), r.leader.clone())
+        };
+        let (src, len) = (self.reg(src), self.reg(len));
+        let esize = c.ty.elem.size();
+        writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
+        let len32 = self.tmp(Class::B32);
+        self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
+        let bytes = self.tmp(Class::B32);
+        self.line(format!("mul.lo.u32 {bytes}, {len32}, {esize};"))?;
+        let low = self.tmp(Class::B64);
+        self.line(format!("and.b64 {low}, {src}, 15;"))?;
+        let aligned = self.tmp(Class::Pred);
+        self.line(format!("setp.eq.u64 {aligned}, {low}, 0;"))?;
+        let bulk = self.tmp(Class::B32);
+        self.line(format!("and.b32 {bulk}, {bytes}, -16;"))?;
+        self.line(format!("selp.u32 {bulk}, {bulk}, 0, {aligned};"))?;
+        let go = self.tmp(Class::Pred);
+        self.line(format!("setp.ne.u32 {go}, {bulk}, 0;"))?;
+        self.line(format!("and.pred {go}, {go}, {leader};"))?;
+        let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
+        let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+        if c.generic_writes {
+            self.line("fence.proxy.async.shared::cta;")?;
+        }
+        let skip = self.label("bulk_done");
+        self.line(format!("@!{go} bra {skip};"))?;
+        self.line(format!(
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {bulk};"
+        ))?;
+        self.line(format!("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{src}], {bulk}, [{full}];"))?;
+        self.place_label(&skip)?;
+        // The tail (and everything, for an unaligned source): ordinary loads and stores, which
+        // the warps' arrivals at `send` publish.
+        let i = self.tmp(Class::B32);
+        let shift = esize.trailing_zeros();
+        self.line(format!("shr.u32 {i}, {bulk}, {shift};"))?;
+        self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
+        let (head, end) = (self.label("tail"), self.label("tail_end"));
+        self.place_label(&head)?;
+        let p = self.tmp(Class::Pred);
+        self.line(format!("setp.ge.u32 {p}, {i}, {len32};"))?;
+        self.line(format!("@{p} bra {end};"))?;
+        let gaddr = self.tmp(Class::B64);
+        self.line(format!("mad.wide.u32 {gaddr}, {i}, {esize}, {src};"))?;
+        let saddr = self.tmp(Class::B32);
+        self.line(format!("mad.lo.u32 {saddr}, {i}, {esize}, {dst};"))?;
+        let v = self.tmp(if esize == 8 { Class::B64 } else { Class::B32 });
+        let mt = match esize {
+            1 => "u8",
+            8 => "b64",
+            _ => "b32",
+        };
+        self.line(format!("ld.global.{mt} {v}, [{gaddr}];"))?;
+        self.line(format!("st.shared.{mt} [{saddr}], {v};"))?;
+        self.line(format!("add.u32 {i}, {i}, {threads};"))?;
+        self.line(format!("bra {head};"))?;
+        self.place_label(&end)
+    }
+
+    /// Address of element `i` (a `.u64` register) of `base`.
+    fn elem_addr(
+        &mut self,
+        space: Space,
+        base: &str,
+        i: &str,
+        size: u32,
+    ) -> Result<String, fmt::Error> {
+        match space {
+            Space::Global => {
+                let a = self.tmp(Class::B64);
+                self.line(format!("mad.lo.u64 {a}, {i}, {size}, {base};"))?;
+                Ok(a)
+            }
+            Space::Shared => {
+                let i32 = self.tmp(Class::B32);
+                self.line(format!("cvt.u32.u64 {i32}, {i};"))?;
+                let a = self.tmp(Class::B32);
+                self.line(format!("mad.lo.u32 {a}, {i32}, {size}, {base};"))?;
+                Ok(a)
+            }
+        }
+    }
+
+    fn par_for(&mut self, p: &ParFor) -> fmt::Result {
+        let (threads, rtid) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone())
+        };
+        let len = self.reg(p.len);
+        let vectorizable = p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body);
+        writeln!(
+            self.body,
+            "    // par_for over {} source(s)",
+            p.sources.len()
+        )?;
+        let start = self.tmp(Class::B64);
+        let scalar_entry = self.label("par_scalar");
+        let done = self.label("par_done");
+        if vectorizable {
+            // Runtime check: every base 16-byte aligned, else everything takes the scalar loop.
+            let mut misaligned = None::<String>;
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let low = match s.space {
+                    Space::Global => {
+                        let l = self.tmp(Class::B64);
+                        self.line(format!("and.b64 {l}, {b}, 15;"))?;
+                        let l32 = self.tmp(Class::B32);
+                        self.line(format!("cvt.u32.u64 {l32}, {l};"))?;
+                        l32
+                    }
+                    Space::Shared => {
+                        let l = self.tmp(Class::B32);
+                        self.line(format!("and.b32 {l}, {b}, 15;"))?;
+                        l
+                    }
+                };
+                misaligned = Some(match misaligned {
+                    None => low,
+                    Some(m) => {
+                        self.line(format!("or.b32 {m}, {m}, {low};"))?;
+                        m
+                    }
+                });
+            }
+            let m = misaligned.unwrap_or_default();
+            let pm = self.tmp(Class::Pred);
+            self.line(format!("setp.ne.u32 {pm}, {m}, 0;"))?;
+            self.line(format!("mov.u64 {start}, 0;"))?;
+            self.line(format!("@{pm} bra {scalar_entry};"))?;
+            let n4 = self.tmp(Class::B64);
+            self.line(format!("shr.u64 {n4}, {len}, 2;"))?;
+            let g = self.tmp(Class::B64);
+            self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
+            let (head, end) = (self.label("par_vec"), self.label("par_vec_end"));
+            self.place_label(&head)?;
+            let pc = self.tmp(Class::Pred);
+            self.line(format!("setp.ge.u64 {pc}, {g}, {n4};"))?;
+            self.line(format!("@{pc} bra {end};"))?;
+            let mut addrs = Vec::new();
+            let mut loaded = Vec::new();
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let a = self.elem_addr(s.space, &b, &g, 16)?;
+                let class = Class::of(s.elem);
+                let regs: Vec<String> = (0..4).map(|_| self.tmp(class)).collect();
+                if s.read {
+                    self.line(format!(
+                        "ld.{}.v4.{} {{{}}}, [{a}];",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        regs.join(", ")
+                    ))?;
+                }
+                addrs.push(a);
+                loaded.push(regs);
+            }
+            let mut outs: Vec<Vec<String>> = Vec::new();
+            for s in &p.sources {
+                let class = Class::of(s.elem);
+                outs.push(if s.write {
+                    (0..4).map(|_| self.tmp(class)).collect()
+                } else {
+                    Vec::new()
+                });
+            }
+            for j in 0..4 {
+                for (k, s) in p.sources.iter().enumerate() {
+                    if s.read {
+                        let e = self.reg(s.elem_value);
+                        self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), loaded[k][j]))?;
+                    }
+                }
+                if let Some(ix) = p.index {
+                    let r = self.reg(ix);
+                    self.line(format!("mad.lo.u64 {r}, {g}, 4, {j};"))?;
+                }
+                self.block(&p.body)?;
+                for (k, s) in p.sources.iter().enumerate() {
+                    if s.write {
+                        let e = self.reg(s.elem_value);
+                        self.line(format!("mov.{} {}, {e};", bits_ty(s.elem), outs[k][j]))?;
+                    }
+                }
+            }
+            for (k, s) in p.sources.iter().enumerate() {
+                if s.write {
+                    self.line(format!(
+                        "st.{}.v4.{} [{}], {{{}}};",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        addrs[k],
+                        outs[k].join(", ")
+                    ))?;
+                }
+            }
+            self.line(format!("add.u64 {g}, {g}, {threads};"))?;
+            self.line(format!("bra {head};"))?;
+            self.place_label(&end)?;
+            self.line(format!("shl.b64 {start}, {n4}, 2;"))?;
+        } else {
+            self.line(format!("mov.u64 {start}, 0;"))?;
+        }
+        // Scalar loop: from `start` (the vector loop's end) to `len`.
+        self.place_label(&scalar_entry)?;
+        let i = self.tmp(Class::B64);
+        let rt64 = self.tmp(Class::B64);
+        self.line(format!("cvt.u64.u32 {rt64}, {rtid};"))?;
+        self.line(format!("add.u64 {i}, {start}, {rt64};"))?;
+        let head = self.label("par_loop");
+        self.place_label(&head)?;
+        let pc = self.tmp(Class::Pred);
+        self.line(format!("setp.ge.u64 {pc}, {i}, {len};"))?;
+        self.line(format!("@{pc} bra {done};"))?;
+        let mut addrs = Vec::new();
+        for s in &p.sources {
+            let b = self.reg(s.base);
+            let a = self.elem_addr(s.space, &b, &i, s.elem.size())?;
+            if s.read {
+                self.load(s.elem_value, s.space, &a)?;
+            }
+            addrs.push(a);
+        }
+        if let Some(ix) = p.index {
+            let r = self.reg(ix);
+            self.line(format!("mov.u64 {r}, {i};"))?;
+        }
+        self.block(&p.body)?;
+        for (k, s) in p.sources.iter().enumerate() {
+            if s.write {
+                let e = self.reg(s.elem_value);
+                self.store(&e, s.elem, s.space, &addrs[k])?;
+            }
+        }
+        self.line(format!("add.u64 {i}, {i}, {threads};"))?;
+        self.line(format!("bra {head};"))?;
+        self.place_label(&done)
+    }
+
+    /// Writes the module: header, register declarations, then the body.
+    pub fn finish(self, out: &mut impl Write) -> fmt::Result {
+        let k = self.k;
+        writeln!(out, "//")?;
+        writeln!(
+            out,
+            "// Generated by gpu-async from the kernel `{}`: do not edit.",
+            k.name
+        )?;
+        writeln!(out, "//")?;
+        writeln!(out, ".version {PTX_VERSION}")?;
+        writeln!(out, ".target {PTX_TARGET}")?;
+        writeln!(out, ".address_size 64")?;
+        writeln!(out)?;
+        writeln!(out, ".extern .shared .align 128 .b8 gpu_async_smem[];")?;
+        writeln!(out)?;
+        writeln!(out, ".visible .entry {}(", k.name)?;
+        let mut params = Vec::new();
+        let mut index = 0;
+        for p in &k.params {
+            match &p.kind {
+                ParamKind::Scalar(v) => {
+                    let ty = match k.ty(*v) {
+                        Scalar::Bool => "u32",
+                        s => ptx_ty(s),
+                    };
+                    params.push(format!("    .param .{ty} {}_param_{index}", k.name));
+                    index += 1;
+                }
+                ParamKind::Slice { .. } => {
+                    params.push(format!("    .param .u64 {}_param_{index}", k.name));
+                    params.push(format!("    .param .u64 {}_param_{}", k.name, index + 1));
+                    index += 2;
+                }
+            }
+        }
+        writeln!(out, "{}", params.join(",\n"))?;
+        writeln!(out, ")")?;
+        writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;
+        writeln!(out, "{{")?;
+        for class in [Class::Pred, Class::B32, Class::B64, Class::F32] {
+            if let Some(n) = self.counts.get(&class) {
+                writeln!(out, "    .reg {} {}<{n}>;", class.decl(), class.prefix())?;
+            }
+        }
+        writeln!(out)?;
+        out.write_str(&self.body)?;
+        writeln!(out, "}}")
+    }
+}
+
+fn cmp_name(op: BinOp, ty: Scalar) -> &'static str {
+    let float = ty == Scalar::F32;
+    let unsigned = matches!(ty, Scalar::U32 | Scalar::Usize);
+    match op {
+        BinOp::Eq => "eq",
+        // Rust's `!=` is true when either side is NaN: the unordered form.
+        BinOp::Ne => {
+            if float {
+                "neu"
+            } else {
+                "ne"
+            }
+        }
+        BinOp::Lt => {
+            if unsigned {
+                "lo"
+            } else {
+                "lt"
+            }
+        }
+        BinOp::Le => {
+            if unsigned {
+                "ls"
+            } else {
+                "le"
+            }
+        }
+        BinOp::Gt => {
+            if unsigned {
+                "hi"
+            } else {
+                "gt"
+            }
+        }
+        BinOp::Ge => {
+            if unsigned {
+                "hs"
+            } else {
+                "ge"
+            }
+        }
+        _ => "eq",
+    }
+}
+
+/// A body without control flow, which the vector loop can repeat four times.
+fn straight_line(b: &Block) -> bool {
+    b.0.iter().all(|i| {
+        !matches!(
+            i,
+            Inst::If { .. }
+                | Inst::Loop { .. }
+                | Inst::Break(_)
+                | Inst::Continue(_)
+                | Inst::ParFor(_)
+        )
+    })
+}

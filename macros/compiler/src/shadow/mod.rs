@@ -1,0 +1,191 @@
+//! Phase 6, emit Rust: the shadow code and the typed host launchers.
+//!
+//! The shadow code is the user's module as written, with the checker's edits (inferred types as
+//! ascriptions, `join!` as `join_roles`), over the real types of `gpu_async::device`. rustc type-
+//! and borrow-checks it, which is how ownership across warps is proved, and the simulator runs
+//! it. Next to each kernel fn, a module of the same name holds the PTX, the IR, the kernel's
+//! `KernelSpec` and its typed `launch` function.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+
+use crate::check::types::{Scalar, Ty};
+use crate::check::Signature;
+use crate::ir::Kernel;
+
+/// What the launcher of one kernel needs.
+pub struct LauncherInput<'a> {
+    /// The kernel fn (for its name, visibility and parameter spans).
+    pub item: &'a syn::ItemFn,
+    /// Its signature.
+    pub sig: &'a Signature,
+    /// The lowered kernel, its PTX and IR text; `None` when compilation failed (a stub is emitted).
+    pub compiled: Option<(&'a Kernel, &'a str, &'a str)>,
+}
+
+fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
+    let ident = syn::Ident::new(s.rust_name(), span);
+    quote_spanned!(span=> #ident)
+}
+
+fn spec_scalar(s: Scalar) -> TokenStream {
+    let v = format_ident!("{}", s.spec_variant());
+    quote!(::gpu_async::ScalarType::#v)
+}
+
+/// The `mod <kernel> { PTX, IR, SPEC, launch }` of one kernel.
+pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
+    let item = input.item;
+    let name = &item.sig.ident;
+    let vis = &item.vis;
+    let name_str = name.to_string();
+    let mut arg_types = Vec::new();
+    let mut arg_names = Vec::new();
+    let mut cuda_pushes = Vec::new();
+    let mut sim_views = Vec::new();
+    let mut sim_args = Vec::new();
+    let mut param_specs = Vec::new();
+    for (i, (pname, ty, _, span)) in input.sig.params.iter().enumerate() {
+        let span = *span;
+        let arg = format_ident!("__gpu_async_arg_{}", i);
+        let pname_lit = syn::LitStr::new(pname, span);
+        arg_names.push(arg.clone());
+        match ty {
+            Ty::Scalar(s) => {
+                arg_types.push(scalar_tokens(*s, span));
+                cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg);));
+                sim_args.push(quote!(#arg));
+                let st = spec_scalar(*s);
+                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+            }
+            Ty::Slice { elem, mutable } => {
+                let e = scalar_tokens(*elem, span);
+                let st = spec_scalar(*elem);
+                if *mutable {
+                    arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
+                    cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let #arg = __gpu_async_sim.view_mut(#pname_lit, #arg)?;));
+                    sim_args.push(quote!(&mut *#arg));
+                } else {
+                    arg_types.push(quote_spanned!(span=> &'a ::gpu_async::DeviceBuffer<#e>));
+                    cuda_pushes.push(quote!(__gpu_async_cuda.slice(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let #arg = __gpu_async_sim.view(#pname_lit, #arg)?;));
+                    sim_args.push(quote!(#arg));
+                }
+                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
+            }
+            _ => {
+                arg_types.push(quote!(()));
+                sim_args.push(quote!(()));
+            }
+        }
+    }
+    let args_ty = quote!((#(#arg_types,)*));
+    let args_pat = quote!((#(#arg_names,)*));
+    let Some((kernel, ptx, ir)) = input.compiled else {
+        // The kernel did not compile: the errors are reported; keep the launcher's signature so
+        // that the host code that calls it still type-checks.
+        return quote! {
+            #[allow(unused_variables, dead_code, clippy::all)]
+            #vis mod #name {
+                use super::*;
+                /// The kernel did not compile; see the errors above.
+                pub fn launch<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty) -> ::gpu_async::Launch<'a> {
+                    ::core::unreachable!("the kernel did not compile")
+                }
+            }
+        };
+    };
+    let roles: Vec<TokenStream> = kernel
+        .roles
+        .iter()
+        .map(|r| {
+            let (n, a, b) = (&r.name, r.first_warp, r.end_warp);
+            quote!(::gpu_async::RoleSpec { name: #n, first_warp: #a, end_warp: #b })
+        })
+        .collect();
+    let warps = kernel.warps;
+    let shared = kernel.shared_bytes;
+    let doc = launcher_doc(kernel);
+    let kernel_doc =
+        format!(" The compiled kernel `{name_str}`: its PTX, IR, spec and typed launcher.");
+    let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
+    let ir_lit = syn::LitStr::new(ir, Span::call_site());
+    quote! {
+        #[doc = #kernel_doc]
+        #vis mod #name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// The kernel's PTX module (`.target sm_90`), as `#[gpu_async]` generated it.
+            pub const PTX: &str = #ptx_lit;
+
+            /// The kernel's role/channel IR after lowering, as text.
+            pub const IR: &str = #ir_lit;
+
+            /// What the runtime needs to launch the kernel.
+            pub static SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {
+                entry: #name_str,
+                path: ::core::module_path!(),
+                ptx: PTX,
+                warps: #warps,
+                shared_bytes: #shared,
+                params: &[#(#param_specs),*],
+                roles: &[#(#roles),*],
+            };
+
+            #[doc = #doc]
+            pub fn launch<'a>(
+                device: &'a ::gpu_async::Device,
+                grid: ::gpu_async::Grid,
+                args: #args_ty,
+            ) -> ::gpu_async::Launch<'a> {
+                let #args_pat = args;
+                ::gpu_async::__private::launch(device, &SPEC, grid, move |__gpu_async_target| match __gpu_async_target {
+                    ::gpu_async::__private::Target::Cuda(__gpu_async_cuda) => {
+                        #(#cuda_pushes)*
+                        ::core::result::Result::Ok(())
+                    }
+                    ::gpu_async::__private::Target::Sim(__gpu_async_sim) => {
+                        #(#sim_views)*
+                        __gpu_async_sim.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+                    }
+                })
+            }
+        }
+    }
+}
+
+fn launcher_doc(k: &Kernel) -> String {
+    let mut doc = format!(
+        " Launches `{}` on `device` with `grid` blocks of {} warps ({} threads) and {} B of shared memory per block.\n\n The returned future resolves when the kernel has finished.\n\n Roles:\n",
+        k.name,
+        k.warps,
+        32 * k.warps,
+        k.shared_bytes
+    );
+    for r in &k.roles {
+        doc.push_str(&format!(
+            " - `{}` on warps {}..{}\n",
+            r.name, r.first_warp, r.end_warp
+        ));
+    }
+    if !k.channels.is_empty() {
+        doc.push_str("\n Channels:\n");
+        for c in &k.channels {
+            let role = |r: Option<crate::ir::RoleId>| {
+                r.map_or("?".to_string(), |r| k.roles[r.0 as usize].name.clone())
+            };
+            doc.push_str(&format!(
+                " - `{}`: `[{}; {}]` x {} slots, `{}` → `{}`\n",
+                c.name,
+                c.ty.elem,
+                c.ty.len,
+                c.ty.depth,
+                role(c.producer),
+                role(c.consumer)
+            ));
+        }
+    }
+    doc
+}

@@ -1,0 +1,283 @@
+//! Phase 4, verify: the invariants of the role/channel IR, checked before any PTX is written.
+//!
+//! A failure here is a compiler bug, not a user error: it is reported as an internal error on the
+//! kernel's name rather than emitting a kernel that could hang or race.
+
+use std::collections::HashSet;
+
+use crate::check::types::Scalar;
+use crate::ir::{BinOp, Block, Inst, Kernel, LoopId, ParamKind, RoleId, Space, UnOp, Value};
+
+/// Checks `k`; returns every violated invariant.
+pub fn verify(k: &Kernel) -> Vec<String> {
+    let mut v = Verifier {
+        k,
+        errors: Vec::new(),
+        defined: HashSet::new(),
+    };
+    v.kernel();
+    v.errors
+}
+
+struct Verifier<'k> {
+    k: &'k Kernel,
+    errors: Vec<String>,
+    defined: HashSet<Value>,
+}
+
+impl Verifier<'_> {
+    fn kernel(&mut self) {
+        let k = self.k;
+        if k.warps == 0 || k.warps > 32 {
+            self.errors.push(format!("{} warps per block", k.warps));
+        }
+        let mut owner = vec![None; k.warps as usize];
+        for (i, r) in k.roles.iter().enumerate() {
+            if r.first_warp >= r.end_warp || r.end_warp > k.warps {
+                self.errors.push(format!(
+                    "role {} has warps {}..{}",
+                    r.name, r.first_warp, r.end_warp
+                ));
+                continue;
+            }
+            for w in r.first_warp..r.end_warp {
+                if let Some(o) = owner[w as usize].replace(i) {
+                    self.errors
+                        .push(format!("warp {w} belongs to roles {o} and {i}"));
+                }
+            }
+        }
+        if owner.iter().any(Option::is_none) {
+            self.errors.push("a warp runs no role".into());
+        }
+        if k.shared_bytes > crate::lower::SHARED_LIMIT {
+            self.errors
+                .push(format!("{} B of shared memory", k.shared_bytes));
+        }
+        for (i, c) in k.channels.iter().enumerate() {
+            if c.producer.is_none() || c.consumer.is_none() || c.producer == c.consumer {
+                self.errors.push(format!(
+                    "channel {i} needs distinct producer and consumer roles"
+                ));
+            }
+            if c.data_offset % 128 != 0
+                || c.full_offset % 8 != 0
+                || c.empty_offset % 8 != 0
+                || c.state_offset % 4 != 0
+            {
+                self.errors.push(format!("channel {i} is misaligned"));
+            }
+            let end = u64::from(c.data_offset) + u64::from(c.slot_stride) * u64::from(c.ty.depth);
+            if end > u64::from(k.shared_bytes)
+                || u64::from(c.state_offset) + 4 * u64::from(c.ty.depth) > u64::from(k.shared_bytes)
+            {
+                self.errors
+                    .push(format!("channel {i} lies outside the shared memory"));
+            }
+        }
+        for p in &k.params {
+            match p.kind {
+                ParamKind::Scalar(v) => {
+                    self.defined.insert(v);
+                }
+                ParamKind::Slice { ptr, len, .. } => {
+                    self.expect_ty(ptr, Scalar::Usize, "slice address");
+                    self.expect_ty(len, Scalar::Usize, "slice length");
+                    self.defined.insert(ptr);
+                    self.defined.insert(len);
+                }
+            }
+        }
+        let mut loops = Vec::new();
+        self.block(&k.prologue, None, &mut loops, false);
+        let prologue_defs = self.defined.clone();
+        for (i, r) in k.roles.iter().enumerate() {
+            self.defined = prologue_defs.clone();
+            self.block(&r.body, Some(RoleId(i as u32)), &mut loops, false);
+        }
+    }
+
+    fn expect_ty(&mut self, v: Value, ty: Scalar, what: &str) {
+        match self.k.values.get(v.0 as usize) {
+            Some(info) if info.ty == ty => {}
+            Some(info) => self.errors.push(format!(
+                "{what} {v} is a {} where a {ty} is needed",
+                info.ty
+            )),
+            None => self.errors.push(format!("{what} {v} is not declared")),
+        }
+    }
+
+    fn use_(&mut self, v: Value) {
+        if (v.0 as usize) >= self.k.values.len() {
+            self.errors.push(format!("{v} is not declared"));
+        } else if !self.defined.contains(&v) {
+            self.errors
+                .push(format!("{v} is used before it is defined"));
+        }
+    }
+
+    fn def(&mut self, v: Value) {
+        if (v.0 as usize) >= self.k.values.len() {
+            self.errors.push(format!("{v} is not declared"));
+        }
+        self.defined.insert(v);
+    }
+
+    fn ty(&self, v: Value) -> Scalar {
+        self.k
+            .values
+            .get(v.0 as usize)
+            .map_or(Scalar::Bool, |i| i.ty)
+    }
+
+    fn block(&mut self, b: &Block, role: Option<RoleId>, loops: &mut Vec<LoopId>, in_par: bool) {
+        for inst in &b.0 {
+            self.inst(inst, role, loops, in_par);
+        }
+    }
+
+    fn chan_end(
+        &mut self,
+        chan: crate::ir::ChannelId,
+        role: Option<RoleId>,
+        sender: bool,
+        in_par: bool,
+    ) {
+        if in_par {
+            self.errors.push(format!(
+                "channel operation on {chan} inside a parallel loop"
+            ));
+        }
+        let Some(c) = self.k.channels.get(chan.0 as usize) else {
+            self.errors.push(format!("{chan} does not exist"));
+            return;
+        };
+        let owner = if sender { c.producer } else { c.consumer };
+        if role.is_none() || owner != role {
+            self.errors.push(format!(
+                "{chan} is used by a role that does not own that end"
+            ));
+        }
+    }
+
+    fn inst(&mut self, inst: &Inst, role: Option<RoleId>, loops: &mut Vec<LoopId>, in_par: bool) {
+        match inst {
+            Inst::Const { dst, .. } | Inst::Special { dst, .. } => self.def(*dst),
+            Inst::Copy { dst, src } => {
+                self.use_(*src);
+                if self.ty(*dst) != self.ty(*src) {
+                    self.errors
+                        .push(format!("copy {dst} = {src} between types"));
+                }
+                self.def(*dst);
+            }
+            Inst::Unary { dst, op, src } => {
+                self.use_(*src);
+                if self.ty(*dst) != self.ty(*src)
+                    || (*op == UnOp::Neg && !matches!(self.ty(*src), Scalar::I32 | Scalar::F32))
+                {
+                    self.errors.push(format!("bad unary {op:?} on {src}"));
+                }
+                self.def(*dst);
+            }
+            Inst::Binary { dst, op, lhs, rhs } => {
+                self.use_(*lhs);
+                self.use_(*rhs);
+                let (l, r, d) = (self.ty(*lhs), self.ty(*rhs), self.ty(*dst));
+                let ok = match op {
+                    BinOp::Shl | BinOp::Shr => l.is_int() && r.is_int() && d == l,
+                    o if o.is_comparison() => l == r && d == Scalar::Bool,
+                    _ => l == r && d == l,
+                };
+                if !ok {
+                    self.errors
+                        .push(format!("bad operand types for {op:?}: {l}, {r} -> {d}"));
+                }
+                self.def(*dst);
+            }
+            Inst::Cast { dst, src } => {
+                self.use_(*src);
+                self.def(*dst);
+            }
+            Inst::Load { dst, space, addr } => {
+                self.use_(*addr);
+                let want = if *space == Space::Global {
+                    Scalar::Usize
+                } else {
+                    Scalar::U32
+                };
+                self.expect_ty(*addr, want, "address");
+                self.def(*dst);
+            }
+            Inst::TrapIf { cond, .. } => {
+                self.use_(*cond);
+                self.expect_ty(*cond, Scalar::Bool, "condition");
+            }
+            Inst::If { cond, then, else_ } => {
+                self.use_(*cond);
+                self.expect_ty(*cond, Scalar::Bool, "condition");
+                self.block(then, role, loops, in_par);
+                self.block(else_, role, loops, in_par);
+            }
+            Inst::Loop { id, body } => {
+                loops.push(*id);
+                self.block(body, role, loops, in_par);
+                loops.pop();
+            }
+            Inst::Break(id) | Inst::Continue(id) => {
+                if !loops.contains(id) {
+                    self.errors.push(format!("{id} is not an enclosing loop"));
+                }
+            }
+            Inst::Reserve { chan } | Inst::Send { chan } | Inst::Close { chan } => {
+                self.chan_end(*chan, role, true, in_par)
+            }
+            Inst::CopyIn { chan, src, len } => {
+                self.chan_end(*chan, role, true, in_par);
+                self.use_(*src);
+                self.use_(*len);
+            }
+            Inst::Recv { chan, some } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.def(*some);
+            }
+            Inst::Release { chan } => self.chan_end(*chan, role, false, in_par),
+            Inst::SlotAddr { dst, chan, send } => {
+                self.chan_end(*chan, role, *send, false);
+                self.expect_ty(*dst, Scalar::U32, "slot address");
+                self.def(*dst);
+            }
+            Inst::RoleBarrier => {
+                if in_par || role.is_none() {
+                    self.errors.push("a role barrier outside role code".into());
+                }
+            }
+            Inst::ParFor(p) => {
+                if in_par {
+                    self.errors.push("nested parallel loop".into());
+                }
+                self.use_(p.len);
+                if p.sources.is_empty() {
+                    self.errors.push("parallel loop without sources".into());
+                }
+                for s in &p.sources {
+                    self.use_(s.base);
+                    let want = if s.space == Space::Global {
+                        Scalar::Usize
+                    } else {
+                        Scalar::U32
+                    };
+                    self.expect_ty(s.base, want, "source address");
+                    self.expect_ty(s.elem_value, s.elem, "element");
+                    self.def(s.elem_value);
+                }
+                if let Some(i) = p.index {
+                    self.def(i);
+                }
+                let mut inner_loops = Vec::new();
+                self.block(&p.body, role, &mut inner_loops, true);
+            }
+        }
+    }
+}

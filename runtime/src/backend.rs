@@ -1,0 +1,251 @@
+//! The device kernels run on: a CUDA GPU, or the CPU simulator.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::cuda::{CudaDevice, TimingEvent};
+use crate::error::Result;
+
+/// Which backend a [`Device`] runs kernels on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// An NVIDIA GPU, through the CUDA driver.
+    Cuda,
+    /// The CPU simulator: every role of every block runs on the host, with the same channel and
+    /// barrier semantics as on the GPU.
+    Simulator,
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BackendKind::Cuda => "CUDA",
+            BackendKind::Simulator => "simulator",
+        })
+    }
+}
+
+/// A device to allocate buffers on and launch kernels on.
+///
+/// Cheap to clone: clones share the device (its stream, its loaded kernels), and buffers of one
+/// are buffers of the others. Two devices made by separate constructor calls are distinct, even on
+/// the same GPU: a buffer of one cannot be passed to a kernel launched on the other.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    id: u64,
+    backend: Backend,
+    fallback_reason: Option<String>,
+}
+
+/// What a [`Device`] runs on.
+pub(crate) enum Backend {
+    Cuda(Arc<CudaDevice>),
+    Sim,
+}
+
+impl Device {
+    fn new(backend: Backend, fallback_reason: Option<String>) -> Device {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        Device {
+            inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                backend,
+                fallback_reason,
+            }),
+        }
+    }
+
+    /// CUDA device 0 when the CUDA driver loads and has a device, else the simulator; see
+    /// [`Device::fallback_reason`] for why CUDA was not used.
+    ///
+    /// Never fails in practice: the simulator is always available.
+    #[allow(clippy::should_implement_trait)]
+    pub fn default() -> Result<Device> {
+        Ok(Device::cuda(0).unwrap_or_else(|err| Device::new(Backend::Sim, Some(err.to_string()))))
+    }
+
+    /// CUDA device `ordinal`, with a new stream of its own.
+    ///
+    /// Fails with [`Error::NoCudaDevice`](crate::Error::NoCudaDevice) when the driver cannot be
+    /// loaded or the device does not exist, and with [`Error::Cuda`](crate::Error::Cuda) when the
+    /// driver fails to set it up.
+    pub fn cuda(ordinal: usize) -> Result<Device> {
+        let gpu = CudaDevice::open(ordinal)?;
+        Ok(Device::new(Backend::Cuda(Arc::new(gpu)), None))
+    }
+
+    /// The CPU simulator.
+    pub fn simulator() -> Device {
+        Device::new(Backend::Sim, None)
+    }
+
+    /// Which backend this device runs kernels on.
+    pub fn kind(&self) -> BackendKind {
+        match self.inner.backend {
+            Backend::Cuda(_) => BackendKind::Cuda,
+            Backend::Sim => BackendKind::Simulator,
+        }
+    }
+
+    /// Why [`Device::default`] fell back to the simulator; `None` when it did not.
+    pub fn fallback_reason(&self) -> Option<&str> {
+        self.inner.fallback_reason.as_deref()
+    }
+
+    /// A human-readable name, e.g. `NVIDIA H200 (sm_90, CUDA device 0)` or `simulator (CPU)`.
+    pub fn name(&self) -> String {
+        match &self.inner.backend {
+            Backend::Cuda(gpu) => gpu.name(),
+            Backend::Sim => "simulator (CPU)".to_string(),
+        }
+    }
+
+    /// Waits until all work issued to the device so far has finished; returns an error of that
+    /// work (a kernel fault) if there was one.
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.inner.backend {
+            Backend::Cuda(gpu) => gpu.synchronize(),
+            Backend::Sim => Ok(()),
+        }
+    }
+
+    /// The number of streaming multiprocessors (1 for the simulator): a launch of this many
+    /// blocks, or a multiple, fills the device.
+    pub fn sm_count(&self) -> Result<u32> {
+        match &self.inner.backend {
+            Backend::Cuda(gpu) => Ok(gpu.sm_count()),
+            Backend::Sim => Ok(1),
+        }
+    }
+
+    /// Starts a timer at the current point of the device's work: on CUDA an event recorded on the
+    /// device's stream, so `Timer::stop` measures the GPU time of the work issued in between;
+    /// on the simulator the wall clock (simulated kernels run inside their launch call).
+    pub fn start_timer(&self) -> Result<Timer> {
+        let start = match &self.inner.backend {
+            Backend::Cuda(gpu) => TimerStart::Cuda(Arc::clone(gpu), gpu.record_event()?),
+            Backend::Sim => TimerStart::Wall(Instant::now()),
+        };
+        Ok(Timer { start })
+    }
+
+    /// A process-unique id of this device; clones share it.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// What this device runs on.
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.inner.backend
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind() {
+            BackendKind::Cuda => write!(f, "CUDA: {}", self.name())?,
+            BackendKind::Simulator => f.write_str(&self.name())?,
+        }
+        if let Some(reason) = self.fallback_reason() {
+            write!(f, ", because CUDA is unavailable: {reason}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.inner.id)
+            .field("kind", &self.kind())
+            .field("name", &self.name())
+            .field("fallback_reason", &self.inner.fallback_reason)
+            .finish()
+    }
+}
+
+/// A running timer of a [`Device`], from [`Device::start_timer`].
+pub struct Timer {
+    start: TimerStart,
+}
+
+enum TimerStart {
+    Cuda(Arc<CudaDevice>, TimingEvent),
+    Wall(Instant),
+}
+
+impl Timer {
+    /// Stops the timer and returns the milliseconds since [`Device::start_timer`]: on CUDA the
+    /// time between the two points of the device's stream (this waits for the work in between).
+    pub fn stop(self) -> Result<f64> {
+        match self.start {
+            TimerStart::Cuda(gpu, start) => {
+                let end = gpu.record_event()?;
+                start.elapsed_ms(&end)
+            }
+            TimerStart::Wall(start) => Ok(start.elapsed().as_secs_f64() * 1e3),
+        }
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let clock = match self.start {
+            TimerStart::Cuda(..) => "cuda events",
+            TimerStart::Wall(_) => "wall clock",
+        };
+        f.debug_struct("Timer").field("clock", &clock).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn default_falls_back_to_the_simulator_without_libcuda() -> Result<()> {
+        if crate::cuda::libcuda_present() {
+            return Ok(()); // Not this machine: the fallback cannot be observed.
+        }
+        let device = Device::default()?;
+        assert_eq!(device.kind(), BackendKind::Simulator);
+        let reason = device.fallback_reason().unwrap_or_default();
+        assert!(reason.contains("libcuda"), "{reason}");
+        assert!(device.to_string().contains("libcuda"), "{device}");
+        assert_eq!(device.sm_count()?, 1);
+        device.synchronize()?;
+        assert!(matches!(Device::cuda(0), Err(Error::NoCudaDevice(_))));
+        Ok(())
+    }
+
+    #[test]
+    fn simulator_identity() -> Result<()> {
+        let a = Device::simulator();
+        let b = Device::simulator();
+        assert_ne!(a.id(), b.id());
+        assert_eq!(a.id(), a.clone().id());
+        assert_eq!(a.fallback_reason(), None);
+        assert_eq!(a.name(), "simulator (CPU)");
+        assert_eq!(a.to_string(), "simulator (CPU)");
+        assert_eq!(BackendKind::Cuda.to_string(), "CUDA");
+        let ms = a.start_timer()?.stop()?;
+        assert!(ms >= 0.0);
+        Ok(())
+    }
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Device>();
+        check::<Timer>();
+        check::<crate::buffer::DeviceBuffer<f32>>();
+        check::<crate::launch::Launch<'static>>();
+    }
+}

@@ -1,0 +1,48 @@
+//! Small helpers for examples, tests and benchmarks: reproducible random inputs and median
+//! timings with device events.
+
+use crate::backend::Device;
+use crate::error::Result;
+
+/// `n` pseudo-random floats in [-1, 1), deterministic for a `seed` (SplitMix64), so that a failing
+/// run can be replayed.
+pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            ((z >> 40) as f32 / (1u64 << 23) as f32) - 1.0
+        })
+        .collect()
+}
+
+/// Runs `work` `warmup` times untimed, then `runs` times, each timed on the device's stream with
+/// events (wall clock on the simulator); returns the median in milliseconds.
+pub fn median_ms(
+    device: &Device,
+    warmup: usize,
+    runs: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f64> {
+    for _ in 0..warmup {
+        work()?;
+    }
+    device.synchronize()?;
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let timer = device.start_timer()?;
+        work()?;
+        times.push(timer.stop()?);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Gigabytes per second for `bytes` moved in `ms` milliseconds.
+pub fn gb_per_s(bytes: usize, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e-3) / 1e9
+}

@@ -1,0 +1,346 @@
+//! Typed shared-memory channels: a ring of `DEPTH` slots of one payload type each.
+//!
+//! The sender reserves a free slot, fills it (by a bulk async copy from global memory, or by
+//! writing it), and sends it; the receiver receives the oldest full slot, reads it, and releases it
+//! to the sender by dropping it. Dropping the sender closes the channel: once the receiver has
+//! taken every item sent before that, `recv` answers `None`.
+//!
+//! rustc enforces the discipline: a slot borrows its channel end mutably, so a role holds at most
+//! one slot of a channel end at a time; `send` consumes the slot, so it cannot be used afterwards;
+//! each end is a value that moves into exactly one role.
+//!
+//! On the GPU each slot has a `full` and an `empty` mbarrier and a state word; every wait is an
+//! `mbarrier.try_wait.parity` whose phase bit the compiler tracks. In the simulator the ring is an
+//! ordinary bounded queue with the same slot states and order.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::ops::{Deref, DerefMut};
+use std::panic::Location;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use crate::spec::KernelScalar;
+
+/// A type that can travel through a channel: an array of scalars, which lives in shared memory.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot travel through a gpu-async channel",
+    label = "not a channel payload",
+    note = "a channel payload is an array `[T; N]` of bool, u32, i32, f32 or usize that lives in shared memory; references, `Vec` and other heap types cannot be sent"
+)]
+pub trait Payload: Copy + 'static {
+    /// The element type.
+    type Elem: KernelScalar;
+    /// The payload with every element zero (what a slot holds before its first use).
+    fn zeroed() -> Self;
+    /// The elements, in order.
+    fn elems(&self) -> &[Self::Elem];
+    /// The elements, in order, mutably.
+    fn elems_mut(&mut self) -> &mut [Self::Elem];
+}
+
+impl<E: KernelScalar, const N: usize> Payload for [E; N] {
+    type Elem = E;
+    fn zeroed() -> Self {
+        [E::default(); N]
+    }
+    fn elems(&self) -> &[E] {
+        self
+    }
+    fn elems_mut(&mut self) -> &mut [E] {
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    Free,
+    Reserved,
+    Full,
+    Held,
+}
+
+struct Ring<T> {
+    /// A slot's payload is out of the ring (`None`) while a [`SendSlot`] or [`RecvSlot`] owns it.
+    data: Vec<Option<Box<T>>>,
+    state: Vec<SlotState>,
+    /// The next slot the sender reserves.
+    head: usize,
+    /// The next slot the receiver takes.
+    tail: usize,
+    closed: bool,
+}
+
+type Shared<T> = Rc<RefCell<Ring<T>>>;
+
+/// Creates a channel of `DEPTH` slots, each holding one `T`.
+///
+/// On the GPU its ring takes `DEPTH * size_of::<T>()` bytes of shared memory (plus 20 bytes of
+/// barriers and state per slot); the compiler checks the total against the block's limit.
+pub fn channel<T: Payload, const DEPTH: usize>() -> (Sender<T, DEPTH>, Receiver<T, DEPTH>) {
+    assert!(DEPTH > 0, "a channel needs at least one slot");
+    let ring = Rc::new(RefCell::new(Ring {
+        data: (0..DEPTH).map(|_| Some(Box::new(T::zeroed()))).collect(),
+        state: vec![SlotState::Free; DEPTH],
+        head: 0,
+        tail: 0,
+        closed: false,
+    }));
+    (Sender { ring: ring.clone() }, Receiver { ring })
+}
+
+/// The sending end of a channel. Dropping it closes the channel.
+pub struct Sender<T: Payload, const DEPTH: usize> {
+    ring: Shared<T>,
+}
+
+/// The receiving end of a channel.
+pub struct Receiver<T: Payload, const DEPTH: usize> {
+    ring: Shared<T>,
+}
+
+impl<T: Payload, const DEPTH: usize> Sender<T, DEPTH> {
+    /// Waits for a free slot and reserves it. Holding the slot borrows the sender, so a role holds
+    /// at most one reserved slot per channel.
+    #[track_caller]
+    pub fn reserve(&mut self) -> Reserve<'_, T, DEPTH> {
+        Reserve {
+            sender: Some(self),
+            at: Location::caller(),
+        }
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Drop for Sender<T, DEPTH> {
+    fn drop(&mut self) {
+        self.ring.borrow_mut().closed = true;
+        crate::sim::note_progress();
+    }
+}
+
+/// The future of [`Sender::reserve`].
+#[must_use = "reserve() does nothing unless awaited"]
+pub struct Reserve<'a, T: Payload, const DEPTH: usize> {
+    sender: Option<&'a mut Sender<T, DEPTH>>,
+    at: &'static Location<'static>,
+}
+
+impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
+    type Output = SendSlot<'a, T, DEPTH>;
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(sender) = self.sender.take() else {
+            panic!("reserve() polled after it completed");
+        };
+        let taken = {
+            let mut ring = sender.ring.borrow_mut();
+            let index = ring.head;
+            if ring.state[index] == SlotState::Free {
+                ring.state[index] = SlotState::Reserved;
+                ring.data[index].take().map(|data| (index, data))
+            } else {
+                None
+            }
+        };
+        match taken {
+            Some((index, data)) => {
+                crate::sim::note_progress();
+                Poll::Ready(SendSlot {
+                    sender,
+                    index,
+                    data: Some(data),
+                })
+            }
+            None => {
+                crate::sim::note_wait("waits for a free slot in `reserve()`", self.at);
+                self.sender = Some(sender);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A reserved slot: fill it, then [`send`](SendSlot::send) it.
+#[must_use = "a reserved slot must be sent with `send()`"]
+pub struct SendSlot<'a, T: Payload, const DEPTH: usize> {
+    sender: &'a mut Sender<T, DEPTH>,
+    index: usize,
+    data: Option<Box<T>>,
+}
+
+impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
+    /// Fills the slot from global memory with a bulk asynchronous copy of `src` (at most one
+    /// payload's worth of elements; a shorter source fills the front of the slot).
+    ///
+    /// On the GPU one lane issues `cp.async.bulk` completing on the slot's `full` barrier with the
+    /// byte count expected, and the receiver's `recv` waits for the bytes to land: awaiting the
+    /// copy only issues it. After `copy_from`, the slot can only be sent.
+    ///
+    /// # Panics
+    /// If `src` is longer than the slot (a device panic on the GPU).
+    #[track_caller]
+    pub fn copy_from(&mut self, src: &[T::Elem]) -> CopyFrom {
+        let data = self.payload_mut();
+        let dst = data.elems_mut();
+        assert!(
+            src.len() <= dst.len(),
+            "copy_from: a source of {} elements does not fit a slot of {}",
+            src.len(),
+            dst.len()
+        );
+        dst[..src.len()].copy_from_slice(src);
+        CopyFrom(())
+    }
+
+    /// Hands the slot to the receiver.
+    pub fn send(mut self) {
+        let data = self.data.take();
+        let mut ring = self.sender.ring.borrow_mut();
+        ring.data[self.index] = data;
+        ring.state[self.index] = SlotState::Full;
+        ring.head = (ring.head + 1) % DEPTH;
+        drop(ring);
+        crate::sim::note_progress();
+    }
+
+    fn payload_mut(&mut self) -> &mut T {
+        match self.data.as_deref_mut() {
+            Some(data) => data,
+            None => unreachable!("a slot owns its payload until it is sent"),
+        }
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Deref for SendSlot<'_, T, DEPTH> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self.data.as_deref() {
+            Some(data) => data,
+            None => unreachable!("a slot owns its payload until it is sent"),
+        }
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> DerefMut for SendSlot<'_, T, DEPTH> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.payload_mut()
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Drop for SendSlot<'_, T, DEPTH> {
+    fn drop(&mut self) {
+        // Dropped without `send` (the compiler rejects this in kernels; it happens in the
+        // simulator when a role panics while holding a slot): give the slot back unsent.
+        if let Some(data) = self.data.take() {
+            let mut ring = self.sender.ring.borrow_mut();
+            ring.data[self.index] = Some(data);
+            ring.state[self.index] = SlotState::Free;
+        }
+    }
+}
+
+/// The future of [`SendSlot::copy_from`]: the copy is issued; the receiver waits for it to land.
+#[must_use = "copy_from() must be awaited"]
+pub struct CopyFrom(());
+
+impl Future for CopyFrom {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
+    /// Waits for the oldest full slot and takes it, or answers `None` once the sender is dropped
+    /// and every item sent before that was received. Holding the slot borrows the receiver.
+    #[track_caller]
+    pub fn recv(&mut self) -> Recv<'_, T, DEPTH> {
+        Recv {
+            receiver: Some(self),
+            at: Location::caller(),
+        }
+    }
+}
+
+/// The future of [`Receiver::recv`].
+#[must_use = "recv() does nothing unless awaited"]
+pub struct Recv<'a, T: Payload, const DEPTH: usize> {
+    receiver: Option<&'a mut Receiver<T, DEPTH>>,
+    at: &'static Location<'static>,
+}
+
+impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
+    type Output = Option<RecvSlot<'a, T, DEPTH>>;
+
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(receiver) = self.receiver.take() else {
+            panic!("recv() polled after it completed");
+        };
+        enum Outcome<T> {
+            Item(usize, Box<T>),
+            Closed,
+            Wait,
+        }
+        let outcome = {
+            let mut ring = receiver.ring.borrow_mut();
+            let index = ring.tail;
+            if ring.state[index] == SlotState::Full {
+                ring.state[index] = SlotState::Held;
+                ring.tail = (ring.tail + 1) % DEPTH;
+                match ring.data[index].take() {
+                    Some(data) => Outcome::Item(index, data),
+                    None => unreachable!("a full slot holds its payload"),
+                }
+            } else if ring.closed {
+                Outcome::Closed
+            } else {
+                Outcome::Wait
+            }
+        };
+        match outcome {
+            Outcome::Item(index, data) => {
+                crate::sim::note_progress();
+                Poll::Ready(Some(RecvSlot {
+                    receiver,
+                    index,
+                    data: Some(data),
+                }))
+            }
+            Outcome::Closed => Poll::Ready(None),
+            Outcome::Wait => {
+                crate::sim::note_wait("waits for a full slot in `recv()`", self.at);
+                self.receiver = Some(receiver);
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A received slot: read it; dropping it releases the slot to the sender.
+pub struct RecvSlot<'a, T: Payload, const DEPTH: usize> {
+    receiver: &'a mut Receiver<T, DEPTH>,
+    index: usize,
+    data: Option<Box<T>>,
+}
+
+impl<T: Payload, const DEPTH: usize> Deref for RecvSlot<'_, T, DEPTH> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self.data.as_deref() {
+            Some(data) => data,
+            None => unreachable!("a slot owns its payload until it is released"),
+        }
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Drop for RecvSlot<'_, T, DEPTH> {
+    fn drop(&mut self) {
+        let data = self.data.take();
+        let mut ring = self.receiver.ring.borrow_mut();
+        ring.data[self.index] = data;
+        ring.state[self.index] = SlotState::Free;
+        drop(ring);
+        crate::sim::note_progress();
+    }
+}

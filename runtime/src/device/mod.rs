@@ -1,0 +1,26 @@
+//! The kernel-side API: what code inside a `#[gpu_async]` module calls.
+//!
+//! Each item has two faces. The `#[gpu_async]` compiler knows every item here by name and lowers
+//! it to PTX (a channel becomes a ring of shared-memory slots guarded by `mbarrier`s, `.await`
+//! becomes a barrier wait, `par_iter` a loop spread over the role's threads). The same items are
+//! also real Rust, which is what rustc type- and borrow-checks in the kernel's *shadow code* (the
+//! user's own functions, emitted unchanged but for inferred type ascriptions), and what the
+//! simulator runs: bounded channels with the same slot discipline, roles as tasks on a
+//! deterministic scheduler, parallel iterators as plain loops.
+//!
+//! ```ignore
+//! use gpu_async::device::*;
+//! let (tx, rx) = channel::<[f32; 2048], 3>();   // a 3-slot ring of 8 KiB slots
+//! ```
+
+mod channel;
+mod par;
+mod role;
+mod tiles;
+
+pub use channel::{
+    channel, CopyFrom, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
+};
+pub use par::{ParIter, ParSlice, ParSliceMut};
+pub use role::{join_roles, on_warps, JoinRoles, Role};
+pub use tiles::{block_tiles, BlockTiles};

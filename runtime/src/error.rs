@@ -1,0 +1,90 @@
+//! Errors of the host runtime and of kernels run on it.
+
+use std::fmt;
+
+/// The result type of every fallible operation of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong between the host and a kernel.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A CUDA driver call failed.
+    #[error("CUDA call `{call}` failed: {message}")]
+    Cuda {
+        /// The driver call (or cudarc operation) that failed.
+        call: &'static str,
+        /// What the driver said.
+        message: String,
+    },
+    /// No CUDA driver or no CUDA device could be used.
+    #[error("no usable CUDA device: {0}")]
+    NoCudaDevice(String),
+    /// The launch was rejected before anything was submitted.
+    #[error("invalid launch of kernel `{kernel}`: {reason}")]
+    InvalidLaunch {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+        /// What is wrong and what to do instead.
+        reason: String,
+    },
+    /// A host-side buffer operation was given the wrong sizes or devices.
+    #[error("{0}")]
+    Buffer(String),
+    /// Every role of a block waits on another: the kernel can never finish.
+    #[error(
+        "kernel `{kernel}` deadlocked in block {block}: every unfinished role waits:\n{}",
+        RoleWaits(waits)
+    )]
+    Deadlock {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+        /// The block in which the deadlock happened.
+        block: u32,
+        /// What each unfinished role waits on.
+        waits: Vec<RoleWait>,
+    },
+    /// Kernel code panicked (an index out of bounds, an `unwrap` of `None`, an explicit `panic!`).
+    #[error("kernel `{kernel}` panicked in role `{role}` of block {block}: {message}")]
+    KernelPanic {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+        /// The role whose code panicked (`kernel` for the kernel body itself).
+        role: String,
+        /// The block in which it happened.
+        block: u32,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// What one role of a deadlocked block was waiting on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleWait {
+    /// The role's name (the async fn it runs).
+    pub role: String,
+    /// The warps the role runs on.
+    pub warps: std::ops::Range<u32>,
+    /// The wait, e.g. ``rx.recv() on channel `rx` ``; `finished` for a role that ended.
+    pub waiting_on: String,
+    /// `file:line:column` of the await in the user's source.
+    pub location: String,
+}
+
+struct RoleWaits<'a>(&'a [RoleWait]);
+
+impl fmt::Display for RoleWaits<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, w) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(
+                f,
+                "  role `{}` (warps {}..{}) {} at {}",
+                w.role, w.warps.start, w.warps.end, w.waiting_on, w.location
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+//! The static description of a compiled kernel, emitted by `#[gpu_async]` next to its PTX.
+
+/// A scalar type that can cross the host/device boundary: a kernel parameter or a buffer element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ScalarType {
+    /// `bool`, passed to PTX as a `.u32` holding 0 or 1.
+    Bool,
+    /// `u32`.
+    U32,
+    /// `i32`.
+    I32,
+    /// `f32`.
+    F32,
+    /// `usize`: 64 bits on the device, as on the 64-bit hosts CUDA supports.
+    Usize,
+}
+
+impl ScalarType {
+    /// Size in bytes of one element in device memory.
+    pub const fn size(self) -> usize {
+        match self {
+            ScalarType::Bool => 1,
+            ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
+            ScalarType::Usize => 8,
+        }
+    }
+}
+
+/// How one kernel parameter is passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A scalar by value: one PTX parameter.
+    Scalar(ScalarType),
+    /// A slice in global memory: two PTX parameters, the address (`.u64`) and the length in
+    /// elements (`.u64`).
+    Slice {
+        /// The element type.
+        elem: ScalarType,
+        /// `&mut [T]` rather than `&[T]`.
+        mutable: bool,
+    },
+}
+
+/// One kernel parameter, in declaration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParamSpec {
+    /// The parameter's name in the kernel signature.
+    pub name: &'static str,
+    /// How it is passed.
+    pub kind: ParamKind,
+}
+
+/// One role of a kernel: an async fn pinned to a range of warps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoleSpec {
+    /// The role's name (the async fn it runs).
+    pub name: &'static str,
+    /// First warp of the role.
+    pub first_warp: u32,
+    /// One past the last warp of the role.
+    pub end_warp: u32,
+}
+
+/// Everything the runtime needs to know about a compiled kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec {
+    /// The PTX entry's name (the kernel fn's name).
+    pub entry: &'static str,
+    /// `module::kernel`, for messages.
+    pub path: &'static str,
+    /// The PTX module text.
+    pub ptx: &'static str,
+    /// Warps per block; the block has `32 * warps` threads.
+    pub warps: u32,
+    /// Dynamic shared memory per block, in bytes (channel rings and their barriers).
+    pub shared_bytes: u32,
+    /// The parameters, in declaration order.
+    pub params: &'static [ParamSpec],
+    /// The roles, in `join!` order.
+    pub roles: &'static [RoleSpec],
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type that is one of the [`ScalarType`]s: kernel scalar parameters and buffer elements.
+pub trait KernelScalar: sealed::Sealed + Copy + Default + Send + Sync + 'static {
+    /// Its scalar type.
+    const TYPE: ScalarType;
+    /// Its bytes as the kernel parameter ABI passes them (bool widened to a `u32`).
+    fn param_bytes(self) -> Vec<u8>;
+}
+
+macro_rules! kernel_scalar {
+    ($($t:ty => $s:ident, |$v:ident| $bytes:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl KernelScalar for $t {
+            const TYPE: ScalarType = ScalarType::$s;
+            fn param_bytes(self) -> Vec<u8> {
+                let $v = self;
+                $bytes
+            }
+        }
+    )*};
+}
+
+kernel_scalar! {
+    bool => Bool, |v| (v as u32).to_ne_bytes().to_vec();
+    u32 => U32, |v| v.to_ne_bytes().to_vec();
+    i32 => I32, |v| v.to_ne_bytes().to_vec();
+    f32 => F32, |v| v.to_ne_bytes().to_vec();
+    usize => Usize, |v| (v as u64).to_ne_bytes().to_vec();
+}
