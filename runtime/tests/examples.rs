@@ -13,7 +13,19 @@ use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
 /// and not a multiple of anything.
-const LENGTHS: &[usize] = &[0, 1, 7, 1023, 1024, 1025, 2047, 2048, 2049, 3 * 2048 + 17, 40_009];
+const LENGTHS: &[usize] = &[
+    0,
+    1,
+    7,
+    1023,
+    1024,
+    1025,
+    2047,
+    2048,
+    2049,
+    3 * 2048 + 17,
+    40_009,
+];
 
 fn gpu() -> Option<Device> {
     match Device::cuda(0) {
@@ -43,7 +55,10 @@ fn pipeline_on_the_simulator() -> gpu_async::Result<()> {
     for (i, &n) in LENGTHS.iter().enumerate() {
         for blocks in [1, 2, 5] {
             let bad = pipeline::run_and_check(&dev, Grid::blocks(blocks), n, 100 + i as u64)?;
-            assert_eq!(bad, 0, "pipeline: {bad} mismatches, n = {n}, {blocks} blocks");
+            assert_eq!(
+                bad, 0,
+                "pipeline: {bad} mismatches, n = {n}, {blocks} blocks"
+            );
         }
     }
     Ok(())
@@ -69,7 +84,10 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
     for (i, &n) in LENGTHS.iter().chain(&[1 << 22, (1 << 24) + 13]).enumerate() {
         for blocks in [1, sms, 4 * sms] {
             let bad = pipeline::run_and_check(&dev, Grid::blocks(blocks), n, 100 + i as u64)?;
-            assert_eq!(bad, 0, "pipeline: {bad} mismatches, n = {n}, {blocks} blocks");
+            assert_eq!(
+                bad, 0,
+                "pipeline: {bad} mismatches, n = {n}, {blocks} blocks"
+            );
         }
     }
     Ok(())

@@ -24,20 +24,28 @@ struct Generated {
     name: &'static str,
     ptx: &'static str,
     ir: &'static str,
+    spec: &'static gpu_async::KernelSpec,
 }
 
 fn kernels() -> Vec<Generated> {
     vec![
-        Generated { name: "saxpy", ptx: saxpy::stream::saxpy::PTX, ir: saxpy::stream::saxpy::IR },
+        Generated {
+            name: "saxpy",
+            ptx: saxpy::stream::saxpy::PTX,
+            ir: saxpy::stream::saxpy::IR,
+            spec: &saxpy::stream::saxpy::SPEC,
+        },
         Generated {
             name: "pipeline_scale_shift",
             ptx: pipeline::pipeline::scale_shift::PTX,
             ir: pipeline::pipeline::scale_shift::IR,
+            spec: &pipeline::pipeline::scale_shift::SPEC,
         },
         Generated {
             name: "deadlock_cross",
             ptx: deadlock::deadlock::cross::PTX,
             ir: deadlock::deadlock::cross::IR,
+            spec: &deadlock::deadlock::cross::SPEC,
         },
     ]
 }
@@ -46,11 +54,18 @@ fn find_ptxas() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PTXAS") {
         return Some(PathBuf::from(p));
     }
-    if Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
         return Some(PathBuf::from("ptxas"));
     }
     let out = Command::new("python3")
-        .args(["-c", "import site; print('\\n'.join(site.getsitepackages()))"])
+        .args([
+            "-c",
+            "import site; print('\\n'.join(site.getsitepackages()))",
+        ])
         .output()
         .ok()?;
     String::from_utf8_lossy(&out.stdout)
@@ -89,7 +104,11 @@ fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> String {
         .arg(dir.join(format!("{name}.cubin")))
         .output()
         .expect("run ptxas");
-    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "ptxas rejected `{name}`:\n{log}");
     assert!(!log.contains("warning"), "ptxas warned on `{name}`:\n{log}");
     log.lines()
@@ -104,7 +123,11 @@ fn every_generated_kernel_assembles_with_ptxas() {
     let Some(ptxas) = ptxas() else { return };
     for k in kernels() {
         let report = assemble(&ptxas, k.name, k.ptx);
-        assert!(report.contains("0 bytes spill stores"), "`{}` spills:\n{report}", k.name);
+        assert!(
+            report.contains("0 bytes spill stores"),
+            "`{}` spills:\n{report}",
+            k.name
+        );
     }
 }
 
@@ -120,6 +143,13 @@ fn ptx_snapshots_with_ptxas_report() {
     let Some(ptxas) = ptxas() else { return };
     for k in kernels() {
         let report = assemble(&ptxas, k.name, k.ptx);
-        insta::assert_snapshot!(format!("{}.ptx", k.name), format!("// ptxas -arch=sm_90 -v:\n// {}\n\n{}", report.replace('\n', "\n// "), k.ptx));
+        // ptxas sees no dynamic shared memory: its size comes from the kernel's layout.
+        let header = format!(
+            "// ptxas -arch=sm_90 -v:\n// {}\n// dynamic shared memory: {} B per block, {} threads\n",
+            report.replace('\n', "\n// "),
+            k.spec.shared_bytes,
+            32 * k.spec.warps
+        );
+        insta::assert_snapshot!(format!("{}.ptx", k.name), format!("{header}\n{}", k.ptx));
     }
 }

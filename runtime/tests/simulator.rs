@@ -14,8 +14,18 @@ use gpu_async::{block_on, Device, Error, Grid};
 fn a_deadlock_is_reported_with_each_role_and_its_await() {
     let dev = Device::simulator();
     let mut x = dev.alloc::<f32>(32).unwrap();
-    let err = block_on(deadlock::deadlock::cross::launch(&dev, Grid::blocks(2), (&mut x,))).unwrap_err();
-    let Error::Deadlock { kernel, block, waits } = &err else {
+    let err = block_on(deadlock::deadlock::cross::launch(
+        &dev,
+        Grid::blocks(2),
+        (&mut x,),
+    ))
+    .unwrap_err();
+    let Error::Deadlock {
+        kernel,
+        block,
+        waits,
+    } = &err
+    else {
         panic!("expected a deadlock, got {err:?}");
     };
     assert!(kernel.ends_with("deadlock::cross"), "{kernel}");
@@ -30,7 +40,10 @@ fn a_deadlock_is_reported_with_each_role_and_its_await() {
     }
     let message = err.to_string();
     assert!(message.contains("deadlocked in block 0"), "{message}");
-    assert!(message.contains("role `echo` (warps 0..1) waits for a full slot in `recv()`"), "{message}");
+    assert!(
+        message.contains("role `echo` (warps 0..1) waits for a full slot in `recv()`"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -38,7 +51,12 @@ fn a_grid_of_zero_blocks_is_an_error() {
     let dev = Device::simulator();
     let x = dev.upload(&[1.0f32; 4]).unwrap();
     let mut y = dev.upload(&[1.0f32; 4]).unwrap();
-    let err = block_on(saxpy::stream::saxpy::launch(&dev, Grid::blocks(0), (2.0, &x, &mut y))).unwrap_err();
+    let err = block_on(saxpy::stream::saxpy::launch(
+        &dev,
+        Grid::blocks(0),
+        (2.0, &x, &mut y),
+    ))
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidLaunch { .. }), "{err:?}");
     assert!(err.to_string().contains("block"), "{err}");
 }
@@ -48,7 +66,12 @@ fn a_grid_past_the_hardware_limit_is_an_error() {
     let dev = Device::simulator();
     let x = dev.upload(&[1.0f32; 4]).unwrap();
     let mut y = dev.upload(&[1.0f32; 4]).unwrap();
-    let err = block_on(saxpy::stream::saxpy::launch(&dev, Grid::blocks(u32::MAX), (2.0, &x, &mut y))).unwrap_err();
+    let err = block_on(saxpy::stream::saxpy::launch(
+        &dev,
+        Grid::blocks(u32::MAX),
+        (2.0, &x, &mut y),
+    ))
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidLaunch { .. }), "{err:?}");
 }
 
@@ -58,7 +81,12 @@ fn a_buffer_from_another_device_is_an_error() {
     let other = Device::simulator();
     let x = other.upload(&[1.0f32; 4]).unwrap();
     let mut y = dev.upload(&[1.0f32; 4]).unwrap();
-    let err = block_on(saxpy::stream::saxpy::launch(&dev, Grid::blocks(1), (2.0, &x, &mut y))).unwrap_err();
+    let err = block_on(saxpy::stream::saxpy::launch(
+        &dev,
+        Grid::blocks(1),
+        (2.0, &x, &mut y),
+    ))
+    .unwrap_err();
     assert!(matches!(err, Error::InvalidLaunch { .. }), "{err:?}");
     assert!(err.to_string().contains("`x`"), "{err}");
     // Nothing was written.

@@ -31,7 +31,9 @@ pub mod deadlock {
 
     async fn echo_into(mut rx: Receiver<[f32; 32], 1>, tx: Sender<[f32; 32], 1>, x: &mut [f32]) {
         while let Some(input) = rx.recv().await {
-            x.par_iter_mut().zip(input.par_iter()).for_each(|(o, i)| *o = *i);
+            x.par_iter_mut()
+                .zip(input.par_iter())
+                .for_each(|(o, i)| *o = *i);
         }
         drop(tx);
     }

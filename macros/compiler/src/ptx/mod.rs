@@ -20,6 +20,9 @@ use crate::ir::{
     Value,
 };
 
+/// Groups of four elements each thread handles per step of an unrolled vector loop.
+const UNROLL: u32 = 4;
+
 /// The PTX ISA version and target every kernel uses.
 pub const PTX_VERSION: &str = "8.0";
 /// The target architecture.
@@ -817,70 +820,27 @@ impl<'k> Writer<'k> {
             self.line(format!("shr.u64 {n4}, {len}, 2;"))?;
             let g = self.tmp(Class::B64);
             self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
-            let (head, end) = (self.label("par_vec"), self.label("par_vec_end"));
+            // Unrolled by UNROLL: every load of the UNROLL groups is issued before the first use,
+            // so that each thread keeps several 16-byte accesses in flight.
+            let (head, single) = (self.label("par_vec4"), self.label("par_vec1"));
             self.place_label(&head)?;
+            let last = self.tmp(Class::B64);
+            self.line(format!("add.u64 {last}, {g}, {};", (UNROLL - 1) * threads))?;
+            let pc = self.tmp(Class::Pred);
+            self.line(format!("setp.ge.u64 {pc}, {last}, {n4};"))?;
+            self.line(format!("@{pc} bra {single};"))?;
+            self.vector_groups(p, &g, threads, UNROLL)?;
+            self.line(format!("add.u64 {g}, {g}, {};", UNROLL * threads))?;
+            self.line(format!("bra {head};"))?;
+            // The remaining groups, one at a time.
+            self.place_label(&single)?;
+            let end = self.label("par_vec_end");
             let pc = self.tmp(Class::Pred);
             self.line(format!("setp.ge.u64 {pc}, {g}, {n4};"))?;
             self.line(format!("@{pc} bra {end};"))?;
-            let mut addrs = Vec::new();
-            let mut loaded = Vec::new();
-            for s in &p.sources {
-                let b = self.reg(s.base);
-                let a = self.elem_addr(s.space, &b, &g, 16)?;
-                let class = Class::of(s.elem);
-                let regs: Vec<String> = (0..4).map(|_| self.tmp(class)).collect();
-                if s.read {
-                    self.line(format!(
-                        "ld.{}.v4.{} {{{}}}, [{a}];",
-                        space_name(s.space),
-                        mem_ty(s.elem),
-                        regs.join(", ")
-                    ))?;
-                }
-                addrs.push(a);
-                loaded.push(regs);
-            }
-            let mut outs: Vec<Vec<String>> = Vec::new();
-            for s in &p.sources {
-                let class = Class::of(s.elem);
-                outs.push(if s.write {
-                    (0..4).map(|_| self.tmp(class)).collect()
-                } else {
-                    Vec::new()
-                });
-            }
-            for j in 0..4 {
-                for (k, s) in p.sources.iter().enumerate() {
-                    if s.read {
-                        let e = self.reg(s.elem_value);
-                        self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), loaded[k][j]))?;
-                    }
-                }
-                if let Some(ix) = p.index {
-                    let r = self.reg(ix);
-                    self.line(format!("mad.lo.u64 {r}, {g}, 4, {j};"))?;
-                }
-                self.block(&p.body)?;
-                for (k, s) in p.sources.iter().enumerate() {
-                    if s.write {
-                        let e = self.reg(s.elem_value);
-                        self.line(format!("mov.{} {}, {e};", bits_ty(s.elem), outs[k][j]))?;
-                    }
-                }
-            }
-            for (k, s) in p.sources.iter().enumerate() {
-                if s.write {
-                    self.line(format!(
-                        "st.{}.v4.{} [{}], {{{}}};",
-                        space_name(s.space),
-                        mem_ty(s.elem),
-                        addrs[k],
-                        outs[k].join(", ")
-                    ))?;
-                }
-            }
+            self.vector_groups(p, &g, threads, 1)?;
             self.line(format!("add.u64 {g}, {g}, {threads};"))?;
-            self.line(format!("bra {head};"))?;
+            self.line(format!("bra {single};"))?;
             self.place_label(&end)?;
             self.line(format!("shl.b64 {start}, {n4}, 2;"))?;
         } else {
@@ -920,6 +880,89 @@ impl<'k> Writer<'k> {
         self.line(format!("add.u64 {i}, {i}, {threads};"))?;
         self.line(format!("bra {head};"))?;
         self.place_label(&done)
+    }
+
+    /// One step of the vector loop over `count` groups of four elements: groups `g`,
+    /// `g + threads`, ...; all loads first, then the body four times per group, then the stores.
+    fn vector_groups(&mut self, p: &ParFor, g: &str, threads: u32, count: u32) -> fmt::Result {
+        let mut groups = vec![g.to_string()];
+        for u in 1..count {
+            let gu = self.tmp(Class::B64);
+            self.line(format!("add.u64 {gu}, {g}, {};", u * threads))?;
+            groups.push(gu);
+        }
+        // addrs[u][k], loaded[u][k][j], outs[u][k][j]
+        let mut addrs = Vec::new();
+        let mut loaded = Vec::new();
+        for gu in &groups {
+            let mut group_addrs = Vec::new();
+            let mut group_loaded = Vec::new();
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let a = self.elem_addr(s.space, &b, gu, 16)?;
+                let class = Class::of(s.elem);
+                let regs: Vec<String> = (0..4).map(|_| self.tmp(class)).collect();
+                if s.read {
+                    self.line(format!(
+                        "ld.{}.v4.{} {{{}}}, [{a}];",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        regs.join(", ")
+                    ))?;
+                }
+                group_addrs.push(a);
+                group_loaded.push(regs);
+            }
+            addrs.push(group_addrs);
+            loaded.push(group_loaded);
+        }
+        let mut outs = Vec::new();
+        for (u, gu) in groups.iter().enumerate() {
+            let mut group_outs = Vec::new();
+            for s in &p.sources {
+                let class = Class::of(s.elem);
+                group_outs.push(if s.write {
+                    (0..4).map(|_| self.tmp(class)).collect()
+                } else {
+                    Vec::new()
+                });
+            }
+            for j in 0..4 {
+                for (k, s) in p.sources.iter().enumerate() {
+                    if s.read {
+                        let e = self.reg(s.elem_value);
+                        self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), loaded[u][k][j]))?;
+                    }
+                }
+                if let Some(ix) = p.index {
+                    let r = self.reg(ix);
+                    self.line(format!("mad.lo.u64 {r}, {gu}, 4, {j};"))?;
+                }
+                self.block(&p.body)?;
+                for (k, s) in p.sources.iter().enumerate() {
+                    if s.write {
+                        let e = self.reg(s.elem_value);
+                        let out: &Vec<String> = &group_outs[k];
+                        self.line(format!("mov.{} {}, {e};", bits_ty(s.elem), out[j]))?;
+                    }
+                }
+            }
+            outs.push(group_outs);
+        }
+        for u in 0..groups.len() {
+            for (k, s) in p.sources.iter().enumerate() {
+                if s.write {
+                    self.line(format!(
+                        "st.{}.v4.{} [{}], {{{}}};",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        addrs[u][k],
+                        outs[u][k].join(", ")
+                    ))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Writes the module: header, register declarations, then the body.
