@@ -43,7 +43,7 @@ pub mod stream {
             y[tile]
                 .par_iter_mut()
                 .zip(slot.par_iter())
-                .for_each(|(yi, xi)| *yi = a * xi + *yi);
+                .for_each(|(yi, xi)| *yi += a * xi);
         } // slot dropped: released to the loader
     }
 }

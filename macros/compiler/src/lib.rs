@@ -135,7 +135,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let consts = std::collections::HashMap::new();
     for it in &parsed.items {
         match it {
-            parse::Item::Use(u) => items.push(quote!(#u)),
+            // With errors the functions are left out, so their imports may go unused.
+            parse::Item::Use(u) if ok => items.push(quote!(#u)),
+            parse::Item::Use(u) => items.push(quote!(#[allow(unused_imports)] #u)),
             parse::Item::Const(c) => {
                 let c = &c.item;
                 items.push(quote!(#c));

@@ -231,7 +231,16 @@ impl Checker<'_> {
             syn::Pat::Tuple(t) if t.elems.len() == 2 => {
                 let Ty::ChanPair(c) = value.ty else {
                     if value.ty != Ty::Error {
-                        self.diags.error_at(&pat, "tuple patterns are supported for `let (tx, rx) = channel::<..>();` only");
+                        self.diags.error_at(
+                            &pat,
+                            "tuple patterns are supported for `let (tx, rx) = channel::<..>();` only",
+                        );
+                    }
+                    // Declare the names anyway, so that their uses are not reported again.
+                    for p in &t.elems {
+                        if let syn::Pat::Ident(pi) = p {
+                            self.declare(&pi.ident.to_string(), Ty::Error, true, pi.ident.span());
+                        }
                     }
                     return None;
                 };
@@ -1608,7 +1617,7 @@ impl Checker<'_> {
                         rewritten.push(quote_spanned!(rspan=> #role.__named(#lit)));
                     }
                 }
-                if roles.is_empty() {
+                if roles_syn.is_empty() {
                     self.diags.error(
                         span,
                         "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
@@ -1669,6 +1678,7 @@ impl Checker<'_> {
             return None;
         }
         let range_span = c.args[0].span();
+        let range = quote::ToTokens::to_token_stream(&c.args[0]);
         let (start, end) = match &c.args[0] {
             syn::Expr::Range(r) if matches!(r.limits, syn::RangeLimits::HalfOpen(_)) => {
                 let s = r
@@ -1727,7 +1737,7 @@ impl Checker<'_> {
                 ExprKind::OnWarps {
                     start,
                     end,
-                    range_span,
+                    range,
                     call: Box::new(call),
                 },
                 Ty::Role,
@@ -1780,10 +1790,8 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
     e.ty = Ty::Scalar(s);
     match &mut e.kind {
         ExprKind::Lit(l) => {
-            if s == Scalar::F32 {
-                if let Lit::Int(v) = *l {
-                    *l = Lit::Float(v as f64);
-                }
+            if let (Scalar::F32, Lit::Int(v)) = (s, *l) {
+                *l = Lit::Float(v as f64);
             }
         }
         ExprKind::Unary(_, a) => fix_literals(a, s),

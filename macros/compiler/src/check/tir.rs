@@ -213,8 +213,8 @@ pub enum ExprKind {
         start: u32,
         /// One past the last warp.
         end: u32,
-        /// The span of the range, for warp errors.
-        range_span: Span,
+        /// The range's tokens, for warp errors.
+        range: proc_macro2::TokenStream,
         /// The role's call (a `Call` of an async fn).
         call: Box<Expr>,
     },

@@ -110,6 +110,11 @@ struct Lowerer<'p> {
     /// For each barrier placeholder, in program order: the memory its loop writes, and whether
     /// the write goes through a `block_tiles` range.
     barrier_requests: Vec<Vec<(MemKey, bool)>>,
+    /// The roles placed so far: name and warp range.
+    warp_owners: Vec<(String, u32, u32)>,
+    /// A channel end was passed to two roles, or a slot used after it was moved: rustc reports
+    /// these on the shadow code, so the kernel is not emitted and no error is added here.
+    ownership_conflict: bool,
 }
 
 /// Lowers kernel `id` of `prog`. Errors go to `diags`; `None` when there were any.
@@ -131,6 +136,8 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         par: None,
         sites: HashMap::new(),
         barrier_requests: Vec::new(),
+        ownership_conflict: false,
+        warp_owners: Vec::new(),
     };
     let mut frame = Frame::new(id);
     let mut params = Vec::new();
@@ -170,6 +177,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
     }
     l.frames.push(frame);
     let mut roles = Vec::new();
+    let mut role_failed = false;
     for stmt in &f.body.stmts {
         match stmt {
             Stmt::Let(LetPattern::Pair(tx, rx), e) => {
@@ -186,8 +194,9 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
             }) => {
                 if let ExprKind::Join(role_exprs) = &inner.kind {
                     for r in role_exprs {
-                        if let Some(role) = l.role(r, roles.len(), warps) {
-                            roles.push(role);
+                        match l.role(r, roles.len(), warps) {
+                            Some(role) => roles.push(role),
+                            None => role_failed = true,
                         }
                     }
                 }
@@ -196,8 +205,11 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         }
     }
     let prologue = Block(l.blocks.pop().unwrap_or_default());
-    check_warp_coverage(&roles, warps, f.span, l.diags);
-    for (i, c) in l.channels.iter().enumerate() {
+    // After a role failed, idle warps and unowned channel ends are consequences, not news.
+    if !role_failed {
+        check_warp_coverage(&roles, warps, f.span, l.diags);
+    }
+    for (i, c) in l.channels.iter().enumerate().filter(|_| !role_failed) {
         let span = l.channel_spans[i];
         if c.producer.is_none() {
             l.diags.error(
@@ -219,7 +231,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         }
     }
     let shared_bytes = layout::lay_out(&mut l.channels, &l.channel_spans, l.diags);
-    if l.diags.len() > before {
+    if l.diags.len() > before || l.ownership_conflict {
         return None;
     }
     Some(Kernel {
@@ -229,19 +241,14 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         values: l.values,
         channels: l.channels,
         prologue,
-        roles: roles.into_iter().map(|(r, _)| r).collect(),
+        roles,
         shared_bytes,
     })
 }
 
-fn check_warp_coverage(
-    roles: &[(ir::Role, Span)],
-    warps: u32,
-    span: Span,
-    diags: &mut Diagnostics,
-) {
+fn check_warp_coverage(roles: &[ir::Role], warps: u32, span: Span, diags: &mut Diagnostics) {
     let mut covered = vec![false; warps as usize];
-    for (r, _) in roles {
+    for r in roles {
         for w in r.first_warp..r.end_warp.min(warps) {
             covered[w as usize] = true;
         }
@@ -379,11 +386,11 @@ impl Lowerer<'_> {
     }
 
     /// Lowers one `on_warps(range, call)` of `join!` into a role.
-    fn role(&mut self, e: &Expr, index: usize, warps: u32) -> Option<(ir::Role, Span)> {
+    fn role(&mut self, e: &Expr, index: usize, warps: u32) -> Option<ir::Role> {
         let ExprKind::OnWarps {
             start,
             end,
-            range_span,
+            range,
             call,
         } = &e.kind
         else {
@@ -391,14 +398,22 @@ impl Lowerer<'_> {
         };
         let (start, end) = (*start, *end);
         if start >= end {
-            self.diags.error(
-                *range_span,
+            self.diags.error_at(
+                range,
                 format!("the warp range {start}..{end} is empty: a role needs at least one warp"),
             );
             return None;
         }
         if end > warps {
-            self.diags.error(*range_span, format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role"));
+            self.diags.error_at(range, format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role"));
+            return None;
+        }
+        if let Some((other, a, b)) = self
+            .warp_owners
+            .iter()
+            .find(|(_, a, b)| start < *b && *a < end)
+        {
+            self.diags.error_at(range, format!("the warp range {start}..{end} overlaps role `{other}` on warps {a}..{b}: each warp runs one role"));
             return None;
         }
         let ExprKind::Call(fid, args) = &call.kind else {
@@ -406,6 +421,8 @@ impl Lowerer<'_> {
         };
         let role_id = RoleId(index as u32);
         self.role = Some(role_id);
+        self.warp_owners
+            .push((self.prog.function(*fid).name.clone(), start, end));
         self.sites.clear();
         self.barrier_requests.clear();
         let name = self.prog.function(*fid).name.clone();
@@ -413,8 +430,8 @@ impl Lowerer<'_> {
             let vals: Vec<Val> = args.iter().map(|a| l.expr(a)).collect();
             for v in &vals {
                 match v {
-                    Val::Sender(c) => l.claim(*c, true, role_id, a_span(args, v)),
-                    Val::Receiver(c) => l.claim(*c, false, role_id, a_span(args, v)),
+                    Val::Sender(c) => l.claim(*c, true, role_id),
+                    Val::Receiver(c) => l.claim(*c, false, role_id),
                     _ => {}
                 }
             }
@@ -422,18 +439,17 @@ impl Lowerer<'_> {
         });
         self.prune_barriers(&mut body);
         self.role = None;
-        Some((
-            ir::Role {
-                name,
-                first_warp: start,
-                end_warp: end,
-                body,
-            },
-            *range_span,
-        ))
+        Some(ir::Role {
+            name,
+            first_warp: start,
+            end_warp: end,
+            body,
+        })
     }
 
-    fn claim(&mut self, c: ChannelId, sender: bool, role: RoleId, span: Span) {
+    /// Records which role holds an end. A second role taking the same end is a use after move,
+    /// which rustc reports on the shadow code; the kernel is then not emitted.
+    fn claim(&mut self, c: ChannelId, sender: bool, role: RoleId) {
         let ch = &mut self.channels[c.0 as usize];
         let slot = if sender {
             &mut ch.producer
@@ -441,8 +457,7 @@ impl Lowerer<'_> {
             &mut ch.consumer
         };
         if slot.is_some() {
-            let name = ch.name.clone();
-            self.diags.error(span, format!("the {} of channel `{name}` is already owned by another role: each end belongs to one role", if sender { "sender" } else { "receiver" }));
+            self.ownership_conflict = true;
         }
         *slot = Some(role);
     }
@@ -1071,13 +1086,13 @@ impl Lowerer<'_> {
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
             ExprKind::Assign(place, value) => {
                 let v = self.scalar(value);
-                self.store_place(place, |_, _| v);
+                self.store_place(place, false, |_, _| v);
                 Val::Unit
             }
             ExprKind::CompoundAssign(op, place, value) => {
                 let v = self.scalar(value);
                 let op = bin_op(*op);
-                self.store_place(place, |l, old| l.binary(op, old, v));
+                self.store_place(place, true, |l, old| l.binary(op, old, v));
                 Val::Unit
             }
         }
@@ -1096,7 +1111,13 @@ impl Lowerer<'_> {
     }
 
     /// Assigns to a local or a parallel element: `dst = f(old value)`.
-    fn store_place(&mut self, place: &Expr, f: impl FnOnce(&mut Self, Value) -> Value) {
+    /// `reads_old`: `f` uses the old value (compound assignment), so an element must be loaded.
+    fn store_place(
+        &mut self,
+        place: &Expr,
+        reads_old: bool,
+        f: impl FnOnce(&mut Self, Value) -> Value,
+    ) {
         match &place.kind {
             ExprKind::Local(id) => {
                 if let Some(Val::Scalar(reg)) = self.frame().locals.get(id).cloned() {
@@ -1116,7 +1137,7 @@ impl Lowerer<'_> {
                         self.emit(Inst::Copy { dst: reg, src: v });
                         if let Some(s) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) {
                             s.write = true;
-                            // The element is read back only where the body reads it.
+                            s.read |= reads_old;
                         }
                     }
                 }
@@ -1222,7 +1243,10 @@ impl Lowerer<'_> {
 
     fn check_not_copied(&mut self, slot: &Expr, span: Span) {
         if let ExprKind::Local(id) = slot.kind {
-            if self.frame().copied.contains(&id) {
+            if self.frame().moved.contains(&id) {
+                // Used after `send` or `drop`: rustc reports the use after move.
+                self.ownership_conflict = true;
+            } else if self.frame().copied.contains(&id) {
                 let name = self.func().local(id).name.clone();
                 self.diags.error(span, format!("`{name}` was filled by `copy_from`, whose bytes are still in flight: send it, and read the data on the receiving side"));
             }
@@ -1440,10 +1464,6 @@ impl Lowerer<'_> {
             self.emit(Inst::RoleBarrier);
         }
     }
-}
-
-fn a_span(args: &[Expr], _v: &Val) -> Span {
-    args.first().map_or_else(Span::call_site, |a| a.span)
 }
 
 fn bin_op(op: tir::BinOp) -> BinOp {

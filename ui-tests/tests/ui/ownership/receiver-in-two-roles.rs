@@ -1,0 +1,34 @@
+// Two roles cannot both receive from one channel: the receiver moves into the first.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 3)]
+    pub async fn fan_out(x: &[f32], y: &mut [f32], z: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; 256], 2>();
+        join!(
+            on_warps(0..1, load(x, tx)),
+            on_warps(1..2, consume(rx, y)),
+            on_warps(2..3, consume(rx, z)),
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
+        for tile in block_tiles(x.len(), 256) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn consume(mut rx: Receiver<[f32; 256], 2>, y: &mut [f32]) {
+        while let Some(slot) = rx.recv().await {
+            y.par_iter_mut().zip(slot.par_iter()).for_each(|(o, i)| *o = *i);
+        }
+    }
+}
+
+fn main() {}
