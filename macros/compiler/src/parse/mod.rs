@@ -147,6 +147,13 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
 
 fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<KernelAttr> {
     let span = attr.span();
+    if let syn::Meta::Path(_) = attr.meta {
+        diags.error_at(
+            attr,
+            "a kernel needs its warp count: write `#[kernel(warps = N)]`",
+        );
+        return None;
+    }
     let mut warps = None;
     let result = attr.parse_nested_meta(|meta| {
         if meta.path.is_ident("warps") {

@@ -1,0 +1,380 @@
+//! The compiler's phases on small inputs: what each accepts, what it reports, and that nothing
+//! panics on broken input.
+
+use gpu_async_compiler::{compile, expand, verify};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// A two-role streaming kernel, the shape every test below varies.
+fn streaming(
+    warps: u32,
+    load_warps: TokenStream,
+    store_warps: TokenStream,
+    payload: TokenStream,
+) -> TokenStream {
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = #warps)]
+            pub async fn copy(x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<#payload, 2>();
+                join!(on_warps(#load_warps, load(x, tx)), on_warps(#store_warps, store(rx, y))).await;
+            }
+
+            async fn load(x: &[f32], mut tx: Sender<#payload, 2>) {
+                for tile in block_tiles(x.len(), 256) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn store(mut rx: Receiver<#payload, 2>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), 256);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    y[tile].par_iter_mut().zip(slot.par_iter()).for_each(|(o, i)| *o = *i);
+                }
+            }
+        }
+    }
+}
+
+fn errors(module: TokenStream) -> Vec<String> {
+    match compile(module) {
+        Ok(_) => Vec::new(),
+        Err(d) => d.messages(),
+    }
+}
+
+fn assert_error(module: TokenStream, needle: &str) {
+    let errs = errors(module);
+    assert!(
+        errs.iter().any(|e| e.contains(needle)),
+        "no error containing {needle:?} in {errs:#?}"
+    );
+}
+
+#[test]
+fn a_streaming_kernel_compiles_to_roles_and_one_channel() {
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    assert_eq!(kernels.len(), 1);
+    let k = &kernels[0];
+    assert_eq!(k.ir.warps, 3);
+    assert_eq!(k.ir.roles.len(), 2);
+    assert_eq!((k.ir.roles[1].first_warp, k.ir.roles[1].end_warp), (1, 3));
+    assert_eq!(k.ir.channels.len(), 1);
+    // 2 slots of 1 KiB, then 2 full + 2 empty barriers and 2 state words.
+    assert_eq!(k.ir.shared_bytes, 2048 + 32 + 16);
+    assert!(verify::verify(&k.ir).is_empty());
+}
+
+#[test]
+fn the_ptx_has_the_protocol_and_no_contraction() {
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    let ptx = &kernels[0].ptx;
+    for needle in [
+        ".version 8.0",
+        ".target sm_90",
+        ".reqntid 96, 1, 1",
+        "mbarrier.init.shared::cta.b64",
+        "mbarrier.try_wait.parity.shared::cta.b64",
+        "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+        "bar.warp.sync -1;",
+        "mbarrier.arrive.release.cta.shared::cta.b64",
+        "ld.shared.v4.f32",
+        "st.global.v4.f32",
+    ] {
+        assert!(ptx.contains(needle), "PTX lacks {needle:?}");
+    }
+    assert!(
+        !ptx.contains("fma"),
+        "floating-point contraction changes results against the host"
+    );
+}
+
+#[test]
+fn full_and_empty_barrier_counts_are_the_role_warp_counts() {
+    let kernels =
+        compile(streaming(5, quote!(0..1), quote!(1..5), quote!([f32; 256]))).expect("compiles");
+    let k = &kernels[0];
+    let c = &k.ir.channels[0];
+    // full: one arrival per producer warp (1); empty: one per consumer warp (4).
+    assert!(k
+        .ptx
+        .contains(&format!("[gpu_async_smem+{}], 1;", c.full_offset)));
+    assert!(k
+        .ptx
+        .contains(&format!("[gpu_async_smem+{}], 4;", c.empty_offset)));
+}
+
+#[test]
+fn warp_ranges_are_checked() {
+    assert_error(
+        streaming(3, quote!(0..2), quote!(1..3), quote!([f32; 256])),
+        "overlaps role `load` on warps 0..2",
+    );
+    assert_error(
+        streaming(3, quote!(0..1), quote!(1..4), quote!([f32; 256])),
+        "past the kernel's 3 warps",
+    );
+    assert_error(
+        streaming(3, quote!(0..1), quote!(2..2), quote!([f32; 256])),
+        "is empty",
+    );
+    assert_error(
+        streaming(4, quote!(0..1), quote!(1..3), quote!([f32; 256])),
+        "warps 3..4 run no role",
+    );
+}
+
+#[test]
+fn shared_memory_past_the_limit_is_reported_with_its_breakdown() {
+    let errs = errors(streaming(
+        3,
+        quote!(0..1),
+        quote!(1..3),
+        quote!([f32; 32768]),
+    ));
+    assert!(
+        errs.iter()
+            .any(|e| e.contains("needs 262192 B of shared memory")
+                && e.contains("channel `tx/rx`: 2 slots of 131072 B")),
+        "{errs:#?}"
+    );
+}
+
+#[test]
+fn payloads_must_be_scalar_arrays() {
+    assert_error(
+        streaming(2, quote!(0..1), quote!(1..2), quote!(Vec<f32>)),
+        "`Vec` cannot travel through a channel",
+    );
+    assert_error(
+        streaming(2, quote!(0..1), quote!(1..2), quote!(&[f32])),
+        "a reference cannot travel through a channel",
+    );
+    assert_error(
+        streaming(2, quote!(0..1), quote!(1..2), quote!([f64; 4])),
+        "elements are scalars",
+    );
+}
+
+#[test]
+fn the_kernel_attribute_is_checked() {
+    assert_error(
+        quote! { mod k { #[kernel] pub async fn f(y: &mut [f32]) { join!(on_warps(0..1, g(y))).await; } async fn g(y: &mut [f32]) {} } },
+        "write `#[kernel(warps = N)]`",
+    );
+    assert_error(
+        quote! { mod k { #[kernel(warps = 40)] pub async fn f(y: &mut [f32]) { join!(on_warps(0..1, g(y))).await; } async fn g(y: &mut [f32]) {} } },
+        "1 to 32 warps",
+    );
+    assert_error(
+        quote! { mod k { #[kernel(warps = 1)] pub fn f(y: &mut [f32]) {} } },
+        "a kernel is an `async fn`",
+    );
+    assert_error(quote! { mod k; }, "needs the module's items inline");
+}
+
+#[test]
+fn every_unsupported_construct_is_reported_in_one_build() {
+    let errs = errors(quote! {
+        mod k {
+            use gpu_async::device::*;
+            #[kernel(warps = 1)]
+            pub async fn f(y: &mut [f32]) { join!(on_warps(0..1, g(y))).await; }
+            async fn g(y: &mut [f32]) {
+                let a = vec![1.0f32];
+                let b = match 3 { _ => 1 };
+                let c = y.get(0)?;
+                let d = |v: f32| v;
+                panic!("no");
+            }
+        }
+    });
+    for needle in [
+        "heap allocation (`Vec`)",
+        "`match` is not supported yet",
+        "the `?` operator",
+        "closures are supported only",
+        "`panic!` is not supported",
+    ] {
+        assert!(
+            errs.iter().any(|e| e.contains(needle)),
+            "no {needle:?} in {errs:#?}"
+        );
+    }
+}
+
+#[test]
+fn type_errors_say_what_to_write() {
+    let base = |body: TokenStream| {
+        quote! {
+            mod k {
+                use gpu_async::device::*;
+                #[kernel(warps = 1)]
+                pub async fn f(y: &mut [f32]) { join!(on_warps(0..1, g(y))).await; }
+                async fn g(y: &mut [f32]) { #body }
+            }
+        }
+    };
+    assert_error(
+        base(quote!(let a: f32 = 2; )),
+        "expected `f32`, found `{integer}`",
+    );
+    assert_error(base(quote!(let a = 1u32 + 2i32; )), "convert one with `as`");
+    assert_error(base(quote!(let a = nothing; )), "cannot find `nothing`");
+    assert_error(base(quote!(let a = 1; a = 2; )), "declare it `let mut a`");
+    assert_error(
+        base(quote!(y[0] = 1.0; )),
+        "write through `slice[range].par_iter_mut()`",
+    );
+    assert_error(
+        base(quote!(let s = 0.0f32; y.par_iter_mut().for_each(|v| { s = *v; }); )),
+        "cannot assign to the captured `s`",
+    );
+}
+
+#[test]
+fn a_reserved_slot_must_be_sent() {
+    assert_error(
+        quote! {
+            mod k {
+                use gpu_async::device::*;
+                #[kernel(warps = 2)]
+                pub async fn f(y: &mut [f32]) {
+                    let (tx, rx) = channel::<[f32; 32], 1>();
+                    join!(on_warps(0..1, p(tx)), on_warps(1..2, c(rx, y))).await;
+                }
+                async fn p(mut tx: Sender<[f32; 32], 1>) {
+                    let slot = tx.reserve().await;
+                }
+                async fn c(mut rx: Receiver<[f32; 32], 1>, y: &mut [f32]) {
+                    while let Some(s) = rx.recv().await {}
+                }
+            }
+        },
+        "dropped without being sent",
+    );
+}
+
+#[test]
+fn expansion_always_contains_the_launcher_even_with_errors() {
+    let out = expand(
+        TokenStream::new(),
+        streaming(3, quote!(0..2), quote!(1..3), quote!([f32; 256])),
+    )
+    .to_string();
+    assert!(out.contains("compile_error"), "{out}");
+    assert!(out.contains("pub fn launch"), "{out}");
+    let out = expand(
+        TokenStream::new(),
+        quote!(
+            fn not_a_module() {}
+        ),
+    )
+    .to_string();
+    assert!(
+        out.contains("compile_error") && out.contains("fn not_a_module"),
+        "{out}"
+    );
+    let out = expand(
+        quote!(extra),
+        streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256])),
+    )
+    .to_string();
+    assert!(out.contains("takes no arguments"), "{out}");
+}
+
+#[test]
+fn the_shadow_code_carries_inferred_types() {
+    let out = expand(
+        TokenStream::new(),
+        quote! {
+            mod k {
+                use gpu_async::device::*;
+                #[kernel(warps = 1)]
+                pub async fn f(y: &mut [f32]) { join!(on_warps(0..1, g(y))).await; }
+                async fn g(y: &mut [f32]) {
+                    let n = y.len();
+                    let half = 0.5;
+                    y.par_iter_mut().for_each(|v| *v = half);
+                }
+            }
+        },
+    )
+    .to_string();
+    assert!(out.contains("let n : usize"), "{out}");
+    assert!(out.contains("let half : f32"), "{out}");
+    assert!(out.contains("join_roles"), "{out}");
+}
+
+/// Removing any one line of a valid module gives errors or a kernel, never a panic.
+#[test]
+fn no_line_deletion_makes_the_macro_panic() {
+    let source = streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256])).to_string();
+    // Token streams print on one line; split at statement and block boundaries instead.
+    let pieces: Vec<&str> = source.split_inclusive([';', '{', '}']).collect();
+    for skip in 0..pieces.len() {
+        let mutated: String = pieces
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != skip)
+            .map(|(_, p)| *p)
+            .collect();
+        let Ok(tokens) = mutated.parse::<TokenStream>() else {
+            continue;
+        };
+        let result = std::panic::catch_unwind(|| expand(TokenStream::new(), tokens));
+        assert!(
+            result.is_ok(),
+            "the macro panicked without piece {skip}: {:?}",
+            pieces[skip]
+        );
+    }
+}
+
+#[test]
+fn the_verifier_rejects_broken_ir() {
+    use gpu_async_compiler::ir::{Inst, Value};
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    let good = kernels[0].ir.clone();
+
+    let mut overlapping = good.clone();
+    overlapping.roles[1].first_warp = 0;
+    assert!(verify::verify(&overlapping)
+        .iter()
+        .any(|e| e.contains("belongs to roles")));
+
+    let mut undefined = good.clone();
+    let unused = Value(undefined.values.len() as u32 - 1);
+    undefined.roles[0].body.0.insert(
+        0,
+        Inst::Copy {
+            dst: unused,
+            src: Value(undefined.values.len() as u32 + 5),
+        },
+    );
+    assert!(verify::verify(&undefined)
+        .iter()
+        .any(|e| e.contains("not declared")));
+
+    let mut wrong_role = good.clone();
+    let release = Inst::Release {
+        chan: gpu_async_compiler::ir::ChannelId(0),
+    };
+    wrong_role.roles[0].body.0.push(release);
+    assert!(verify::verify(&wrong_role)
+        .iter()
+        .any(|e| e.contains("does not own that end")));
+
+    let mut too_big = good;
+    too_big.shared_bytes = 300 * 1024;
+    assert!(!verify::verify(&too_big).is_empty());
+}
