@@ -2,7 +2,7 @@
 //! warps compute `a * x + b` into the slots of a second channel, one warp stores them to `y`.
 //!
 //! ```text
-//! cargo run --release --example pipeline -- [elements]
+//! cargo run --release --example pipeline -- [elements] [blocks per multiprocessor]
 //! ```
 
 use gpu_async::bench::{gb_per_s, median_ms, random_f32};
@@ -63,10 +63,10 @@ pub mod pipeline {
     }
 }
 
-/// Four blocks per multiprocessor on the GPU, a few on the simulator.
-pub fn grid_for(dev: &Device) -> gpu_async::Result<Grid> {
+/// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
+pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
     Ok(match dev.kind() {
-        BackendKind::Cuda => Grid::blocks(4 * dev.sm_count()?),
+        BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
         _ => Grid::blocks(5),
     })
 }
@@ -94,9 +94,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|_| format!("expected a number of elements, got `{s}`"))?,
         None => 5_000_000,
     };
+    let blocks_per_sm: u32 = match std::env::args().nth(2) {
+        Some(s) => s.parse().map_err(|_| format!("expected blocks per multiprocessor, got `{s}`"))?,
+        None => 4,
+    };
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = grid_for(&dev)?;
+    let grid = grid_for(&dev, blocks_per_sm)?;
     let mismatches = run_and_check(&dev, grid, n, 3)?;
     println!(
         "check: {n} elements, {} blocks, {mismatches} mismatches against the CPU loop",

@@ -2,7 +2,7 @@
 //! compute warps update `y`: the main example.
 //!
 //! ```text
-//! cargo run --release --example saxpy -- [elements]
+//! cargo run --release --example saxpy -- [elements] [blocks per multiprocessor]
 //! ```
 //!
 //! Runs on the GPU when there is one and on the simulator otherwise, checks every element against
@@ -48,10 +48,10 @@ pub mod stream {
     }
 }
 
-/// The grid this example uses: four blocks per multiprocessor on the GPU, a few on the simulator.
-pub fn grid_for(dev: &Device) -> gpu_async::Result<Grid> {
+/// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
+pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
     Ok(match dev.kind() {
-        BackendKind::Cuda => Grid::blocks(4 * dev.sm_count()?),
+        BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
         _ => Grid::blocks(7),
     })
 }
@@ -82,9 +82,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|_| format!("expected a number of elements, got `{s}`"))?,
         None => 5_000_000,
     };
+    let blocks_per_sm: u32 = match std::env::args().nth(2) {
+        Some(s) => s.parse().map_err(|_| format!("expected blocks per multiprocessor, got `{s}`"))?,
+        None => 4,
+    };
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = grid_for(&dev)?;
+    let grid = grid_for(&dev, blocks_per_sm)?;
     let mismatches = run_and_check(&dev, grid, n, 42)?;
     println!(
         "check: {n} elements, {} blocks, {} mismatches against the CPU loop",

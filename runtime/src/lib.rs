@@ -39,3 +39,8 @@ pub mod __private {
     pub use crate::launch::{launch, CudaArgs, Target};
     pub use crate::sim::{SimBlock, SimTarget};
 }
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -99,9 +99,9 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
 fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
     let Some(dev) = gpu() else { return Ok(()) };
     let n = (1 << 28) + 5;
-    let bad = saxpy::run_and_check(&dev, saxpy::grid_for(&dev)?, n, 9)?;
+    let bad = saxpy::run_and_check(&dev, saxpy::grid_for(&dev, 4)?, n, 9)?;
     assert_eq!(bad, 0, "saxpy: {bad} mismatches, n = {n}");
-    let bad = pipeline::run_and_check(&dev, pipeline::grid_for(&dev)?, n, 10)?;
+    let bad = pipeline::run_and_check(&dev, pipeline::grid_for(&dev, 4)?, n, 10)?;
     assert_eq!(bad, 0, "pipeline: {bad} mismatches, n = {n}");
     Ok(())
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, after `../shared/tools/gpu-bundle` built
+# .gpu/ here: every GPU test (heavy ones included) with a time bound each, then both examples at
+# a few sizes and grids. Everything is also written under $OUT (when set) for later reading.
+set -u -o pipefail
+out=${OUT:-/tmp}
+export RUST_BACKTRACE=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+status=0
+for t in test-examples test-cuda_backend test-simulator test-gpu_async-lib test-cuda_fault; do
+  echo "=== $t"
+  timeout 240 ".gpu/bin/$t" --include-ignored 2>&1 | tee "$out/$t.log" | grep -E "^test |test result|panicked" || status=1
+done
+for ex in saxpy pipeline; do
+  for n in 5000000 268435456; do
+    for per_sm in 4 8; do
+      echo "=== $ex n=$n blocks/SM=$per_sm"
+      timeout 120 ".gpu/bin/$ex" "$n" "$per_sm" 2>&1 | tee -a "$out/examples.log" | grep -E "check|bandwidth|Error" || status=1
+    done
+  done
+done
+exit $status
