@@ -95,7 +95,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => 5_000_000,
     };
     let blocks_per_sm: u32 = match std::env::args().nth(2) {
-        Some(s) => s.parse().map_err(|_| format!("expected blocks per multiprocessor, got `{s}`"))?,
+        Some(s) => s
+            .parse()
+            .map_err(|_| format!("expected blocks per multiprocessor, got `{s}`"))?,
         None => 4,
     };
     let dev = Device::default()?;

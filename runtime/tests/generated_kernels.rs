@@ -17,6 +17,10 @@ mod pipeline;
 #[path = "common/deadlock.rs"]
 mod deadlock;
 
+#[allow(dead_code)]
+#[path = "common/language.rs"]
+mod language;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -46,6 +50,12 @@ fn kernels() -> Vec<Generated> {
             ptx: deadlock::deadlock::cross::PTX,
             ir: deadlock::deadlock::cross::IR,
             spec: &deadlock::deadlock::cross::SPEC,
+        },
+        Generated {
+            name: "language_mix",
+            ptx: language::language::mix::PTX,
+            ir: language::language::mix::IR,
+            spec: &language::language::mix::SPEC,
         },
     ]
 }

@@ -598,9 +598,29 @@ impl Checker<'_> {
                 err(span)
             }
             syn::Expr::Field(f) => {
-                self.diags
-                    .error_at(&f.member, "field access is not supported in kernels yet");
-                err(span)
+                let base = self.expr(&mut f.base, None);
+                let name = match &f.member {
+                    syn::Member::Named(n) => n.to_string(),
+                    syn::Member::Unnamed(_) => String::new(),
+                };
+                match (&base.ty, name.as_str()) {
+                    (Ty::Range, "start" | "end") => {
+                        let end = name == "end";
+                        mk(
+                            ExprKind::RangeBound(Box::new(base), end),
+                            Ty::Scalar(Scalar::Usize),
+                            span,
+                        )
+                    }
+                    (Ty::Error, _) => err(span),
+                    _ => {
+                        self.diags.error_at(
+                            &f.member,
+                            "field access is supported on ranges only (`r.start`, `r.end`) for now",
+                        );
+                        err(span)
+                    }
+                }
             }
             syn::Expr::Tuple(_)
             | syn::Expr::Array(_)

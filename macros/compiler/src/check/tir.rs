@@ -177,6 +177,8 @@ pub enum ExprKind {
     SubSlice(Box<Expr>, Box<Expr>),
     /// `a..b`
     Range(Box<Expr>, Box<Expr>),
+    /// `r.start` (`false`) or `r.end` (`true`) of a range.
+    RangeBound(Box<Expr>, bool),
     /// A call of a helper fn.
     Call(FnId, Vec<Expr>),
     /// `f.await`

@@ -992,6 +992,12 @@ impl Lowerer<'_> {
                     _ => Val::Unit,
                 }
             }
+            ExprKind::RangeBound(r, end) => match self.expr(r) {
+                Val::Range {
+                    start, end: stop, ..
+                } => Val::Scalar(if *end { stop } else { start }),
+                _ => Val::Unit,
+            },
             ExprKind::Range(a, b) => {
                 let start = self.scalar(a);
                 let end = self.scalar(b);

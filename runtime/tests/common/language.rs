@@ -1,0 +1,91 @@
+//! A kernel that exercises the scalar language in role code and in parallel bodies: integer
+//! and float arithmetic, casts, shifts, `if`/`else` values, `for` and `while` loops, `bool`
+//! parameters, `enumerate`, range bounds, and a slot written by ordinary stores.
+
+use gpu_async::gpu_async;
+
+#[gpu_async]
+pub mod language {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 256;
+    pub const SHIFT: u32 = 3;
+
+    #[kernel(warps = 3)]
+    pub async fn mix(
+        scale: f32,
+        bias: i32,
+        flag: bool,
+        x: &[f32],
+        y: &mut [f32],
+        z: &mut [i32],
+        w: &mut [u32],
+    ) {
+        let (tx, rx) = channel::<[f32; TILE], 2>();
+        join!(
+            on_warps(0..1, produce(scale, x, tx)),
+            on_warps(1..3, consume(bias, flag, rx, y, z, w)),
+        )
+        .await;
+    }
+
+    /// Computes each tile into the slot instead of copying it.
+    async fn produce(scale: f32, x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.par_iter_mut()
+                .zip(x[tile].par_iter())
+                .for_each(|(s, v)| {
+                    *s = if *v < 0.0 { -*v * scale } else { *v / scale };
+                });
+            slot.send();
+        }
+    }
+
+    async fn consume(
+        bias: i32,
+        flag: bool,
+        mut rx: Receiver<[f32; TILE], 2>,
+        y: &mut [f32],
+        z: &mut [i32],
+        w: &mut [u32],
+    ) {
+        let mut acc: u32 = 0;
+        for i in 0..10 {
+            acc = acc * 3 + (i as u32 ^ 5) % 7;
+        }
+        let mut steps = 0;
+        while steps < 4 {
+            steps += 1;
+        }
+        let offset = if flag { bias * 2 - steps } else { bias >> 1 };
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            let start = tile.start;
+            let end = tile.end;
+            y[start..end]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .enumerate()
+                .for_each(|(i, (o, v))| {
+                    let k = (i as u32) << SHIFT;
+                    *o = *v + (k % 13) as f32 - offset as f32;
+                });
+            z[start..end]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(o, v)| {
+                    let t = *v as i32;
+                    *o = if t > 0 && flag {
+                        t * 3 + offset
+                    } else {
+                        -t / 2 - (acc as i32)
+                    };
+                });
+            w[start..end].par_iter_mut().enumerate().for_each(|(i, o)| {
+                *o = (i as u32 + acc) ^ ((start + i) as u32 >> 2);
+            });
+        }
+    }
+}

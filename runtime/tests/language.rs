@@ -1,0 +1,105 @@
+//! The scalar language, run on the simulator (checked against plain Rust) and, where there is a
+//! GPU, on the GPU (compared bit for bit with the simulator) on random inputs.
+
+#[allow(dead_code)]
+#[path = "common/language.rs"]
+mod language;
+
+use gpu_async::bench::random_f32;
+use gpu_async::{block_on, Device, Grid};
+
+type Outputs = (Vec<f32>, Vec<i32>, Vec<u32>);
+
+fn run(dev: &Device, grid: Grid, n: usize, seed: u64, flag: bool) -> gpu_async::Result<Outputs> {
+    let xs: Vec<f32> = random_f32(n, seed).iter().map(|v| v * 1000.0).collect();
+    let x = dev.upload(&xs)?;
+    let mut y = dev.upload(&random_f32(n, seed + 1))?;
+    let mut z = dev.alloc::<i32>(n)?;
+    let mut w = dev.alloc::<u32>(n)?;
+    let launch =
+        language::language::mix::launch(dev, grid, (3.5, -17, flag, &x, &mut y, &mut z, &mut w));
+    block_on(launch)?;
+    Ok((y.download()?, z.download()?, w.download()?))
+}
+
+/// The kernel's meaning, written as a plain loop.
+fn reference(n: usize, seed: u64, flag: bool, grid: u32) -> Outputs {
+    let (scale, bias) = (3.5f32, -17i32);
+    let xs: Vec<f32> = random_f32(n, seed).iter().map(|v| v * 1000.0).collect();
+    let mut acc: u32 = 0;
+    for i in 0..10u32 {
+        acc = acc * 3 + (i ^ 5) % 7;
+    }
+    let offset = if flag { bias * 2 - 4 } else { bias >> 1 };
+    let (mut y, mut z, mut w) = (vec![0.0; n], vec![0; n], vec![0; n]);
+    let _ = grid; // every block handles whole tiles: the result does not depend on the grid
+    for start in (0..n).step_by(256) {
+        for i in 0..(n - start).min(256) {
+            let v = xs[start + i];
+            let s = if v < 0.0 { -v * scale } else { v / scale };
+            let k = (i as u32) << 3;
+            y[start + i] = s + (k % 13) as f32 - offset as f32;
+            let t = s as i32;
+            z[start + i] = if t > 0 && flag {
+                t * 3 + offset
+            } else {
+                -t / 2 - (acc as i32)
+            };
+            w[start + i] = (i as u32 + acc) ^ ((start + i) as u32 >> 2);
+        }
+    }
+    (y, z, w)
+}
+
+fn bits(o: &Outputs) -> (Vec<u32>, &[i32], &[u32]) {
+    (o.0.iter().map(|v| v.to_bits()).collect(), &o.1, &o.2)
+}
+
+const CASES: &[(usize, u32)] = &[
+    (0, 1),
+    (1, 1),
+    (255, 2),
+    (256, 1),
+    (257, 3),
+    (5000, 4),
+    (70_001, 7),
+];
+
+#[test]
+fn the_simulator_computes_what_rust_computes() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, &(n, blocks)) in CASES.iter().enumerate() {
+        for flag in [false, true] {
+            let got = run(&dev, Grid::blocks(blocks), n, i as u64, flag)?;
+            let want = reference(n, i as u64, flag, blocks);
+            assert!(
+                bits(&got) == bits(&want),
+                "n = {n}, {blocks} blocks, flag = {flag}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_gpu_computes_what_the_simulator_computes() -> gpu_async::Result<()> {
+    let gpu = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return Ok(());
+        }
+    };
+    let sim = Device::simulator();
+    for (i, &(n, blocks)) in CASES.iter().chain(&[(1 << 22, 264)]).enumerate() {
+        for flag in [false, true] {
+            let on_gpu = run(&gpu, Grid::blocks(blocks), n, i as u64, flag)?;
+            let on_sim = run(&sim, Grid::blocks(blocks.min(8)), n, i as u64, flag)?;
+            assert!(
+                bits(&on_gpu) == bits(&on_sim),
+                "n = {n}, {blocks} blocks, flag = {flag}"
+            );
+        }
+    }
+    Ok(())
+}
