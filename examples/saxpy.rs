@@ -8,7 +8,7 @@
 //! Runs on the GPU when there is one and on the simulator otherwise, checks every element against
 //! a plain CPU loop, and on the GPU prints the bandwidth next to the device's own copy bandwidth.
 
-use gpu_async::bench::{gb_per_s, median_ms, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, random_f32};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -76,18 +76,8 @@ pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async
 
 #[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = match std::env::args().nth(1) {
-        Some(s) => s
-            .parse()
-            .map_err(|_| format!("expected a number of elements, got `{s}`"))?,
-        None => 5_000_000,
-    };
-    let blocks_per_sm: u32 = match std::env::args().nth(2) {
-        Some(s) => s
-            .parse()
-            .map_err(|_| format!("expected blocks per multiprocessor, got `{s}`"))?,
-        None => 4,
-    };
+    let n: usize = arg(1, "a number of elements", 5_000_000)?;
+    let blocks_per_sm: u32 = arg(2, "blocks per multiprocessor", 8)?;
     let dev = Device::default()?;
     println!("backend: {dev}");
     let grid = grid_for(&dev, blocks_per_sm)?;

@@ -46,3 +46,12 @@ pub fn median_ms(
 pub fn gb_per_s(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
 }
+
+/// The command-line argument at `position` (1 is the first), parsed, or `default` when absent;
+/// an argument that does not parse is an error naming `what` was expected.
+pub fn arg<T: std::str::FromStr>(position: usize, what: &str, default: T) -> Result<T, String> {
+    match std::env::args().nth(position) {
+        Some(s) => s.parse().map_err(|_| format!("expected {what}, got `{s}`")),
+        None => Ok(default),
+    }
+}

@@ -64,33 +64,29 @@ fn pipeline_on_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
-fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
+type Check = fn(&Device, Grid, usize, u64) -> gpu_async::Result<usize>;
+
+/// Every length above plus two large ones, on 1, 1 and 4 blocks per multiprocessor.
+fn on_the_gpu(name: &str, check: Check) -> gpu_async::Result<()> {
     let Some(dev) = gpu() else { return Ok(()) };
     let sms = dev.sm_count()?;
     for (i, &n) in LENGTHS.iter().chain(&[1 << 22, (1 << 24) + 13]).enumerate() {
         for blocks in [1, sms, 4 * sms] {
-            let bad = saxpy::run_and_check(&dev, Grid::blocks(blocks), n, i as u64)?;
-            assert_eq!(bad, 0, "saxpy: {bad} mismatches, n = {n}, {blocks} blocks");
+            let bad = check(&dev, Grid::blocks(blocks), n, i as u64)?;
+            assert_eq!(bad, 0, "{name}: {bad} mismatches, n = {n}, {blocks} blocks");
         }
     }
     Ok(())
 }
 
 #[test]
+fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
+    on_the_gpu("saxpy", saxpy::run_and_check)
+}
+
+#[test]
 fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
-    let sms = dev.sm_count()?;
-    for (i, &n) in LENGTHS.iter().chain(&[1 << 22, (1 << 24) + 13]).enumerate() {
-        for blocks in [1, sms, 4 * sms] {
-            let bad = pipeline::run_and_check(&dev, Grid::blocks(blocks), n, 100 + i as u64)?;
-            assert_eq!(
-                bad, 0,
-                "pipeline: {bad} mismatches, n = {n}, {blocks} blocks"
-            );
-        }
-    }
-    Ok(())
+    on_the_gpu("pipeline", pipeline::run_and_check)
 }
 
 /// 2^28 + 5 elements (1 GiB per buffer), on the grids the examples use.
