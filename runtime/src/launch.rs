@@ -417,6 +417,8 @@ mod tests {
         shared_bytes: 0,
         params: &[],
         roles: &[],
+        sites: &[],
+        abort_protocol: false,
     };
 
     static AXPY: KernelSpec = KernelSpec {
@@ -446,6 +448,8 @@ mod tests {
             },
         ],
         roles: &[],
+        sites: &[],
+        abort_protocol: false,
     };
 
     #[test]
@@ -556,6 +560,8 @@ mod tests {
             shared_bytes: 0,
             params: &[],
             roles: &[],
+            sites: &[],
+            abort_protocol: false,
         };
         let device = Device::simulator();
         let launch = launch(&device, &WIDE, Grid::blocks(1), |_| Ok(()));

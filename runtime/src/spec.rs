@@ -62,6 +62,36 @@ pub struct RoleSpec {
     pub end_warp: u32,
 }
 
+/// What happens at a [`SiteSpec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteKind {
+    /// A check that stops the kernel when it fails (a bound, an `unwrap`, a division by zero).
+    Panic,
+    /// A wait on a barrier (an `.await` on a channel, a role barrier), which the watchdog bounds.
+    Wait,
+}
+
+/// A place in the user's source that the GPU can report: where a device panic happened, or
+/// which wait the watchdog stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteSpec {
+    /// Panic or wait.
+    pub kind: SiteKind,
+    /// The panic message, or what is waited for.
+    pub message: &'static str,
+    /// The source file.
+    pub file: &'static str,
+    /// The line, from 1.
+    pub line: u32,
+    /// The column, from 1.
+    pub column: u32,
+}
+
+/// Kernel parameters that every generated kernel takes after the user's, for the abort protocol:
+/// the device's abort word (`.u64` address), this launch's id (`.u32`, never 0), the address of the
+/// host-visible failure record (`.u64`), and the watchdog bound in nanoseconds (`.u64`, 0 = off).
+pub const HIDDEN_PARAMS: usize = 4;
+
 /// Everything the runtime needs to know about a compiled kernel.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelSpec {
@@ -79,6 +109,11 @@ pub struct KernelSpec {
     pub params: &'static [ParamSpec],
     /// The roles, in `join!` order.
     pub roles: &'static [RoleSpec],
+    /// The panic and wait sites the GPU may report, indexed by the site number it writes.
+    pub sites: &'static [SiteSpec],
+    /// The kernel takes the [`HIDDEN_PARAMS`] of the abort protocol after its own (every kernel
+    /// `#[gpu_async]` generates does; hand-written PTX may not).
+    pub abort_protocol: bool,
 }
 
 mod sealed {

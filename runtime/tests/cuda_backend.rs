@@ -125,6 +125,8 @@ static SAXPY: KernelSpec = KernelSpec {
         },
     ],
     roles: &[],
+    sites: &[],
+    abort_protocol: false,
 };
 
 static SPIN: KernelSpec = KernelSpec {
@@ -138,6 +140,8 @@ static SPIN: KernelSpec = KernelSpec {
         kind: ParamKind::Scalar(ScalarType::Usize),
     }],
     roles: &[],
+    sites: &[],
+    abort_protocol: false,
 };
 
 static BIGSMEM: KernelSpec = KernelSpec {
@@ -160,6 +164,8 @@ static BIGSMEM: KernelSpec = KernelSpec {
         },
     ],
     roles: &[],
+    sites: &[],
+    abort_protocol: false,
 };
 
 static BAD: KernelSpec = KernelSpec {
@@ -170,6 +176,8 @@ static BAD: KernelSpec = KernelSpec {
     shared_bytes: 0,
     params: &[],
     roles: &[],
+    sites: &[],
+    abort_protocol: false,
 };
 
 fn gpu() -> Option<Device> {

@@ -27,6 +27,8 @@ static FAULT: KernelSpec = KernelSpec {
     shared_bytes: 0,
     params: &[],
     roles: &[],
+    sites: &[],
+    abort_protocol: false,
 };
 
 #[test]

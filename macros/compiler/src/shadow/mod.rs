@@ -132,6 +132,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 shared_bytes: #shared,
                 params: &[#(#param_specs),*],
                 roles: &[#(#roles),*],
+                sites: &[],
+                abort_protocol: false,
             };
 
             #[doc = #doc]
