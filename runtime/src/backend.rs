@@ -3,8 +3,9 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
 use crate::cuda::{CudaDevice, TimingEvent};
 use crate::error::Result;
 
@@ -41,6 +42,8 @@ struct Inner {
     id: u64,
     backend: Backend,
     fallback_reason: Option<String>,
+    /// The watchdog bound in nanoseconds, 0 when off (as the launch passes it).
+    watchdog_ns: AtomicU64,
 }
 
 /// What a [`Device`] runs on.
@@ -57,6 +60,7 @@ impl Device {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 backend,
                 fallback_reason,
+                watchdog_ns: AtomicU64::new(watchdog_ns(Some(DEFAULT_WATCHDOG))),
             }),
         }
     }
@@ -133,6 +137,31 @@ impl Device {
             Backend::Sim => TimerStart::Wall(Instant::now()),
         };
         Ok(Timer { start })
+    }
+
+    /// Sets the watchdog of the kernels launched from now on (by this device and its clones):
+    /// `Some(bound)` stops a kernel when any single wait on the GPU (a channel `.await`, a role
+    /// barrier) takes longer than `bound`, and its launch returns
+    /// [`Error::Deadlock`](crate::Error::Deadlock) naming the block, the role and the wait;
+    /// `None` turns it off. The default is 5 seconds.
+    ///
+    /// It is for finding deadlocks, which would otherwise hang the GPU: the bound is on one wait,
+    /// not on the whole kernel, so a long kernel whose waits are short is never stopped. Checking
+    /// the clock costs a little inside waits; benchmarks may turn it off. The bound is kept in
+    /// whole nanoseconds (at least 1). It concerns the GPU only: the simulator finds deadlocks
+    /// exactly, and this setting has no effect there.
+    pub fn set_watchdog(&self, bound: Option<Duration>) {
+        self.inner
+            .watchdog_ns
+            .store(watchdog_ns(bound), Ordering::Relaxed);
+    }
+
+    /// The watchdog bound of kernels launched now; see [`Device::set_watchdog`].
+    pub fn watchdog(&self) -> Option<Duration> {
+        match self.inner.watchdog_ns.load(Ordering::Relaxed) {
+            0 => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
     }
 
     /// A process-unique id of this device; clones share it.
@@ -237,6 +266,35 @@ mod tests {
         assert_eq!(BackendKind::Cuda.to_string(), "CUDA");
         let ms = a.start_timer()?.stop()?;
         assert!(ms >= 0.0);
+        Ok(())
+    }
+
+    #[test]
+    fn watchdog_setting() {
+        let a = Device::simulator();
+        assert_eq!(a.watchdog(), Some(Duration::from_secs(5)));
+        let b = a.clone();
+        b.set_watchdog(Some(Duration::from_millis(50)));
+        assert_eq!(a.watchdog(), Some(Duration::from_millis(50)));
+        a.set_watchdog(None);
+        assert_eq!(b.watchdog(), None);
+        a.set_watchdog(Some(Duration::ZERO));
+        assert_eq!(a.watchdog(), Some(Duration::from_nanos(1)));
+        assert_eq!(Device::simulator().watchdog(), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn request_abort_writes_the_abort_word() -> Result<()> {
+        // Compiles everywhere; runs only where a CUDA device is.
+        let Ok(device) = Device::cuda(0) else {
+            return Ok(());
+        };
+        let Backend::Cuda(gpu) = device.backend() else {
+            return Ok(());
+        };
+        assert_eq!(gpu.abort_word_value()?, 0);
+        gpu.request_abort(0x1234_5678)?;
+        assert_eq!(gpu.abort_word_value()?, 0x1234_5678);
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 //! `cudarc`: its safe wrappers for contexts, streams, memory and events, and its raw `sys`
 //! bindings for the few calls it does not wrap the way this crate needs them (module loading with
 //! the JIT error log, `cuLaunchKernel` with our own parameter array, `cuStreamAddCallback`,
-//! `cuStreamQuery`).
+//! `cuStreamQuery`, the mapped host memory of the failure record, `cuMemsetD32Async`).
 //!
 //! `cudarc` loads `libcuda` lazily and panics when it is missing, so [`CudaDevice::open`] checks
 //! for the library before it calls anything else, and turns any panic of the driver loader into
@@ -14,15 +14,25 @@
 //!
 //! Ordering: a device owns one non-default stream and every operation (allocation, copies,
 //! launches, frees, timing events) is issued on it, so the stream orders them all. cudarc's
-//! per-buffer event tracking is therefore switched off for the device's context handle.
+//! per-buffer event tracking is therefore switched off for the device's context handle. (A second
+//! stream exists only to write the abort word while a kernel runs, see
+//! [`CudaDevice::request_abort`]; it touches nothing else.)
+//!
+//! The abort protocol (see [`crate::abort`]): each device owns its abort word (4 bytes of device
+//! memory), its failure record (32 bytes of page-locked host memory mapped into the device's
+//! address space) and its launch-id counter. Both memories live as long as the device and are
+//! freed only after its streams were synchronized.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::AssertUnwindSafe;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DriverError};
 
+use crate::abort::{next_launch_id, Record, RECORD_WORDS};
 use crate::error::{Error, Result};
 use crate::launch::Shared;
 use crate::spec::{KernelScalar, KernelSpec, ScalarType};
@@ -76,7 +86,8 @@ fn every_bit_pattern_valid(ty: ScalarType) -> bool {
     }
 }
 
-/// One CUDA device as this crate uses it: a context, one stream, and the kernels loaded so far.
+/// One CUDA device as this crate uses it: a context, one stream, the kernels loaded so far, and
+/// the abort protocol's state.
 pub(crate) struct CudaDevice {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -85,6 +96,27 @@ pub(crate) struct CudaDevice {
     compute_capability: (i32, i32),
     sm_count: u32,
     kernels: Mutex<HashMap<(usize, &'static str), Arc<LoadedKernel>>>,
+    /// The abort word: one `u32` of device memory, zero at creation.
+    abort_word: CudaSlice<u32>,
+    /// The failure record.
+    record: FailureRecord,
+    /// The id of the last launch (0 before the first). Held while a launch is submitted, so
+    /// that ids are submitted in order and a wrap of the counter can reset the protocol's memory
+    /// with no launch of an older id still to come.
+    last_launch_id: Mutex<u32>,
+    /// A second non-blocking stream, for writing the abort word while a kernel runs.
+    cancel_stream: Arc<CudaStream>,
+}
+
+/// What a launch passes to the abort protocol's hidden parameters, besides the watchdog bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaunchIds {
+    /// The device address of the abort word.
+    pub(crate) abort_word: u64,
+    /// This launch's id, never 0.
+    pub(crate) launch_id: u32,
+    /// The device address of the failure record.
+    pub(crate) record: u64,
 }
 
 impl CudaDevice {
@@ -132,6 +164,14 @@ impl CudaDevice {
         let sm_count = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(cuda("cuDeviceGetAttribute"))?;
+        let cancel_stream = ctx.new_stream().map_err(cuda("cuStreamCreate"))?;
+        let abort_word = stream
+            .alloc_zeros::<u32>(1)
+            .map_err(cuda("cuMemAllocAsync"))?;
+        let record = FailureRecord::new(&ctx)?;
+        // The abort word was allocated and zeroed on `stream`; wait for that, so that it is
+        // ready for `cancel_stream` too.
+        stream.synchronize().map_err(cuda("cuStreamSynchronize"))?;
         Ok(CudaDevice {
             ctx,
             stream,
@@ -140,6 +180,10 @@ impl CudaDevice {
             compute_capability,
             sm_count: u32::try_from(sm_count).unwrap_or(0),
             kernels: Mutex::new(HashMap::new()),
+            abort_word,
+            record,
+            last_launch_id: Mutex::new(0),
+            cancel_stream,
         })
     }
 
@@ -363,6 +407,94 @@ impl CudaDevice {
         Ok(kernel)
     }
 
+    /// Assigns the next launch id and calls `submit` with it and the addresses of the abort
+    /// word and the failure record, holding the device's launch lock: the launch `submit` makes
+    /// (with [`CudaDevice::launch`] and [`CudaDevice::notify_when_done`]) is ordered on the stream
+    /// with the ids of other launches. When the 32-bit counter wraps, this first waits for the
+    /// stream to drain and zeroes the abort word and the record, so that no id from before the
+    /// wrap is still in them (once every 2^32 − 1 launches).
+    pub(crate) fn with_launch_id<R>(
+        &self,
+        submit: impl FnOnce(LaunchIds) -> Result<R>,
+    ) -> Result<R> {
+        let mut last = self
+            .last_launch_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (launch_id, wrapped) = next_launch_id(*last);
+        if wrapped {
+            self.reset_abort_state()?;
+        }
+        *last = launch_id;
+        submit(LaunchIds {
+            abort_word: self.abort_word_address(),
+            launch_id,
+            record: self.record.device,
+        })
+    }
+
+    /// The device address of the abort word.
+    fn abort_word_address(&self) -> u64 {
+        let (address, _no_tracking) = self.abort_word.device_ptr(&self.stream);
+        address
+    }
+
+    /// Zeroes the abort word and the failure record once the stream has drained. The caller
+    /// holds the launch lock, so no launch is submitted meanwhile.
+    fn reset_abort_state(&self) -> Result<()> {
+        self.synchronize()?;
+        self.cancel_stream
+            .synchronize()
+            .map_err(cuda("cuStreamSynchronize"))?;
+        self.record.clear();
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, alive
+        // while `self` is; one `u32` is written. The stream is valid and its context current.
+        // Ordered on the stream, the write completes before any later launch starts.
+        unsafe { sys::cuMemsetD32Async(self.abort_word_address(), 0, 1, self.stream.cu_stream()) }
+            .result()
+            .map_err(cuda("cuMemsetD32Async"))
+    }
+
+    /// Writes `launch_id` into the abort word from the host, on the device's second stream, so
+    /// that a kernel of that launch which is running now stops at its next poll of the word (the
+    /// threads of a launch stop when the word holds their id). Nothing waits for the write.
+    ///
+    /// For cancelling a running launch; no public API uses it yet.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn request_abort(&self, launch_id: u32) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, which
+        // stays allocated until `self` is dropped, and the drop synchronizes `cancel_stream`
+        // before freeing it; one `u32` is written. Kernels read the word concurrently with
+        // volatile loads, which a 4-byte aligned store cannot tear. The stream belongs to this
+        // context, which is current.
+        unsafe {
+            sys::cuMemsetD32Async(
+                self.abort_word_address(),
+                launch_id,
+                1,
+                self.cancel_stream.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(cuda("cuMemsetD32Async"))
+    }
+
+    /// The abort word's value, read on the device's stream (for tests).
+    #[cfg(test)]
+    pub(crate) fn abort_word_value(&self) -> Result<u32> {
+        self.cancel_stream
+            .synchronize()
+            .map_err(cuda("cuStreamSynchronize"))?;
+        let mut value = [0u32];
+        self.stream
+            .memcpy_dtoh(&self.abort_word, &mut value)
+            .map_err(cuda("cuMemcpyDtoHAsync"))?;
+        self.synchronize()?;
+        Ok(value[0])
+    }
+
     /// Launches `kernel` on the stream with `blocks` blocks of `threads` threads.
     ///
     /// `params` holds one 8-byte slot per PTX parameter, the value in its first bytes; the caller
@@ -407,26 +539,34 @@ impl CudaDevice {
     }
 
     /// Enqueues on the stream a host callback that marks `shared` complete once everything
-    /// issued before it (the launch) has finished, or has failed.
+    /// issued before it (the launch) has finished, or has failed. With `read_record`, the
+    /// callback also copies the failure record into `shared` when the stream reported no error:
+    /// the driver runs it after the launch and before anything issued later on the stream, so
+    /// no later launch can have overwritten the record yet.
     ///
     /// This uses `cuStreamAddCallback`, not `cuLaunchHostFunc`: after a kernel fault the driver
     /// (measured with driver 580 on an H200) never runs functions enqueued with
     /// `cuLaunchHostFunc`, which would leave the launch pending forever, while it does run stream
     /// callbacks, passing them the error.
-    pub(crate) fn notify_when_done(&self, shared: Arc<Shared>) -> Result<()> {
+    pub(crate) fn notify_when_done(&self, shared: Arc<Shared>, read_record: bool) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let raw = Arc::into_raw(shared).cast_mut().cast::<c_void>();
+        let completion = Box::new(Completion {
+            shared,
+            record: read_record.then_some(self.record.host),
+        });
+        let raw = Box::into_raw(completion).cast::<c_void>();
         // SAFETY: `stream_callback` is an `extern "C"` fn of the expected signature that never
-        // unwinds and calls no CUDA function. `raw` is a strong count of an `Arc<Shared>` handed
-        // over to the callback, which the driver calls exactly once. Flags must be 0. The stream
-        // is valid and its context is current.
+        // unwinds and calls no CUDA function. `raw` owns a `Box<Completion>` handed over to the
+        // callback, which the driver calls exactly once; the record pointer in it stays valid
+        // until the callback has run (see `FailureRecord`). Flags must be 0. The stream is valid
+        // and its context is current.
         let status = unsafe {
             sys::cuStreamAddCallback(self.stream.cu_stream(), Some(stream_callback), raw, 0)
         };
         if let Err(err) = status.result() {
-            // SAFETY: the driver did not accept the callback, so it will never run; the strong
-            // count `raw` carries is reclaimed here, exactly once.
-            drop(unsafe { Arc::from_raw(raw.cast_const().cast::<Shared>()) });
+            // SAFETY: the driver did not accept the callback, so it will never run; the box
+            // `raw` owns is reclaimed here, exactly once.
+            drop(unsafe { Box::from_raw(raw.cast::<Completion>()) });
             return Err(driver_error("cuStreamAddCallback", err));
         }
         Ok(())
@@ -446,9 +586,23 @@ impl CudaDevice {
 impl Drop for CudaDevice {
     fn drop(&mut self) {
         // Nothing may still run from the modules unloaded below (a `Launch` that was leaked
-        // with `mem::forget` could otherwise leave one running). Errors cannot be reported here.
-        let _ = self.stream.synchronize();
+        // with `mem::forget` could otherwise leave one running), and no kernel or completion
+        // callback may still use the abort word or the failure record, freed with the fields.
+        // Errors cannot be reported here; when a stream cannot be synchronized, the record is
+        // leaked rather than freed under a callback that may still read it.
+        let main = self.stream.synchronize();
+        let cancel = self.cancel_stream.synchronize();
+        if main.is_err() || cancel.is_err() {
+            self.record.leak = true;
+        }
     }
+}
+
+/// What a completion callback owns: the launch's shared state, and where to read the failure
+/// record from, if the launch follows the abort protocol.
+struct Completion {
+    shared: Arc<Shared>,
+    record: Option<NonNull<u32>>,
 }
 
 /// The driver's completion callback of a launch; see [`CudaDevice::notify_when_done`].
@@ -457,15 +611,119 @@ unsafe extern "C" fn stream_callback(
     status: sys::CUresult,
     user_data: *mut c_void,
 ) {
-    // SAFETY: `user_data` is the pointer `notify_when_done` produced with `Arc::into_raw` from an
-    // `Arc<Shared>`, and the driver calls this callback exactly once, so the count is reclaimed
+    // SAFETY: `user_data` is the pointer `notify_when_done` produced with `Box::into_raw` from a
+    // `Box<Completion>`, and the driver calls this callback exactly once, so the box is reclaimed
     // exactly once.
-    let shared = unsafe { Arc::from_raw(user_data.cast_const().cast::<Shared>()) };
+    let completion = unsafe { Box::from_raw(user_data.cast::<Completion>()) };
     let succeeded = status == sys::CUresult::CUDA_SUCCESS;
+    let record = match completion.record {
+        // SAFETY: the pointer is the host address of the device's `FailureRecord`, which is
+        // freed only after the device's stream was synchronized, and that waits for this
+        // callback (a stream callback is work of the stream); see `CudaDevice`'s `Drop`. The
+        // launch before this callback has finished, so the GPU no longer writes it.
+        Some(host) if succeeded => Some(unsafe { read_record(host) }),
+        _ => None,
+    };
     // A panic must not unwind into the driver (a waker could panic); there is no one to tell.
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        crate::launch::complete(&shared, succeeded)
+        crate::launch::complete(&completion.shared, succeeded, record)
     }));
+}
+
+/// Reads the failure record with volatile loads: word 0 (the launch id) first, then the rest,
+/// which the GPU wrote before word 0 with a `fence.sc.sys` in between.
+///
+/// # Safety
+///
+/// `host` must be the host address of a live [`FailureRecord`]'s memory.
+unsafe fn read_record(host: NonNull<u32>) -> Record {
+    let mut record = [0u32; RECORD_WORDS];
+    for (i, word) in record.iter_mut().enumerate() {
+        // SAFETY: the caller guarantees `host` points to the record's `RECORD_WORDS` `u32`s,
+        // 4-aligned (page-locked allocations are page-aligned), so `host + i` is in bounds.
+        // Volatile, because the GPU writes this memory behind the compiler's back.
+        *word = unsafe { host.as_ptr().add(i).read_volatile() };
+        if i == 0 {
+            // The rest of the record was written before word 0; read it after.
+            fence(Ordering::Acquire);
+        }
+    }
+    record
+}
+
+/// The failure record of a device: `RECORD_WORDS` `u32`s of page-locked host memory, mapped
+/// into the device's address space (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`), zeroed
+/// at creation. Kernels write it through `device`; the host reads it through `host`.
+struct FailureRecord {
+    ctx: Arc<CudaContext>,
+    host: NonNull<u32>,
+    device: u64,
+    /// Set when it must not be freed: a callback may still read it.
+    leak: bool,
+}
+
+// SAFETY: the record is plain memory the driver allocated for the context, usable from every
+// thread; the host only touches it with volatile loads and stores of whole `u32`s (reads in
+// completion callbacks, writes while no launch can run), and frees it once, on drop.
+unsafe impl Send for FailureRecord {}
+// SAFETY: as for `Send`; `&FailureRecord` only hands out its addresses.
+unsafe impl Sync for FailureRecord {}
+
+impl FailureRecord {
+    fn new(ctx: &Arc<CudaContext>) -> Result<FailureRecord> {
+        const BYTES: usize = RECORD_WORDS * std::mem::size_of::<u32>();
+        ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let mut host: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `host` is a valid out-pointer; the size is non-zero; DEVICEMAP is a valid flag.
+        // The context is current on this thread.
+        unsafe { sys::cuMemHostAlloc(&mut host, BYTES, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+            .result()
+            .map_err(cuda("cuMemHostAlloc"))?;
+        let host = NonNull::new(host.cast::<u32>()).ok_or_else(|| Error::Cuda {
+            call: "cuMemHostAlloc",
+            message: "the driver returned a null pointer".to_string(),
+        })?;
+        // From here on, dropping `record` frees the memory.
+        let mut record = FailureRecord {
+            ctx: Arc::clone(ctx),
+            host,
+            device: 0,
+            leak: false,
+        };
+        record.clear();
+        // SAFETY: `record.host` was just allocated with DEVICEMAP in the current context;
+        // `record.device` is a valid out-pointer; flags must be 0.
+        unsafe {
+            sys::cuMemHostGetDevicePointer_v2(
+                &mut record.device,
+                record.host.as_ptr().cast::<c_void>(),
+                0,
+            )
+        }
+        .result()
+        .map_err(cuda("cuMemHostGetDevicePointer"))?;
+        Ok(record)
+    }
+
+    /// Zeroes the record. Only while no kernel can write it.
+    fn clear(&self) {
+        for i in 0..RECORD_WORDS {
+            // SAFETY: `host` points to `RECORD_WORDS` 4-aligned `u32`s, live while `self` is.
+            unsafe { self.host.as_ptr().add(i).write_volatile(0) };
+        }
+    }
+}
+
+impl Drop for FailureRecord {
+    fn drop(&mut self) {
+        if self.leak || self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        // SAFETY: `host` was allocated by `cuMemHostAlloc` in this context and is freed only
+        // here, once. The device that owned it synchronized its streams first (or set `leak`),
+        // so no kernel writes it and no completion callback reads it any more.
+        let _ = unsafe { sys::cuMemFreeHost(self.host.as_ptr().cast::<c_void>()) };
+    }
 }
 
 /// A CUDA event recorded on a device's stream, with timing enabled.

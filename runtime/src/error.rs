@@ -32,10 +32,7 @@ pub enum Error {
     #[error("{0}")]
     Buffer(String),
     /// Every role of a block waits on another: the kernel can never finish.
-    #[error(
-        "kernel `{kernel}` deadlocked in block {block}: every unfinished role waits:\n{}",
-        RoleWaits(waits)
-    )]
+    #[error("kernel `{kernel}` deadlocked in block {block}:\n{}", RoleWaits(waits))]
     Deadlock {
         /// The kernel's path, `module::kernel`.
         kernel: &'static str,
@@ -45,7 +42,15 @@ pub enum Error {
         waits: Vec<RoleWait>,
     },
     /// Kernel code panicked (an index out of bounds, an `unwrap` of `None`, an explicit `panic!`).
-    #[error("kernel `{kernel}` panicked in role `{role}` of block {block}: {message}")]
+    ///
+    /// Displayed as e.g. ``kernel `m::k` panicked in role `load` of block 3 (thread 37) at
+    /// src/k.rs:12:9: index out of bounds``; the thread and the location are left out when they
+    /// are unknown.
+    #[error(
+        "kernel `{kernel}` panicked in role `{role}` of block {block}{}{}: {message}",
+        ThreadPart(*thread),
+        LocationPart(location)
+    )]
     KernelPanic {
         /// The kernel's path, `module::kernel`.
         kernel: &'static str,
@@ -55,7 +60,36 @@ pub enum Error {
         block: u32,
         /// The panic message.
         message: String,
+        /// `file:line:column` of the failed check in the user's source; `-` when unknown.
+        location: String,
+        /// The thread of the block that panicked (`tid.x`), when known: the GPU reports it, the
+        /// simulator does not (it runs each role on one host thread).
+        thread: Option<u32>,
     },
+}
+
+/// ` (thread N)` of a [`Error::KernelPanic`] message, or nothing.
+struct ThreadPart(Option<u32>);
+
+impl fmt::Display for ThreadPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(thread) => write!(f, " (thread {thread})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// ` at file:line:column` of a [`Error::KernelPanic`] message, or nothing when unknown (`-`).
+struct LocationPart<'a>(&'a str);
+
+impl fmt::Display for LocationPart<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            "" | "-" => Ok(()),
+            location => write!(f, " at {location}"),
+        }
+    }
 }
 
 /// What one role of a deadlocked block was waiting on.
@@ -86,5 +120,42 @@ impl fmt::Display for RoleWaits<'_> {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn panic(location: &str, thread: Option<u32>) -> Error {
+        Error::KernelPanic {
+            kernel: "m::k",
+            role: "load".to_string(),
+            block: 3,
+            message: "index out of bounds".to_string(),
+            location: location.to_string(),
+            thread,
+        }
+    }
+
+    #[test]
+    fn kernel_panic_display_leaves_out_what_is_unknown() {
+        assert_eq!(
+            panic("src/k.rs:12:9", Some(37)).to_string(),
+            "kernel `m::k` panicked in role `load` of block 3 (thread 37) at src/k.rs:12:9: \
+             index out of bounds"
+        );
+        assert_eq!(
+            panic("-", None).to_string(),
+            "kernel `m::k` panicked in role `load` of block 3: index out of bounds"
+        );
+        assert_eq!(
+            panic("-", Some(0)).to_string(),
+            "kernel `m::k` panicked in role `load` of block 3 (thread 0): index out of bounds"
+        );
+        assert_eq!(
+            panic("a.rs:1:2", None).to_string(),
+            "kernel `m::k` panicked in role `load` of block 3 at a.rs:1:2: index out of bounds"
+        );
     }
 }

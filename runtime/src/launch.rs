@@ -5,13 +5,16 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
+use crate::abort::{decode_failure, hidden_params, watchdog_ns, Record};
 use crate::backend::{Backend, Device};
 use crate::buffer::DeviceBuffer;
+use crate::cuda::LaunchIds;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::SimTarget;
-use crate::spec::{KernelScalar, KernelSpec, ParamKind};
+use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
 
 /// Where the generated code hands a launch's arguments: the CUDA parameter list, or the simulator,
 /// which runs the whole kernel while the generated code holds it.
@@ -24,14 +27,18 @@ pub enum Target<'t, 'a> {
 
 /// The PTX parameters of a CUDA launch, collected in declaration order.
 ///
-/// Buffers pushed here stay borrowed for `'a`, the lifetime of the [`Launch`].
+/// Buffers pushed here stay borrowed for `'a`, the lifetime of the [`Launch`]. For a kernel of
+/// the abort protocol, [`launch`] appends the [`HIDDEN_PARAMS`] itself after the generated code
+/// has pushed the kernel's own parameters.
 pub struct CudaArgs<'a> {
     kernel: &'static str,
     device_id: u64,
     /// One 8-byte slot per PTX parameter, the value in its first bytes.
     slots: Vec<u64>,
-    /// The kernel parameter each group of slots came from.
+    /// The kernel parameter each group of slots came from (the hidden parameters have none).
     kinds: Vec<ParamKind>,
+    /// How many of the slots are the abort protocol's hidden parameters (at the end).
+    hidden: usize,
     /// A problem found while collecting that `scalar` cannot return.
     error: Option<Error>,
     _borrows: PhantomData<&'a mut ()>,
@@ -42,8 +49,9 @@ impl<'a> CudaArgs<'a> {
         CudaArgs {
             kernel: spec.path,
             device_id,
-            slots: Vec::with_capacity(2 * spec.params.len()),
+            slots: Vec::with_capacity(2 * spec.params.len() + HIDDEN_PARAMS),
             kinds: Vec::with_capacity(spec.params.len()),
+            hidden: 0,
             error: None,
             _borrows: PhantomData,
         }
@@ -115,7 +123,28 @@ impl<'a> CudaArgs<'a> {
         Ok(())
     }
 
-    /// Checks the collected parameters against the kernel's signature.
+    /// Appends the abort protocol's hidden parameters, after the kernel's own.
+    fn push_hidden(&mut self, params: [u64; HIDDEN_PARAMS]) {
+        self.slots.extend(params);
+        self.hidden += HIDDEN_PARAMS;
+    }
+
+    /// Completes the parameters of a launch with the given ids (the hidden parameters, when the
+    /// kernel follows the abort protocol) and checks them against the kernel's signature.
+    fn finish(&mut self, spec: &KernelSpec, ids: LaunchIds, watchdog_ns: u64) -> Result<()> {
+        if spec.abort_protocol {
+            self.push_hidden(hidden_params(
+                ids.abort_word,
+                ids.launch_id,
+                ids.record,
+                watchdog_ns,
+            ));
+        }
+        self.check(spec)
+    }
+
+    /// Checks the collected parameters against the kernel's signature: the kernel's own
+    /// parameters, then the [`HIDDEN_PARAMS`] when it follows the abort protocol.
     fn check(&self, spec: &KernelSpec) -> Result<()> {
         if let Some(err) = &self.error {
             return Err(Error::InvalidLaunch {
@@ -123,16 +152,31 @@ impl<'a> CudaArgs<'a> {
                 reason: err.to_string(),
             });
         }
-        let expected: usize = spec.params.iter().map(|p| ptx_param_count(p.kind)).sum();
+        let hidden = if spec.abort_protocol {
+            HIDDEN_PARAMS
+        } else {
+            0
+        };
+        let expected: usize = spec
+            .params
+            .iter()
+            .map(|p| ptx_param_count(p.kind))
+            .sum::<usize>()
+            + hidden;
         let mismatch = |reason: String| Error::InvalidLaunch {
             kernel: spec.path,
             reason,
         };
-        if self.slots.len() != expected || self.kinds.len() != spec.params.len() {
+        if self.slots.len() != expected
+            || self.hidden != hidden
+            || self.kinds.len() != spec.params.len()
+        {
             return Err(mismatch(format!(
-                "{} PTX parameters were passed but the kernel takes {expected}; the generated \
-                 launch code is out of date with the kernel, rebuild the crate",
-                self.slots.len()
+                "{} PTX parameters were passed ({} of them hidden ones of the abort protocol) \
+                 but the kernel takes {expected} ({hidden} hidden); the generated launch code is \
+                 out of date with the kernel, rebuild the crate",
+                self.slots.len(),
+                self.hidden
             )));
         }
         for (param, &pushed) in spec.params.iter().zip(&self.kinds) {
@@ -174,7 +218,21 @@ pub(crate) struct State {
     done: bool,
     /// The driver passed the callback an error (a fault of this or earlier work on the stream).
     failed: bool,
+    /// The failure record as the callback found it (only for a launch of the abort protocol
+    /// that the driver reported no error for).
+    record: Option<Record>,
     waker: Option<Waker>,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            done: false,
+            failed: false,
+            record: None,
+            waker: None,
+        }
+    }
 }
 
 /// What [`Launch`] shares with the completion callback: the state and a condvar for
@@ -185,13 +243,15 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     shared.0.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Marks a launch complete and wakes whoever waits on it. Called by the driver's stream callback,
-/// on a driver thread: it must not call CUDA.
-pub(crate) fn complete(shared: &Shared, succeeded: bool) {
+/// Marks a launch complete, with the copy of the failure record the callback took, and wakes
+/// whoever waits on it. Called by the driver's stream callback, on a driver thread: it must not
+/// call CUDA.
+pub(crate) fn complete(shared: &Shared, succeeded: bool, record: Option<Record>) {
     let waker = {
         let mut state = lock(shared);
         state.done = true;
         state.failed = !succeeded;
+        state.record = record;
         state.waker.take()
     };
     shared.1.notify_all();
@@ -203,9 +263,10 @@ pub(crate) fn complete(shared: &Shared, succeeded: bool) {
 /// Launches a kernel; the generated code of every kernel calls this.
 ///
 /// Checks the grid, then runs `body`: on the simulator `body` runs the whole kernel and the
-/// returned [`Launch`] is already complete; on CUDA `body` pushes the parameters, and the kernel
-/// is then submitted to the device's stream. Nothing panics: every error is returned by the
-/// [`Launch`].
+/// returned [`Launch`] is already complete; on CUDA `body` pushes the kernel's parameters, this
+/// appends the abort protocol's hidden ones when [`KernelSpec::abort_protocol`] is set (with a
+/// new launch id and the device's [`watchdog`](Device::watchdog) bound), and the kernel is then
+/// submitted to the device's stream. Nothing panics: every error is returned by the [`Launch`].
 pub fn launch<'a>(
     device: &'a Device,
     spec: &'static KernelSpec,
@@ -231,36 +292,40 @@ pub fn launch<'a>(
         }
         Backend::Cuda(gpu) => {
             let mut args = CudaArgs::new(spec, device.id());
+            let watchdog = device.watchdog();
             let submitted = body(Target::Cuda(&mut args)).and_then(|()| {
-                args.check(spec)?;
-                let kernel = gpu.kernel(spec)?;
-                gpu.launch(
-                    &kernel,
-                    grid.block_count(),
-                    32 * spec.warps,
-                    spec.shared_bytes,
-                    &mut args.slots,
-                )?;
-                let shared: Arc<Shared> = Arc::new((
-                    Mutex::new(State {
-                        done: false,
-                        failed: false,
-                        waker: None,
-                    }),
-                    Condvar::new(),
-                ));
-                if let Err(err) = gpu.notify_when_done(Arc::clone(&shared)) {
-                    // The kernel is running but its completion cannot be observed: wait for it
-                    // here, so the buffers it uses are not released under it.
-                    let _ = gpu.synchronize();
-                    return Err(err);
-                }
-                Ok(shared)
+                // The launch lock is held from here until the kernel and its callback are on the
+                // stream.
+                gpu.with_launch_id(|ids| {
+                    args.finish(spec, ids, watchdog_ns(watchdog))?;
+                    let kernel = gpu.kernel(spec)?;
+                    gpu.launch(
+                        &kernel,
+                        grid.block_count(),
+                        32 * spec.warps,
+                        spec.shared_bytes,
+                        &mut args.slots,
+                    )?;
+                    let shared: Arc<Shared> = Arc::new((Mutex::new(State::new()), Condvar::new()));
+                    if let Err(err) = gpu.notify_when_done(Arc::clone(&shared), spec.abort_protocol)
+                    {
+                        // The kernel is running but its completion cannot be observed: wait for
+                        // it here, so the buffers it uses are not released under it.
+                        let _ = gpu.synchronize();
+                        return Err(err);
+                    }
+                    let abort = spec.abort_protocol.then_some(AbortCheck {
+                        spec,
+                        launch_id: ids.launch_id,
+                        watchdog,
+                    });
+                    Ok(Stage::Running { shared, abort })
+                })
             });
             match submitted {
-                Ok(shared) => {
+                Ok(stage) => {
                     launch.submitted = true;
-                    launch.stage = Stage::Running(shared);
+                    launch.stage = stage;
                 }
                 Err(err) => launch.stage = Stage::Finished(Err(err)),
             }
@@ -289,9 +354,13 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 ///
 /// On CUDA the kernel is already submitted when [`launch`] returns; the future does not need to
 /// be polled for it to run, and completion is signalled by a driver callback on the device's
-/// stream (no polling thread, no busy wait), so it works under any executor. A fault of the kernel
-/// resolves the future to [`Error::Cuda`] with `call` `"kernel execution"`. On the simulator the
-/// kernel ran inside [`launch`] and the future is ready at once.
+/// stream (no polling thread, no busy wait), so it works under any executor. A kernel of the
+/// abort protocol that stops itself resolves the future to [`Error::KernelPanic`] (a device
+/// panic: role, block, thread, message and source location) or [`Error::Deadlock`] (a wait the
+/// watchdog stopped), and the device stays usable. A fault of the kernel (a trap, an invalid
+/// address) resolves it to [`Error::Cuda`] with `call` `"kernel execution"`; the CUDA context is
+/// then unusable. On the simulator the kernel ran inside [`launch`] and the future is ready at
+/// once.
 ///
 /// The kernel's buffers stay borrowed for `'a`. **Dropping a `Launch` whose kernel has not
 /// finished blocks the thread until the device's stream is done with it**, so that a buffer can
@@ -309,9 +378,22 @@ enum Stage {
     /// The outcome is known and not yet returned.
     Finished(Result<()>),
     /// Submitted to CUDA; the callback has not necessarily fired.
-    Running(Arc<Shared>),
+    Running {
+        shared: Arc<Shared>,
+        /// How to tell whether the kernel stopped itself (abort-protocol kernels only).
+        abort: Option<AbortCheck>,
+    },
     /// The outcome was returned.
     Reported,
+}
+
+/// What a launch of the abort protocol needs to read its failure record.
+#[derive(Clone, Copy)]
+struct AbortCheck {
+    spec: &'static KernelSpec,
+    launch_id: u32,
+    /// The watchdog bound the launch ran with.
+    watchdog: Option<Duration>,
 }
 
 impl Launch<'_> {
@@ -324,7 +406,7 @@ impl Launch<'_> {
     /// Whether nothing more will happen: the kernel finished, or the launch was rejected.
     pub fn is_complete(&self) -> bool {
         match &self.stage {
-            Stage::Running(shared) => lock(shared).done,
+            Stage::Running { shared, .. } => lock(shared).done,
             Stage::Finished(_) | Stage::Reported => true,
         }
     }
@@ -332,7 +414,7 @@ impl Launch<'_> {
     /// Blocks the thread until the kernel has finished (on a condvar, without spinning), and
     /// returns its outcome.
     pub fn wait(mut self) -> Result<()> {
-        if let Stage::Running(shared) = &self.stage {
+        if let Stage::Running { shared, .. } = &self.stage {
             let mut state = lock(shared);
             while !state.done {
                 state = shared.1.wait(state).unwrap_or_else(PoisonError::into_inner);
@@ -346,9 +428,13 @@ impl Launch<'_> {
         match std::mem::replace(&mut self.stage, Stage::Reported) {
             Stage::Finished(outcome) => outcome,
             // The callback fired: the kernel is over, and a fault it caused is sticky in the
-            // stream's status.
-            Stage::Running(shared) => {
-                let failed = lock(&shared).failed;
+            // stream's status. Without one, the record the callback copied says whether the
+            // kernel stopped itself.
+            Stage::Running { shared, abort } => {
+                let (failed, record) = {
+                    let state = lock(&shared);
+                    (state.failed, state.record)
+                };
                 match self.device.backend() {
                     Backend::Cuda(gpu) => gpu.stream_status("kernel execution")?,
                     Backend::Sim => {}
@@ -361,6 +447,13 @@ impl Launch<'_> {
                             self.kernel
                         ),
                     });
+                }
+                if let (Some(abort), Some(record)) = (abort, record) {
+                    if let Some(err) =
+                        decode_failure(abort.spec, abort.launch_id, record, abort.watchdog)
+                    {
+                        return Err(err);
+                    }
                 }
                 Ok(())
             }
@@ -377,7 +470,7 @@ impl Future for Launch<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        if let Stage::Running(shared) = &this.stage {
+        if let Stage::Running { shared, .. } = &this.stage {
             let mut state = lock(shared);
             if !state.done {
                 match &state.waker {
@@ -393,7 +486,7 @@ impl Future for Launch<'_> {
 
 impl Drop for Launch<'_> {
     fn drop(&mut self) {
-        if let Stage::Running(shared) = &self.stage {
+        if let Stage::Running { shared, .. } = &self.stage {
             if !lock(shared).done {
                 if let Backend::Cuda(gpu) = self.device.backend() {
                     let _ = gpu.synchronize();
@@ -569,18 +662,18 @@ mod tests {
     }
 
     fn running(device: &Device) -> (Launch<'_>, Arc<Shared>) {
-        let shared: Arc<Shared> = Arc::new((
-            Mutex::new(State {
-                done: false,
-                failed: false,
-                waker: None,
-            }),
-            Condvar::new(),
-        ));
+        running_with(device, None)
+    }
+
+    fn running_with(device: &Device, abort: Option<AbortCheck>) -> (Launch<'_>, Arc<Shared>) {
+        let shared: Arc<Shared> = Arc::new((Mutex::new(State::new()), Condvar::new()));
         let launch = Launch {
             kernel: "tests::noop",
             device,
-            stage: Stage::Running(Arc::clone(&shared)),
+            stage: Stage::Running {
+                shared: Arc::clone(&shared),
+                abort,
+            },
             submitted: true,
             _borrows: PhantomData,
         };
@@ -596,7 +689,7 @@ mod tests {
             let remote = Arc::clone(&shared);
             let callback = std::thread::spawn(move || {
                 std::thread::sleep(std::time::Duration::from_millis(20));
-                complete(&remote, succeeded);
+                complete(&remote, succeeded, None);
             });
             let outcome = block_on(launch);
             assert!(callback.join().is_ok());
@@ -614,8 +707,158 @@ mod tests {
             }
         }
         let (launch, shared) = running(&device);
-        complete(&shared, true);
+        complete(&shared, true, None);
         assert!(launch.is_complete());
+        assert!(launch.wait().is_ok());
+    }
+
+    static AXPY_ABORT: KernelSpec = KernelSpec {
+        entry: "axpy_abort",
+        path: "tests::axpy_abort",
+        roles: &[crate::spec::RoleSpec {
+            name: "compute",
+            first_warp: 0,
+            end_warp: 4,
+        }],
+        sites: &[
+            crate::spec::SiteSpec {
+                kind: crate::spec::SiteKind::Panic,
+                message: "index out of bounds",
+                file: "src/axpy.rs",
+                line: 7,
+                column: 13,
+            },
+            crate::spec::SiteSpec {
+                kind: crate::spec::SiteKind::Wait,
+                message: "rx.recv() on channel `rx`",
+                file: "src/axpy.rs",
+                line: 9,
+                column: 21,
+            },
+        ],
+        abort_protocol: true,
+        ..AXPY
+    };
+
+    const IDS: LaunchIds = LaunchIds {
+        abort_word: 0x7f00_0000_1000,
+        launch_id: 42,
+        record: 0x7e00_0000_2000,
+    };
+
+    /// `args` with AXPY's own parameters pushed (stand-ins for the two buffers).
+    fn axpy_args(spec: &'static KernelSpec) -> CudaArgs<'static> {
+        let mut args = CudaArgs::new(spec, 1);
+        args.scalar(2.0f32);
+        for mutable in [false, true] {
+            args.slots.extend([256, 4]);
+            args.kinds.push(ParamKind::Slice {
+                elem: ScalarType::F32,
+                mutable,
+            });
+        }
+        args
+    }
+
+    #[test]
+    fn hidden_parameters_appended_and_counted() {
+        let mut args = axpy_args(&AXPY_ABORT);
+        // Without the hidden parameters, an abort-protocol kernel's parameters are incomplete.
+        assert!(
+            matches!(args.check(&AXPY_ABORT), Err(Error::InvalidLaunch { reason, .. })
+                if reason.contains("takes 9 (4 hidden)")),
+        );
+        args.finish(&AXPY_ABORT, IDS, 50_000_000)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(args.slots.len(), 5 + HIDDEN_PARAMS);
+        assert_eq!(
+            args.slots[..5],
+            [u64::from(2.0f32.to_bits()), 256, 4, 256, 4]
+        );
+        assert_eq!(
+            args.slots[5..],
+            hidden_params(IDS.abort_word, 42, IDS.record, 50_000_000)
+        );
+        assert_eq!(args.slots[5], 0x7f00_0000_1000);
+        assert_eq!(args.slots[6].to_ne_bytes()[..4], 42u32.to_ne_bytes());
+        assert_eq!(args.slots[7], 0x7e00_0000_2000);
+        assert_eq!(args.slots[8], 50_000_000);
+
+        // A kernel without the protocol gets none, and rejects them.
+        let mut plain = axpy_args(&AXPY);
+        plain
+            .finish(&AXPY, IDS, 50_000_000)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plain.slots.len(), 5);
+        plain.push_hidden([0; HIDDEN_PARAMS]);
+        assert!(matches!(
+            plain.check(&AXPY),
+            Err(Error::InvalidLaunch { .. })
+        ));
+
+        // A parameter short is still caught with the hidden ones added.
+        let mut short = CudaArgs::new(&AXPY_ABORT, 1);
+        short.scalar(2.0f32);
+        short.slots.extend([256, 4]);
+        short.kinds.push(ParamKind::Slice {
+            elem: ScalarType::F32,
+            mutable: false,
+        });
+        assert!(matches!(
+            short.finish(&AXPY_ABORT, IDS, 0),
+            Err(Error::InvalidLaunch { .. })
+        ));
+    }
+
+    #[test]
+    fn the_record_decides_the_outcome() {
+        let device = Device::simulator();
+        let check = AbortCheck {
+            spec: &AXPY_ABORT,
+            launch_id: 42,
+            watchdog: Some(std::time::Duration::from_millis(50)),
+        };
+        // This launch's panic record.
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(&shared, true, Some([42, 1, 0, 2, 37, 0, 0, 0]));
+        match launch.wait() {
+            Err(Error::KernelPanic {
+                kernel,
+                role,
+                block,
+                message,
+                location,
+                thread,
+            }) => {
+                assert_eq!(kernel, "tests::axpy_abort");
+                assert_eq!(role, "compute");
+                assert_eq!(block, 2);
+                assert_eq!(message, "index out of bounds");
+                assert_eq!(location, "src/axpy.rs:7:13");
+                assert_eq!(thread, Some(37));
+            }
+            other => panic!("expected KernelPanic, got {other:?}"),
+        }
+        // This launch's watchdog record.
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(&shared, true, Some([42, 2, 1, 0, 5, 0, 0, 0]));
+        let outcome = block_on(launch);
+        assert!(
+            matches!(&outcome, Err(Error::Deadlock { waits, .. })
+                if waits[0].waiting_on.contains("after 50ms in rx.recv()")),
+            "{outcome:?}"
+        );
+        // An older launch's record: success.
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(&shared, true, Some([41, 1, 0, 2, 37, 0, 0, 0]));
+        assert!(launch.wait().is_ok());
+        // A driver error wins over the record (which the callback does not read then).
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(&shared, false, None);
+        assert!(matches!(launch.wait(), Err(Error::Cuda { .. })));
+        // A launch without the protocol ignores a record.
+        let (launch, shared) = running(&device);
+        complete(&shared, true, Some([42, 1, 0, 2, 37, 0, 0, 0]));
         assert!(launch.wait().is_ok());
     }
 }

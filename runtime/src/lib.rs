@@ -11,6 +11,7 @@
 
 pub use gpu_async_macros::gpu_async;
 
+mod abort;
 pub mod bench;
 pub mod device;
 mod error;

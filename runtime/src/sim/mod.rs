@@ -8,13 +8,20 @@
 //! waiting on another and the block can never finish: the launch fails with [`Error::Deadlock`],
 //! naming each role and the await (with its source location) it is stuck on, instead of hanging.
 //! A panic in kernel code (an index out of bounds, say) fails the launch with
-//! [`Error::KernelPanic`] naming the role and block.
+//! [`Error::KernelPanic`] naming the role, the block and the panic's source location.
+//!
+//! To learn that location without printing the panic, the simulator installs a panic hook once
+//! per process. It chains to the hook that was installed before it: a panic outside a simulated
+//! kernel goes to the previous hook unchanged; one inside a simulated kernel is recorded for the
+//! launch's error instead of printed. A program that later replaces the hook loses only the
+//! location (the error then says `-`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::pin::pin;
+use std::sync::Once;
 use std::task::{Context, Poll, Waker};
 
 use crate::buffer::DeviceBuffer;
@@ -37,6 +44,28 @@ struct RoleState {
     warps: Range<u32>,
     finished: bool,
     wait: Option<(&'static str, &'static Location<'static>)>,
+}
+
+thread_local! {
+    /// Set while this thread polls a simulated kernel: its panics are recorded, not printed.
+    static CAPTURING: Cell<bool> = const { Cell::new(false) };
+    /// Where the last captured panic happened.
+    static PANIC_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+fn install_panic_hook() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CAPTURING.with(Cell::get) {
+                let location = info.location().map(|l| l.to_string());
+                PANIC_LOCATION.with(|p| *p.borrow_mut() = location);
+            } else {
+                previous(info);
+            }
+        }));
+    });
 }
 
 thread_local! {
@@ -202,9 +231,13 @@ impl SimBlock {
     pub fn run<F: Future<Output = ()>>(&mut self, kernel: F) -> Result<()> {
         let mut kernel = pin!(kernel);
         let mut cx = Context::from_waker(Waker::noop());
+        install_panic_hook();
         loop {
             let before = with_block(|b| b.progress);
-            match catch_unwind(AssertUnwindSafe(|| kernel.as_mut().poll(&mut cx))) {
+            CAPTURING.with(|c| c.set(true));
+            let polled = catch_unwind(AssertUnwindSafe(|| kernel.as_mut().poll(&mut cx)));
+            CAPTURING.with(|c| c.set(false));
+            match polled {
                 Ok(Poll::Ready(())) => return Ok(()),
                 Ok(Poll::Pending) => {
                     if with_block(|b| b.progress) == before {
@@ -264,6 +297,10 @@ impl SimBlock {
             role,
             block: self.block,
             message,
+            location: PANIC_LOCATION
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "-".to_string()),
+            thread: None,
         }
     }
 }

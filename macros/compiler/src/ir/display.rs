@@ -22,6 +22,12 @@ impl Display for RoleId {
     }
 }
 
+impl Display for SiteId {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "@site{}", self.0)
+    }
+}
+
 impl Display for LoopId {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(f, "L{}", self.0)
@@ -83,6 +89,14 @@ impl Display for Kernel {
                 c.state_offset
             )?;
         }
+        for (i, offset) in self.role_barriers.iter().enumerate() {
+            if let Some(o) = offset {
+                writeln!(f, "  role{i} barrier @{o}")?;
+            }
+        }
+        for (i, site) in self.sites.iter().enumerate() {
+            writeln!(f, "  site{i}: {:?} \"{}\"", site.kind, site.message)?;
+        }
         if !self.prologue.0.is_empty() {
             writeln!(f, "  prologue:")?;
             self.write_block(f, &self.prologue, 2)?;
@@ -137,9 +151,12 @@ impl Kernel {
             Inst::Load { dst, space, addr } => {
                 write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
             }
-            Inst::TrapIf { cond, reason } => {
-                write!(line, "trap_if {} \"{reason}\"", self.val(*cond))?
-            }
+            Inst::PanicIf { cond, site } => write!(
+                line,
+                "panic_if {} {site} \"{}\"",
+                self.val(*cond),
+                self.sites[site.0 as usize].message
+            )?,
             Inst::If { cond, then, else_ } => {
                 writeln!(f, "{pad}if {} {{", self.val(*cond))?;
                 self.write_block(f, then, depth + 1)?;
@@ -156,7 +173,7 @@ impl Kernel {
             }
             Inst::Break(id) => write!(line, "break {id}")?,
             Inst::Continue(id) => write!(line, "continue {id}")?,
-            Inst::Reserve { chan } => write!(line, "reserve {chan}")?,
+            Inst::Reserve { chan, site } => write!(line, "reserve {chan} {site}")?,
             Inst::SlotAddr { dst, chan, send } => write!(
                 line,
                 "{} = slot_addr {chan}.{}",
@@ -170,10 +187,10 @@ impl Kernel {
                 self.val(*len)
             )?,
             Inst::Send { chan } => write!(line, "send {chan}")?,
-            Inst::Close { chan } => write!(line, "close {chan}")?,
-            Inst::Recv { chan, some } => write!(line, "{} = recv {chan}", def(*some))?,
+            Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
+            Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,
             Inst::Release { chan } => write!(line, "release {chan}")?,
-            Inst::RoleBarrier => write!(line, "role_barrier")?,
+            Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::ParFor(p) => {
                 write!(f, "{pad}par_for len {}", self.val(p.len))?;
                 if let Some(i) = p.index {

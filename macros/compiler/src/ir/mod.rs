@@ -21,6 +21,30 @@ pub struct ChannelId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RoleId(pub u32);
 
+/// A place in the user's source the GPU can report (a panic, or a wait the watchdog stops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SiteId(pub u32);
+
+/// What a [`Site`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SiteKind {
+    /// A failed check stops the kernel.
+    Panic,
+    /// A barrier wait, bounded by the watchdog.
+    Wait,
+}
+
+/// A reportable place: its kind, its message, and the user's tokens it comes from.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// Panic or wait.
+    pub kind: SiteKind,
+    /// The panic message, or what is waited for.
+    pub message: String,
+    /// The user's tokens (the generated code asks rustc for their file, line and column).
+    pub span: proc_macro2::Span,
+}
+
 /// A loop, the target of `break` and `continue`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LoopId(pub u32);
@@ -44,6 +68,10 @@ pub struct Kernel {
     pub roles: Vec<Role>,
     /// Dynamic shared memory per block, in bytes.
     pub shared_bytes: u32,
+    /// Shared-memory offset of each role's barrier (roles of several warps that need one).
+    pub role_barriers: Vec<Option<u32>>,
+    /// The sites the GPU can report, indexed by [`SiteId`].
+    pub sites: Vec<Site>,
 }
 
 impl Kernel {
@@ -242,8 +270,8 @@ pub enum Inst {
         space: Space,
         addr: Value,
     },
-    /// Stop the kernel with an error when `cond` holds.
-    TrapIf { cond: Value, reason: String },
+    /// Stop the kernel with the panic of `site` when `cond` holds.
+    PanicIf { cond: Value, site: SiteId },
     /// Structured conditional on a uniform condition.
     If {
         cond: Value,
@@ -257,7 +285,7 @@ pub enum Inst {
     /// Next iteration of the loop.
     Continue(LoopId),
     /// Wait for the sender's next slot to be free; it becomes the reserved slot.
-    Reserve { chan: ChannelId },
+    Reserve { chan: ChannelId, site: SiteId },
     /// `dst` = shared address of the reserved (`send: true`) or received slot's data.
     SlotAddr {
         dst: Value,
@@ -274,15 +302,19 @@ pub enum Inst {
     /// Hand the reserved slot to the receiver.
     Send { chan: ChannelId },
     /// The sender is dropped: take a slot and mark it as the end of the stream.
-    Close { chan: ChannelId },
+    Close { chan: ChannelId, site: SiteId },
     /// Wait for the next full slot; `some` is false once the channel is closed.
-    Recv { chan: ChannelId, some: Value },
+    Recv {
+        chan: ChannelId,
+        some: Value,
+        site: SiteId,
+    },
     /// Hand the received slot back to the sender.
     Release { chan: ChannelId },
     /// A data-parallel loop spread over the role's threads.
     ParFor(ParFor),
     /// All threads of the role meet, ordering their memory accesses.
-    RoleBarrier,
+    RoleBarrier { site: SiteId },
 }
 
 /// A data-parallel loop: iteration `i` (for `i < len`) binds element `i` of each source to its

@@ -13,8 +13,15 @@ fn round_up(v: u64, to: u64) -> u64 {
 }
 
 /// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), then all
-/// barriers and state words; returns the total, or reports it past the limit with the breakdown.
-pub(crate) fn lay_out(channels: &mut [Channel], spans: &[Span], diags: &mut Diagnostics) -> u32 {
+/// barriers (the channels', then one per role in `role_needs_barrier`) and state words; returns
+/// the total and each role's barrier offset, or reports the total past the limit with the
+/// breakdown.
+pub(crate) fn lay_out(
+    channels: &mut [Channel],
+    role_needs_barrier: &[bool],
+    spans: &[Span],
+    diags: &mut Diagnostics,
+) -> (u32, Vec<Option<u32>>) {
     let mut offset: u64 = 0;
     let mut breakdown = Vec::new();
     for c in channels.iter_mut() {
@@ -36,6 +43,13 @@ pub(crate) fn lay_out(channels: &mut [Channel], spans: &[Span], diags: &mut Diag
         c.empty_offset = offset as u32;
         offset += 8 * u64::from(c.ty.depth);
     }
+    let mut role_barriers = Vec::new();
+    for &needed in role_needs_barrier {
+        role_barriers.push(needed.then_some(offset as u32));
+        if needed {
+            offset += 8;
+        }
+    }
     for c in channels.iter_mut() {
         c.state_offset = offset as u32;
         offset += 4 * u64::from(c.ty.depth);
@@ -50,7 +64,7 @@ pub(crate) fn lay_out(channels: &mut [Channel], spans: &[Span], diags: &mut Diag
                 breakdown.join("; ")
             ),
         );
-        return 0;
+        return (0, role_barriers);
     }
-    total as u32
+    (total as u32, role_barriers)
 }

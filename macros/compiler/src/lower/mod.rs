@@ -21,7 +21,7 @@ use crate::check::Program;
 use crate::diag::Diagnostics;
 use crate::ir::{
     self, BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParSource, RoleId,
-    Space, Special, UnOp, Value, ValueInfo,
+    Site, SiteId, SiteKind, Space, Special, UnOp, Value, ValueInfo,
 };
 
 /// Where a memory access goes, for deciding which parallel loops need a barrier after them.
@@ -106,10 +106,12 @@ struct Lowerer<'p> {
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
-    sites: HashMap<MemKey, u32>,
+    accesses: HashMap<MemKey, u32>,
     /// For each barrier placeholder, in program order: the memory its loop writes, and whether
     /// the write goes through a `block_tiles` range.
     barrier_requests: Vec<Vec<(MemKey, bool)>>,
+    /// The sites the GPU can report.
+    sites: Vec<Site>,
     /// The roles placed so far: name and warp range.
     warp_owners: Vec<(String, u32, u32)>,
     /// A channel end was passed to two roles, or a slot used after it was moved: rustc reports
@@ -134,10 +136,11 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         cond_depth: 0,
         role: None,
         par: None,
-        sites: HashMap::new(),
+        accesses: HashMap::new(),
         barrier_requests: Vec::new(),
         ownership_conflict: false,
         warp_owners: Vec::new(),
+        sites: Vec::new(),
     };
     let mut frame = Frame::new(id);
     let mut params = Vec::new();
@@ -230,7 +233,23 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
             );
         }
     }
-    let shared_bytes = layout::lay_out(&mut l.channels, &l.channel_spans, l.diags);
+    // Roles of several warps whose code has a role barrier get an mbarrier for it.
+    let role_needs_barrier: Vec<bool> = roles
+        .iter()
+        .map(|r| {
+            let mut found = false;
+            ir::for_each_inst(&r.body, &mut |i| {
+                found |= matches!(i, Inst::RoleBarrier { .. })
+            });
+            found && r.end_warp - r.first_warp > 1
+        })
+        .collect();
+    let (shared_bytes, role_barriers) = layout::lay_out(
+        &mut l.channels,
+        &role_needs_barrier,
+        &l.channel_spans,
+        l.diags,
+    );
     if l.diags.len() > before || l.ownership_conflict {
         return None;
     }
@@ -243,6 +262,8 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         prologue,
         roles,
         shared_bytes,
+        role_barriers,
+        sites: l.sites,
     })
 }
 
@@ -341,8 +362,18 @@ impl Lowerer<'_> {
         dst
     }
 
-    fn trap_if(&mut self, cond: Value, reason: String) {
-        self.emit(Inst::TrapIf { cond, reason });
+    fn site(&mut self, kind: SiteKind, message: String, span: Span) -> SiteId {
+        self.sites.push(Site {
+            kind,
+            message,
+            span,
+        });
+        SiteId(self.sites.len() as u32 - 1)
+    }
+
+    fn panic_if(&mut self, cond: Value, message: &str, span: Span) {
+        let site = self.site(SiteKind::Panic, message.to_string(), span);
+        self.emit(Inst::PanicIf { cond, site });
     }
 
     fn sub_block(&mut self, f: impl FnOnce(&mut Self)) -> Block {
@@ -381,8 +412,8 @@ impl Lowerer<'_> {
         id
     }
 
-    fn site(&mut self, key: MemKey) {
-        *self.sites.entry(key).or_insert(0) += 1;
+    fn access(&mut self, key: MemKey) {
+        *self.accesses.entry(key).or_insert(0) += 1;
     }
 
     /// Lowers one `on_warps(range, call)` of `join!` into a role.
@@ -423,7 +454,7 @@ impl Lowerer<'_> {
         self.role = Some(role_id);
         self.warp_owners
             .push((self.prog.function(*fid).name.clone(), start, end));
-        self.sites.clear();
+        self.accesses.clear();
         self.barrier_requests.clear();
         let name = self.prog.function(*fid).name.clone();
         let mut body = self.sub_block(|l| {
@@ -471,7 +502,7 @@ impl Lowerer<'_> {
             .map(|writes| {
                 writes
                     .iter()
-                    .any(|(key, tiles)| !tiles || self.sites.get(key).copied().unwrap_or(0) > 1)
+                    .any(|(key, tiles)| !tiles || self.accesses.get(key).copied().unwrap_or(0) > 1)
             })
             .collect();
         let mut it = decisions.into_iter();
@@ -484,7 +515,7 @@ impl Lowerer<'_> {
                         prune(else_, decisions);
                     }
                     Inst::Loop { body, .. } => prune(body, decisions),
-                    Inst::RoleBarrier => return decisions.next().unwrap_or(true),
+                    Inst::RoleBarrier { .. } => return decisions.next().unwrap_or(true),
                     _ => {}
                 }
                 true
@@ -568,7 +599,15 @@ impl Lowerer<'_> {
             return;
         }
         match self.frame().locals.get(&local).cloned() {
-            Some(Val::Sender(c)) => self.emit(Inst::Close { chan: c }),
+            Some(Val::Sender(c)) => {
+                let name = self.channels[c.0 as usize].name.clone();
+                let site = self.site(
+                    SiteKind::Wait,
+                    format!("closing channel `{name}` (dropping its sender waits for a free slot)"),
+                    span,
+                );
+                self.emit(Inst::Close { chan: c, site });
+            }
             Some(Val::RecvSlot(c)) => self.emit(Inst::Release { chan: c }),
             Some(Val::SendSlot(_)) => {
                 let name = self.func().local(local).name.clone();
@@ -938,7 +977,7 @@ impl Lowerer<'_> {
                 self.emit(Inst::Unary { dst, op, src });
                 Val::Scalar(dst)
             }
-            ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b)),
+            ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b, e.span)),
             ExprKind::Cast(a, ty) => {
                 let src = self.scalar(a);
                 let dst = self.new_value(*ty, None);
@@ -974,9 +1013,9 @@ impl Lowerer<'_> {
                         Val::Range { start, end, tiles },
                     ) => {
                         let bad_order = self.binary(BinOp::Gt, start, end);
-                        self.trap_if(bad_order, "slice index starts after it ends".into());
+                        self.panic_if(bad_order, "slice index starts after it ends", e.span);
                         let past = self.binary(BinOp::Gt, end, len);
-                        self.trap_if(past, "slice range past the end of the slice".into());
+                        self.panic_if(past, "slice range past the end of the slice", e.span);
                         let size = self.usize_const(u64::from(elem.size()));
                         let off = self.binary(BinOp::Mul, start, size);
                         let p = self.binary(BinOp::Add, ptr, off);
@@ -1048,7 +1087,7 @@ impl Lowerer<'_> {
                 let tile = self.scalar(tile);
                 let zero = self.usize_const(0);
                 let bad = self.binary(BinOp::Eq, tile, zero);
-                self.trap_if(bad, "block_tiles: the tile size must not be zero".into());
+                self.panic_if(bad, "block_tiles: the tile size must not be zero", e.span);
                 let next = self.new_value(Scalar::Usize, None);
                 self.emit(Inst::Special {
                     dst: next,
@@ -1074,7 +1113,7 @@ impl Lowerer<'_> {
             ExprKind::Unwrap(opt) => match self.expr(opt) {
                 Val::OptRange { some, start, end } => {
                     let none = self.not(some);
-                    self.trap_if(none, "called `Option::unwrap()` on a `None` value".into());
+                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", e.span);
                     Val::Range {
                         start,
                         end,
@@ -1152,7 +1191,7 @@ impl Lowerer<'_> {
         }
     }
 
-    fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr) -> Value {
+    fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr, span: Span) -> Value {
         match op {
             tir::BinOp::LogicAnd | tir::BinOp::LogicOr => {
                 // Short-circuit: the right side runs only when it decides the result.
@@ -1190,7 +1229,7 @@ impl Lowerer<'_> {
                     let ty = self.values[rhs.0 as usize].ty;
                     let zero = self.konst(ty, Imm::Int(0));
                     let is_zero = self.binary(BinOp::Eq, rhs, zero);
-                    self.trap_if(is_zero, "attempt to divide by zero".into());
+                    self.panic_if(is_zero, "attempt to divide by zero", span);
                 }
                 self.binary(op, lhs, rhs)
             }
@@ -1208,9 +1247,9 @@ impl Lowerer<'_> {
                 mem,
                 ..
             } => {
-                self.site(mem);
+                self.access(mem);
                 let oob = self.binary(BinOp::Ge, i, len);
-                self.trap_if(oob, "index out of bounds".into());
+                self.panic_if(oob, "index out of bounds", span);
                 let size = self.usize_const(u64::from(elem.size()));
                 let off = self.binary(BinOp::Mul, i, size);
                 let addr = self.binary(BinOp::Add, ptr, off);
@@ -1218,12 +1257,12 @@ impl Lowerer<'_> {
             }
             Val::SendSlot(c) | Val::RecvSlot(c) => {
                 self.check_not_copied(base, span);
-                self.site(MemKey::Slot(c));
+                self.access(MemKey::Slot(c));
                 let send = matches!(b, Val::SendSlot(_));
                 let ty = self.channels[c.0 as usize].ty;
                 let n = self.usize_const(u64::from(ty.len));
                 let oob = self.binary(BinOp::Ge, i, n);
-                self.trap_if(oob, "index out of bounds".into());
+                self.panic_if(oob, "index out of bounds", span);
                 let base_addr = self.new_value(Scalar::U32, None);
                 self.emit(Inst::SlotAddr {
                     dst: base_addr,
@@ -1267,7 +1306,13 @@ impl Lowerer<'_> {
             }
             ExprKind::Reserve(tx) => match self.expr(tx) {
                 Val::Sender(c) => {
-                    self.emit(Inst::Reserve { chan: c });
+                    let name = self.channels[c.0 as usize].name.clone();
+                    let site = self.site(
+                        SiteKind::Wait,
+                        format!("`reserve()` on channel `{name}`"),
+                        span,
+                    );
+                    self.emit(Inst::Reserve { chan: c, site });
                     Val::SendSlot(c)
                 }
                 _ => Val::Unit,
@@ -1275,7 +1320,17 @@ impl Lowerer<'_> {
             ExprKind::Recv(rx) => match self.expr(rx) {
                 Val::Receiver(c) => {
                     let some = self.new_value(Scalar::Bool, None);
-                    self.emit(Inst::Recv { chan: c, some });
+                    let name = self.channels[c.0 as usize].name.clone();
+                    let site = self.site(
+                        SiteKind::Wait,
+                        format!("`recv()` on channel `{name}`"),
+                        span,
+                    );
+                    self.emit(Inst::Recv {
+                        chan: c,
+                        some,
+                        site,
+                    });
                     Val::Scalar(some)
                 }
                 _ => Val::Unit,
@@ -1287,16 +1342,15 @@ impl Lowerer<'_> {
                     let n = self.channels[c.0 as usize].ty.len;
                     let cap = self.usize_const(u64::from(n));
                     let too_long = self.binary(BinOp::Gt, len, cap);
-                    self.trap_if(
-                        too_long,
-                        format!("copy_from: the source is longer than the slot's {n} elements"),
-                    );
+                    let message =
+                        format!("copy_from: the source is longer than the slot's {n} elements");
+                    self.panic_if(too_long, &message, inner.span);
                     self.emit(Inst::CopyIn {
                         chan: c,
                         src: ptr,
                         len,
                     });
-                    self.site(MemKey::Slot(c));
+                    self.access(MemKey::Slot(c));
                     if let ExprKind::Local(id) = slot.kind {
                         self.frame().copied.insert(id);
                     }
@@ -1454,7 +1508,7 @@ impl Lowerer<'_> {
         let par_sources = ctx.map(|c| c.sources).unwrap_or_default();
         let mut writes = Vec::new();
         for (s, (_, _, key, tiles)) in par_sources.iter().zip(&sources) {
-            self.site(*key);
+            self.access(*key);
             if s.write {
                 writes.push((*key, *tiles));
             }
@@ -1467,7 +1521,12 @@ impl Lowerer<'_> {
         }));
         if !writes.is_empty() && self.role.is_some() {
             self.barrier_requests.push(writes);
-            self.emit(Inst::RoleBarrier);
+            let site = self.site(
+                SiteKind::Wait,
+                "the role barrier after this parallel loop".to_string(),
+                span,
+            );
+            self.emit(Inst::RoleBarrier { site });
         }
     }
 }

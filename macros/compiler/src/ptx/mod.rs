@@ -16,12 +16,16 @@ use std::fmt::{self, Write};
 
 use crate::check::types::Scalar;
 use crate::ir::{
-    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParamKind, Role, Space, Special, UnOp,
-    Value,
+    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParamKind, Role, SiteId, Space, Special,
+    UnOp, Value,
 };
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
 const UNROLL: u32 = 4;
+
+/// Failure kinds in the record: a device panic, a wait stopped by the watchdog.
+const FAILURE_PANIC: u32 = 1;
+const FAILURE_TIMEOUT: u32 = 2;
 
 /// The PTX ISA version and target every kernel uses.
 pub const PTX_VERSION: &str = "8.0";
@@ -94,6 +98,8 @@ struct RoleCtx {
     leader: String,
     lane0: String,
     rings: HashMap<(ChannelId, bool), Ring>,
+    /// Phase of the role's barrier (roles of several warps that have one).
+    barrier_phase: String,
 }
 
 /// Writes PTX for one kernel: the body first (allocating registers), then the header with the
@@ -107,6 +113,19 @@ pub struct Writer<'k> {
     smem: String,
     tid: String,
     role: Option<RoleCtx>,
+    /// The abort protocol's registers: abort word address, launch id, record address, watchdog
+    /// bound in ns, and whether the watchdog is on.
+    abort: String,
+    launch_id: String,
+    record: String,
+    watchdog: String,
+    watchdog_on: String,
+    /// Where the current code goes when the kernel aborts (the role's exit).
+    abort_label: String,
+    /// Where a panicking thread of the current parallel loop goes (the loop's end).
+    par_exit: Option<String>,
+    /// Out-of-line code (panic and timeout paths) written after the current role.
+    stubs: String,
 }
 
 fn ptx_ty(s: Scalar) -> &'static str {
@@ -158,6 +177,14 @@ impl<'k> Writer<'k> {
             smem: String::new(),
             tid: String::new(),
             role: None,
+            abort: String::new(),
+            launch_id: String::new(),
+            record: String::new(),
+            watchdog: String::new(),
+            watchdog_on: String::new(),
+            abort_label: "$exit".to_string(),
+            par_exit: None,
+            stubs: String::new(),
         }
     }
 
@@ -231,9 +258,41 @@ impl<'k> Writer<'k> {
                 }
             }
         }
+        // The abort protocol's parameters follow the user's.
+        self.abort = self.tmp(Class::B64);
+        self.launch_id = self.tmp(Class::B32);
+        self.record = self.tmp(Class::B64);
+        self.watchdog = self.tmp(Class::B64);
+        self.watchdog_on = self.tmp(Class::Pred);
+        let (abort, launch_id, record, watchdog, on) = (
+            self.abort.clone(),
+            self.launch_id.clone(),
+            self.record.clone(),
+            self.watchdog.clone(),
+            self.watchdog_on.clone(),
+        );
+        self.line(format!("ld.param.u64 {abort}, [{}_param_{index}];", k.name))?;
+        self.line(format!("cvta.to.global.u64 {abort}, {abort};"))?;
+        self.line(format!(
+            "ld.param.u32 {launch_id}, [{}_param_{}];",
+            k.name,
+            index + 1
+        ))?;
+        self.line(format!(
+            "ld.param.u64 {record}, [{}_param_{}];",
+            k.name,
+            index + 2
+        ))?;
+        self.line(format!("cvta.to.global.u64 {record}, {record};"))?;
+        self.line(format!(
+            "ld.param.u64 {watchdog}, [{}_param_{}];",
+            k.name,
+            index + 3
+        ))?;
+        self.line(format!("setp.ne.u64 {on}, {watchdog}, 0;"))?;
         self.line(format!("mov.u32 {tid}, %tid.x;"))?;
         self.line(format!("mov.u32 {smem}, gpu_async_smem;"))?;
-        if !k.channels.is_empty() {
+        if !k.channels.is_empty() || k.role_barriers.iter().any(Option::is_some) {
             // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
             // warps for `empty`.
             let skip = self.label("init_done");
@@ -256,6 +315,14 @@ impl<'k> Writer<'k> {
                     self.line(format!(
                         "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {cw};",
                         c.empty_offset + 8 * s
+                    ))?;
+                }
+            }
+            for (r, offset) in k.roles.iter().zip(&k.role_barriers) {
+                if let Some(offset) = offset {
+                    let warps = r.end_warp - r.first_warp;
+                    self.line(format!(
+                        "mbarrier.init.shared::cta.b64 [gpu_async_smem+{offset}], {warps};"
                     ))?;
                 }
             }
@@ -331,6 +398,8 @@ impl<'k> Writer<'k> {
                 rings.insert((ChannelId(ci as u32), sender), ring);
             }
         }
+        let barrier_phase = self.tmp(Class::B32);
+        self.line(format!("mov.u32 {barrier_phase}, 0;"))?;
         self.role = Some(RoleCtx {
             index,
             threads: r.threads(),
@@ -339,9 +408,18 @@ impl<'k> Writer<'k> {
             leader,
             lane0,
             rings,
+            barrier_phase,
         });
+        self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
         self.role = None;
+        // The role's way out when the kernel aborts, then its panic and timeout paths.
+        self.line("bra $exit;")?;
+        let abort_label = std::mem::replace(&mut self.abort_label, "$exit".to_string());
+        self.place_label(&abort_label)?;
+        self.line("exit;")?;
+        let stubs = std::mem::take(&mut self.stubs);
+        self.body.push_str(&stubs);
         Ok(())
     }
 
@@ -370,14 +448,84 @@ impl<'k> Writer<'k> {
         Ok(addr)
     }
 
-    fn wait(&mut self, barrier: &str, parity: &str) -> fmt::Result {
+    /// Waits for the phase `parity` of `barrier` to complete. The decision is made warp-uniform
+    /// with `vote`, so that a warp leaves the loop together. While the phase is not complete, the
+    /// loop watches the abort word (another thread panicked, the host cancelled) and, when the
+    /// watchdog is on, the time spent in this wait; either way the warp leaves through the role's
+    /// abort exit, so that no wait outlives a failure.
+    fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> fmt::Result {
         let l = self.label("wait");
+        let done = self.label("waited");
+        let timeout = self.label("timeout");
         let p = self.tmp(Class::Pred);
+        let deadline = self.tmp(Class::B64);
+        self.line(format!("mov.u64 {deadline}, 0;"))?;
         self.place_label(&l)?;
         self.line(format!(
             "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
         ))?;
-        self.line(format!("@!{p} bra {l};"))
+        self.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+        self.line(format!("@{p} bra {done};"))?;
+        let (abort, launch_id, abort_label) = (
+            self.abort.clone(),
+            self.launch_id.clone(),
+            self.abort_label.clone(),
+        );
+        let word = self.tmp(Class::B32);
+        let hit = self.tmp(Class::Pred);
+        self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+        self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
+        self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
+        self.line(format!("@{hit} bra {abort_label};"))?;
+        let (watchdog, on) = (self.watchdog.clone(), self.watchdog_on.clone());
+        self.line(format!("@!{on} bra {l};"))?;
+        let now = self.tmp(Class::B64);
+        let first = self.tmp(Class::Pred);
+        let late = self.tmp(Class::Pred);
+        self.line(format!("mov.u64 {now}, %globaltimer;"))?;
+        self.line(format!("setp.eq.u64 {first}, {deadline}, 0;"))?;
+        self.line(format!("@{first} add.u64 {deadline}, {now}, {watchdog};"))?;
+        self.line(format!("setp.gt.u64 {late}, {now}, {deadline};"))?;
+        self.line(format!("vote.sync.any.pred {late}, {late}, -1;"))?;
+        self.line(format!("@{late} bra {timeout};"))?;
+        self.line(format!("bra {l};"))?;
+        self.place_label(&done)?;
+        self.stub(&timeout, FAILURE_TIMEOUT, site, &abort_label)
+    }
+
+    /// Out-of-line code at `label`: the first failing thread of this launch writes the failure
+    /// record (`kind`, `site`, block, thread, role), then every thread goes on to `cont`.
+    fn stub(&mut self, label: &str, kind: u32, site: SiteId, cont: &str) -> fmt::Result {
+        let (abort, launch_id, record, tid) = (
+            self.abort.clone(),
+            self.launch_id.clone(),
+            self.record.clone(),
+            self.tid.clone(),
+        );
+        let role = self.role.as_ref().map_or(u32::MAX, |r| r.index as u32);
+        let prev = self.tmp(Class::B32);
+        let dup = self.tmp(Class::Pred);
+        let block = self.tmp(Class::B32);
+        let mut out = String::new();
+        writeln!(out, "{label}:")?;
+        for line in [
+            format!("atom.global.exch.b32 {prev}, [{abort}], {launch_id};"),
+            format!("setp.eq.u32 {dup}, {prev}, {launch_id};"),
+            format!("@{dup} bra {cont};"),
+            format!("st.volatile.global.u32 [{record}+4], {kind};"),
+            format!("st.volatile.global.u32 [{record}+8], {};", site.0),
+            format!("mov.u32 {block}, %ctaid.x;"),
+            format!("st.volatile.global.u32 [{record}+12], {block};"),
+            format!("st.volatile.global.u32 [{record}+16], {tid};"),
+            format!("st.volatile.global.u32 [{record}+20], {role};"),
+            "fence.sc.sys;".to_string(),
+            format!("st.volatile.global.u32 [{record}], {launch_id};"),
+            format!("bra {cont};"),
+        ] {
+            writeln!(out, "    {line}")?;
+        }
+        self.stubs.push_str(&out);
+        Ok(())
     }
 
     fn advance(&mut self, ring: &Ring, depth: u32) -> fmt::Result {
@@ -398,12 +546,12 @@ impl<'k> Writer<'k> {
     }
 
     /// Waits for the sender's current slot to be empty.
-    fn wait_empty(&mut self, chan: ChannelId, ring: &Ring) -> fmt::Result {
+    fn wait_empty(&mut self, chan: ChannelId, ring: &Ring, site: SiteId) -> fmt::Result {
         let c = self.k.channel(chan).clone();
         let empty = self.shared_addr(c.empty_offset, &ring.slot, 8)?;
         let parity = self.tmp(Class::B32);
         self.line(format!("xor.b32 {parity}, {}, 1;", ring.phase))?;
-        self.wait(&empty, &parity)
+        self.wait(&empty, &parity, site)
     }
 
     /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over.
@@ -461,10 +609,19 @@ impl<'k> Writer<'k> {
                 let a = self.reg(*addr);
                 self.load(*dst, *space, &a)
             }
-            Inst::TrapIf { cond, reason } => {
+            Inst::PanicIf { cond, site } => {
                 let c = self.reg(*cond);
-                writeln!(self.body, "    // {reason}")?;
-                self.line(format!("@{c} trap;"))
+                let message = self.k.sites[site.0 as usize].message.clone();
+                writeln!(self.body, "    // panics: {message}")?;
+                let label = self.label("panic");
+                self.line(format!("@{c} bra {label};"))?;
+                // A thread that fails inside a parallel loop leaves the loop (its warp may not
+                // leave a warp-wide barrier); elsewhere the whole role stops.
+                let cont = self
+                    .par_exit
+                    .clone()
+                    .unwrap_or_else(|| self.abort_label.clone());
+                self.stub(&label, FAILURE_PANIC, *site, &cont)
             }
             Inst::If { cond, then, else_ } => {
                 let c = self.reg(*cond);
@@ -485,10 +642,10 @@ impl<'k> Writer<'k> {
             }
             Inst::Break(id) => self.line(format!("bra $loop_end_{};", id.0)),
             Inst::Continue(id) => self.line(format!("bra $loop_{};", id.0)),
-            Inst::Reserve { chan } => {
+            Inst::Reserve { chan, site } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(self.body, "    // reserve {chan}")?;
-                self.wait_empty(*chan, &ring)
+                self.wait_empty(*chan, &ring, *site)
             }
             Inst::SlotAddr { dst, chan, send } => {
                 let ring = self.ring(*chan, *send)?;
@@ -513,16 +670,16 @@ impl<'k> Writer<'k> {
                 writeln!(self.body, "    // send {chan}")?;
                 self.publish(*chan, &ring, 1)
             }
-            Inst::Close { chan } => {
+            Inst::Close { chan, site } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(
                     self.body,
                     "    // close {chan}: the end-of-stream marker takes a slot"
                 )?;
-                self.wait_empty(*chan, &ring)?;
+                self.wait_empty(*chan, &ring, *site)?;
                 self.publish(*chan, &ring, 0)
             }
-            Inst::Recv { chan, some } => {
+            Inst::Recv { chan, some, site } => {
                 let ring = self.ring(*chan, false)?;
                 let c = self.k.channel(*chan).clone();
                 let s = self.reg(*some);
@@ -531,7 +688,7 @@ impl<'k> Writer<'k> {
                 self.line(format!("not.pred {s}, {};", ring.closed))?;
                 self.line(format!("@{} bra {done};", ring.closed))?;
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-                self.wait(&full, &ring.phase)?;
+                self.wait(&full, &ring.phase, *site)?;
                 let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
                 let state = self.tmp(Class::B32);
                 self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
@@ -548,20 +705,23 @@ impl<'k> Writer<'k> {
                 let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
                 self.warp_arrive(&empty)
             }
-            Inst::RoleBarrier => {
-                let (index, threads, warps) = {
+            Inst::RoleBarrier { site } => {
+                let (index, warps, phase) = {
                     let r = self.role()?;
-                    (r.index, r.threads, r.warps)
+                    (r.index, r.warps, r.barrier_phase.clone())
                 };
-                if warps == 1 {
-                    self.line("bar.warp.sync -1;")
-                } else {
-                    // Named barrier per multi-warp role; 0 is the block-wide one.
-                    let id = 1 + self.k.roles[..index]
-                        .iter()
-                        .filter(|r| r.end_warp - r.first_warp > 1)
-                        .count();
-                    self.line(format!("bar.sync {id}, {threads};"))
+                match self.k.role_barriers.get(index).copied().flatten() {
+                    Some(offset) if warps > 1 => {
+                        // An mbarrier, not `bar.sync`: its wait watches the abort word, so a role
+                        // whose other warps stopped cannot hang here.
+                        let smem = self.smem.clone();
+                        let addr = self.tmp(Class::B32);
+                        self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
+                        self.warp_arrive(&addr)?;
+                        self.wait(&addr, &phase, *site)?;
+                        self.line(format!("xor.b32 {phase}, {phase}, 1;"))
+                    }
+                    _ => self.line("bar.warp.sync -1;"),
                 }
             }
             Inst::ParFor(p) => self.par_for(p),
@@ -784,6 +944,7 @@ impl<'k> Writer<'k> {
         let start = self.tmp(Class::B64);
         let scalar_entry = self.label("par_scalar");
         let done = self.label("par_done");
+        let outer_exit = self.par_exit.replace(done.clone());
         if vectorizable {
             // Runtime check: every base 16-byte aligned, else everything takes the scalar loop.
             let mut misaligned = None::<String>;
@@ -879,6 +1040,7 @@ impl<'k> Writer<'k> {
         }
         self.line(format!("add.u64 {i}, {i}, {threads};"))?;
         self.line(format!("bra {head};"))?;
+        self.par_exit = outer_exit;
         self.place_label(&done)
     }
 
@@ -1000,6 +1162,10 @@ impl<'k> Writer<'k> {
                     index += 2;
                 }
             }
+        }
+        for ty in ["u64", "u32", "u64", "u64"] {
+            params.push(format!("    .param .{ty} {}_param_{index}", k.name));
+            index += 1;
         }
         writeln!(out, "{}", params.join(",\n"))?;
         writeln!(out, ")")?;

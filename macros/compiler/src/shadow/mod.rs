@@ -104,6 +104,23 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             quote!(::gpu_async::RoleSpec { name: #n, first_warp: #a, end_warp: #b })
         })
         .collect();
+    // `line!()` and friends, spanned at the user's tokens, report the user's location.
+    let sites: Vec<TokenStream> = kernel
+        .sites
+        .iter()
+        .map(|site| {
+            let kind = match site.kind {
+                crate::ir::SiteKind::Panic => quote!(::gpu_async::SiteKind::Panic),
+                crate::ir::SiteKind::Wait => quote!(::gpu_async::SiteKind::Wait),
+            };
+            let message = &site.message;
+            let span = site.span;
+            let file = quote_spanned!(span=> ::core::file!());
+            let line = quote_spanned!(span=> ::core::line!());
+            let column = quote_spanned!(span=> ::core::column!());
+            quote!(::gpu_async::SiteSpec { kind: #kind, message: #message, file: #file, line: #line, column: #column })
+        })
+        .collect();
     let warps = kernel.warps;
     let shared = kernel.shared_bytes;
     let doc = launcher_doc(kernel);
@@ -132,8 +149,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 shared_bytes: #shared,
                 params: &[#(#param_specs),*],
                 roles: &[#(#roles),*],
-                sites: &[],
-                abort_protocol: false,
+                sites: &[#(#sites),*],
+                abort_protocol: true,
             };
 
             #[doc = #doc]

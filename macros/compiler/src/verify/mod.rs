@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use crate::check::types::Scalar;
-use crate::ir::{BinOp, Block, Inst, Kernel, LoopId, ParamKind, RoleId, Space, UnOp, Value};
+use crate::ir::{
+    BinOp, Block, Inst, Kernel, LoopId, ParamKind, RoleId, SiteId, SiteKind, Space, UnOp, Value,
+};
 
 /// Checks `k`; returns every violated invariant.
 pub fn verify(k: &Kernel) -> Vec<String> {
@@ -94,6 +96,17 @@ impl Verifier<'_> {
         for (i, r) in k.roles.iter().enumerate() {
             self.defined = prologue_defs.clone();
             self.block(&r.body, Some(RoleId(i as u32)), &mut loops, false);
+        }
+    }
+
+    fn site(&mut self, site: SiteId, kind: SiteKind) {
+        match self.k.sites.get(site.0 as usize) {
+            Some(s) if s.kind == kind => {}
+            Some(s) => self.errors.push(format!(
+                "{site} is a {:?} site where a {kind:?} site is needed",
+                s.kind
+            )),
+            None => self.errors.push(format!("{site} does not exist")),
         }
     }
 
@@ -210,7 +223,8 @@ impl Verifier<'_> {
                 self.expect_ty(*addr, want, "address");
                 self.def(*dst);
             }
-            Inst::TrapIf { cond, .. } => {
+            Inst::PanicIf { cond, site } => {
+                self.site(*site, SiteKind::Panic);
                 self.use_(*cond);
                 self.expect_ty(*cond, Scalar::Bool, "condition");
             }
@@ -230,15 +244,18 @@ impl Verifier<'_> {
                     self.errors.push(format!("{id} is not an enclosing loop"));
                 }
             }
-            Inst::Reserve { chan } | Inst::Send { chan } | Inst::Close { chan } => {
+            Inst::Reserve { chan, site } | Inst::Close { chan, site } => {
+                self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, true, in_par)
             }
+            Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
             Inst::CopyIn { chan, src, len } => {
                 self.chan_end(*chan, role, true, in_par);
                 self.use_(*src);
                 self.use_(*len);
             }
-            Inst::Recv { chan, some } => {
+            Inst::Recv { chan, some, site } => {
+                self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, false, in_par);
                 self.def(*some);
             }
@@ -248,9 +265,25 @@ impl Verifier<'_> {
                 self.expect_ty(*dst, Scalar::U32, "slot address");
                 self.def(*dst);
             }
-            Inst::RoleBarrier => {
-                if in_par || role.is_none() {
-                    self.errors.push("a role barrier outside role code".into());
+            Inst::RoleBarrier { site } => {
+                self.site(*site, SiteKind::Wait);
+                match role.and_then(|r| self.k.roles.get(r.0 as usize).map(|x| (r, x))) {
+                    Some((r, x)) if !in_par => {
+                        let has_barrier = self
+                            .k
+                            .role_barriers
+                            .get(r.0 as usize)
+                            .copied()
+                            .flatten()
+                            .is_some();
+                        if x.end_warp - x.first_warp > 1 && !has_barrier {
+                            self.errors.push(format!(
+                                "role {} has a role barrier but no mbarrier for it",
+                                x.name
+                            ));
+                        }
+                    }
+                    _ => self.errors.push("a role barrier outside role code".into()),
                 }
             }
             Inst::ParFor(p) => {

@@ -1,0 +1,136 @@
+//! Failures inside kernels come back from the launch as errors naming the kernel, the role, the
+//! block and the source location, on the simulator and on the GPU, and the device stays usable.
+
+#[allow(dead_code)]
+#[path = "common/faults.rs"]
+mod faults;
+
+#[allow(dead_code)]
+#[path = "common/deadlock.rs"]
+mod deadlock;
+
+#[allow(dead_code)]
+#[path = "../../examples/saxpy.rs"]
+mod saxpy;
+
+use std::time::{Duration, Instant};
+
+use faults::faults as k;
+use gpu_async::{block_on, Device, Error, Grid};
+
+fn devices() -> Vec<Device> {
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(d) => devices.push(d),
+        Err(e) => eprintln!("GPU half skipped: {e}"),
+    }
+    devices
+}
+
+/// The device still runs a correct kernel correctly.
+fn still_usable(dev: &Device) {
+    let bad =
+        saxpy::run_and_check(dev, Grid::blocks(4), 10_001, 1).expect("a launch after the failure");
+    assert_eq!(bad, 0, "{dev}: wrong results after a failed launch");
+}
+
+fn expect_panic(err: Error, role: &str, message: &str, line_of: &str) {
+    let Error::KernelPanic {
+        kernel,
+        role: r,
+        message: m,
+        location,
+        ..
+    } = &err
+    else {
+        panic!("expected a kernel panic, got {err:?}");
+    };
+    assert!(kernel.contains("faults::"), "{kernel}");
+    assert_eq!(r, role, "{err}");
+    assert!(m.contains(message), "{err}");
+    if location != "-" {
+        assert!(location.contains("faults.rs:"), "{err}");
+        let line: usize = location
+            .split(':')
+            .nth(1)
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        let source = include_str!("common/faults.rs");
+        let text = source.lines().nth(line.saturating_sub(1)).unwrap_or("");
+        assert!(text.contains(line_of), "{err}: line {line} is `{text}`");
+    }
+}
+
+#[test]
+fn an_index_out_of_bounds_in_a_parallel_loop() {
+    for dev in devices() {
+        let n = 1000;
+        let x = dev.upload(&vec![1.0f32; n]).unwrap();
+        let mut y = dev.alloc::<f32>(n).unwrap();
+        let err = block_on(k::shifted_read::launch(
+            &dev,
+            Grid::blocks(2),
+            (3, &x, &mut y),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        expect_panic(err, "shifted", "index out of bounds", "x[i + shift]");
+        still_usable(&dev);
+    }
+}
+
+#[test]
+fn a_division_by_zero_in_role_code() {
+    for dev in devices() {
+        let mut y = dev.alloc::<u32>(64).unwrap();
+        let err = block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 0, &mut y))).unwrap_err();
+        eprintln!("{dev}: {err}");
+        expect_panic(err, "quotient", "divide by zero", "n / d");
+        still_usable(&dev);
+        // And the same kernel with a divisor works.
+        block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 2, &mut y))).unwrap();
+        assert_eq!(y.download().unwrap(), vec![3; 64]);
+    }
+}
+
+#[test]
+fn an_unwrap_of_none_while_another_role_waits() {
+    for dev in devices() {
+        let x = dev.upload(&vec![2.0f32; 64 * 40]).unwrap();
+        let mut y = dev.alloc::<f32>(64 * 3).unwrap();
+        let err =
+            block_on(k::short_output::launch(&dev, Grid::blocks(2), (&x, &mut y))).unwrap_err();
+        eprintln!("{dev}: {err}");
+        expect_panic(err, "store", "unwrap()", "tiles.next().unwrap()");
+        still_usable(&dev);
+    }
+}
+
+#[test]
+fn a_deadlock_is_stopped_by_the_watchdog() {
+    for dev in devices() {
+        dev.set_watchdog(Some(Duration::from_millis(200)));
+        let mut x = dev.alloc::<f32>(32).unwrap();
+        let started = Instant::now();
+        let err = block_on(deadlock::deadlock::cross::launch(
+            &dev,
+            Grid::blocks(2),
+            (&mut x,),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err} (after {:?})", started.elapsed());
+        let Error::Deadlock { kernel, waits, .. } = &err else {
+            panic!("expected a deadlock, got {err:?}");
+        };
+        assert!(kernel.ends_with("deadlock::cross"));
+        assert!(
+            waits
+                .iter()
+                .any(|w| w.waiting_on.contains("recv()") && w.location.contains("deadlock.rs:")),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(30));
+        dev.set_watchdog(Some(Duration::from_secs(5)));
+        still_usable(&dev);
+    }
+}
