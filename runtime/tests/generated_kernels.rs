@@ -22,7 +22,6 @@ mod deadlock;
 mod language;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 struct Generated {
     name: &'static str,
@@ -60,37 +59,13 @@ fn kernels() -> Vec<Generated> {
     ]
 }
 
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    if Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some(PathBuf::from("ptxas"));
-    }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import site; print('\\n'.join(site.getsitepackages()))",
-        ])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|dir| PathBuf::from(dir).join("nvidia/cu13/bin/ptxas"))
-        .find(|p| p.exists())
-}
-
 /// ptxas, or `None` when the environment opts out; panics (fails the test) when it is missing.
 fn ptxas() -> Option<PathBuf> {
     if std::env::var("GPU_ASYNC_SKIP_PTXAS").is_ok_and(|v| v == "1") {
         eprintln!("skipping: GPU_ASYNC_SKIP_PTXAS=1");
         return None;
     }
-    match find_ptxas() {
+    match gpu_async_compiler::ptxas::find() {
         Some(p) => Some(p),
         None => panic!(
             "ptxas not found: `pip install nvidia-cuda-nvcc==13.0.88` (or set PTXAS=/path/to/ptxas); \
@@ -99,33 +74,12 @@ fn ptxas() -> Option<PathBuf> {
     }
 }
 
-/// Assembles `ptx`; returns ptxas's resource report (registers, barriers, shared memory, stack,
-/// spills), without the lines that change from run to run.
+/// Assembles `ptx`; returns ptxas's resource report (registers, barriers, stack, spills).
 fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("gpu-async-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let src = dir.join(format!("{name}.ptx"));
-    std::fs::write(&src, ptx).expect("write ptx");
-    let out = Command::new(ptxas)
-        .arg("-arch=sm_90")
-        .arg("-v")
-        .arg(&src)
-        .arg("-o")
-        .arg(dir.join(format!("{name}.cubin")))
-        .output()
-        .expect("run ptxas");
-    let log = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "ptxas rejected `{name}`:\n{log}");
-    assert!(!log.contains("warning"), "ptxas warned on `{name}`:\n{log}");
-    log.lines()
-        .filter(|l| l.contains("Used") || l.contains("stack frame"))
-        .map(|l| l.trim().trim_start_matches("ptxas info    : ").to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    match gpu_async_compiler::ptxas::assemble(ptxas, name, ptx) {
+        Ok(report) => report.resources,
+        Err(log) => panic!("ptxas rejected or warned on `{name}`:\n{log}"),
+    }
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod ir;
 pub mod lower;
 pub mod parse;
 pub mod ptx;
+pub mod ptxas;
 pub mod shadow;
 pub mod verify;
 

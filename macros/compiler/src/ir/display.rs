@@ -215,3 +215,26 @@ impl Kernel {
         writeln!(f, "{pad}{line}")
     }
 }
+
+impl Kernel {
+    /// The role and channel graph as a Mermaid flowchart: one node per role (with its warps),
+    /// one edge per channel (with its payload and depth).
+    pub fn mermaid(&self) -> String {
+        let mut out = String::from("graph LR\n");
+        for (i, r) in self.roles.iter().enumerate() {
+            out.push_str(&format!(
+                "  role{i}[\"{} (warps {}..{})\"]\n",
+                r.name, r.first_warp, r.end_warp
+            ));
+        }
+        for c in &self.channels {
+            if let (Some(p), Some(q)) = (c.producer, c.consumer) {
+                out.push_str(&format!(
+                    "  role{} -->|\"{}: [{}; {}] x {}\"| role{}\n",
+                    p.0, c.name, c.ty.elem, c.ty.len, c.ty.depth, q.0
+                ));
+            }
+        }
+        out
+    }
+}

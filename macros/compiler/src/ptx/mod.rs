@@ -636,12 +636,34 @@ impl<'k> Writer<'k> {
             Inst::Loop { id, body } => {
                 let head = format!("$loop_{}", id.0);
                 self.place_label(&head)?;
+                // A role loop watches the abort word once per iteration (a cancelled or failed
+                // launch stops even in a loop without awaits): the load is issued at the head
+                // and checked at the bottom, so its latency hides behind the body. Loops inside
+                // parallel bodies run per thread and are not watched.
+                let watched = self.role.is_some() && self.par_exit.is_none();
+                let word = if watched {
+                    let w = self.tmp(Class::B32);
+                    let abort = self.abort.clone();
+                    self.line(format!("ld.volatile.global.u32 {w}, [{abort}];"))?;
+                    Some(w)
+                } else {
+                    None
+                };
                 self.block(body)?;
+                self.place_label(&format!("$loop_next_{}", id.0))?;
+                if let Some(w) = word {
+                    let (launch_id, abort_label) =
+                        (self.launch_id.clone(), self.abort_label.clone());
+                    let hit = self.tmp(Class::Pred);
+                    self.line(format!("setp.eq.u32 {hit}, {w}, {launch_id};"))?;
+                    self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
+                    self.line(format!("@{hit} bra {abort_label};"))?;
+                }
                 self.line(format!("bra {head};"))?;
                 self.place_label(&format!("$loop_end_{}", id.0))
             }
             Inst::Break(id) => self.line(format!("bra $loop_end_{};", id.0)),
-            Inst::Continue(id) => self.line(format!("bra $loop_{};", id.0)),
+            Inst::Continue(id) => self.line(format!("bra $loop_next_{};", id.0)),
             Inst::Reserve { chan, site } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(self.body, "    // reserve {chan}")?;

@@ -126,10 +126,20 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let doc = launcher_doc(kernel);
     let kernel_doc =
         format!(" The compiled kernel `{name_str}`: its PTX, IR, spec and typed launcher.");
+    let mermaid = kernel.mermaid();
+    let mermaid_lit = syn::LitStr::new(&mermaid, Span::call_site());
+    // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
+    // decoded) and draws it where the page can load Mermaid, and the source shows otherwise.
+    let graph_doc = format!(
+        " Roles and channels:\n\n <pre class=\"mermaid\">\n{}</pre>\n <script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@10/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n",
+        mermaid.replace('>', "&gt;")
+    );
     let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
     let ir_lit = syn::LitStr::new(ir, Span::call_site());
     quote! {
         #[doc = #kernel_doc]
+        #[doc = ""]
+        #[doc = #graph_doc]
         #vis mod #name {
             #[allow(unused_imports)]
             use super::*;
@@ -139,6 +149,9 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
 
             /// The kernel's role/channel IR after lowering, as text.
             pub const IR: &str = #ir_lit;
+
+            /// The kernel's role and channel graph, as a Mermaid flowchart.
+            pub const MERMAID: &str = #mermaid_lit;
 
             /// What the runtime needs to launch the kernel.
             pub static SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {

@@ -1,0 +1,168 @@
+//! `gpu-async-inspect`: what `#[gpu_async]` makes of the kernels in a Rust file.
+//!
+//! ```text
+//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx]
+//! ```
+//!
+//! For each kernel of each `#[gpu_async]` module in FILE (or only KERNEL): its roles and warp
+//! ranges, its channels and their shared-memory layout, ptxas's resource report (when ptxas is
+//! found), the role/channel IR with `--ir`, and the PTX unless `--no-ptx`.
+
+use std::process::ExitCode;
+
+use gpu_async_compiler::{compile, ir, ptxas};
+use quote::ToTokens;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flags: Vec<&str> = args
+        .iter()
+        .filter(|a| a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let plain: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let Some(path) = plain.first() else {
+        eprintln!("usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx]");
+        return ExitCode::from(2);
+    };
+    let wanted = plain.get(1).map(|s| s.as_str());
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot read {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let file = match syn::parse_file(&source) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{path} is not valid Rust: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut modules = Vec::new();
+    collect_modules(&file.items, &mut modules);
+    if modules.is_empty() {
+        eprintln!("{path} has no #[gpu_async] module");
+        return ExitCode::FAILURE;
+    }
+    let ptxas = ptxas::find();
+    let mut shown = 0;
+    for module in modules {
+        match compile(module.into_token_stream()) {
+            Err(diags) => {
+                for m in diags.messages() {
+                    eprintln!("error: {m}");
+                }
+                return ExitCode::FAILURE;
+            }
+            Ok(kernels) => {
+                for k in kernels
+                    .iter()
+                    .filter(|k| wanted.is_none_or(|w| w == k.name))
+                {
+                    shown += 1;
+                    print_kernel(k, ptxas.as_ref(), &flags);
+                }
+            }
+        }
+    }
+    if shown == 0 {
+        eprintln!("no kernel named `{}` in {path}", wanted.unwrap_or(""));
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// Every module with a `#[gpu_async]` attribute, with the attribute removed.
+fn collect_modules(items: &[syn::Item], out: &mut Vec<syn::ItemMod>) {
+    let is_ours = |a: &syn::Attribute| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "gpu_async")
+    };
+    for item in items {
+        if let syn::Item::Mod(m) = item {
+            if m.attrs.iter().any(is_ours) {
+                let mut m = m.clone();
+                m.attrs.retain(|a| !is_ours(a));
+                out.push(m);
+            } else if let Some((_, inner)) = &m.content {
+                collect_modules(inner, out);
+            }
+        }
+    }
+}
+
+fn print_kernel(
+    k: &gpu_async_compiler::CompiledKernel,
+    ptxas: Option<&std::path::PathBuf>,
+    flags: &[&str],
+) {
+    let kernel = &k.ir;
+    println!(
+        "kernel `{}`: {} warps ({} threads) per block, {} B of shared memory per block",
+        k.name,
+        kernel.warps,
+        32 * kernel.warps,
+        kernel.shared_bytes
+    );
+    println!("\nroles:");
+    for r in &kernel.roles {
+        println!(
+            "  {:<16} warps {}..{} ({} threads)",
+            r.name,
+            r.first_warp,
+            r.end_warp,
+            r.threads()
+        );
+    }
+    println!("\nchannels:");
+    if kernel.channels.is_empty() {
+        println!("  none");
+    }
+    for c in &kernel.channels {
+        let role = |r: Option<ir::RoleId>| {
+            r.map_or("?".to_string(), |r| kernel.roles[r.0 as usize].name.clone())
+        };
+        println!(
+            "  {} : [{}; {}] x {} slots, {} -> {}",
+            c.name,
+            c.ty.elem,
+            c.ty.len,
+            c.ty.depth,
+            role(c.producer),
+            role(c.consumer)
+        );
+        println!(
+            "      slots @{}..{} (stride {} B), full barriers @{}, empty barriers @{}, state words @{}",
+            c.data_offset,
+            c.data_offset + c.slot_stride * c.ty.depth,
+            c.slot_stride,
+            c.full_offset,
+            c.empty_offset,
+            c.state_offset
+        );
+    }
+    for (r, offset) in kernel.roles.iter().zip(&kernel.role_barriers) {
+        if let Some(o) = offset {
+            println!("  role barrier of `{}` @{o}", r.name);
+        }
+    }
+    println!("\nptxas -arch=sm_90:");
+    match ptxas {
+        None => println!("  ptxas not found (pip install nvidia-cuda-nvcc==13.0.88, or set PTXAS)"),
+        Some(p) => match ptxas::assemble(p, &k.name, &k.ptx) {
+            Ok(report) => println!("  {}", report.resources.replace('\n', "\n  ")),
+            Err(log) => println!("  rejected:\n{log}"),
+        },
+    }
+    println!("\ngraph (Mermaid):\n{}", kernel.mermaid());
+    if flags.contains(&"--ir") {
+        println!("IR:\n{}", k.ir_text);
+    }
+    if !flags.contains(&"--no-ptx") {
+        println!("PTX:\n{}", k.ptx);
+    }
+}

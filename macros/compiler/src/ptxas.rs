@@ -1,0 +1,74 @@
+//! Running NVIDIA's `ptxas` on generated PTX, for tests and the inspect tool (never by the macro).
+//!
+//! `ptxas` comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (`nvidia/cu13/bin/ptxas` in
+//! python3's site-packages), a CUDA toolkit on the `PATH`, or `$PTXAS`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Where ptxas is: `$PTXAS`, the `PATH`, or python3's site-packages.
+pub fn find() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import site; print('\\n'.join(site.getsitepackages()))",
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|dir| PathBuf::from(dir).join("nvidia/cu13/bin/ptxas"))
+        .find(|p| p.exists())
+}
+
+/// What ptxas reported for one kernel.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The resource lines (registers, barriers, stack frame, spills), without the ones that change
+    /// from run to run (compile time).
+    pub resources: String,
+    /// ptxas's whole output.
+    pub log: String,
+}
+
+/// Assembles `ptx` for sm_90 with `ptxas -v`; `Err` carries ptxas's output when it rejects the
+/// PTX or warns.
+pub fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> Result<Report, String> {
+    let dir = std::env::temp_dir().join(format!("gpu-async-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let src = dir.join(format!("{name}.ptx"));
+    std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let out = Command::new(ptxas)
+        .arg("-arch=sm_90")
+        .arg("-v")
+        .arg(&src)
+        .arg("-o")
+        .arg(dir.join(format!("{name}.cubin")))
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() || log.contains("warning") {
+        return Err(log);
+    }
+    let resources = log
+        .lines()
+        .filter(|l| l.contains("Used") || l.contains("stack frame"))
+        .map(|l| l.trim().trim_start_matches("ptxas info    : ").to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Report { resources, log })
+}
