@@ -1,6 +1,7 @@
 //! A kernel that exercises the scalar language in role code and in parallel bodies: integer
 //! and float arithmetic, casts, shifts, `if`/`else` values, `for` and `while` loops, `bool`
-//! parameters, `enumerate`, range bounds, and a slot written by ordinary stores.
+//! parameters, `enumerate`, range bounds, a slot written by ordinary stores, and the scalar
+//! methods that are exact on the GPU (`sqrt`, `abs`, `floor`, `mul_add`, `min`, `wrapping_mul`, ...).
 
 use gpu_async::gpu_async;
 
@@ -70,18 +71,27 @@ pub mod language {
                 .enumerate()
                 .for_each(|(i, (o, v))| {
                     let k = (i as u32) << SHIFT;
-                    *o = *v + (k % 13) as f32 - offset as f32;
+                    let base = *v + (k % 13) as f32 - offset as f32;
+                    *o = base
+                        .abs()
+                        .sqrt()
+                        .mul_add(0.5, v.floor())
+                        .max(-100.0)
+                        .copysign(base)
+                        + v.ceil()
+                        - v.trunc();
                 });
             z[start..end]
                 .par_iter_mut()
                 .zip(slot.par_iter())
                 .for_each(|(o, v)| {
                     let t = *v as i32;
-                    *o = if t > 0 && flag {
+                    let u = if t > 0 && flag {
                         t * 3 + offset
                     } else {
                         -t / 2 - (acc as i32)
                     };
+                    *o = u.wrapping_mul(7919).min(1 << 20).max(-(1 << 20)).abs();
                 });
             w[start..end].par_iter_mut().enumerate().for_each(|(i, o)| {
                 *o = (i as u32 + acc) ^ ((start + i) as u32 >> 2);

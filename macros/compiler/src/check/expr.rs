@@ -1259,6 +1259,11 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
             }
+            (_, Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit)
+                if MathFn::lookup(&name).is_some() =>
+            {
+                self.math_call(&name, receiver, m, span)
+            }
             ("unwrap", Ty::OptRange) if want_args(self, 0) => {
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
             }
@@ -1331,6 +1336,65 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `x.sqrt()`, `x.min(y)`, `x.mul_add(a, b)`, ...: every operand has the receiver's type.
+    fn math_call(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let Some((f, argc, floats)) = MathFn::lookup(name) else {
+            return err(span);
+        };
+        let mut receiver = self.auto_deref(receiver);
+        if m.args.len() != argc {
+            self.diags.error(
+                m.method.span(),
+                format!(
+                    "`{name}` takes {argc} argument{}",
+                    if argc == 1 { "" } else { "s" }
+                ),
+            );
+            return err(span);
+        }
+        let ty = match receiver.ty {
+            Ty::IntLit => {
+                self.diags.error(receiver.span, format!("the type of this literal is not known: write a suffix, as in `2i32.{name}(..)`"));
+                return err(span);
+            }
+            Ty::FloatLit => {
+                fix_literals(&mut receiver, Scalar::F32);
+                Scalar::F32
+            }
+            Ty::Scalar(s) => s,
+            _ => return err(span),
+        };
+        let ok = match floats {
+            Some(true) => ty == Scalar::F32,
+            Some(false) => ty.is_int(),
+            None => {
+                ty != Scalar::Bool
+                    && !(f == MathFn::Abs && matches!(ty, Scalar::U32 | Scalar::Usize))
+            }
+        };
+        if !ok {
+            self.diags.error(
+                m.method.span(),
+                format!("`{name}` is not available on `{ty}` in kernels"),
+            );
+            return err(span);
+        }
+        let mut args = vec![receiver];
+        for a in m.args.iter_mut() {
+            let e = self.expr(a, Some(&Ty::Scalar(ty)));
+            let mut e = self.auto_deref(e);
+            self.expect(&mut e, &Ty::Scalar(ty));
+            args.push(e);
+        }
+        mk(ExprKind::Math(f, args), Ty::Scalar(ty), span)
     }
 
     fn par_source(&mut self, receiver: Expr, elem: Scalar, mutable: bool, span: Span) -> Expr {

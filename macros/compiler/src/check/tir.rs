@@ -132,6 +132,57 @@ impl BinOp {
     }
 }
 
+/// A method of the scalar types that maps to one PTX instruction with Rust's exact result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MathFn {
+    /// `x.sqrt()` (f32, correctly rounded)
+    Sqrt,
+    /// `x.abs()` (f32, i32)
+    Abs,
+    /// `x.floor()`
+    Floor,
+    /// `x.ceil()`
+    Ceil,
+    /// `x.trunc()`
+    Trunc,
+    /// `x.min(y)`
+    Min,
+    /// `x.max(y)`
+    Max,
+    /// `x.copysign(y)`
+    CopySign,
+    /// `x.mul_add(a, b)`: `x * a + b` with one rounding
+    MulAdd,
+    /// `x.wrapping_add(y)`
+    WrappingAdd,
+    /// `x.wrapping_sub(y)`
+    WrappingSub,
+    /// `x.wrapping_mul(y)`
+    WrappingMul,
+}
+
+impl MathFn {
+    /// The method's name, its argument count, and whether it takes floats (`Some(true)`),
+    /// integers (`Some(false)`) or both (`None`).
+    pub fn lookup(name: &str) -> Option<(MathFn, usize, Option<bool>)> {
+        Some(match name {
+            "sqrt" => (MathFn::Sqrt, 0, Some(true)),
+            "abs" => (MathFn::Abs, 0, None),
+            "floor" => (MathFn::Floor, 0, Some(true)),
+            "ceil" => (MathFn::Ceil, 0, Some(true)),
+            "trunc" => (MathFn::Trunc, 0, Some(true)),
+            "min" => (MathFn::Min, 1, None),
+            "max" => (MathFn::Max, 1, None),
+            "copysign" => (MathFn::CopySign, 1, Some(true)),
+            "mul_add" => (MathFn::MulAdd, 2, Some(true)),
+            "wrapping_add" => (MathFn::WrappingAdd, 1, Some(false)),
+            "wrapping_sub" => (MathFn::WrappingSub, 1, Some(false)),
+            "wrapping_mul" => (MathFn::WrappingMul, 1, Some(false)),
+            _ => return None,
+        })
+    }
+}
+
 /// How a closure parameter pattern binds a parallel iterator's items.
 #[derive(Debug, Clone)]
 pub enum ParBinding {
@@ -177,6 +228,8 @@ pub enum ExprKind {
     SubSlice(Box<Expr>, Box<Expr>),
     /// `a..b`
     Range(Box<Expr>, Box<Expr>),
+    /// A scalar method: the receiver first, then the arguments.
+    Math(MathFn, Vec<Expr>),
     /// `r.start` (`false`) or `r.end` (`true`) of a range.
     RangeBound(Box<Expr>, bool),
     /// A call of a helper fn.

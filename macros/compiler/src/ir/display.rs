@@ -147,6 +147,14 @@ impl Kernel {
                 self.val(*rhs)
             )?,
             Inst::Cast { dst, src } => write!(line, "{} = cast {}", def(*dst), self.val(*src))?,
+            Inst::Fma { dst, a, b, c } => write!(
+                line,
+                "{} = fma {}, {}, {}",
+                def(*dst),
+                self.val(*a),
+                self.val(*b),
+                self.val(*c)
+            )?,
             Inst::Special { dst, reg } => write!(line, "{} = {reg:?}", def(*dst))?,
             Inst::Load { dst, space, addr } => {
                 write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?

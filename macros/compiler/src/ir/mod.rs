@@ -178,6 +178,16 @@ pub enum UnOp {
     Neg,
     /// Logical or bitwise not.
     Not,
+    /// Absolute value.
+    Abs,
+    /// Square root, correctly rounded.
+    Sqrt,
+    /// Round towards negative infinity.
+    Floor,
+    /// Round towards positive infinity.
+    Ceil,
+    /// Round towards zero.
+    Trunc,
 }
 
 /// A binary operation; the operands have the result's type except for shifts (any integer
@@ -197,6 +207,8 @@ pub enum BinOp {
     Shr,
     Min,
     Max,
+    /// The magnitude of the left operand with the sign of the right one.
+    CopySign,
     Eq,
     Ne,
     Lt,
@@ -259,6 +271,13 @@ pub enum Inst {
         op: BinOp,
         lhs: Value,
         rhs: Value,
+    },
+    /// `dst = a * b + c` with one rounding (`mul_add`).
+    Fma {
+        dst: Value,
+        a: Value,
+        b: Value,
+        c: Value,
     },
     /// `dst = src as T`, with Rust's semantics.
     Cast { dst: Value, src: Value },

@@ -978,6 +978,7 @@ impl Lowerer<'_> {
                 Val::Scalar(dst)
             }
             ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b, e.span)),
+            ExprKind::Math(f, args) => Val::Scalar(self.math(*f, args)),
             ExprKind::Cast(a, ty) => {
                 let src = self.scalar(a);
                 let dst = self.new_value(*ty, None);
@@ -1189,6 +1190,46 @@ impl Lowerer<'_> {
             }
             _ => {}
         }
+    }
+
+    fn math(&mut self, f: tir::MathFn, args: &[Expr]) -> Value {
+        use tir::MathFn as M;
+        let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+        let ty = self.values[vals[0].0 as usize].ty;
+        let dst = self.new_value(ty, None);
+        let unary = |op| Inst::Unary {
+            dst,
+            op,
+            src: vals[0],
+        };
+        let binary = |op| Inst::Binary {
+            dst,
+            op,
+            lhs: vals[0],
+            rhs: vals[1],
+        };
+        let inst = match f {
+            M::Sqrt => unary(UnOp::Sqrt),
+            M::Abs => unary(UnOp::Abs),
+            M::Floor => unary(UnOp::Floor),
+            M::Ceil => unary(UnOp::Ceil),
+            M::Trunc => unary(UnOp::Trunc),
+            M::Min => binary(BinOp::Min),
+            M::Max => binary(BinOp::Max),
+            M::CopySign => binary(BinOp::CopySign),
+            // Integer arithmetic wraps on the device anyway.
+            M::WrappingAdd => binary(BinOp::Add),
+            M::WrappingSub => binary(BinOp::Sub),
+            M::WrappingMul => binary(BinOp::Mul),
+            M::MulAdd => Inst::Fma {
+                dst,
+                a: vals[0],
+                b: vals[1],
+                c: vals[2],
+            },
+        };
+        self.emit(inst);
+        dst
     }
 
     fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr, span: Span) -> Value {

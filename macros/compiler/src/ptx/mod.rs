@@ -591,10 +591,19 @@ impl<'k> Writer<'k> {
                     (UnOp::Neg, Scalar::F32) => self.line(format!("neg.f32 {d}, {s};")),
                     (UnOp::Neg, _) => self.line(format!("neg.s32 {d}, {s};")),
                     (UnOp::Not, _) => self.line(format!("not.{} {d}, {s};", bits_ty(ty))),
+                    (UnOp::Abs, _) => self.line(format!("abs.{} {d}, {s};", ptx_ty(ty))),
+                    (UnOp::Sqrt, _) => self.line(format!("sqrt.rn.f32 {d}, {s};")),
+                    (UnOp::Floor, _) => self.line(format!("cvt.rmi.f32.f32 {d}, {s};")),
+                    (UnOp::Ceil, _) => self.line(format!("cvt.rpi.f32.f32 {d}, {s};")),
+                    (UnOp::Trunc, _) => self.line(format!("cvt.rzi.f32.f32 {d}, {s};")),
                 }
             }
             Inst::Binary { dst, op, lhs, rhs } => self.binary(*dst, *op, *lhs, *rhs),
             Inst::Cast { dst, src } => self.cast(*dst, *src),
+            Inst::Fma { dst, a, b, c } => {
+                let (d, a, b, c) = (self.reg(*dst), self.reg(*a), self.reg(*b), self.reg(*c));
+                self.line(format!("fma.rn.f32 {d}, {a}, {b}, {c};"))
+            }
             Inst::Special { dst, reg } => {
                 let d = self.reg(*dst);
                 let t = self.tmp(Class::B32);
@@ -812,6 +821,8 @@ impl<'k> Writer<'k> {
             BinOp::Sub if float => self.line(format!("sub.rn.f32 {d}, {a}, {b};")),
             BinOp::Mul if float => self.line(format!("mul.rn.f32 {d}, {a}, {b};")),
             BinOp::Div if float => self.line(format!("div.rn.f32 {d}, {a}, {b};")),
+            // PTX's copysign takes the sign from its first operand.
+            BinOp::CopySign => self.line(format!("copysign.f32 {d}, {b}, {a};")),
             BinOp::Min | BinOp::Max => self.line(format!(
                 "{}.{t} {d}, {a}, {b};",
                 if op == BinOp::Min { "min" } else { "max" }

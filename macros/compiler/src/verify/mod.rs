@@ -209,6 +209,14 @@ impl Verifier<'_> {
                 }
                 self.def(*dst);
             }
+            Inst::Fma { dst, a, b, c } => {
+                for v in [*a, *b, *c] {
+                    self.use_(v);
+                    self.expect_ty(v, Scalar::F32, "fma operand");
+                }
+                self.expect_ty(*dst, Scalar::F32, "fma result");
+                self.def(*dst);
+            }
             Inst::Cast { dst, src } => {
                 self.use_(*src);
                 self.def(*dst);

@@ -1,0 +1,248 @@
+//! Launches are plain futures: they are awaited under a tokio current-thread runtime, a tokio
+//! multi-thread runtime, `pollster::block_on` and `gpu_async::block_on`, on the simulator always
+//! and on the GPU when there is one (skipped, with the reason, otherwise). Work enqueued on one
+//! stream runs in order, so awaiting only the last launch is enough.
+
+#[allow(dead_code)]
+#[path = "../../examples/saxpy.rs"]
+mod saxpy;
+
+#[allow(dead_code)]
+#[path = "common/host_kernels.rs"]
+mod host_kernels;
+
+use std::time::{Duration, Instant};
+
+use gpu_async::__private::{launch_on, Target};
+use gpu_async::bench::random_f32;
+use gpu_async::{BackendKind, Device, DeviceBuffer, Error, Grid, Launch, Result, Stream};
+
+/// The simulator, and CUDA device 0 when there is one.
+fn devices() -> Vec<Device> {
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(device) => devices.push(device),
+        Err(e) => eprintln!("skipping the GPU half: {e}"),
+    }
+    devices
+}
+
+fn grid(device: &Device) -> Result<Grid> {
+    saxpy::grid_for(device, 2)
+}
+
+/// The example's saxpy kernel launched on `stream`, as the launcher `#[gpu_async]` generates
+/// for the default stream does it.
+fn saxpy_on<'a>(
+    stream: &'a Stream,
+    grid: Grid,
+    a: f32,
+    x: &'a DeviceBuffer<f32>,
+    y: &'a mut DeviceBuffer<f32>,
+) -> Launch<'a> {
+    launch_on(
+        stream,
+        &saxpy::stream::saxpy::SPEC,
+        grid,
+        move |target| match target {
+            Target::Cuda(args) => {
+                args.scalar(a);
+                args.slice("x", x)?;
+                args.slice_mut("y", y)?;
+                Ok(())
+            }
+            Target::Sim(sim) => {
+                let x = sim.view("x", x)?;
+                let y = sim.view_mut("y", y)?;
+                sim.run_blocks(|block| block.run(saxpy::stream::saxpy(a, x, &mut *y)))
+            }
+        },
+    )
+}
+
+/// Mismatches of `got` against `a * x + y`, compared bit for bit.
+fn mismatches(got: &[f32], a: f32, xs: &[f32], ys: &[f32]) -> usize {
+    got.iter()
+        .zip(xs.iter().zip(ys))
+        .filter(|(g, (x, y))| g.to_bits() != (a * **x + **y).to_bits())
+        .count()
+}
+
+/// Awaits saxpy on the default stream (the generated launcher), on a new stream, and two
+/// launches in flight together on two streams; checks every element.
+async fn workload(device: Device, seed: u64) -> Result<()> {
+    let n = match device.kind() {
+        BackendKind::Cuda => 1 << 20,
+        _ => 10_000,
+    };
+    let grid = grid(&device)?;
+    let (a, xs, ys) = (2.5f32, random_f32(n, seed), random_f32(n, seed + 1));
+    let x = device.upload(&xs)?;
+
+    let mut y = device.upload(&ys)?;
+    saxpy::stream::saxpy::launch(&device, grid, (a, &x, &mut y)).await?;
+    assert_eq!(mismatches(&y.download()?, a, &xs, &ys), 0);
+
+    let stream = device.new_stream()?;
+    let mut y = device.upload(&ys)?;
+    saxpy_on(&stream, grid, a, &x, &mut y).await?;
+    assert_eq!(mismatches(&y.download()?, a, &xs, &ys), 0);
+
+    let other = device.new_stream()?;
+    let (mut y1, mut y2) = (device.upload(&ys)?, device.upload(&ys)?);
+    let first = saxpy_on(&stream, grid, a, &x, &mut y1);
+    let second = saxpy_on(&other, grid, a, &x, &mut y2);
+    second.await?;
+    first.await?;
+    for y in [&y1, &y2] {
+        assert_eq!(mismatches(&y.download()?, a, &xs, &ys), 0);
+    }
+    Ok(())
+}
+
+#[test]
+fn tokio_current_thread_runtime() -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Buffer(e.to_string()))?;
+    for device in devices() {
+        runtime.block_on(workload(device, 1))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn tokio_multi_thread_runtime() -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Buffer(e.to_string()))?;
+    for device in devices() {
+        runtime.block_on(async {
+            // Several tasks at once, on any worker thread.
+            let tasks: Vec<_> = (0..6)
+                .map(|i| tokio::spawn(workload(device.clone(), 10 + i)))
+                .collect();
+            for task in tasks {
+                task.await.map_err(|e| Error::Buffer(e.to_string()))??;
+            }
+            Ok::<(), Error>(())
+        })?;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn tokio_test_attribute() -> Result<()> {
+    for device in devices() {
+        workload(device, 20).await?;
+    }
+    Ok(())
+}
+
+#[test]
+fn pollster_block_on() -> Result<()> {
+    for device in devices() {
+        pollster::block_on(workload(device, 30))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn gpu_async_block_on() -> Result<()> {
+    for device in devices() {
+        gpu_async::block_on(workload(device.clone(), 40))?;
+        let bad = saxpy::run_and_check(&device, grid(&device)?, 50_000, 41)?;
+        assert_eq!(bad, 0);
+    }
+    Ok(())
+}
+
+/// Ten launches and three copies on one stream; only the last launch is awaited. Launches `0..3`
+/// read `x0`, then `x1` is copied from `x0` and launches `3..6` read it, and so on; each launch
+/// writes its own `y`. Every result is right, and every launch is complete once the last is.
+fn ten_launches_and_three_copies(device: &Device, stream: &Stream) -> Result<()> {
+    let n = match device.kind() {
+        BackendKind::Cuda => 300_000,
+        _ => 5_000,
+    };
+    let grid = grid(device)?;
+    let a = 1.25f32;
+    let xs = random_f32(n, 7);
+    let ys: Vec<Vec<f32>> = (0..10).map(|i| random_f32(n, 100 + i)).collect();
+    let x0 = device.upload(&xs)?;
+    let (mut x1, mut x2, mut x3) = (
+        device.alloc::<f32>(n)?,
+        device.alloc::<f32>(n)?,
+        device.alloc::<f32>(n)?,
+    );
+    let mut outs: Vec<DeviceBuffer<f32>> =
+        ys.iter().map(|y| device.upload(y)).collect::<Result<_>>()?;
+    let mut outs_iter = outs.iter_mut();
+    let mut next = || {
+        outs_iter
+            .next()
+            .ok_or_else(|| Error::Buffer("out of outputs".to_string()))
+    };
+    let mut launches = Vec::new();
+    for _ in 0..3 {
+        launches.push(saxpy_on(stream, grid, a, &x0, next()?));
+    }
+    x1.copy_from_buffer_on(&x0, stream)?;
+    for _ in 0..3 {
+        launches.push(saxpy_on(stream, grid, a, &x1, next()?));
+    }
+    x2.copy_from_buffer_on(&x1, stream)?;
+    for _ in 0..3 {
+        launches.push(saxpy_on(stream, grid, a, &x2, next()?));
+    }
+    x3.copy_from_buffer_on(&x2, stream)?;
+    let last = saxpy_on(stream, grid, a, &x3, next()?);
+    gpu_async::block_on(last)?;
+    assert!(launches.iter().all(Launch::is_complete));
+    drop(launches);
+    for (i, (out, y)) in outs.iter().zip(&ys).enumerate() {
+        let bad = mismatches(&out.download()?, a, &xs, y);
+        assert_eq!(bad, 0, "launch {i}: {bad} mismatches");
+    }
+    assert_eq!(x3.download()?, xs);
+    Ok(())
+}
+
+#[test]
+fn ten_launches_and_three_copies_on_one_stream_await_only_the_last() -> Result<()> {
+    for device in devices() {
+        ten_launches_and_three_copies(&device, &device.new_stream()?)?;
+        ten_launches_and_three_copies(&device, &device.default_stream())?;
+    }
+    Ok(())
+}
+
+#[test]
+fn a_launch_that_loses_a_select_is_cancelled() -> Result<()> {
+    let Ok(device) = Device::cuda(0) else {
+        eprintln!("skipping: no CUDA device");
+        return Ok(());
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Buffer(e.to_string()))?;
+    let stream = device.new_stream()?;
+    let mut out = device.alloc::<u32>(1 << 16)?;
+    let start = Instant::now();
+    let finished = runtime.block_on(async {
+        tokio::select! {
+            r = host_kernels::spin_write(&stream, 8, &mut out, 2_000_000_000, 1) => Some(r),
+            _ = tokio::time::sleep(Duration::from_millis(10)) => None,
+        }
+    });
+    let took = start.elapsed();
+    eprintln!("select: the 2 s launch lost to a 10 ms timer; done after {took:?}");
+    assert!(finished.is_none());
+    assert!(took < Duration::from_millis(1500), "{took:?}");
+    assert!(out.download()?.iter().all(|&v| v == 0));
+    Ok(())
+}

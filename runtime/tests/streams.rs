@@ -1,0 +1,166 @@
+//! Streams, events and the cudarc interop on the GPU (skipped, with the reason, without one):
+//! events time and order work across streams, and cudarc slices pass through gpu-async launches
+//! without copies.
+
+#[allow(dead_code)]
+#[path = "common/host_kernels.rs"]
+mod host_kernels;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gpu_async::cudarc::driver::{CudaContext, CudaSlice};
+use gpu_async::{block_on, Device, DeviceBuffer, Error, Result};
+use host_kernels::{affine, spin_write};
+
+fn gpu() -> Option<Device> {
+    match Device::cuda(0) {
+        Ok(device) => Some(device),
+        Err(e) => {
+            eprintln!("skipping: no CUDA device: {e}");
+            None
+        }
+    }
+}
+
+fn cudarc_error(e: gpu_async::cudarc::driver::DriverError) -> Error {
+    Error::Buffer(format!("cudarc: {e:?}"))
+}
+
+#[test]
+fn events_time_and_order_work_across_streams() -> Result<()> {
+    let Some(device) = gpu() else { return Ok(()) };
+    let (a, b) = (device.new_stream()?, device.new_stream()?);
+    assert!(!a.is_default() && device.default_stream().is_default());
+    assert_eq!(a.device().name(), device.name());
+    let mut out = device.alloc::<u32>(1 << 16)?;
+    let start = a.record_event()?;
+    let launch = spin_write(&a, 8, &mut out, 30_000_000, 4);
+    let end = a.record_event()?;
+    // Stream b's later work waits for a's launch, without the host waiting.
+    b.wait_event(&end)?;
+    let after = b.record_event()?;
+    let t0 = Instant::now();
+    after.synchronize()?;
+    let waited = t0.elapsed();
+    let ms = start.elapsed_ms(&end)?;
+    eprintln!("30 ms spin: {ms:.3} ms between events; b's event completed after {waited:?}");
+    assert!((25.0..200.0).contains(&ms), "{ms}");
+    assert!(launch.is_complete());
+    block_on(launch)?;
+    assert!(end.elapsed_ms(&after)? >= 0.0);
+    b.synchronize()?;
+    assert!(out.download()?.iter().all(|&v| v == 4));
+    // A simulator event is always complete; events of two devices cannot be compared.
+    let sim_event = Device::simulator().default_stream().record_event()?;
+    a.wait_event(&sim_event)?;
+    assert!(matches!(
+        start.elapsed_ms(&sim_event),
+        Err(Error::InvalidArgument(_))
+    ));
+    Device::simulator().default_stream().wait_event(&end)?;
+    Ok(())
+}
+
+#[test]
+fn a_buffer_used_on_two_streams_is_ordered() -> Result<()> {
+    let Some(device) = gpu() else { return Ok(()) };
+    let (a, b) = (device.new_stream()?, device.new_stream()?);
+    let n = 1 << 20;
+    let xs: Vec<u32> = (0..n as u32).collect();
+    let x = device.upload(&xs)?;
+    let mut y = device.alloc::<u32>(n)?;
+    let mut z = device.alloc::<u32>(n)?;
+    // y written on a (after a long spin on a), then read on b: b waits for a's write.
+    let mut slow = device.alloc::<u32>(1 << 16)?;
+    let spin = spin_write(&a, 8, &mut slow, 20_000_000, 1);
+    std::mem::forget(affine(&a, &x, &mut y));
+    block_on(affine(&b, &y, &mut z))?;
+    assert!(spin.is_complete());
+    drop(spin);
+    let want: Vec<u32> = xs.iter().map(|x| 2 * (2 * x + 1) + 1).collect();
+    assert!(z.download()? == want);
+    Ok(())
+}
+
+#[test]
+fn cudarc_slices_pass_through_launches() -> Result<()> {
+    let Some(_) = gpu() else { return Ok(()) };
+    let ctx = CudaContext::new(0).map_err(cudarc_error)?;
+    let cstream = ctx.new_stream().map_err(cudarc_error)?;
+    let device = Device::from_cudarc(Arc::clone(&cstream))?;
+    let own = device
+        .cudarc_stream()
+        .ok_or_else(|| Error::Buffer("no cudarc stream".to_string()))?;
+    assert!(Arc::ptr_eq(&own, &cstream));
+    eprintln!("from_cudarc: {device}");
+
+    // Allocated and filled by cudarc, used by a gpu-async launch, read back by cudarc.
+    let n = 100_000;
+    let xs: Vec<u32> = (0..n as u32).map(|i| i * 3).collect();
+    let x_slice = cstream.clone_htod(&xs).map_err(cudarc_error)?;
+    let y_slice = cstream.alloc_zeros::<u32>(n).map_err(cudarc_error)?;
+    let x = DeviceBuffer::from_cudarc(&device, x_slice)?;
+    let mut y = DeviceBuffer::from_cudarc(&device, y_slice)?;
+    assert_eq!(x.len(), n);
+    block_on(affine(&device.default_stream(), &x, &mut y))?;
+    // And on another stream of the device.
+    let other = device.new_stream()?;
+    let mut y2 = device.alloc::<u32>(n)?;
+    block_on(affine(&other, &y, &mut y2))?;
+    let y_slice: CudaSlice<u32> = y.into_cudarc()?;
+    let ys = cstream.clone_dtoh(&y_slice).map_err(cudarc_error)?;
+    assert!(ys.iter().zip(&xs).all(|(y, x)| *y == 2 * x + 1));
+    // A buffer gpu-async allocated, handed to cudarc.
+    let y2_slice = y2.into_cudarc()?;
+    let y2s = y2_slice
+        .stream()
+        .clone_dtoh(&y2_slice)
+        .map_err(cudarc_error)?;
+    assert!(y2s.iter().zip(&ys).all(|(z, y)| *z == 2 * y + 1));
+    drop(x);
+
+    // A slice of another handle of the same primary context is accepted; one of another
+    // context is rejected.
+    let plain = Device::cuda(0)?;
+    let same_ctx = cstream.clone_htod(&[1u32, 2]).map_err(cudarc_error)?;
+    let b = DeviceBuffer::from_cudarc(&plain, same_ctx)?;
+    assert_eq!(b.download()?, [1, 2]);
+    let foreign_ctx = CudaContext::new_non_primary(0, 0).map_err(cudarc_error)?;
+    let foreign = foreign_ctx
+        .default_stream()
+        .clone_htod(&[1u32])
+        .map_err(cudarc_error)?;
+    assert!(matches!(
+        DeviceBuffer::from_cudarc(&device, foreign),
+        Err(Error::Buffer(_))
+    ));
+    // The simulator has no cudarc side.
+    let sim = Device::simulator();
+    assert!(sim.cudarc_stream().is_none());
+    let on_gpu = cstream.clone_htod(&[1u32]).map_err(cudarc_error)?;
+    assert!(matches!(
+        DeviceBuffer::from_cudarc(&sim, on_gpu),
+        Err(Error::Buffer(_))
+    ));
+    assert!(matches!(
+        sim.upload(&[1u32])?.into_cudarc(),
+        Err(Error::Buffer(_))
+    ));
+    // Empty slices both ways, where the driver makes empty allocations.
+    match cstream.null::<u32>() {
+        Ok(null) => {
+            let empty = DeviceBuffer::from_cudarc(&device, null)?;
+            assert!(empty.is_empty());
+            assert_eq!(empty.into_cudarc()?.len(), 0);
+        }
+        Err(e) => eprintln!("no empty cudarc slices here: {e:?}"),
+    }
+    match device.alloc::<f32>(0)?.into_cudarc() {
+        Ok(slice) => assert_eq!(slice.len(), 0),
+        Err(e) => eprintln!("an empty buffer cannot become a cudarc slice here: {e}"),
+    }
+    device.synchronize()?;
+    std::thread::sleep(Duration::from_millis(1));
+    Ok(())
+}
