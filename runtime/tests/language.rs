@@ -53,7 +53,7 @@ fn reference(n: usize, seed: u64, flag: bool, grid: u32) -> Outputs {
             } else {
                 -t / 2 - (acc as i32)
             };
-            z[start + i] = u.wrapping_mul(7919).min(1 << 20).max(-(1 << 20)).abs();
+            z[start + i] = u.wrapping_mul(7919).clamp(-(1 << 20), 1 << 20).abs();
             w[start + i] = (i as u32 + acc) ^ ((start + i) as u32 >> 2);
         }
     }

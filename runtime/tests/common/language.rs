@@ -91,7 +91,7 @@ pub mod language {
                     } else {
                         -t / 2 - (acc as i32)
                     };
-                    *o = u.wrapping_mul(7919).min(1 << 20).max(-(1 << 20)).abs();
+                    *o = u.wrapping_mul(7919).clamp(-(1 << 20), 1 << 20).abs();
                 });
             w[start..end].par_iter_mut().enumerate().for_each(|(i, o)| {
                 *o = (i as u32 + acc) ^ ((start + i) as u32 >> 2);

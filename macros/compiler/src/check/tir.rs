@@ -153,6 +153,8 @@ pub enum MathFn {
     CopySign,
     /// `x.mul_add(a, b)`: `x * a + b` with one rounding
     MulAdd,
+    /// `x.clamp(min, max)`, which panics when `min > max` (or either is NaN)
+    Clamp,
     /// `x.wrapping_add(y)`
     WrappingAdd,
     /// `x.wrapping_sub(y)`
@@ -175,6 +177,7 @@ impl MathFn {
             "max" => (MathFn::Max, 1, None),
             "copysign" => (MathFn::CopySign, 1, Some(true)),
             "mul_add" => (MathFn::MulAdd, 2, Some(true)),
+            "clamp" => (MathFn::Clamp, 2, None),
             "wrapping_add" => (MathFn::WrappingAdd, 1, Some(false)),
             "wrapping_sub" => (MathFn::WrappingSub, 1, Some(false)),
             "wrapping_mul" => (MathFn::WrappingMul, 1, Some(false)),

@@ -978,7 +978,7 @@ impl Lowerer<'_> {
                 Val::Scalar(dst)
             }
             ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b, e.span)),
-            ExprKind::Math(f, args) => Val::Scalar(self.math(*f, args)),
+            ExprKind::Math(f, args) => Val::Scalar(self.math(*f, args, e.span)),
             ExprKind::Cast(a, ty) => {
                 let src = self.scalar(a);
                 let dst = self.new_value(*ty, None);
@@ -1192,9 +1192,12 @@ impl Lowerer<'_> {
         }
     }
 
-    fn math(&mut self, f: tir::MathFn, args: &[Expr]) -> Value {
+    fn math(&mut self, f: tir::MathFn, args: &[Expr], span: Span) -> Value {
         use tir::MathFn as M;
         let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+        if f == M::Clamp {
+            return self.clamp(vals[0], vals[1], vals[2], span);
+        }
         let ty = self.values[vals[0].0 as usize].ty;
         let dst = self.new_value(ty, None);
         let unary = |op| Inst::Unary {
@@ -1227,9 +1230,31 @@ impl Lowerer<'_> {
                 b: vals[1],
                 c: vals[2],
             },
+            M::Clamp => return dst,
         };
         self.emit(inst);
         dst
+    }
+
+    /// Rust's `clamp`: a NaN `x` stays NaN (comparisons, not `min`/`max`), and bounds out of
+    /// order (or NaN) panic.
+    fn clamp(&mut self, x: Value, lo: Value, hi: Value, span: Span) -> Value {
+        let ordered = self.binary(BinOp::Le, lo, hi);
+        let bad = self.not(ordered);
+        self.panic_if(bad, "clamp: min > max, or either was NaN", span);
+        let ty = self.values[x.0 as usize].ty;
+        let r = self.new_value(ty, None);
+        self.emit(Inst::Copy { dst: r, src: x });
+        for (op, bound) in [(BinOp::Lt, lo), (BinOp::Gt, hi)] {
+            let cond = self.binary(op, r, bound);
+            let then = self.sub_block(|l| l.emit(Inst::Copy { dst: r, src: bound }));
+            self.emit(Inst::If {
+                cond,
+                then,
+                else_: Block::default(),
+            });
+        }
+        r
     }
 
     fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr, span: Span) -> Value {
