@@ -115,7 +115,7 @@ fn a_deadlock_is_stopped_by_the_watchdog() {
         let err = block_on(deadlock::deadlock::cross::launch(
             &dev,
             Grid::blocks(2),
-            (&mut x,),
+            (false, &mut x),
         ))
         .unwrap_err();
         eprintln!("{dev}: {err} (after {:?})", started.elapsed());

@@ -17,7 +17,7 @@ fn a_deadlock_is_reported_with_each_role_and_its_await() {
     let err = block_on(deadlock::deadlock::cross::launch(
         &dev,
         Grid::blocks(2),
-        (&mut x,),
+        (false, &mut x),
     ))
     .unwrap_err();
     let Error::Deadlock {

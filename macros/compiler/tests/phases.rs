@@ -378,3 +378,33 @@ fn the_verifier_rejects_broken_ir() {
     too_big.shared_bytes = 300 * 1024;
     assert!(!verify::verify(&too_big).is_empty());
 }
+
+#[test]
+fn a_role_that_first_waits_on_its_own_channel_is_reported() {
+    assert_error(
+        quote! {
+            mod k {
+                use gpu_async::device::*;
+                #[kernel(warps = 2)]
+                pub async fn f(y: &mut [f32]) {
+                    let (tx, rx) = channel::<[f32; 32], 1>();
+                    let (tx2, rx2) = channel::<[f32; 32], 1>();
+                    join!(on_warps(0..1, selfish(rx, tx, tx2)), on_warps(1..2, sink(rx2, y))).await;
+                }
+                async fn selfish(mut rx: Receiver<[f32; 32], 1>, mut tx: Sender<[f32; 32], 1>, mut out: Sender<[f32; 32], 1>) {
+                    while let Some(s) = rx.recv().await {
+                        let mut o = tx.reserve().await;
+                        o.par_iter_mut().zip(s.par_iter()).for_each(|(a, b)| *a = *b);
+                        o.send();
+                    }
+                }
+                async fn sink(mut rx: Receiver<[f32; 32], 1>, y: &mut [f32]) {
+                    while let Some(s) = rx.recv().await {
+                        y.par_iter_mut().zip(s.par_iter()).for_each(|(a, b)| *a = *b);
+                    }
+                }
+            }
+        },
+        "the roles `selfish` -> `selfish` each wait",
+    );
+}

@@ -1,5 +1,6 @@
-//! A kernel whose two roles each wait for the other first: it can never make progress. The
-//! simulator must report it; it is never launched on a GPU.
+//! A kernel whose two roles each wait for the other: it never finishes. Whether `echo_into`
+//! sends first depends on a run-time value, so the compiler's static check of wait cycles cannot
+//! decide it; the simulator and the GPU's watchdog must report it.
 
 use gpu_async::gpu_async;
 
@@ -8,12 +9,12 @@ pub mod deadlock {
     use gpu_async::device::*;
 
     #[kernel(warps = 2)]
-    pub async fn cross(x: &mut [f32]) {
+    pub async fn cross(seed_first: bool, x: &mut [f32]) {
         let (ping_tx, ping_rx) = channel::<[f32; 32], 1>();
         let (pong_tx, pong_rx) = channel::<[f32; 32], 1>();
         join!(
             on_warps(0..1, echo(ping_rx, pong_tx)),
-            on_warps(1..2, echo_into(pong_rx, ping_tx, x)),
+            on_warps(1..2, echo_into(seed_first, pong_rx, ping_tx, x)),
         )
         .await;
     }
@@ -29,7 +30,17 @@ pub mod deadlock {
         }
     }
 
-    async fn echo_into(mut rx: Receiver<[f32; 32], 1>, tx: Sender<[f32; 32], 1>, x: &mut [f32]) {
+    async fn echo_into(
+        seed_first: bool,
+        mut rx: Receiver<[f32; 32], 1>,
+        mut tx: Sender<[f32; 32], 1>,
+        x: &mut [f32],
+    ) {
+        if seed_first {
+            let mut first = tx.reserve().await;
+            first.par_iter_mut().for_each(|o| *o = 1.0);
+            first.send();
+        }
         while let Some(input) = rx.recv().await {
             x.par_iter_mut()
                 .zip(input.par_iter())

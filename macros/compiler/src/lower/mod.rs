@@ -8,6 +8,7 @@
 //! barrier; writes through `block_tiles` ranges never overlap, so they need none.
 
 mod layout;
+mod protocol;
 
 pub use layout::SHARED_LIMIT;
 
@@ -232,6 +233,9 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 ),
             );
         }
+    }
+    if !role_failed && !l.ownership_conflict {
+        protocol::check_wait_cycles(&roles, &l.channels, &l.sites, l.diags);
     }
     // Roles of several warps whose code has a role barrier get an mbarrier for it.
     let role_needs_barrier: Vec<bool> = roles
