@@ -7,10 +7,10 @@
 //! its own, in this order:
 //!
 //! 1. `abort: .u64`: the device address of the device's *abort word*, a `u32` in device memory,
-//!    one per [`Device`](crate::Device), zero when the device is created;
-//! 2. `launch_id: .u32`: this launch's id, from a per-device counter that starts at 1 and is
+//!    one per [`Stream`](crate::Stream), zero when the stream is created;
+//! 2. `launch_id: .u32`: this launch's id, from a per-stream counter that starts at 1 and is
 //!    never 0;
-//! 3. `record: .u64`: the device address of the device's *failure record*, 32 bytes of
+//! 3. `record: .u64`: the device address of the stream's *failure record*, 32 bytes of
 //!    page-locked host memory mapped into the device's address space, zero at creation;
 //! 4. `watchdog_ns: .u64`: the bound on each single wait, in nanoseconds; 0 turns it off.
 //!
@@ -34,10 +34,18 @@
 //! the device then waits for its stream to drain and zeroes the word and the record, so that an
 //! id seen before the wrap cannot be mistaken for a new launch's.
 //!
-//! There is one record per device. Today a device has one stream, whose launches run one after
-//! another, so every failing launch's record is read before the next launch starts. If a device
-//! ever runs kernels on several streams at once, simultaneous failures there would share the one
-//! record and only one of them would be reported with its details.
+//! The abort word, the record and the counter are per stream: the launches of one stream run one
+//! after another, so every failing launch's record is read before the next launch of its stream
+//! starts, and a failing launch never replaces the id of another running launch in the abort
+//! word; launches on different streams, which may run at once, never share them.
+//!
+//! Cancellation ([`Launch::cancel`](crate::Launch::cancel)) writes the launch's id into its
+//! stream's abort word from the host (on a high-priority stream of the device used for nothing
+//! else); the kernel stops as if another of its threads had failed, without a record, and the
+//! launch reports [`Error::Cancelled`](crate::Error::Cancelled). The word holds one id: cancelling
+//! a launch queued behind a cancelled running one on the same stream replaces the running one's
+//! id, which then runs to its end (it still reports `Cancelled`), and a launch that fails replaces
+//! the id of a cancelled launch queued behind it.
 
 use std::time::Duration;
 

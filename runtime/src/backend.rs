@@ -5,9 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::CudaStream;
+
 use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
-use crate::cuda::{CudaDevice, TimingEvent};
+use crate::cuda::CudaDevice;
 use crate::error::Result;
+use crate::stream::{Event, Stream};
 
 /// Which backend a [`Device`] runs kernels on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +33,7 @@ impl fmt::Display for BackendKind {
 
 /// A device to allocate buffers on and launch kernels on.
 ///
-/// Cheap to clone: clones share the device (its stream, its loaded kernels), and buffers of one
+/// Cheap to clone: clones share the device (its streams, its loaded kernels), and buffers of one
 /// are buffers of the others. Two devices made by separate constructor calls are distinct, even on
 /// the same GPU: a buffer of one cannot be passed to a kernel launched on the other.
 #[derive(Clone)]
@@ -84,6 +87,28 @@ impl Device {
         Ok(Device::new(Backend::Cuda(Arc::new(gpu)), None))
     }
 
+    /// A CUDA device on the context of a cudarc stream, whose default stream is that stream:
+    /// launches of the typed `launch` functions, uploads and downloads are ordered with the work
+    /// the caller issues to it through cudarc. The device creates what the abort protocol needs
+    /// (for that stream and for the streams it makes later) and a stream of its own for
+    /// cancelling launches. cudarc's per-buffer event tracking is left as the context's owner set
+    /// it.
+    ///
+    /// Use [`DeviceBuffer::from_cudarc`](crate::DeviceBuffer::from_cudarc) and
+    /// [`DeviceBuffer::into_cudarc`](crate::DeviceBuffer::into_cudarc) to pass buffers between
+    /// the two libraries. Fails with [`Error::Cuda`](crate::Error::Cuda) when the driver cannot
+    /// set up the device's state.
+    pub fn from_cudarc(stream: Arc<CudaStream>) -> Result<Device> {
+        let gpu = CudaDevice::from_cudarc(stream)?;
+        Ok(Device::new(Backend::Cuda(Arc::new(gpu)), None))
+    }
+
+    /// The cudarc stream of the device's [default stream](Device::default_stream) (from which the
+    /// cudarc context can be reached), on the CUDA backend; `None` on the simulator.
+    pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
+        self.default_stream().cudarc_stream()
+    }
+
     /// The CPU simulator.
     pub fn simulator() -> Device {
         Device::new(Backend::Sim, None)
@@ -110,8 +135,9 @@ impl Device {
         }
     }
 
-    /// Waits until all work issued to the device so far has finished; returns an error of that
-    /// work (a kernel fault) if there was one.
+    /// Waits until all work issued to the device so far, on all of its streams, has finished
+    /// (on CUDA: all work of its context, `cuCtxSynchronize`); returns an error of that work (a
+    /// kernel fault) if there was one.
     pub fn synchronize(&self) -> Result<()> {
         match &self.inner.backend {
             Backend::Cuda(gpu) => gpu.synchronize(),
@@ -128,12 +154,16 @@ impl Device {
         }
     }
 
-    /// Starts a timer at the current point of the device's work: on CUDA an event recorded on the
-    /// device's stream, so `Timer::stop` measures the GPU time of the work issued in between;
-    /// on the simulator the wall clock (simulated kernels run inside their launch call).
+    /// Starts a timer at the current point of the device's default stream: on CUDA an event
+    /// recorded there, so `Timer::stop` measures the GPU time of the work issued in between; on
+    /// the simulator the wall clock (simulated kernels run inside their launch call).
     pub fn start_timer(&self) -> Result<Timer> {
         let start = match &self.inner.backend {
-            Backend::Cuda(gpu) => TimerStart::Cuda(Arc::clone(gpu), gpu.record_event()?),
+            Backend::Cuda(_) => {
+                let stream = self.default_stream();
+                let event = stream.record_event()?;
+                TimerStart::Cuda(stream, event)
+            }
             Backend::Sim => TimerStart::Wall(Instant::now()),
         };
         Ok(Timer { start })
@@ -205,18 +235,19 @@ pub struct Timer {
 }
 
 enum TimerStart {
-    Cuda(Arc<CudaDevice>, TimingEvent),
+    Cuda(Stream, Event),
     Wall(Instant),
 }
 
 impl Timer {
     /// Stops the timer and returns the milliseconds since [`Device::start_timer`]: on CUDA the
-    /// time between the two points of the device's stream (this waits for the work in between).
+    /// time between the two points of the device's default stream (this waits for the work in
+    /// between).
     pub fn stop(self) -> Result<f64> {
         match self.start {
-            TimerStart::Cuda(gpu, start) => {
-                let end = gpu.record_event()?;
-                start.elapsed_ms(&end)
+            TimerStart::Cuda(stream, start) => {
+                let end = stream.record_event()?;
+                start.elapsed_ms(&end).map(f64::from)
             }
             TimerStart::Wall(start) => Ok(start.elapsed().as_secs_f64() * 1e3),
         }
@@ -292,9 +323,16 @@ mod tests {
         let Backend::Cuda(gpu) = device.backend() else {
             return Ok(());
         };
-        assert_eq!(gpu.abort_word_value()?, 0);
-        gpu.request_abort(0x1234_5678)?;
-        assert_eq!(gpu.abort_word_value()?, 0x1234_5678);
+        let stream = gpu.default_stream();
+        assert_eq!(stream.abort_word_value()?, 0);
+        gpu.request_abort(stream, 0x1234_5678)?;
+        assert_eq!(stream.abort_word_value()?, 0x1234_5678);
+        // Each stream has its own abort word.
+        let other = gpu.new_stream()?;
+        assert_eq!(other.abort_word_value()?, 0);
+        gpu.request_abort(&other, 7)?;
+        assert_eq!(other.abort_word_value()?, 7);
+        assert_eq!(stream.abort_word_value()?, 0x1234_5678);
         Ok(())
     }
 

@@ -3,15 +3,33 @@
 use std::fmt;
 use std::sync::Arc;
 
+use cudarc::driver::{CudaSlice, DeviceRepr};
+
 use crate::backend::{Backend, Device};
 use crate::cuda::{CudaDevice, DeviceMem};
 use crate::error::{Error, Result};
 use crate::spec::KernelScalar;
+use crate::stream::Stream;
 
 /// A buffer of `T`s in a [`Device`]'s memory, passed to kernels as `&[T]` or `&mut [T]`.
 ///
-/// Created with [`Device::upload`] or [`Device::alloc`]. On the CUDA backend it is global memory
-/// (aligned to 256 bytes, freed in stream order when dropped); on the simulator it is host memory.
+/// Created with [`Device::upload`], [`Device::alloc`] or [`DeviceBuffer::from_cudarc`]. On the
+/// simulator it is host memory. On the CUDA backend it is global memory (aligned to 256 bytes)
+/// with a *home stream*: the device's [default stream](Device::default_stream) where it was
+/// allocated (or the stream of the cudarc slice it came from). Host operations on it
+/// ([`download`](Self::download), [`upload_from`](Self::upload_from)) run there.
+///
+/// **The buffer stays valid whatever happens to the launches that use it.** It remembers its
+/// uses by launches and copies on every stream (the last write, and the reads since), each with
+/// an event recorded on its stream right after it (on the home stream, where the stream itself
+/// orders what comes later, the event is recorded only when another stream needs to wait for
+/// it). A use on another stream waits for the earlier conflicting ones (`cuStreamWaitEvent`),
+/// and so do the host operations. Dropping the buffer frees its memory with a *stream-ordered
+/// free* on the home stream after the events of its last uses on other streams: the free never
+/// overtakes a kernel that still uses the buffer, even one whose [`Launch`](crate::Launch) was
+/// leaked with `mem::forget` (dropping an unfinished launch cancels it and waits, so the usual
+/// case needs none of this). The host does not wait for the free.
+///
 /// A buffer can only be used with the device that created it.
 pub struct DeviceBuffer<T: KernelScalar> {
     device_id: u64,
@@ -97,8 +115,9 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         self.len == 0
     }
 
-    /// Copies the buffer back to the host. On CUDA this waits for all work issued before it on
-    /// the device's stream.
+    /// Copies the buffer back to the host. On CUDA the copy runs on the buffer's home stream,
+    /// after every earlier write of the buffer on any stream, and this waits for it (and so for
+    /// the work issued to the home stream before it).
     pub fn download(&self) -> Result<Vec<T>> {
         let mut out = vec![T::default(); self.len];
         self.download_into(&mut out)?;
@@ -117,7 +136,8 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         }
     }
 
-    /// Overwrites the buffer with `data`, which must have the same length.
+    /// Overwrites the buffer with `data`, which must have the same length. On CUDA the copy is
+    /// ordered on the buffer's home stream after every earlier use of the buffer on any stream.
     pub fn upload_from(&mut self, data: &[T]) -> Result<()> {
         check_len("upload_from", self.len, data.len())?;
         match &mut self.storage {
@@ -129,11 +149,46 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         }
     }
 
-    /// Overwrites the buffer with the contents of `src`, a buffer of the same device and length.
-    ///
-    /// On CUDA the copy is device-to-device and asynchronous: it is ordered on the device's stream
-    /// after the work issued before it, and the call returns without waiting for it.
+    /// Overwrites the buffer with the contents of `src`, a buffer of the same device and length,
+    /// on the device's [default stream](Device::default_stream); see
+    /// [`DeviceBuffer::copy_from_buffer_on`].
     pub fn copy_from_buffer(&mut self, src: &DeviceBuffer<T>) -> Result<()> {
+        match &self.storage {
+            Storage::Cuda { gpu, .. } => {
+                let stream = Arc::clone(gpu.default_stream());
+                self.copy_checked(src, |gpu, dst, src| gpu.copy(&stream, dst, src))
+            }
+            Storage::Sim(_) => self.copy_checked(src, |_, _, _| Ok(())),
+        }
+    }
+
+    /// Overwrites the buffer with the contents of `src`, a buffer of the same device and length,
+    /// on `stream`, a stream of their device.
+    ///
+    /// On CUDA the copy is device-to-device and asynchronous: it is ordered on `stream` after the
+    /// work issued there before it and after the earlier conflicting uses of both buffers on other
+    /// streams, and the call returns without waiting for it. Later uses of the buffers on other
+    /// streams, and their frees, wait for it.
+    pub fn copy_from_buffer_on(&mut self, src: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
+        if stream.device().id() != self.device_id {
+            return Err(Error::InvalidArgument(
+                "copy_from_buffer_on: the stream belongs to another device than the buffer"
+                    .to_string(),
+            ));
+        }
+        match stream.cuda() {
+            Some((_, state)) => self.copy_checked(src, |gpu, dst, src| gpu.copy(state, dst, src)),
+            None => self.copy_checked(src, |_, _, _| Ok(())),
+        }
+    }
+
+    /// Checks the devices and lengths, then copies: `cuda_copy` on CUDA, a host copy on the
+    /// simulator.
+    fn copy_checked(
+        &mut self,
+        src: &DeviceBuffer<T>,
+        cuda_copy: impl FnOnce(&CudaDevice, &mut DeviceMem, &DeviceMem) -> Result<()>,
+    ) -> Result<()> {
         if src.device_id != self.device_id {
             return Err(Error::Buffer(
                 "copy_from_buffer: the source buffer belongs to another device; download it and \
@@ -144,7 +199,7 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         check_len("copy_from_buffer", self.len, src.len)?;
         match (&mut self.storage, &src.storage) {
             (Storage::Cuda { gpu, mem }, Storage::Cuda { mem: src_mem, .. }) => {
-                gpu.copy(mem, src_mem)
+                cuda_copy(gpu, mem, src_mem)
             }
             (Storage::Sim(dst), Storage::Sim(data)) => {
                 dst.copy_from_slice(data);
@@ -177,11 +232,55 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         }
     }
 
-    /// The raw device address (`CUdeviceptr`), for a CUDA buffer.
-    pub(crate) fn device_ptr(&self) -> Option<u64> {
+    /// The device memory, for a CUDA buffer.
+    pub(crate) fn cuda_mem(&self) -> Option<&DeviceMem> {
         match &self.storage {
-            Storage::Cuda { mem, .. } => Some(mem.address()),
+            Storage::Cuda { mem, .. } => Some(mem),
             Storage::Sim(_) => None,
+        }
+    }
+}
+
+impl<T: KernelScalar + DeviceRepr> DeviceBuffer<T> {
+    /// A buffer of `device` holding a cudarc slice of the device's CUDA context (see
+    /// [`Device::from_cudarc`] and [`Device::cudarc_stream`]), without copying.
+    ///
+    /// The slice's stream becomes the buffer's home stream: the buffer's first use comes after
+    /// the work issued there before this call (and, with cudarc's event tracking on, after the
+    /// slice's pending uses on other streams), and the slice is freed there, by cudarc, when the
+    /// buffer is dropped (after its uses, see [`DeviceBuffer`]). Fails with [`Error::Buffer`]
+    /// on the simulator or when the slice belongs to another CUDA context.
+    pub fn from_cudarc(device: &Device, slice: CudaSlice<T>) -> Result<Self> {
+        let Backend::Cuda(gpu) = device.backend() else {
+            return Err(Error::Buffer(
+                "from_cudarc: the device is the simulator; cudarc slices live on a CUDA device"
+                    .to_string(),
+            ));
+        };
+        let len = slice.len();
+        byte_size::<T>(len)?;
+        let mem = gpu.adopt(slice)?;
+        Ok(DeviceBuffer {
+            device_id: device.id(),
+            len,
+            storage: Storage::Cuda {
+                gpu: Arc::clone(gpu),
+                mem,
+            },
+        })
+    }
+
+    /// The buffer's memory as a cudarc slice, without copying. Work cudarc issues on the
+    /// slice's stream (the buffer's home stream) comes after every use of the buffer by this
+    /// crate; with cudarc's event tracking on, so does its work on other streams. Fails with
+    /// [`Error::Buffer`] on the simulator (the buffer is dropped then).
+    pub fn into_cudarc(self) -> Result<CudaSlice<T>> {
+        let len = self.len;
+        match self.storage {
+            Storage::Cuda { gpu, mem } => gpu.release(mem, len),
+            Storage::Sim(_) => Err(Error::Buffer(
+                "into_cudarc: the buffer lives in the simulator, not on a CUDA device".to_string(),
+            )),
         }
     }
 }
@@ -218,7 +317,7 @@ mod tests {
         buf.download_into(&mut out)?;
         assert_eq!(out, [4.0, 5.0, 6.0]);
         assert_eq!(buf.host_slice(), Some(&[4.0f32, 5.0, 6.0][..]));
-        assert_eq!(buf.device_ptr(), None);
+        assert!(buf.cuda_mem().is_none());
 
         let zeros = device.alloc::<bool>(4)?;
         assert_eq!(zeros.download()?, vec![false; 4]);
@@ -258,6 +357,42 @@ mod tests {
             );
         }
         Ok(())
+    }
+
+    #[test]
+    fn uses_on_other_streams_are_remembered() -> Result<()> {
+        // Compiles everywhere; runs only where a CUDA device is.
+        let Ok(device) = Device::cuda(0) else {
+            return Ok(());
+        };
+        let away = |buf: &DeviceBuffer<u32>| buf.cuda_mem().map(|m| m.uses_away_from_home());
+        let stream = device.new_stream()?;
+        let src = device.upload(&[1u32, 2, 3])?;
+        let mut dst = device.alloc::<u32>(3)?;
+        assert_eq!((away(&src), away(&dst)), (Some(0), Some(0)));
+        dst.copy_from_buffer_on(&src, &stream)?;
+        // A read of `src` and a write of `dst` on the other stream.
+        assert_eq!((away(&src), away(&dst)), (Some(1), Some(1)));
+        // The download (on the home stream) waits for the copy's write.
+        assert_eq!(dst.download()?, [1, 2, 3]);
+        // A write on the home stream comes after everything before it.
+        dst.upload_from(&[4, 5, 6])?;
+        assert_eq!(away(&dst), Some(0));
+        assert_eq!(dst.download()?, [4, 5, 6]);
+        // Copies on the default stream are home-stream uses.
+        dst.copy_from_buffer(&src)?;
+        assert_eq!(away(&dst), Some(0));
+        assert_eq!(dst.download()?, [1, 2, 3]);
+        // A stream of another device is rejected.
+        let other = Device::simulator().default_stream();
+        assert!(matches!(
+            dst.copy_from_buffer_on(&src, &other),
+            Err(Error::InvalidArgument(_))
+        ));
+        drop(stream);
+        drop(src);
+        drop(dst);
+        device.synchronize()
     }
 
     #[test]

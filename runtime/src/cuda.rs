@@ -1,36 +1,63 @@
 //! The CUDA backend, and the one `unsafe` layer of this crate.
 //!
-//! Every `unsafe` block of `gpu-async` lives in this file; the rest of the crate (devices, buffers,
-//! launches, the simulator) is safe code that reaches the driver only through the functions here.
-//! Each block says, in a `// SAFETY:` comment, why it is sound. The driver is reached through
-//! `cudarc`: its safe wrappers for contexts, streams, memory and events, and its raw `sys`
-//! bindings for the few calls it does not wrap the way this crate needs them (module loading with
-//! the JIT error log, `cuLaunchKernel` with our own parameter array, `cuStreamAddCallback`,
-//! `cuStreamQuery`, the mapped host memory of the failure record, `cuMemsetD32Async`).
+//! Every `unsafe` block of `gpu-async` lives in this file; the rest of the crate (devices, streams,
+//! buffers, launches, the simulator) is safe code that reaches the driver only through the
+//! functions here. Each block says, in a `// SAFETY:` comment, why it is sound. The driver is
+//! reached through `cudarc`: its safe wrappers for contexts, streams and events, and its raw `sys`
+//! bindings for what it does not wrap the way this crate needs it (module loading with the JIT
+//! error log, `cuLaunchKernel` with our own parameter array, `cuStreamAddCallback`,
+//! `cuStreamQuery`, the mapped host memory of the failure record, `cuMemsetD32Async`, and the
+//! buffers' memory, whose frees this crate orders itself).
 //!
 //! `cudarc` loads `libcuda` lazily and panics when it is missing, so [`CudaDevice::open`] checks
 //! for the library before it calls anything else, and turns any panic of the driver loader into
 //! [`Error::NoCudaDevice`].
 //!
-//! Ordering: a device owns one non-default stream and every operation (allocation, copies,
-//! launches, frees, timing events) is issued on it, so the stream orders them all. cudarc's
-//! per-buffer event tracking is therefore switched off for the device's context handle. (A second
-//! stream exists only to write the abort word while a kernel runs, see
-//! [`CudaDevice::request_abort`]; it touches nothing else.)
+//! # Streams
 //!
-//! The abort protocol (see [`crate::abort`]): each device owns its abort word (4 bytes of device
-//! memory), its failure record (32 bytes of page-locked host memory mapped into the device's
-//! address space) and its launch-id counter. Both memories live as long as the device and are
-//! freed only after its streams were synchronized.
+//! A device has a *default stream* (its own non-blocking stream, or the cudarc stream it was made
+//! from) and any number of further streams ([`CudaDevice::new_stream`]). Each stream is a
+//! [`StreamState`]: the CUDA stream plus the abort protocol's state of the launches on it (see
+//! [`crate::abort`]): its abort word (4 bytes of device memory), its failure record (32 bytes of
+//! page-locked host memory mapped into the device's address space) and its launch-id counter.
+//! Launches of one stream run one after another, so a failure record is always read (in the
+//! launch's completion callback) before the next launch of its stream can overwrite it, and a
+//! failing launch never clears another running launch's id from the abort word. A device has one
+//! more stream, the *cancel stream*, used only to write abort words while kernels run
+//! ([`CudaDevice::request_abort`]).
+//!
+//! # Buffers and the order of frees
+//!
+//! A buffer's memory ([`DeviceMem`]) has a *home stream*: the one it was allocated on (the
+//! device's default stream, or the stream of the cudarc slice it came from). Host operations on
+//! the buffer (writes, reads) run there, and it is freed there, stream-ordered
+//! (`cuMemFreeAsync`). Every use of the buffer on a stream (a launch, a copy) is remembered in the
+//! buffer: the last write and the reads since, each with the stream it ran on and an event
+//! recorded after it. A use on another stream than the previous ones first makes its stream wait
+//! for them (`cuStreamWaitEvent`), and the free makes the home stream wait for every use on other
+//! streams before it frees. The event of a use is recorded right after it when the stream is not
+//! the buffer's home stream; a use on the home stream needs none for the free (the stream orders
+//! it), and gets one only when a use on another stream needs to wait for it. So a buffer is never
+//! freed, nor written by the host, under a kernel that still uses it, even when the kernel's
+//! [`Launch`](crate::Launch) was leaked with `mem::forget`. cudarc's own per-buffer event
+//! tracking is therefore switched off for the contexts this crate creates (a context handle
+//! received from cudarc is left as its owner set it).
+//!
+//! The abort words and failure records live as long as their stream and are freed only after it
+//! (and the cancel stream) was synchronized.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DriverError};
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError,
+};
 
 use crate::abort::{next_launch_id, Record, RECORD_WORDS};
 use crate::error::{Error, Result};
@@ -86,36 +113,34 @@ fn every_bit_pattern_valid(ty: ScalarType) -> bool {
     }
 }
 
-/// One CUDA device as this crate uses it: a context, one stream, the kernels loaded so far, and
-/// the abort protocol's state.
+/// Whether two cudarc stream handles are the same CUDA stream.
+fn same_stream(a: &CudaStream, b: &CudaStream) -> bool {
+    a == b
+}
+
+/// One CUDA device as this crate uses it: a context, its default stream, the kernels loaded so
+/// far, and the stream that writes abort words.
 pub(crate) struct CudaDevice {
     ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
     ordinal: usize,
     device_name: String,
     compute_capability: (i32, i32),
     sm_count: u32,
     kernels: Mutex<HashMap<(usize, &'static str), Arc<LoadedKernel>>>,
-    /// The abort word: one `u32` of device memory, zero at creation.
-    abort_word: CudaSlice<u32>,
-    /// The failure record.
-    record: FailureRecord,
-    /// The id of the last launch (0 before the first). Held while a launch is submitted, so
-    /// that ids are submitted in order and a wrap of the counter can reset the protocol's memory
-    /// with no launch of an older id still to come.
-    last_launch_id: Mutex<u32>,
-    /// A second non-blocking stream, for writing the abort word while a kernel runs.
+    /// The stream launches and buffer operations use when no other is given.
+    default_stream: Arc<StreamState>,
+    /// A non-blocking stream for writing abort words while kernels run; nothing else.
     cancel_stream: Arc<CudaStream>,
 }
 
 /// What a launch passes to the abort protocol's hidden parameters, besides the watchdog bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct LaunchIds {
-    /// The device address of the abort word.
+    /// The device address of the abort word of the launch's stream.
     pub(crate) abort_word: u64,
     /// This launch's id, never 0.
     pub(crate) launch_id: u32,
-    /// The device address of the failure record.
+    /// The device address of the failure record of the launch's stream.
     pub(crate) record: u64,
 }
 
@@ -152,11 +177,22 @@ impl CudaDevice {
             )));
         }
         let ctx = CudaContext::new(ordinal).map_err(cuda("cuDevicePrimaryCtxRetain"))?;
-        // SAFETY: every buffer of this device is allocated, used and freed on the one stream
-        // created below, so the stream orders all uses and no cross-stream events are needed.
-        // `ctx` is this device's own handle, so buffers of other handles are not affected.
+        // SAFETY: this crate orders every use and free of its buffers across streams itself
+        // (see the module docs), so cudarc's per-buffer events are not needed. `ctx` is this
+        // device's own handle: slices of other handles are not affected.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().map_err(cuda("cuStreamCreate"))?;
+        Self::with_stream(ctx, stream)
+    }
+
+    /// A device on the context and stream of a cudarc stream: the stream becomes the device's
+    /// default stream; the abort protocol's state and the cancel stream are created as usual.
+    pub(crate) fn from_cudarc(stream: Arc<CudaStream>) -> Result<CudaDevice> {
+        let ctx = Arc::clone(stream.context());
+        Self::with_stream(ctx, stream)
+    }
+
+    fn with_stream(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Result<CudaDevice> {
         let device_name = ctx.name().map_err(cuda("cuDeviceGetName"))?;
         let compute_capability = ctx
             .compute_capability()
@@ -164,25 +200,24 @@ impl CudaDevice {
         let sm_count = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(cuda("cuDeviceGetAttribute"))?;
-        let cancel_stream = ctx.new_stream().map_err(cuda("cuStreamCreate"))?;
-        let abort_word = stream
-            .alloc_zeros::<u32>(1)
-            .map_err(cuda("cuMemAllocAsync"))?;
-        let record = FailureRecord::new(&ctx)?;
-        // The abort word was allocated and zeroed on `stream`; wait for that, so that it is
-        // ready for `cancel_stream` too.
-        stream.synchronize().map_err(cuda("cuStreamSynchronize"))?;
+        // The cancel stream has the greatest priority. Measured on an H200 (driver 580): with a
+        // stream of default priority, a write issued there while a kernel spun on another stream
+        // often took effect only when that kernel ended; with the greatest priority it lands in
+        // about 0.2 ms. (`cuStreamWriteValue32` on either waited for the kernel.)
+        let (_least, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .map_err(cuda("cuCtxGetStreamPriorityRange"))?;
+        let cancel_stream = ctx
+            .new_stream_with_priority(greatest)
+            .map_err(cuda("cuStreamCreateWithPriority"))?;
+        let default_stream = Arc::new(StreamState::new(stream, Arc::clone(&cancel_stream))?);
         Ok(CudaDevice {
+            ordinal: ctx.ordinal(),
             ctx,
-            stream,
-            ordinal,
             device_name,
             compute_capability,
             sm_count: u32::try_from(sm_count).unwrap_or(0),
             kernels: Mutex::new(HashMap::new()),
-            abort_word,
-            record,
-            last_launch_id: Mutex::new(0),
+            default_stream,
             cancel_stream,
         })
     }
@@ -201,92 +236,122 @@ impl CudaDevice {
         self.sm_count
     }
 
-    /// Waits until everything issued on the device's stream has finished.
+    /// The default stream.
+    pub(crate) fn default_stream(&self) -> &Arc<StreamState> {
+        &self.default_stream
+    }
+
+    /// A new non-blocking stream of this device's context, with its own abort-protocol state.
+    pub(crate) fn new_stream(&self) -> Result<Arc<StreamState>> {
+        let stream = self.ctx.new_stream().map_err(cuda("cuStreamCreate"))?;
+        Ok(Arc::new(StreamState::new(
+            stream,
+            Arc::clone(&self.cancel_stream),
+        )?))
+    }
+
+    /// Waits until all work issued to the device's context so far, on every stream, has
+    /// finished (`cuCtxSynchronize`).
     pub(crate) fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(cuda("cuStreamSynchronize"))
+        self.ctx.synchronize().map_err(cuda("cuCtxSynchronize"))
     }
 
-    /// The status of the stream without waiting: an error of earlier asynchronous work (a kernel
-    /// fault) is reported under the name `call`; unfinished work is not an error.
-    pub(crate) fn stream_status(&self, call: &'static str) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        // SAFETY: the stream handle is valid while `self.stream` is alive, and its context is
-        // current on this thread.
-        let status = unsafe { sys::cuStreamQuery(self.stream.cu_stream()) };
-        match status {
-            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY => Ok(()),
-            other => Err(driver_error(call, DriverError(other))),
-        }
+    /// Whether `slice` lives in this device's CUDA context.
+    fn same_context<T>(&self, slice: &CudaSlice<T>) -> bool {
+        slice.context().cu_ctx() == self.ctx.cu_ctx()
     }
 
-    /// Allocates `bytes` bytes of zeroed device memory, ordered on the stream.
+    /// Allocates `bytes` bytes of zeroed device memory, ordered on the default stream.
     pub(crate) fn alloc_zeroed(&self, bytes: usize) -> Result<DeviceMem> {
-        if bytes == 0 {
-            return Ok(DeviceMem { slice: None });
+        let mem = self.alloc(bytes)?;
+        if bytes > 0 {
+            // SAFETY: `mem.ptr` is a live allocation of `bytes` bytes of this context, freed
+            // only by `mem`'s drop, in stream order on the same stream after this write. The
+            // stream is valid and the context current (bound by `alloc`).
+            unsafe { sys::cuMemsetD8Async(mem.ptr, 0, bytes, mem.home.cu_stream()) }
+                .result()
+                .map_err(cuda("cuMemsetD8Async"))?;
         }
-        let slice = self
-            .stream
-            .alloc_zeros::<u8>(bytes)
-            .map_err(cuda("cuMemAllocAsync"))?;
-        Ok(DeviceMem { slice: Some(slice) })
+        Ok(mem)
     }
 
-    /// Allocates device memory holding a copy of `data`.
+    /// Allocates device memory holding a copy of `data`, ordered on the default stream.
     pub(crate) fn upload<T: KernelScalar>(&self, data: &[T]) -> Result<DeviceMem> {
         let bytes = scalars_as_bytes(data);
-        if bytes.is_empty() {
-            return Ok(DeviceMem { slice: None });
+        let mem = self.alloc(bytes.len())?;
+        if !bytes.is_empty() {
+            copy_htod(&mem, bytes)?;
         }
-        let slice = self
-            .stream
-            .clone_htod(bytes)
-            .map_err(cuda("cuMemcpyHtoDAsync"))?;
-        Ok(DeviceMem { slice: Some(slice) })
+        Ok(mem)
     }
 
-    /// Overwrites `mem` with `data`. The caller checked that the sizes match.
+    /// Allocates `bytes` bytes on the default stream, contents unspecified (the callers write
+    /// all of them before anything can read them). Zero bytes allocate nothing.
+    fn alloc(&self, bytes: usize) -> Result<DeviceMem> {
+        let home = Arc::clone(&self.default_stream.stream);
+        if bytes == 0 {
+            return Ok(DeviceMem::new(0, 0, home, Owner::Nothing));
+        }
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        let async_free = self.ctx.has_async_alloc();
+        if async_free {
+            // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; the stream belongs to
+            // this context, which is current.
+            unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, home.cu_stream()) }
+                .result()
+                .map_err(cuda("cuMemAllocAsync"))?;
+        } else {
+            // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; the context is current.
+            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
+                .result()
+                .map_err(cuda("cuMemAlloc"))?;
+        }
+        // From here on, dropping the `DeviceMem` frees the allocation.
+        Ok(DeviceMem::new(
+            ptr,
+            bytes,
+            home,
+            Owner::Driver { async_free },
+        ))
+    }
+
+    /// Overwrites `mem` with `data`, on `mem`'s home stream after every earlier use of it. The
+    /// caller checked that the sizes match.
     pub(crate) fn write<T: KernelScalar>(&self, mem: &mut DeviceMem, data: &[T]) -> Result<()> {
         let bytes = scalars_as_bytes(data);
-        match &mut mem.slice {
-            Some(slice) if slice.len() == bytes.len() => self
-                .stream
-                .memcpy_htod(bytes, slice)
-                .map_err(cuda("cuMemcpyHtoDAsync")),
-            None if bytes.is_empty() => Ok(()),
-            _ => Err(size_mismatch(mem.bytes(), bytes.len())),
+        if bytes.len() != mem.bytes {
+            return Err(size_mismatch(mem.bytes, bytes.len()));
         }
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let home = Arc::clone(&mem.home);
+        order_uses(&home, &[(&*mem, true)], || copy_htod(mem, bytes))
     }
 
-    /// Copies `mem` into `out` and waits for the copy. The caller checked that the sizes match.
+    /// Copies `mem` into `out`, on `mem`'s home stream after every earlier write of it, and
+    /// waits for the copy. The caller checked that the sizes match.
     pub(crate) fn read<T: KernelScalar>(&self, mem: &DeviceMem, out: &mut [T]) -> Result<()> {
         let len = std::mem::size_of_val(out);
-        let Some(slice) = &mem.slice else {
-            return if len == 0 {
-                Ok(())
-            } else {
-                Err(size_mismatch(0, len))
-            };
-        };
-        if slice.len() != len {
-            return Err(size_mismatch(slice.len(), len));
+        if mem.bytes != len {
+            return Err(size_mismatch(mem.bytes, len));
         }
+        if len == 0 {
+            return Ok(());
+        }
+        let home = Arc::clone(&mem.home);
         if every_bit_pattern_valid(T::TYPE) {
             // SAFETY: `out` is a live, exclusively borrowed slice of `len` initialised bytes;
             // `T` is one of the sealed `KernelScalar` types for which every bit pattern is a valid
             // value, so whatever the copy writes leaves `out` valid.
             let out_bytes =
                 unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len) };
-            self.stream
-                .memcpy_dtoh(slice, out_bytes)
-                .map_err(cuda("cuMemcpyDtoHAsync"))?;
+            order_uses(&home, &[(mem, false)], || copy_dtoh(mem, out_bytes))?;
         } else {
             // `bool`: the device may hold any byte; normalise to 0 or 1 before it becomes a bool.
             let mut tmp = vec![0u8; len];
-            self.stream
-                .memcpy_dtoh(slice, &mut tmp)
-                .map_err(cuda("cuMemcpyDtoHAsync"))?;
+            order_uses(&home, &[(mem, false)], || copy_dtoh(mem, &mut tmp))?;
             for b in &mut tmp {
                 *b = u8::from(*b != 0);
             }
@@ -303,19 +368,125 @@ impl CudaDevice {
                 std::ptr::copy_nonoverlapping(tmp.as_ptr(), out.as_mut_ptr().cast::<u8>(), len)
             };
         }
-        self.synchronize()
+        Ok(())
     }
 
-    /// Copies `src` into `dst` on the stream, without waiting. The caller checked the sizes.
-    pub(crate) fn copy(&self, dst: &mut DeviceMem, src: &DeviceMem) -> Result<()> {
-        match (&mut dst.slice, &src.slice) {
-            (Some(d), Some(s)) if d.len() == s.len() => self
-                .stream
-                .memcpy_dtod(s, d)
-                .map_err(cuda("cuMemcpyDtoDAsync")),
-            (None, None) => Ok(()),
-            _ => Err(size_mismatch(dst.bytes(), src.bytes())),
+    /// Copies `src` into `dst` on `stream`, after every earlier use of `dst` and write of `src`,
+    /// without waiting. The caller checked the sizes.
+    pub(crate) fn copy(
+        &self,
+        stream: &StreamState,
+        dst: &mut DeviceMem,
+        src: &DeviceMem,
+    ) -> Result<()> {
+        if dst.bytes != src.bytes {
+            return Err(size_mismatch(dst.bytes, src.bytes));
         }
+        if dst.bytes == 0 {
+            return Ok(());
+        }
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let (dst_ptr, src_ptr, bytes) = (dst.ptr, src.ptr, dst.bytes);
+        order_uses(&stream.stream, &[(src, false), (&*dst, true)], || {
+            // SAFETY: both are live allocations of this context of `bytes` bytes each, freed
+            // only by their `DeviceMem`s, whose frees `order_uses` orders after this copy. The
+            // stream is valid and the context current.
+            unsafe { sys::cuMemcpyDtoDAsync_v2(dst_ptr, src_ptr, bytes, stream.stream.cu_stream()) }
+                .result()
+                .map_err(cuda("cuMemcpyDtoDAsync"))
+        })
+    }
+
+    /// Takes over a cudarc slice of this device's context. Its stream becomes the buffer's home
+    /// stream (the slice is freed there, by cudarc, when the buffer is dropped), after the
+    /// pending uses cudarc tracks for it.
+    pub(crate) fn adopt<T: DeviceRepr + Send + Sync + 'static>(
+        &self,
+        mut slice: CudaSlice<T>,
+    ) -> Result<DeviceMem> {
+        if !self.same_context(&slice) {
+            return Err(Error::Buffer(
+                "from_cudarc: the slice belongs to another CUDA context than the device; \
+                 allocate it on the device's context (see Device::cudarc_stream)"
+                    .to_string(),
+            ));
+        }
+        let home = Arc::clone(slice.stream());
+        let bytes = slice.num_bytes();
+        // With cudarc's event tracking on, this makes the home stream wait for the slice's
+        // pending reads and writes on other streams, so that the buffer's first use (ordered
+        // after the home stream) comes after them.
+        let ptr = {
+            let (ptr, _record) = slice.device_ptr_mut(&home);
+            ptr
+        };
+        let owner = Owner::Cudarc(Some(Box::new(slice)));
+        Ok(DeviceMem::new(ptr, bytes, home, owner))
+    }
+
+    /// Hands `mem`'s memory back as a cudarc slice of `len` `T`s, ordered on its home stream
+    /// after every use of it (and recorded as a write of cudarc's event tracking there).
+    pub(crate) fn release<T: DeviceRepr + Send + Sync + 'static>(
+        &self,
+        mut mem: DeviceMem,
+        len: usize,
+    ) -> Result<CudaSlice<T>> {
+        if len.checked_mul(std::mem::size_of::<T>()) != Some(mem.bytes) {
+            return Err(size_mismatch(mem.bytes, len.saturating_mul(size_of::<T>())));
+        }
+        let home = Arc::clone(&mem.home);
+        mem.order_home_after_other_streams()?;
+        let mut slice = match std::mem::replace(&mut mem.owner, Owner::Nothing) {
+            Owner::Cudarc(Some(slice)) => match slice.downcast::<CudaSlice<T>>() {
+                Ok(slice) => *slice,
+                Err(other) => {
+                    mem.owner = Owner::Cudarc(Some(other));
+                    return Err(Error::Buffer(
+                        "into_cudarc: the buffer holds a slice of another element type".to_string(),
+                    ));
+                }
+            },
+            Owner::Cudarc(None) | Owner::Nothing => {
+                home.null::<T>().map_err(cuda("cuMemAllocAsync"))?
+            }
+            Owner::Driver { async_free } => {
+                // cudarc frees with `cuMemFreeAsync` when the context supports it, as
+                // `DeviceMem` does; make sure both agree.
+                if async_free != self.ctx.has_async_alloc() {
+                    mem.owner = Owner::Driver { async_free };
+                    return Err(Error::Buffer(
+                        "into_cudarc: the buffer's memory cannot be handed to cudarc".to_string(),
+                    ));
+                }
+                let ptr = mem.ptr;
+                // cudarc creates the slice's events with `unwrap` when event tracking is on; a
+                // panic there must not escape, and the memory stays ours then.
+                let upgraded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    // SAFETY: `ptr` is a live allocation of `len * size_of::<T>()` bytes of
+                    // this context (checked above), allocated on `home`'s context with the
+                    // same allocator cudarc frees with (checked above). Ownership passes to the
+                    // slice: `mem.owner` is `Nothing` now, so `mem`'s drop does not free it.
+                    // Its bytes were written by this crate as `T`s (a `KernelScalar`), so they
+                    // are valid `T`s.
+                    unsafe { home.upgrade_device_ptr::<T>(ptr, len) }
+                }));
+                match upgraded {
+                    Ok(slice) => slice,
+                    Err(_) => {
+                        mem.owner = Owner::Driver { async_free };
+                        return Err(Error::Cuda {
+                            call: "cuEventCreate",
+                            message: "cudarc could not create the slice's events".to_string(),
+                        });
+                    }
+                }
+            }
+        };
+        // Later cudarc uses on other streams wait for this point of the home stream.
+        {
+            let (_ptr, _record) = slice.device_ptr_mut(&home);
+        }
+        Ok(slice)
     }
 
     /// The kernel of `spec`, loaded into this device's context on first use.
@@ -407,12 +578,221 @@ impl CudaDevice {
         Ok(kernel)
     }
 
-    /// Assigns the next launch id and calls `submit` with it and the addresses of the abort
-    /// word and the failure record, holding the device's launch lock: the launch `submit` makes
-    /// (with [`CudaDevice::launch`] and [`CudaDevice::notify_when_done`]) is ordered on the stream
-    /// with the ids of other launches. When the 32-bit counter wraps, this first waits for the
-    /// stream to drain and zeroes the abort word and the record, so that no id from before the
-    /// wrap is still in them (once every 2^32 − 1 launches).
+    /// Launches `kernel` on `stream` with `blocks` blocks of `threads` threads, after the earlier
+    /// uses of its buffers `uses` (`(memory, written)`) on other streams, and records the launch
+    /// as their latest use.
+    ///
+    /// `params` holds one 8-byte slot per PTX parameter, the value in its first bytes; the caller
+    /// checked them against the kernel's spec, which the compiler emitted with its PTX. The
+    /// buffers whose addresses are among them are the ones in `uses`; their frees wait for this
+    /// launch (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        &self,
+        stream: &StreamState,
+        kernel: &LoadedKernel,
+        blocks: u32,
+        threads: u32,
+        shared_bytes: u32,
+        params: &mut [u64],
+        uses: &[(&DeviceMem, bool)],
+    ) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let mut pointers: Vec<*mut c_void> = params
+            .iter_mut()
+            .map(|p| (p as *mut u64).cast::<c_void>())
+            .collect();
+        order_uses(&stream.stream, uses, || {
+            // SAFETY: `kernel.function` belongs to a module of this context that stays loaded
+            // while the device is alive (the device outlives its streams, which synchronize
+            // before they go, and synchronizes its own before unloading). `pointers` has one
+            // entry per PTX parameter, each pointing to an 8-byte, 8-aligned slot of `params`
+            // that is at least as large as the parameter and alive across the call; the driver
+            // copies the values before returning. Addresses among them are the device buffers of
+            // `uses`, whose frees `order_uses` orders after this launch. `extra` is null. The
+            // stream belongs to this context, which is current.
+            unsafe {
+                sys::cuLaunchKernel(
+                    kernel.function,
+                    blocks,
+                    1,
+                    1,
+                    threads,
+                    1,
+                    1,
+                    shared_bytes,
+                    stream.stream.cu_stream(),
+                    pointers.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            }
+            .result()
+            .map_err(cuda("cuLaunchKernel"))
+        })
+    }
+
+    /// Enqueues on `stream` a host callback that marks `shared` complete once everything issued
+    /// before it (the launch) has finished, or has failed. With `read_record`, the callback also
+    /// copies the stream's failure record into `shared` when the stream reported no error: the
+    /// driver runs it after the launch and before anything issued later on the stream, so no
+    /// later launch can have overwritten the record yet.
+    ///
+    /// This uses `cuStreamAddCallback`, not `cuLaunchHostFunc`: after a kernel fault the driver
+    /// (measured with driver 580 on an H200) never runs functions enqueued with
+    /// `cuLaunchHostFunc`, which would leave the launch pending forever, while it does run stream
+    /// callbacks, passing them the error.
+    pub(crate) fn notify_when_done(
+        &self,
+        stream: &StreamState,
+        shared: Arc<Shared>,
+        read_record: bool,
+    ) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let completion = Box::new(Completion {
+            shared,
+            record: read_record.then_some(stream.record.host),
+        });
+        let raw = Box::into_raw(completion).cast::<c_void>();
+        // SAFETY: `stream_callback` is an `extern "C"` fn of the expected signature that never
+        // unwinds and calls no CUDA function. `raw` owns a `Box<Completion>` handed over to the
+        // callback, which the driver calls exactly once; the record pointer in it stays valid
+        // until the callback has run (the stream's state synchronizes the stream before it
+        // frees the record). Flags must be 0. The stream is valid and its context is current.
+        let status = unsafe {
+            sys::cuStreamAddCallback(stream.stream.cu_stream(), Some(stream_callback), raw, 0)
+        };
+        if let Err(err) = status.result() {
+            // SAFETY: the driver did not accept the callback, so it will never run; the box
+            // `raw` owns is reclaimed here, exactly once.
+            drop(unsafe { Box::from_raw(raw.cast::<Completion>()) });
+            return Err(driver_error("cuStreamAddCallback", err));
+        }
+        Ok(())
+    }
+
+    /// Writes `launch_id` into the abort word of `stream` from the host, on the device's cancel
+    /// stream, so that a kernel of that launch which is running now, or starts later, stops at
+    /// its next poll of the word (the threads of a launch stop when the word holds their id).
+    /// Nothing waits for the write. The write is GPU work, so the driver decides when it runs:
+    /// measured on an H200 it landed about 0.2 ms after the call, except while other threads of
+    /// the process were starting up (creating devices, loading modules), when it sometimes
+    /// waited for the running kernel to end.
+    pub(crate) fn request_abort(&self, stream: &StreamState, launch_id: u32) -> Result<()> {
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        // SAFETY: the address is that of the 4-byte device allocation `stream.abort_word`, which
+        // stays allocated until `stream` is dropped, and that drop synchronizes the cancel stream
+        // before freeing it; one `u32` is written. Kernels read the word concurrently with
+        // volatile loads, which a 4-byte aligned store cannot tear. The cancel stream belongs to
+        // this context, which is current.
+        unsafe {
+            sys::cuMemsetD32Async(
+                stream.abort_word_address(),
+                launch_id,
+                1,
+                self.cancel_stream.cu_stream(),
+            )
+        }
+        .result()
+        .map_err(cuda("cuMemsetD32Async"))
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // Nothing may still run from the modules unloaded below (a `Launch` that was leaked
+        // with `mem::forget` could otherwise leave one running). Every other stream of the
+        // device was dropped before it (streams hold the device), and synchronized then; the
+        // default stream's state synchronizes when it goes, but that may be after the modules,
+        // so synchronize it here too. Errors cannot be reported here.
+        let _ = self.default_stream.stream.synchronize();
+        let _ = self.cancel_stream.synchronize();
+    }
+}
+
+/// One stream of a device: the CUDA stream, and the abort protocol's state of the launches on it.
+pub(crate) struct StreamState {
+    stream: Arc<CudaStream>,
+    /// The device's cancel stream, which writes `abort_word`.
+    cancel_stream: Arc<CudaStream>,
+    /// The abort word: one `u32` of device memory, zero at creation.
+    abort_word: CudaSlice<u32>,
+    /// The failure record.
+    record: FailureRecord,
+    /// The id of the last launch on this stream (0 before the first). Held while a launch is
+    /// submitted, so that ids are submitted in order and a wrap of the counter can reset the
+    /// protocol's memory with no launch of an older id still to come.
+    last_launch_id: Mutex<u32>,
+}
+
+impl StreamState {
+    fn new(stream: Arc<CudaStream>, cancel_stream: Arc<CudaStream>) -> Result<StreamState> {
+        let abort_word = stream
+            .alloc_zeros::<u32>(1)
+            .map_err(cuda("cuMemAllocAsync"))?;
+        let record = FailureRecord::new(stream.context())?;
+        // The abort word was allocated and zeroed on `stream`; wait for that, so that it is
+        // ready for the cancel stream too.
+        stream.synchronize().map_err(cuda("cuStreamSynchronize"))?;
+        Ok(StreamState {
+            stream,
+            cancel_stream,
+            abort_word,
+            record,
+            last_launch_id: Mutex::new(0),
+        })
+    }
+
+    /// The cudarc stream.
+    pub(crate) fn cudarc(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Whether `self` and `other` are the same CUDA stream.
+    pub(crate) fn is(&self, other: &StreamState) -> bool {
+        same_stream(&self.stream, &other.stream)
+    }
+
+    /// Waits until everything issued on the stream has finished.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(cuda("cuStreamSynchronize"))
+    }
+
+    /// The status of the stream without waiting: an error of earlier asynchronous work (a kernel
+    /// fault) is reported under the name `call`; unfinished work is not an error.
+    pub(crate) fn status(&self, call: &'static str) -> Result<()> {
+        self.stream
+            .context()
+            .bind_to_thread()
+            .map_err(cuda("cuCtxSetCurrent"))?;
+        // SAFETY: the stream handle is valid while `self.stream` is alive, and its context is
+        // current on this thread.
+        let status = unsafe { sys::cuStreamQuery(self.stream.cu_stream()) };
+        match status {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY => Ok(()),
+            other => Err(driver_error(call, DriverError(other))),
+        }
+    }
+
+    /// Records an event with timing on the stream.
+    pub(crate) fn record_event(&self) -> Result<CudaEvent> {
+        self.stream
+            .record_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(cuda("cuEventRecord"))
+    }
+
+    /// Makes the stream's later work wait for `event` (`cuStreamWaitEvent`).
+    pub(crate) fn wait_event(&self, event: &CudaEvent) -> Result<()> {
+        self.stream.wait(event).map_err(cuda("cuStreamWaitEvent"))
+    }
+
+    /// Assigns the next launch id of the stream and calls `submit` with it and the addresses of
+    /// the stream's abort word and failure record, holding the stream's launch lock: the launch
+    /// `submit` makes (with [`CudaDevice::launch`] and [`CudaDevice::notify_when_done`]) is
+    /// ordered on the stream with the ids of its other launches. When the 32-bit counter wraps,
+    /// this first waits for the stream to drain and zeroes the abort word and the record, so that
+    /// no id from before the wrap is still in them (once every 2^32 − 1 launches).
     pub(crate) fn with_launch_id<R>(
         &self,
         submit: impl FnOnce(LaunchIds) -> Result<R>,
@@ -447,7 +827,10 @@ impl CudaDevice {
             .synchronize()
             .map_err(cuda("cuStreamSynchronize"))?;
         self.record.clear();
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        self.stream
+            .context()
+            .bind_to_thread()
+            .map_err(cuda("cuCtxSetCurrent"))?;
         // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, alive
         // while `self` is; one `u32` is written. The stream is valid and its context current.
         // Ordered on the stream, the write completes before any later launch starts.
@@ -456,32 +839,7 @@ impl CudaDevice {
             .map_err(cuda("cuMemsetD32Async"))
     }
 
-    /// Writes `launch_id` into the abort word from the host, on the device's second stream, so
-    /// that a kernel of that launch which is running now stops at its next poll of the word (the
-    /// threads of a launch stop when the word holds their id). Nothing waits for the write.
-    ///
-    /// For cancelling a running launch; no public API uses it yet.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn request_abort(&self, launch_id: u32) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, which
-        // stays allocated until `self` is dropped, and the drop synchronizes `cancel_stream`
-        // before freeing it; one `u32` is written. Kernels read the word concurrently with
-        // volatile loads, which a 4-byte aligned store cannot tear. The stream belongs to this
-        // context, which is current.
-        unsafe {
-            sys::cuMemsetD32Async(
-                self.abort_word_address(),
-                launch_id,
-                1,
-                self.cancel_stream.cu_stream(),
-            )
-        }
-        .result()
-        .map_err(cuda("cuMemsetD32Async"))
-    }
-
-    /// The abort word's value, read on the device's stream (for tests).
+    /// The abort word's value, read on the stream after the cancel stream's writes (for tests).
     #[cfg(test)]
     pub(crate) fn abort_word_value(&self) -> Result<u32> {
         self.cancel_stream
@@ -494,106 +852,295 @@ impl CudaDevice {
         self.synchronize()?;
         Ok(value[0])
     }
-
-    /// Launches `kernel` on the stream with `blocks` blocks of `threads` threads.
-    ///
-    /// `params` holds one 8-byte slot per PTX parameter, the value in its first bytes; the caller
-    /// checked them against the kernel's spec, which the compiler emitted with its PTX, and keeps
-    /// every buffer whose address is among them alive until the launch completes.
-    pub(crate) fn launch(
-        &self,
-        kernel: &LoadedKernel,
-        blocks: u32,
-        threads: u32,
-        shared_bytes: u32,
-        params: &mut [u64],
-    ) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let mut pointers: Vec<*mut c_void> = params
-            .iter_mut()
-            .map(|p| (p as *mut u64).cast::<c_void>())
-            .collect();
-        // SAFETY: `kernel.function` belongs to a module of this context that stays loaded while
-        // the device is alive (the device synchronizes its stream before unloading). `pointers`
-        // has one entry per PTX parameter, each pointing to an 8-byte, 8-aligned slot of `params`
-        // that is at least as large as the parameter and alive across the call; the driver
-        // copies the values before returning. Addresses among them are device buffers the caller
-        // keeps alive until the kernel is done. `extra` is null. The context is current.
-        unsafe {
-            sys::cuLaunchKernel(
-                kernel.function,
-                blocks,
-                1,
-                1,
-                threads,
-                1,
-                1,
-                shared_bytes,
-                self.stream.cu_stream(),
-                pointers.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        }
-        .result()
-        .map_err(cuda("cuLaunchKernel"))
-    }
-
-    /// Enqueues on the stream a host callback that marks `shared` complete once everything
-    /// issued before it (the launch) has finished, or has failed. With `read_record`, the
-    /// callback also copies the failure record into `shared` when the stream reported no error:
-    /// the driver runs it after the launch and before anything issued later on the stream, so
-    /// no later launch can have overwritten the record yet.
-    ///
-    /// This uses `cuStreamAddCallback`, not `cuLaunchHostFunc`: after a kernel fault the driver
-    /// (measured with driver 580 on an H200) never runs functions enqueued with
-    /// `cuLaunchHostFunc`, which would leave the launch pending forever, while it does run stream
-    /// callbacks, passing them the error.
-    pub(crate) fn notify_when_done(&self, shared: Arc<Shared>, read_record: bool) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let completion = Box::new(Completion {
-            shared,
-            record: read_record.then_some(self.record.host),
-        });
-        let raw = Box::into_raw(completion).cast::<c_void>();
-        // SAFETY: `stream_callback` is an `extern "C"` fn of the expected signature that never
-        // unwinds and calls no CUDA function. `raw` owns a `Box<Completion>` handed over to the
-        // callback, which the driver calls exactly once; the record pointer in it stays valid
-        // until the callback has run (see `FailureRecord`). Flags must be 0. The stream is valid
-        // and its context is current.
-        let status = unsafe {
-            sys::cuStreamAddCallback(self.stream.cu_stream(), Some(stream_callback), raw, 0)
-        };
-        if let Err(err) = status.result() {
-            // SAFETY: the driver did not accept the callback, so it will never run; the box
-            // `raw` owns is reclaimed here, exactly once.
-            drop(unsafe { Box::from_raw(raw.cast::<Completion>()) });
-            return Err(driver_error("cuStreamAddCallback", err));
-        }
-        Ok(())
-    }
-
-    /// Records a timing event on the stream.
-    pub(crate) fn record_event(&self) -> Result<TimingEvent> {
-        let event = self
-            .ctx
-            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
-            .map_err(cuda("cuEventCreate"))?;
-        event.record(&self.stream).map_err(cuda("cuEventRecord"))?;
-        Ok(TimingEvent(event))
-    }
 }
 
-impl Drop for CudaDevice {
+impl Drop for StreamState {
     fn drop(&mut self) {
-        // Nothing may still run from the modules unloaded below (a `Launch` that was leaked
-        // with `mem::forget` could otherwise leave one running), and no kernel or completion
-        // callback may still use the abort word or the failure record, freed with the fields.
-        // Errors cannot be reported here; when a stream cannot be synchronized, the record is
-        // leaked rather than freed under a callback that may still read it.
+        // No kernel or completion callback may still use the abort word or the failure record,
+        // freed with the fields, and no write of the cancel stream may still be on its way to
+        // the abort word. Errors cannot be reported here; when a stream cannot be synchronized,
+        // the record is leaked rather than freed under a callback that may still read it.
         let main = self.stream.synchronize();
         let cancel = self.cancel_stream.synchronize();
         if main.is_err() || cancel.is_err() {
             self.record.leak = true;
+        }
+    }
+}
+
+/// Copies `bytes` into `mem` on its home stream. The caller checked the sizes.
+fn copy_htod(mem: &DeviceMem, bytes: &[u8]) -> Result<()> {
+    mem.home
+        .context()
+        .bind_to_thread()
+        .map_err(cuda("cuCtxSetCurrent"))?;
+    // SAFETY: `mem.ptr` is a live allocation of `bytes.len()` bytes (the caller checked),
+    // freed only in stream order after this copy. `bytes` is ordinary (pageable) host memory
+    // borrowed across the call: for pageable memory the driver has copied it to its staging
+    // memory before returning, so it may be released afterwards. (Memory that unsafe code
+    // page-locked with `cuMemHostRegister` is that code's responsibility.) The stream is valid
+    // and its context current.
+    unsafe {
+        sys::cuMemcpyHtoDAsync_v2(
+            mem.ptr,
+            bytes.as_ptr().cast::<c_void>(),
+            bytes.len(),
+            mem.home.cu_stream(),
+        )
+    }
+    .result()
+    .map_err(cuda("cuMemcpyHtoDAsync"))
+}
+
+/// Copies `mem` into `out` on its home stream and waits for the stream. The caller checked the
+/// sizes.
+fn copy_dtoh(mem: &DeviceMem, out: &mut [u8]) -> Result<()> {
+    mem.home
+        .context()
+        .bind_to_thread()
+        .map_err(cuda("cuCtxSetCurrent"))?;
+    // SAFETY: `mem.ptr` is a live allocation of `out.len()` bytes (the caller checked), freed
+    // only in stream order after this copy. `out` is exclusively borrowed host memory of that
+    // size, alive until this function returns; the stream is synchronized below before it
+    // returns, and for pageable memory the driver returns only once the copy is done anyway. The
+    // stream is valid and its context current.
+    unsafe {
+        sys::cuMemcpyDtoHAsync_v2(
+            out.as_mut_ptr().cast::<c_void>(),
+            mem.ptr,
+            out.len(),
+            mem.home.cu_stream(),
+        )
+    }
+    .result()
+    .map_err(cuda("cuMemcpyDtoHAsync"))?;
+    mem.home.synchronize().map_err(cuda("cuStreamSynchronize"))
+}
+
+/// Orders `submit`, which issues work on `stream` using the buffers `uses` (`(memory,
+/// written)`), after their earlier conflicting uses on other streams, and records it as their
+/// latest use: a read waits for the last write, a write for the last write and the reads since.
+/// The event recorded for this use (only when some buffer's home stream is not `stream`, see the
+/// module docs) is recorded right after `submit`. Nothing is recorded when `submit` fails.
+pub(crate) fn order_uses(
+    stream: &Arc<CudaStream>,
+    uses: &[(&DeviceMem, bool)],
+    submit: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    let mut waited: Vec<Arc<CudaEvent>> = Vec::new();
+    for &(mem, write) in uses {
+        if mem.bytes == 0 {
+            continue;
+        }
+        let mut uses = mem.lock();
+        let Uses {
+            write: last_write,
+            reads,
+        } = &mut *uses;
+        let reads: &mut [Access] = if write { reads } else { &mut [] };
+        for earlier in last_write.iter_mut().chain(reads.iter_mut()) {
+            if same_stream(&earlier.stream, stream) {
+                continue;
+            }
+            let event = earlier.event()?;
+            if !waited.iter().any(|e| Arc::ptr_eq(e, &event)) {
+                stream.wait(&event).map_err(cuda("cuStreamWaitEvent"))?;
+                waited.push(event);
+            }
+        }
+    }
+    submit()?;
+    let away_from_home = uses
+        .iter()
+        .any(|(mem, _)| mem.bytes > 0 && !same_stream(&mem.home, stream));
+    // Without the event, a later need records one then (a later point of the stream).
+    let event = if away_from_home {
+        stream.record_event(None).ok().map(Arc::new)
+    } else {
+        None
+    };
+    for &(mem, write) in uses {
+        if mem.bytes == 0 {
+            continue;
+        }
+        let access = Access {
+            stream: Arc::clone(stream),
+            event: event.clone(),
+        };
+        let mut uses = mem.lock();
+        if write {
+            // This write waited for every earlier use on other streams, and those on its own
+            // stream come before it: its completion implies theirs.
+            uses.write = Some(access);
+            uses.reads.clear();
+        } else if let Some(read) = uses
+            .reads
+            .iter_mut()
+            .find(|r| same_stream(&r.stream, stream))
+        {
+            *read = access;
+        } else {
+            uses.reads.push(access);
+        }
+    }
+    Ok(())
+}
+
+/// The uses of a buffer that later uses and its free must come after: the last write, and the
+/// reads since (at most one per stream, the latest).
+#[derive(Default)]
+struct Uses {
+    write: Option<Access>,
+    reads: Vec<Access>,
+}
+
+/// One use of a buffer: the stream it was issued on, and an event recorded after it there.
+struct Access {
+    stream: Arc<CudaStream>,
+    /// `None` until someone needs it: then an event is recorded on `stream` at that time, which
+    /// is after the use.
+    event: Option<Arc<CudaEvent>>,
+}
+
+impl Access {
+    /// The event after this use, recorded now if there is none yet.
+    fn event(&mut self) -> Result<Arc<CudaEvent>> {
+        if let Some(event) = &self.event {
+            return Ok(Arc::clone(event));
+        }
+        let event = Arc::new(
+            self.stream
+                .record_event(None)
+                .map_err(cuda("cuEventRecord"))?,
+        );
+        self.event = Some(Arc::clone(&event));
+        Ok(event)
+    }
+}
+
+/// Who frees a buffer's memory.
+enum Owner {
+    /// No memory (an empty buffer), or it was handed on.
+    Nothing,
+    /// Allocated by this crate: `cuMemFreeAsync` on the home stream, or, without stream-ordered
+    /// allocation, `cuMemFree` after synchronizing it.
+    Driver { async_free: bool },
+    /// A cudarc slice (`CudaSlice<T>`), freed by its drop on its own stream, the home stream.
+    Cudarc(Option<Box<dyn Any + Send + Sync>>),
+}
+
+/// Device memory of a buffer: its address and size, its home stream, and its uses (see the
+/// module docs).
+pub(crate) struct DeviceMem {
+    /// 0 for an empty buffer.
+    ptr: u64,
+    bytes: usize,
+    home: Arc<CudaStream>,
+    owner: Owner,
+    uses: Mutex<Uses>,
+}
+
+impl DeviceMem {
+    fn new(ptr: u64, bytes: usize, home: Arc<CudaStream>, owner: Owner) -> DeviceMem {
+        // The allocation (and whatever wrote it first) is a write on the home stream.
+        let write = (bytes > 0).then(|| Access {
+            stream: Arc::clone(&home),
+            event: None,
+        });
+        DeviceMem {
+            ptr,
+            bytes,
+            home,
+            owner,
+            uses: Mutex::new(Uses {
+                write,
+                reads: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Uses> {
+        self.uses.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The raw device address (`CUdeviceptr`); 0 for an empty buffer. Allocations of the driver
+    /// are aligned to at least 256 bytes.
+    pub(crate) fn address(&self) -> u64 {
+        self.ptr
+    }
+
+    /// How many uses on streams other than the home stream the memory still remembers (tests).
+    #[cfg(test)]
+    pub(crate) fn uses_away_from_home(&self) -> usize {
+        let uses = self.lock();
+        uses.write
+            .iter()
+            .chain(&uses.reads)
+            .filter(|a| !same_stream(&a.stream, &self.home))
+            .count()
+    }
+
+    /// Makes the home stream wait for every remembered use on other streams, so that whatever
+    /// is issued on it from now on (a host copy, the free) comes after them.
+    fn order_home_after_other_streams(&mut self) -> Result<()> {
+        let home = Arc::clone(&self.home);
+        let uses = self.uses.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let mut waited: Vec<Arc<CudaEvent>> = Vec::new();
+        for earlier in uses.write.iter_mut().chain(uses.reads.iter_mut()) {
+            if same_stream(&earlier.stream, &home) {
+                continue;
+            }
+            let event = earlier.event()?;
+            if !waited.iter().any(|e| Arc::ptr_eq(e, &event)) {
+                home.wait(&event).map_err(cuda("cuStreamWaitEvent"))?;
+                waited.push(event);
+            }
+        }
+        // Everything remembered is now before the home stream's current point.
+        uses.write = (self.bytes > 0).then(|| Access {
+            stream: Arc::clone(&home),
+            event: None,
+        });
+        uses.reads.clear();
+        Ok(())
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        if matches!(self.owner, Owner::Nothing) {
+            return;
+        }
+        // The free goes on the home stream after every use on other streams. When that order
+        // cannot be established, the memory is leaked rather than freed under a kernel.
+        if self.order_home_after_other_streams().is_err() {
+            if let Owner::Cudarc(slice) = &mut self.owner {
+                std::mem::forget(slice.take());
+            }
+            return;
+        }
+        match &mut self.owner {
+            Owner::Nothing => {}
+            // cudarc frees it on its stream, the home stream, in stream order.
+            Owner::Cudarc(slice) => drop(slice.take()),
+            Owner::Driver { async_free } => {
+                if self.home.context().bind_to_thread().is_err() {
+                    return;
+                }
+                if *async_free {
+                    // SAFETY: `ptr` was allocated by `cuMemAllocAsync` in this context and is
+                    // freed only here, once. The free is ordered on the home stream after every
+                    // use of the memory: those on the home stream by the stream, the others by
+                    // the waits just issued. The context is current.
+                    let _ = unsafe { sys::cuMemFreeAsync(self.ptr, self.home.cu_stream()) };
+                } else if self.home.synchronize().is_ok() {
+                    // SAFETY: `ptr` was allocated by `cuMemAlloc` in this context and is freed
+                    // only here, once. The home stream was just synchronized, and it waited for
+                    // every use of the memory on other streams first, so nothing uses it any
+                    // more. The context is current.
+                    let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
+                }
+            }
         }
     }
 }
@@ -723,40 +1270,6 @@ impl Drop for FailureRecord {
         // here, once. The device that owned it synchronized its streams first (or set `leak`),
         // so no kernel writes it and no completion callback reads it any more.
         let _ = unsafe { sys::cuMemFreeHost(self.host.as_ptr().cast::<c_void>()) };
-    }
-}
-
-/// A CUDA event recorded on a device's stream, with timing enabled.
-pub(crate) struct TimingEvent(CudaEvent);
-
-impl TimingEvent {
-    /// Milliseconds between `self` and the later event `end`; waits for both.
-    pub(crate) fn elapsed_ms(&self, end: &TimingEvent) -> Result<f64> {
-        self.0
-            .elapsed_ms(&end.0)
-            .map(f64::from)
-            .map_err(cuda("cuEventElapsedTime"))
-    }
-}
-
-/// Device memory of a buffer; `None` for zero bytes (the driver rejects empty allocations).
-pub(crate) struct DeviceMem {
-    slice: Option<CudaSlice<u8>>,
-}
-
-impl DeviceMem {
-    /// The size in bytes.
-    pub(crate) fn bytes(&self) -> usize {
-        self.slice.as_ref().map_or(0, |s| s.len())
-    }
-
-    /// The raw device address (`CUdeviceptr`); 0 for an empty buffer. Allocations of the driver
-    /// are aligned to at least 256 bytes.
-    pub(crate) fn address(&self) -> u64 {
-        self.slice.as_ref().map_or(0, |s| {
-            let (ptr, _no_tracking) = s.device_ptr(s.stream());
-            ptr
-        })
     }
 }
 

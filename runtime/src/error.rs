@@ -31,6 +31,17 @@ pub enum Error {
     /// A host-side buffer operation was given the wrong sizes or devices.
     #[error("{0}")]
     Buffer(String),
+    /// An argument belongs to another device or backend than the operation needs (e.g. events of
+    /// two devices passed to [`Event::elapsed_ms`](crate::Event::elapsed_ms)).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The launch was cancelled with [`Launch::cancel`](crate::Launch::cancel) (or by dropping
+    /// it unfinished). What the kernel wrote to its buffers is unspecified.
+    #[error("the launch of kernel `{kernel}` was cancelled")]
+    Cancelled {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+    },
     /// Every role of a block waits on another: the kernel can never finish.
     #[error("kernel `{kernel}` deadlocked in block {block}:\n{}", RoleWaits(waits))]
     Deadlock {

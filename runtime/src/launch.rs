@@ -10,11 +10,12 @@ use std::time::Duration;
 use crate::abort::{decode_failure, hidden_params, watchdog_ns, Record};
 use crate::backend::{Backend, Device};
 use crate::buffer::DeviceBuffer;
-use crate::cuda::LaunchIds;
+use crate::cuda::{CudaDevice, DeviceMem, LaunchIds, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::SimTarget;
 use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
+use crate::stream::Stream;
 
 /// Where the generated code hands a launch's arguments: the CUDA parameter list, or the simulator,
 /// which runs the whole kernel while the generated code holds it.
@@ -27,9 +28,10 @@ pub enum Target<'t, 'a> {
 
 /// The PTX parameters of a CUDA launch, collected in declaration order.
 ///
-/// Buffers pushed here stay borrowed for `'a`, the lifetime of the [`Launch`]. For a kernel of
-/// the abort protocol, [`launch`] appends the [`HIDDEN_PARAMS`] itself after the generated code
-/// has pushed the kernel's own parameters.
+/// Buffers pushed here stay borrowed for `'a`, the lifetime of the [`Launch`], and the launch is
+/// recorded in each of them as its latest use (see [`DeviceBuffer`]). For a kernel of the abort
+/// protocol, [`launch_on`] appends the [`HIDDEN_PARAMS`] itself after the generated code has
+/// pushed the kernel's own parameters.
 pub struct CudaArgs<'a> {
     kernel: &'static str,
     device_id: u64,
@@ -41,6 +43,8 @@ pub struct CudaArgs<'a> {
     hidden: usize,
     /// A problem found while collecting that `scalar` cannot return.
     error: Option<Error>,
+    /// The buffers' memory, and whether the kernel may write it.
+    uses: Vec<(&'a DeviceMem, bool)>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -53,6 +57,7 @@ impl<'a> CudaArgs<'a> {
             kinds: Vec::with_capacity(spec.params.len()),
             hidden: 0,
             error: None,
+            uses: Vec::with_capacity(spec.params.len()),
             _borrows: PhantomData,
         }
     }
@@ -99,11 +104,11 @@ impl<'a> CudaArgs<'a> {
     fn push_buffer<T: KernelScalar>(
         &mut self,
         name: &'static str,
-        buf: &DeviceBuffer<T>,
+        buf: &'a DeviceBuffer<T>,
         mutable: bool,
     ) -> Result<()> {
-        let address = match buf.device_ptr() {
-            Some(address) if buf.device_id() == self.device_id => address,
+        let mem = match buf.cuda_mem() {
+            Some(mem) if buf.device_id() == self.device_id => mem,
             _ => {
                 return Err(Error::InvalidLaunch {
                     kernel: self.kernel,
@@ -114,8 +119,9 @@ impl<'a> CudaArgs<'a> {
                 })
             }
         };
-        self.slots.push(address);
+        self.slots.push(mem.address());
         self.slots.push(buf.len() as u64);
+        self.uses.push((mem, mutable));
         self.kinds.push(ParamKind::Slice {
             elem: T::TYPE,
             mutable,
@@ -221,6 +227,8 @@ pub(crate) struct State {
     /// The failure record as the callback found it (only for a launch of the abort protocol
     /// that the driver reported no error for).
     record: Option<Record>,
+    /// [`Launch::cancel`] was called before the outcome was taken.
+    cancelled: bool,
     waker: Option<Waker>,
 }
 
@@ -230,6 +238,7 @@ impl State {
             done: false,
             failed: false,
             record: None,
+            cancelled: false,
             waker: None,
         }
     }
@@ -260,22 +269,43 @@ pub(crate) fn complete(shared: &Shared, succeeded: bool, record: Option<Record>)
     }
 }
 
-/// Launches a kernel; the generated code of every kernel calls this.
-///
-/// Checks the grid, then runs `body`: on the simulator `body` runs the whole kernel and the
-/// returned [`Launch`] is already complete; on CUDA `body` pushes the kernel's parameters, this
-/// appends the abort protocol's hidden ones when [`KernelSpec::abort_protocol`] is set (with a
-/// new launch id and the device's [`watchdog`](Device::watchdog) bound), and the kernel is then
-/// submitted to the device's stream. Nothing panics: every error is returned by the [`Launch`].
+/// Launches a kernel on `device`'s [default stream](Device::default_stream); the generated
+/// `launch` of every kernel calls this. The same as [`launch_on`] with that stream.
 pub fn launch<'a>(
     device: &'a Device,
     spec: &'static KernelSpec,
     grid: Grid,
     body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
 ) -> Launch<'a> {
+    submit(Via::Device(device), spec, grid, body)
+}
+
+/// Launches a kernel on `stream`; the generated `launch_on` of every kernel calls this.
+///
+/// Checks the grid, then runs `body`: on the simulator `body` runs the whole kernel and the
+/// returned [`Launch`] is already complete; on CUDA `body` pushes the kernel's parameters, this
+/// appends the abort protocol's hidden ones when [`KernelSpec::abort_protocol`] is set (with a
+/// new launch id of the stream and the device's [`watchdog`](Device::watchdog) bound), and the
+/// kernel is then submitted to `stream`, after the earlier conflicting uses of its buffers on
+/// other streams. Nothing panics: every error is returned by the [`Launch`].
+pub fn launch_on<'a>(
+    stream: &'a Stream,
+    spec: &'static KernelSpec,
+    grid: Grid,
+    body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
+) -> Launch<'a> {
+    submit(Via::Stream(stream), spec, grid, body)
+}
+
+fn submit<'a>(
+    via: Via<'a>,
+    spec: &'static KernelSpec,
+    grid: Grid,
+    body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
+) -> Launch<'a> {
     let mut launch = Launch {
         kernel: spec.path,
-        device,
+        via,
         stage: Stage::Finished(Ok(())),
         submitted: false,
         _borrows: PhantomData,
@@ -284,42 +314,49 @@ pub fn launch<'a>(
         launch.stage = Stage::Finished(Err(err));
         return launch;
     }
-    match device.backend() {
-        Backend::Sim => {
+    let device = via.device();
+    match via.cuda() {
+        None => {
             let mut target = SimTarget::new(spec, grid, device.id());
             launch.submitted = true;
             launch.stage = Stage::Finished(body(Target::Sim(&mut target)));
         }
-        Backend::Cuda(gpu) => {
+        Some((gpu, stream)) => {
             let mut args = CudaArgs::new(spec, device.id());
             let watchdog = device.watchdog();
             let submitted = body(Target::Cuda(&mut args)).and_then(|()| {
-                // The launch lock is held from here until the kernel and its callback are on the
-                // stream.
-                gpu.with_launch_id(|ids| {
+                // The stream's launch lock is held from here until the kernel and its callback
+                // are on the stream.
+                stream.with_launch_id(|ids| {
                     args.finish(spec, ids, watchdog_ns(watchdog))?;
                     let kernel = gpu.kernel(spec)?;
                     gpu.launch(
+                        stream,
                         &kernel,
                         grid.block_count(),
                         32 * spec.warps,
                         spec.shared_bytes,
                         &mut args.slots,
+                        &args.uses,
                     )?;
                     let shared: Arc<Shared> = Arc::new((Mutex::new(State::new()), Condvar::new()));
-                    if let Err(err) = gpu.notify_when_done(Arc::clone(&shared), spec.abort_protocol)
+                    if let Err(err) =
+                        gpu.notify_when_done(stream, Arc::clone(&shared), spec.abort_protocol)
                     {
                         // The kernel is running but its completion cannot be observed: wait for
                         // it here, so the buffers it uses are not released under it.
-                        let _ = gpu.synchronize();
+                        let _ = stream.synchronize();
                         return Err(err);
                     }
-                    let abort = spec.abort_protocol.then_some(AbortCheck {
-                        spec,
+                    Ok(Stage::Running {
+                        shared,
                         launch_id: ids.launch_id,
-                        watchdog,
-                    });
-                    Ok(Stage::Running { shared, abort })
+                        abort: spec.abort_protocol.then_some(AbortCheck {
+                            spec,
+                            launch_id: ids.launch_id,
+                            watchdog,
+                        }),
+                    })
                 })
             });
             match submitted {
@@ -332,6 +369,33 @@ pub fn launch<'a>(
         }
     }
     launch
+}
+
+/// What a launch was issued through: a device (its default stream) or a stream.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    Device(&'a Device),
+    Stream(&'a Stream),
+}
+
+impl<'a> Via<'a> {
+    fn device(self) -> &'a Device {
+        match self {
+            Via::Device(device) => device,
+            Via::Stream(stream) => stream.device(),
+        }
+    }
+
+    /// The CUDA device and the launch's stream, on the CUDA backend.
+    fn cuda(self) -> Option<(&'a CudaDevice, &'a StreamState)> {
+        match self {
+            Via::Device(device) => match device.backend() {
+                Backend::Cuda(gpu) => Some((&**gpu, &**gpu.default_stream())),
+                Backend::Sim => None,
+            },
+            Via::Stream(stream) => stream.cuda(),
+        }
+    }
 }
 
 /// Checks what can be checked before the parameters are collected.
@@ -352,8 +416,8 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 
 /// A kernel launch: a future that resolves when the kernel has finished, with its outcome.
 ///
-/// On CUDA the kernel is already submitted when [`launch`] returns; the future does not need to
-/// be polled for it to run, and completion is signalled by a driver callback on the device's
+/// On CUDA the kernel is already submitted when [`launch_on`] returns; the future does not need
+/// to be polled for it to run, and completion is signalled by a driver callback on the launch's
 /// stream (no polling thread, no busy wait), so it works under any executor. A kernel of the
 /// abort protocol that stops itself resolves the future to [`Error::KernelPanic`] (a device
 /// panic: role, block, thread, message and source location) or [`Error::Deadlock`] (a wait the
@@ -362,13 +426,20 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 /// then unusable. On the simulator the kernel ran inside [`launch`] and the future is ready at
 /// once.
 ///
-/// The kernel's buffers stay borrowed for `'a`. **Dropping a `Launch` whose kernel has not
-/// finished blocks the thread until the device's stream is done with it**, so that a buffer can
-/// never be freed or reused under a running kernel; errors of that wait are discarded. Await the
-/// launch, or call [`Launch::wait`], to see them.
+/// [`Launch::cancel`] asks a running kernel to stop (through the abort word of the abort
+/// protocol); the launch then resolves to [`Error::Cancelled`], unless the kernel failed first.
+///
+/// The kernel's buffers stay borrowed for `'a`, and each of them remembers the launch as its
+/// latest use: buffers are freed with stream-ordered frees after the last use's event, so even a
+/// launch leaked with `mem::forget` cannot have its buffers freed under it (see
+/// [`DeviceBuffer`]). **Dropping a `Launch` whose kernel has not finished cancels it and then
+/// blocks the thread until the kernel has stopped**: this is the choice for dropped futures (a
+/// `select!` that lost, a task that was aborted, a thread that panicked): the work is no longer
+/// wanted, so it is stopped rather than finished, and waited for so that the borrows end with
+/// it. Errors are discarded then; await the launch, or call [`Launch::wait`], to see them.
 pub struct Launch<'a> {
     kernel: &'static str,
-    device: &'a Device,
+    via: Via<'a>,
     stage: Stage,
     submitted: bool,
     _borrows: PhantomData<&'a mut ()>,
@@ -380,6 +451,8 @@ enum Stage {
     /// Submitted to CUDA; the callback has not necessarily fired.
     Running {
         shared: Arc<Shared>,
+        /// The launch's id on its stream.
+        launch_id: u32,
         /// How to tell whether the kernel stopped itself (abort-protocol kernels only).
         abort: Option<AbortCheck>,
     },
@@ -414,13 +487,56 @@ impl Launch<'_> {
     /// Blocks the thread until the kernel has finished (on a condvar, without spinning), and
     /// returns its outcome.
     pub fn wait(mut self) -> Result<()> {
+        self.block_until_done();
+        self.take_outcome()
+    }
+
+    /// Asks the kernel to stop, and makes the launch resolve to [`Error::Cancelled`] (unless the
+    /// kernel reports a panic or a watchdog stop, or the driver an error: those win). Returns at
+    /// once; await the launch to know when the kernel has stopped.
+    ///
+    /// On CUDA, for a kernel of the abort protocol (every kernel `#[gpu_async]` generates), the
+    /// launch's id is written into its stream's abort word from the host, on a stream of its
+    /// own: the kernel's warps stop at their next wait or role-loop iteration, or at their start
+    /// if the kernel has not started yet. A kernel without the protocol runs to its end. A
+    /// launch that finished before the request took effect reports `Cancelled` all the same:
+    /// **the outputs of a cancelled launch are unspecified**. Cancelling twice is harmless.
+    ///
+    /// On the simulator, launches are finished when they are returned, and this does nothing:
+    /// the outcome stays what it was. The same holds for a launch that was rejected before it was
+    /// submitted, or whose outcome was already returned.
+    pub fn cancel(&self) {
+        let Stage::Running {
+            shared,
+            launch_id,
+            abort,
+        } = &self.stage
+        else {
+            return;
+        };
+        let done = {
+            let mut state = lock(shared);
+            let first = !state.cancelled;
+            state.cancelled = true;
+            state.done || !first
+        };
+        if done || abort.is_none() {
+            return;
+        }
+        if let Some((gpu, stream)) = self.via.cuda() {
+            // Without the write the kernel runs to its end; the launch is still cancelled.
+            let _ = gpu.request_abort(stream, *launch_id);
+        }
+    }
+
+    /// Blocks until the completion callback has fired (at once for a finished launch).
+    fn block_until_done(&self) {
         if let Stage::Running { shared, .. } = &self.stage {
             let mut state = lock(shared);
             while !state.done {
                 state = shared.1.wait(state).unwrap_or_else(PoisonError::into_inner);
             }
         }
-        self.take_outcome()
     }
 
     /// The outcome of a launch known to be finished, or whose callback has fired.
@@ -430,14 +546,13 @@ impl Launch<'_> {
             // The callback fired: the kernel is over, and a fault it caused is sticky in the
             // stream's status. Without one, the record the callback copied says whether the
             // kernel stopped itself.
-            Stage::Running { shared, abort } => {
-                let (failed, record) = {
+            Stage::Running { shared, abort, .. } => {
+                let (failed, record, cancelled) = {
                     let state = lock(&shared);
-                    (state.failed, state.record)
+                    (state.failed, state.record, state.cancelled)
                 };
-                match self.device.backend() {
-                    Backend::Cuda(gpu) => gpu.stream_status("kernel execution")?,
-                    Backend::Sim => {}
+                if let Some((_, stream)) = self.via.cuda() {
+                    stream.status("kernel execution")?;
                 }
                 if failed {
                     return Err(Error::Cuda {
@@ -454,6 +569,11 @@ impl Launch<'_> {
                     {
                         return Err(err);
                     }
+                }
+                if cancelled {
+                    return Err(Error::Cancelled {
+                        kernel: self.kernel,
+                    });
                 }
                 Ok(())
             }
@@ -485,12 +605,12 @@ impl Future for Launch<'_> {
 }
 
 impl Drop for Launch<'_> {
+    /// Cancels an unfinished launch, then blocks until its kernel has stopped; see [`Launch`].
     fn drop(&mut self) {
         if let Stage::Running { shared, .. } = &self.stage {
             if !lock(shared).done {
-                if let Backend::Cuda(gpu) = self.device.backend() {
-                    let _ = gpu.synchronize();
-                }
+                self.cancel();
+                self.block_until_done();
             }
         }
     }
@@ -669,9 +789,10 @@ mod tests {
         let shared: Arc<Shared> = Arc::new((Mutex::new(State::new()), Condvar::new()));
         let launch = Launch {
             kernel: "tests::noop",
-            device,
+            via: Via::Device(device),
             stage: Stage::Running {
                 shared: Arc::clone(&shared),
+                launch_id: 42,
                 abort,
             },
             submitted: true,
@@ -860,5 +981,86 @@ mod tests {
         let (launch, shared) = running(&device);
         complete(&shared, true, Some([42, 1, 0, 2, 37, 0, 0, 0]));
         assert!(launch.wait().is_ok());
+    }
+
+    #[test]
+    fn cancel_decides_unless_a_failure_wins() {
+        let device = Device::simulator();
+        let check = AbortCheck {
+            spec: &AXPY_ABORT,
+            launch_id: 42,
+            watchdog: None,
+        };
+        // Cancelled while running: resolves to Cancelled once the kernel has stopped.
+        let (launch, shared) = running_with(&device, Some(check));
+        launch.cancel();
+        launch.cancel();
+        assert!(!launch.is_complete());
+        complete(&shared, true, Some([0; 8]));
+        assert!(matches!(
+            block_on(launch),
+            Err(Error::Cancelled {
+                kernel: "tests::noop"
+            })
+        ));
+        // Finished before the request took effect: still Cancelled.
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(&shared, true, Some([41, 1, 0, 0, 0, 0, 0, 0]));
+        launch.cancel();
+        assert!(matches!(launch.wait(), Err(Error::Cancelled { .. })));
+        // A panic of the launch wins over the cancellation, and so does a driver error.
+        let (launch, shared) = running_with(&device, Some(check));
+        launch.cancel();
+        complete(&shared, true, Some([42, 1, 0, 2, 37, 0, 0, 0]));
+        assert!(matches!(launch.wait(), Err(Error::KernelPanic { .. })));
+        let (launch, shared) = running_with(&device, Some(check));
+        launch.cancel();
+        complete(&shared, false, None);
+        assert!(matches!(launch.wait(), Err(Error::Cuda { .. })));
+        // A kernel without the protocol cannot be stopped, but is reported cancelled.
+        let (launch, shared) = running(&device);
+        launch.cancel();
+        complete(&shared, true, None);
+        assert!(matches!(launch.wait(), Err(Error::Cancelled { .. })));
+    }
+
+    #[test]
+    fn cancel_of_a_finished_launch_changes_nothing() {
+        let device = Device::simulator();
+        let ok = launch(&device, &NOOP, Grid::blocks(1), |_| Ok(()));
+        ok.cancel();
+        assert!(ok.wait().is_ok());
+        let failed = launch(&device, &NOOP, Grid::blocks(1), |_| {
+            Err(Error::Buffer("kept".to_string()))
+        });
+        failed.cancel();
+        assert!(matches!(failed.wait(), Err(Error::Buffer(m)) if m == "kept"));
+        let rejected = launch(&device, &NOOP, Grid::blocks(0), |_| Ok(()));
+        rejected.cancel();
+        assert!(matches!(rejected.wait(), Err(Error::InvalidLaunch { .. })));
+        let stream = device.new_stream().unwrap_or_else(|e| panic!("{e}"));
+        let on = launch_on(&stream, &NOOP, Grid::blocks(1), |t| match t {
+            Target::Sim(_) => Ok(()),
+            Target::Cuda(_) => Err(Error::Buffer("not the simulator".to_string())),
+        });
+        on.cancel();
+        assert!(block_on(on).is_ok());
+    }
+
+    #[test]
+    fn dropping_a_running_launch_cancels_and_waits() {
+        let device = Device::simulator();
+        let (launch, shared) = running(&device);
+        let remote = Arc::clone(&shared);
+        let callback = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            complete(&remote, true, None);
+        });
+        let start = std::time::Instant::now();
+        drop(launch);
+        assert!(start.elapsed() >= std::time::Duration::from_millis(25));
+        assert!(callback.join().is_ok());
+        let state = lock(&shared);
+        assert!(state.done && state.cancelled);
     }
 }
