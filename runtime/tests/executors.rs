@@ -13,7 +13,6 @@ mod host_kernels;
 
 use std::time::{Duration, Instant};
 
-use gpu_async::__private::{launch_on, Target};
 use gpu_async::bench::random_f32;
 use gpu_async::{BackendKind, Device, DeviceBuffer, Error, Grid, Launch, Result, Stream};
 
@@ -31,8 +30,7 @@ fn grid(device: &Device) -> Result<Grid> {
     saxpy::grid_for(device, 2)
 }
 
-/// The example's saxpy kernel launched on `stream`, as the launcher `#[gpu_async]` generates
-/// for the default stream does it.
+/// The example's saxpy kernel launched on `stream`, through its generated `launch_on`.
 fn saxpy_on<'a>(
     stream: &'a Stream,
     grid: Grid,
@@ -40,24 +38,7 @@ fn saxpy_on<'a>(
     x: &'a DeviceBuffer<f32>,
     y: &'a mut DeviceBuffer<f32>,
 ) -> Launch<'a> {
-    launch_on(
-        stream,
-        &saxpy::stream::saxpy::SPEC,
-        grid,
-        move |target| match target {
-            Target::Cuda(args) => {
-                args.scalar(a);
-                args.slice("x", x)?;
-                args.slice_mut("y", y)?;
-                Ok(())
-            }
-            Target::Sim(sim) => {
-                let x = sim.view("x", x)?;
-                let y = sim.view_mut("y", y)?;
-                sim.run_blocks(|block| block.run(saxpy::stream::saxpy(a, x, &mut *y)))
-            }
-        },
-    )
+    saxpy::stream::saxpy::launch_on(stream, grid, (a, x, y))
 }
 
 /// Mismatches of `got` against `a * x + y`, compared bit for bit.

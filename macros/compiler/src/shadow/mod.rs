@@ -126,6 +126,20 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let doc = launcher_doc(kernel);
     let kernel_doc =
         format!(" The compiled kernel `{name_str}`: its PTX, IR, spec and typed launcher.");
+    // The launch body, shared by `launch` and `launch_on`: push the arguments for CUDA, or run
+    // the shadow code block by block on the simulator.
+    let body = quote! {
+        move |__gpu_async_target| match __gpu_async_target {
+            ::gpu_async::__private::Target::Cuda(__gpu_async_cuda) => {
+                #(#cuda_pushes)*
+                ::core::result::Result::Ok(())
+            }
+            ::gpu_async::__private::Target::Sim(__gpu_async_sim) => {
+                #(#sim_views)*
+                __gpu_async_sim.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+            }
+        }
+    };
     let mermaid = kernel.mermaid();
     let mermaid_lit = syn::LitStr::new(&mermaid, Span::call_site());
     // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
@@ -173,16 +187,18 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 args: #args_ty,
             ) -> ::gpu_async::Launch<'a> {
                 let #args_pat = args;
-                ::gpu_async::__private::launch(device, &SPEC, grid, move |__gpu_async_target| match __gpu_async_target {
-                    ::gpu_async::__private::Target::Cuda(__gpu_async_cuda) => {
-                        #(#cuda_pushes)*
-                        ::core::result::Result::Ok(())
-                    }
-                    ::gpu_async::__private::Target::Sim(__gpu_async_sim) => {
-                        #(#sim_views)*
-                        __gpu_async_sim.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
-                    }
-                })
+                ::gpu_async::__private::launch(device, &SPEC, grid, #body)
+            }
+
+            /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
+            /// queued there; order it against other streams with events).
+            pub fn launch_on<'a>(
+                stream: &'a ::gpu_async::Stream,
+                grid: ::gpu_async::Grid,
+                args: #args_ty,
+            ) -> ::gpu_async::Launch<'a> {
+                let #args_pat = args;
+                ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
             }
         }
     }
