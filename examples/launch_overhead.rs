@@ -2,10 +2,17 @@
 //! protocol's four hidden parameters, one warp, one block) through
 //!
 //! 1. the typed path, `gpu_async::__private::launch` (what every generated `launch` calls):
-//!    waited one by one with `.wait()`, and all enqueued then only the last waited for;
+//!    waited one by one with `.wait()`, awaited one by one with `gpu_async::block_on` (the
+//!    future's path: a completion callback wakes it), and all enqueued then only the last waited
+//!    for;
 //! 2. a raw cudarc launch of the same PTX with the same parameters (`launch_builder`): one by one
-//!    with a stream synchronization each, and all enqueued then one synchronization;
-//! 3. the same raw launches captured in a CUDA graph and replayed.
+//!    with a stream synchronization each (cudarc's default: the driver spins), and all enqueued
+//!    then one synchronization;
+//! 3. the raw launch followed by a completion event like the typed path's
+//!    (`CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`): one by one, sleeping in
+//!    `cuEventSynchronize` (the peer of a wait that does not spin), and all enqueued with one
+//!    event each (what recording the event costs);
+//! 4. the same raw launches captured in a CUDA graph and replayed.
 //!
 //! ```text
 //! cargo run --release --example launch_overhead -- [launches]
@@ -85,6 +92,43 @@ fn raw_launch(stream: &CudaStream, func: &CudaFunction, p: &RawParams) -> AnyRes
     Ok(())
 }
 
+/// An event with the typed path's completion-event flags, destroyed on drop.
+struct BlockingEvent(sys::CUevent);
+
+impl BlockingEvent {
+    fn new(stream: &CudaStream) -> AnyResult<BlockingEvent> {
+        stream.context().bind_to_thread()?;
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+            | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+        // SAFETY: `event` is a valid out-pointer and the flags are valid event flags; the
+        // stream's context is current.
+        unsafe { sys::cuEventCreate(&mut event, flags) }.result()?;
+        Ok(BlockingEvent(event))
+    }
+
+    fn record(&self, stream: &CudaStream) -> AnyResult<()> {
+        // SAFETY: the event is alive; the stream is alive and of the event's context, which the
+        // launch just before made current on this thread.
+        unsafe { sys::cuEventRecord(self.0, stream.cu_stream()) }.result()?;
+        Ok(())
+    }
+
+    fn synchronize(&self) -> AnyResult<()> {
+        // SAFETY: the event is alive and its context current on this thread.
+        unsafe { sys::cuEventSynchronize(self.0) }.result()?;
+        Ok(())
+    }
+}
+
+impl Drop for BlockingEvent {
+    fn drop(&mut self) {
+        // SAFETY: the event was created by `BlockingEvent::new` and is destroyed once, here;
+        // the benchmark synchronized its work before.
+        let _ = unsafe { sys::cuEventDestroy_v2(self.0) };
+    }
+}
+
 /// Microseconds per launch of `n` launches taking `seconds`.
 fn per_launch(seconds: f64, n: usize) -> f64 {
     seconds * 1e6 / n as f64
@@ -120,6 +164,12 @@ fn main() -> AnyResult<()> {
     let typed_each = best_of(3, || {
         for _ in 0..n {
             typed(&device).wait()?;
+        }
+        Ok(())
+    })?;
+    let typed_block_on = best_of(3, || {
+        for _ in 0..n {
+            gpu_async::block_on(typed(&device))?;
         }
         Ok(())
     })?;
@@ -166,6 +216,29 @@ fn main() -> AnyResult<()> {
         Ok(())
     })?;
 
+    // Raw launches followed by a completion event like the typed path's.
+    let events: Vec<BlockingEvent> = (0..n)
+        .map(|_| BlockingEvent::new(&stream))
+        .collect::<AnyResult<_>>()?;
+    let raw_event_each = best_of(3, || {
+        for event in &events {
+            raw_launch(&stream, &func, &params)?;
+            event.record(&stream)?;
+            event.synchronize()?;
+        }
+        Ok(())
+    })?;
+    let raw_event_batch = best_of(3, || {
+        for event in &events {
+            raw_launch(&stream, &func, &params)?;
+            event.record(&stream)?;
+        }
+        stream.synchronize()?;
+        Ok(())
+    })?;
+    stream.synchronize()?;
+    drop(events);
+
     // The same raw launches captured in a graph, replayed.
     stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     let captured = (0..n).try_for_each(|_| raw_launch(&stream, &func, &params));
@@ -185,19 +258,39 @@ fn main() -> AnyResult<()> {
 
     let rows = [
         ("typed launch + wait, each", per_launch(typed_each, n)),
+        (
+            "typed launch + block_on, each",
+            per_launch(typed_block_on, n),
+        ),
         ("typed, enqueue all, wait last", per_launch(typed_batch, n)),
         ("raw cudarc launch + sync, each", per_launch(raw_each, n)),
+        (
+            "raw + blocking event sync, each",
+            per_launch(raw_event_each, n),
+        ),
         ("raw cudarc, enqueue all, sync", per_launch(raw_batch, n)),
+        (
+            "raw + event, enqueue all, sync",
+            per_launch(raw_event_batch, n),
+        ),
         ("CUDA graph replay", per_launch(graph_replay, n)),
     ];
     for (name, us) in rows {
-        println!("{name:32} {us:8.2} us/launch");
+        println!("{name:34} {us:8.2} us/launch");
     }
     println!(
-        "ratio typed/raw: {:.2} (each), {:.2} (enqueue all); raw/graph {:.2} (enqueue all)",
+        "ratio typed/raw: {:.2} (each, wait vs sync), {:.2} (enqueue all); raw/graph {:.2} \
+         (enqueue all)",
         typed_each / raw_each,
         typed_batch / raw_batch,
         raw_batch / graph_replay
+    );
+    println!(
+        "ratio typed/raw with the same blocking event: {:.2} (each), {:.2} (enqueue all); \
+         block_on/wait {:.2}",
+        typed_each / raw_event_each,
+        typed_batch / raw_event_batch,
+        typed_block_on / typed_each
     );
     Ok(())
 }

@@ -10,8 +10,10 @@
 //!    one per [`Stream`](crate::Stream), zero when the stream is created;
 //! 2. `launch_id: .u32`: this launch's id, from a per-stream counter that starts at 1 and is
 //!    never 0;
-//! 3. `record: .u64`: the device address of the stream's *failure record*, 32 bytes of
-//!    page-locked host memory mapped into the device's address space, zero at creation;
+//! 3. `record: .u64`: the device address of this launch's *failure record*, 32 bytes of
+//!    page-locked host memory mapped into the device's address space: slot
+//!    `launch_id % RECORD_SLOTS` of its stream's *record ring* ([`RECORD_SLOTS`] records, zero at
+//!    creation);
 //! 4. `watchdog_ns: .u64`: the bound on each single wait, in nanoseconds; 0 turns it off.
 //!
 //! A thread that fails (a device panic, or a wait that outlived the watchdog) does `atom.exch` of
@@ -23,21 +25,30 @@
 //! [`KernelSpec::roles`]; then `fence.sc.sys`, and last `[0] = launch_id`. Words 6 and 7 are
 //! reserved. The kernel then ends normally, so the context stays usable.
 //!
-//! The host copies the record in the launch's completion callback, which the driver runs after
-//! the kernel has finished and before anything issued after it on the stream starts, so a later
-//! launch cannot overwrite the record before it is read. When the stream reported no CUDA error
-//! and word `[0]` is this launch's id, [`decode_failure`] turns the copy into the launch's error.
+//! The host reads the launch's slot once it knows the launch has finished (its completion event
+//! has completed), when the outcome is taken. When the stream reported no CUDA error and word
+//! `[0]` is this launch's id, [`decode_failure`] turns the copy into the launch's error. Nothing
+//! copies the record at the kernel's end (that took a host round trip on the launch's stream after
+//! every kernel), so the slot must still be the launch's own when it is read: it is, unless
+//! [`RECORD_SLOTS`] or more later launches of the same stream were submitted before the read and
+//! the one of them that shares the slot failed too. **Failures are therefore reported exactly for
+//! up to [`RECORD_SLOTS`] launches in flight (submitted and not yet read) per stream.** Past that,
+//! a slot holding a newer id of the same slot ([`overwritten_by`]) is detected, and the launch
+//! then reports [`Error::OutcomeUnknown`] rather than a success it
+//! cannot vouch for; the one case that is not detected is a later launch failing *while* the
+//! record of this one is being read (a torn read), which needs more than [`RECORD_SLOTS`] launches
+//! in flight as well.
 //!
 //! Nothing is reset between launches: a stale abort word or record holds an older launch's id,
 //! which no later launch has, so launches in flight together on one device cannot mistake each
 //! other's failures. The one exception is when the 32-bit counter wraps (after 2^32 − 1 launches):
-//! the device then waits for its stream to drain and zeroes the word and the record, so that an
-//! id seen before the wrap cannot be mistaken for a new launch's.
+//! the stream then drains, the ring is copied aside (the launches of the previous *epoch* read
+//! their slots from that copy) and the word and the ring are zeroed, so that an id seen before the
+//! wrap cannot be mistaken for a new launch's.
 //!
-//! The abort word, the record and the counter are per stream: the launches of one stream run one
-//! after another, so every failing launch's record is read before the next launch of its stream
-//! starts, and a failing launch never replaces the id of another running launch in the abort
-//! word; launches on different streams, which may run at once, never share them.
+//! The abort word, the ring and the counter are per stream: a failing launch never replaces the id
+//! of another running launch in the abort word (launches of one stream run one after another);
+//! launches on different streams, which may run at once, never share them.
 //!
 //! Cancellation ([`Launch::cancel`](crate::Launch::cancel)) writes the launch's id into its
 //! stream's abort word from the host (on a high-priority stream of the device used for nothing
@@ -61,6 +72,26 @@ pub(crate) const RECORD_WORDS: usize = 8;
 
 /// The failure record, as the host reads it.
 pub(crate) type Record = [u32; RECORD_WORDS];
+
+/// Number of failure records in a stream's ring: launch `k` of a stream writes slot
+/// `k % RECORD_SLOTS`. A power of two dividing 2^32, so the slots follow each other across a wrap
+/// of the launch-id counter too.
+pub(crate) const RECORD_SLOTS: u32 = 4096;
+
+/// The ring slot of launch `launch_id`.
+pub(crate) fn record_slot(launch_id: u32) -> usize {
+    // Lossless: the value is below `RECORD_SLOTS`.
+    (launch_id % RECORD_SLOTS) as usize
+}
+
+/// The id of a later launch whose failure overwrote the slot of launch `launch_id`, if `record`
+/// (a copy of that slot, taken after the launch finished) holds one: an id of the same slot
+/// greater than `launch_id` (ids only grow within an epoch). `None` when the slot holds this
+/// launch's id, an older one, or nothing: then it tells this launch's outcome exactly.
+pub(crate) fn overwritten_by(launch_id: u32, record: &Record) -> Option<u32> {
+    let id = record[0];
+    (id > launch_id && id % RECORD_SLOTS == launch_id % RECORD_SLOTS).then_some(id)
+}
 
 /// The watchdog bound of a new device.
 pub(crate) const DEFAULT_WATCHDOG: Duration = Duration::from_secs(5);
@@ -325,6 +356,30 @@ mod tests {
         assert!(decode_failure(&SPEC, 1, [0; RECORD_WORDS], None).is_none());
         // Id 0 is never a launch's, even against a zeroed record.
         assert!(decode_failure(&SPEC, 0, [0, KIND_PANIC, 0, 0, 0, 0, 0, 0], None).is_none());
+    }
+
+    #[test]
+    fn ring_slots_and_overwritten_records() {
+        assert_eq!(record_slot(1), 1);
+        assert_eq!(record_slot(RECORD_SLOTS), 0);
+        assert_eq!(record_slot(RECORD_SLOTS + 5), 5);
+        // The slots follow each other across a wrap: u32::MAX is followed by 1.
+        assert_eq!(record_slot(u32::MAX), RECORD_SLOTS as usize - 1);
+        let k = 7;
+        let with = |id: u32| [id, KIND_PANIC, 0, 0, 0, 0, 0, 0];
+        assert_eq!(overwritten_by(k, &with(k)), None);
+        assert_eq!(overwritten_by(k, &[0; RECORD_WORDS]), None);
+        assert_eq!(overwritten_by(k + RECORD_SLOTS, &with(k)), None);
+        assert_eq!(
+            overwritten_by(k, &with(k + RECORD_SLOTS)),
+            Some(k + RECORD_SLOTS)
+        );
+        assert_eq!(
+            overwritten_by(k, &with(k + 3 * RECORD_SLOTS)),
+            Some(k + 3 * RECORD_SLOTS)
+        );
+        // Another slot's id cannot be in this slot; it is not taken for an overwrite.
+        assert_eq!(overwritten_by(k, &with(k + 1)), None);
     }
 
     #[test]

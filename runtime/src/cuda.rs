@@ -5,9 +5,9 @@
 //! functions here. Each block says, in a `// SAFETY:` comment, why it is sound. The driver is
 //! reached through `cudarc`: its safe wrappers for contexts, streams and events, and its raw `sys`
 //! bindings for what it does not wrap the way this crate needs it (module loading with the JIT
-//! error log, `cuLaunchKernel` with our own parameter array, `cuStreamAddCallback`,
-//! `cuStreamQuery`, the mapped host memory of the failure record, `cuMemsetD32Async`, and the
-//! buffers' memory, whose frees this crate orders itself).
+//! error log, `cuLaunchKernel` with our own parameter array, the completion events and
+//! `cuStreamAddCallback`, `cuStreamQuery`, the mapped host memory of the failure records,
+//! `cuMemsetD32Async`, and the buffers' memory, whose frees this crate orders itself).
 //!
 //! `cudarc` loads `libcuda` lazily and panics when it is missing, so [`CudaDevice::open`] checks
 //! for the library before it calls anything else, and turns any panic of the driver loader into
@@ -18,13 +18,24 @@
 //! A device has a *default stream* (its own non-blocking stream, or the cudarc stream it was made
 //! from) and any number of further streams ([`CudaDevice::new_stream`]). Each stream is a
 //! [`StreamState`]: the CUDA stream plus the abort protocol's state of the launches on it (see
-//! [`crate::abort`]): its abort word (4 bytes of device memory), its failure record (32 bytes of
-//! page-locked host memory mapped into the device's address space) and its launch-id counter.
-//! Launches of one stream run one after another, so a failure record is always read (in the
-//! launch's completion callback) before the next launch of its stream can overwrite it, and a
-//! failing launch never clears another running launch's id from the abort word. A device has one
-//! more stream, the *cancel stream*, used only to write abort words while kernels run
-//! ([`CudaDevice::request_abort`]).
+//! [`crate::abort`]): its abort word (4 bytes of device memory), its *record ring* (4096 failure
+//! records of 32 bytes, page-locked host memory mapped into the device's address space; launch `k`
+//! writes slot `k % 4096`) and its launch-id counter. A failing launch never clears another
+//! running launch's id from the abort word, since the launches of one stream run one after
+//! another. A device has one more stream, the *cancel stream*, used only to write abort words
+//! while kernels run ([`CudaDevice::request_abort`]).
+//!
+//! # Completion
+//!
+//! Nothing on a launch's stream waits for the host. Right after the kernel, a completion event
+//! ([`LaunchEvent`], `CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`, reused across the
+//! stream's launches) is recorded on the stream. Whoever wants the outcome asks the event:
+//! `cuEventQuery` without waiting, `cuEventSynchronize` to sleep until it completes. A future that
+//! must be woken gets, on its first pending poll, a `cuStreamWaitEvent` for the event and then a
+//! `cuStreamAddCallback` enqueued on one of the stream's *watcher streams*
+//! ([`StreamState::notify_on_completion`]): the host round trip of the callback delays only the
+//! watcher, never the launch stream. The slot of the launch in the record ring is read after
+//! completion, when the outcome is taken ([`StreamState::failure_record`]).
 //!
 //! # Buffers and the order of frees
 //!
@@ -43,7 +54,7 @@
 //! tracking is therefore switched off for the contexts this crate creates (a context handle
 //! received from cudarc is left as its owner set it).
 //!
-//! The abort words and failure records live as long as their stream and are freed only after it
+//! The abort words and record rings live as long as their stream and are freed only after it
 //! (and the cancel stream) was synchronized.
 
 use std::any::Any;
@@ -51,15 +62,15 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 
 use cudarc::driver::{
     sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
     DriverError,
 };
 
-use crate::abort::{next_launch_id, Record, RECORD_WORDS};
+use crate::abort::{next_launch_id, record_slot, Record, RECORD_SLOTS, RECORD_WORDS};
 use crate::error::{Error, Result};
 use crate::launch::Shared;
 use crate::spec::{KernelScalar, KernelSpec, ScalarType};
@@ -131,6 +142,26 @@ pub(crate) struct CudaDevice {
     default_stream: Arc<StreamState>,
     /// A non-blocking stream for writing abort words while kernels run; nothing else.
     cancel_stream: Arc<CudaStream>,
+    /// The priority of the streams' watcher streams (see [`watcher_priority`]).
+    watcher_priority: i32,
+}
+
+/// The priority of watcher streams, given the context's range (`least` is the default priority,
+/// numerically the greatest): one step above the default when that is still below the greatest
+/// (the cancel stream's), else the default. A watcher's `cuStreamWaitEvent` holds up its hardware
+/// queue until the launch it waits for has finished; streams beyond the device's hardware
+/// queues share them, and a stream waiting behind it there would be held up too. Streams of
+/// different priorities are expected not to share a queue (priority is a property of the
+/// hardware channel), so this keeps the watchers' waits away from the launch streams (default
+/// priority) and the cancel stream (greatest). Watchers run no kernels, so their priority
+/// takes nothing from anyone.
+fn watcher_priority(least: i32, greatest: i32) -> i32 {
+    let above_default = least.saturating_sub(1);
+    if above_default > greatest {
+        above_default
+    } else {
+        least
+    }
 }
 
 /// What a launch passes to the abort protocol's hidden parameters, besides the watchdog bound.
@@ -140,8 +171,10 @@ pub(crate) struct LaunchIds {
     pub(crate) abort_word: u64,
     /// This launch's id, never 0.
     pub(crate) launch_id: u32,
-    /// The device address of the failure record of the launch's stream.
+    /// The device address of this launch's failure record: its slot of the stream's record ring.
     pub(crate) record: u64,
+    /// The epoch of the stream's launch-id counter (how often it wrapped) the id belongs to.
+    pub(crate) epoch: u32,
 }
 
 impl CudaDevice {
@@ -204,12 +237,17 @@ impl CudaDevice {
         // stream of default priority, a write issued there while a kernel spun on another stream
         // often took effect only when that kernel ended; with the greatest priority it lands in
         // about 0.2 ms. (`cuStreamWriteValue32` on either waited for the kernel.)
-        let (_least, greatest) = cudarc::driver::result::stream::get_priority_range()
+        let (least, greatest) = cudarc::driver::result::stream::get_priority_range()
             .map_err(cuda("cuCtxGetStreamPriorityRange"))?;
         let cancel_stream = ctx
             .new_stream_with_priority(greatest)
             .map_err(cuda("cuStreamCreateWithPriority"))?;
-        let default_stream = Arc::new(StreamState::new(stream, Arc::clone(&cancel_stream))?);
+        let watcher_priority = watcher_priority(least, greatest);
+        let default_stream = Arc::new(StreamState::new(
+            stream,
+            Arc::clone(&cancel_stream),
+            watcher_priority,
+        )?);
         Ok(CudaDevice {
             ordinal: ctx.ordinal(),
             ctx,
@@ -219,6 +257,7 @@ impl CudaDevice {
             kernels: Mutex::new(HashMap::new()),
             default_stream,
             cancel_stream,
+            watcher_priority,
         })
     }
 
@@ -247,6 +286,7 @@ impl CudaDevice {
         Ok(Arc::new(StreamState::new(
             stream,
             Arc::clone(&self.cancel_stream),
+            self.watcher_priority,
         )?))
     }
 
@@ -631,45 +671,6 @@ impl CudaDevice {
         })
     }
 
-    /// Enqueues on `stream` a host callback that marks `shared` complete once everything issued
-    /// before it (the launch) has finished, or has failed. With `read_record`, the callback also
-    /// copies the stream's failure record into `shared` when the stream reported no error: the
-    /// driver runs it after the launch and before anything issued later on the stream, so no
-    /// later launch can have overwritten the record yet.
-    ///
-    /// This uses `cuStreamAddCallback`, not `cuLaunchHostFunc`: after a kernel fault the driver
-    /// (measured with driver 580 on an H200) never runs functions enqueued with
-    /// `cuLaunchHostFunc`, which would leave the launch pending forever, while it does run stream
-    /// callbacks, passing them the error.
-    pub(crate) fn notify_when_done(
-        &self,
-        stream: &StreamState,
-        shared: Arc<Shared>,
-        read_record: bool,
-    ) -> Result<()> {
-        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let completion = Box::new(Completion {
-            shared,
-            record: read_record.then_some(stream.record.host),
-        });
-        let raw = Box::into_raw(completion).cast::<c_void>();
-        // SAFETY: `stream_callback` is an `extern "C"` fn of the expected signature that never
-        // unwinds and calls no CUDA function. `raw` owns a `Box<Completion>` handed over to the
-        // callback, which the driver calls exactly once; the record pointer in it stays valid
-        // until the callback has run (the stream's state synchronizes the stream before it
-        // frees the record). Flags must be 0. The stream is valid and its context is current.
-        let status = unsafe {
-            sys::cuStreamAddCallback(stream.stream.cu_stream(), Some(stream_callback), raw, 0)
-        };
-        if let Err(err) = status.result() {
-            // SAFETY: the driver did not accept the callback, so it will never run; the box
-            // `raw` owns is reclaimed here, exactly once.
-            drop(unsafe { Box::from_raw(raw.cast::<Completion>()) });
-            return Err(driver_error("cuStreamAddCallback", err));
-        }
-        Ok(())
-    }
-
     /// Writes `launch_id` into the abort word of `stream` from the host, on the device's cancel
     /// stream, so that a kernel of that launch which is running now, or starts later, stops at
     /// its next poll of the word (the threads of a launch stop when the word holds their id).
@@ -709,27 +710,89 @@ impl Drop for CudaDevice {
     }
 }
 
-/// One stream of a device: the CUDA stream, and the abort protocol's state of the launches on it.
+/// One stream of a device: the CUDA stream, the abort protocol's state of the launches on it, and
+/// what observes their completion (see the module docs).
 pub(crate) struct StreamState {
     stream: Arc<CudaStream>,
     /// The device's cancel stream, which writes `abort_word`.
     cancel_stream: Arc<CudaStream>,
     /// The abort word: one `u32` of device memory, zero at creation.
     abort_word: CudaSlice<u32>,
-    /// The failure record.
-    record: FailureRecord,
-    /// The id of the last launch on this stream (0 before the first). Held while a launch is
-    /// submitted, so that ids are submitted in order and a wrap of the counter can reset the
-    /// protocol's memory with no launch of an older id still to come.
-    last_launch_id: Mutex<u32>,
+    /// The failure records of the launches: slot `k % RECORD_SLOTS` is launch `k`'s.
+    ring: RecordRing,
+    /// The launch-id counter. Held while a launch is submitted, so that ids are submitted in
+    /// order and a wrap of the counter can reset the protocol's memory with no launch of an older
+    /// id still to come.
+    counter: Mutex<LaunchCounter>,
+    /// The current epoch and the ring as it was at its start; written only at a wrap.
+    epochs: RwLock<Epochs>,
+    /// `epoch << 32 | launch id` of the latest launch known to have finished without a driver
+    /// error: every launch of the stream up to it has finished too (they run in order).
+    finished: AtomicU64,
+    /// Completion events whose launches are over, for reuse (at most [`EVENT_POOL_MAX`]).
+    events: Mutex<Vec<LaunchEvent>>,
+    /// The streams that run completion callbacks, created on first need (at most
+    /// [`MAX_WATCHERS`]).
+    watchers: Mutex<Vec<Watcher>>,
+    /// The priority watcher streams are created with (see [`watcher_priority`]).
+    watcher_priority: i32,
 }
 
+/// The launch-id counter of a stream.
+struct LaunchCounter {
+    /// The id of the last launch (0 before the first).
+    last: u32,
+    /// How often the counter wrapped.
+    epoch: u32,
+}
+
+/// What the launches of the previous epoch need to read their records after a wrap.
+struct Epochs {
+    /// The current epoch (as [`LaunchCounter::epoch`]).
+    current: u32,
+    /// The ring as it was when the current epoch began (`None` in epoch 0).
+    previous: Option<Box<[Record]>>,
+}
+
+/// A stream that runs completion callbacks for the launches of one [`StreamState`]: it waits for
+/// a launch's event, then runs the callback, in the order they were enqueued.
+struct Watcher {
+    stream: Arc<CudaStream>,
+    /// `(epoch, launch id)` of the latest launch a callback was enqueued for. A launch after it
+    /// may be appended: its callback then runs right when it finishes, since the launches of one
+    /// stream finish in order.
+    frontier: (u32, u32),
+}
+
+/// The order of launches of a stream across epochs: `epoch << 32 | launch_id`.
+fn finished_key(epoch: u32, launch_id: u32) -> u64 {
+    (u64::from(epoch) << 32) | u64::from(launch_id)
+}
+
+/// Flags of the completion events: no timing (cheaper to record), and blocking synchronization,
+/// so that a thread waiting in `cuEventSynchronize` sleeps instead of spinning.
+const COMPLETION_EVENT_FLAGS: u32 = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32
+    | sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32;
+
+/// Most completion events a stream keeps for reuse: enough for four rings' worth of launches in
+/// flight; beyond it, events of finished launches are destroyed.
+const EVENT_POOL_MAX: usize = 4 * RECORD_SLOTS as usize;
+
+/// Most watcher streams of one stream. A launch polled for the first time while every watcher
+/// already waits for a later launch is appended to the watcher with the earliest frontier: its
+/// future is then woken when that later launch finishes, not earlier.
+const MAX_WATCHERS: usize = 8;
+
 impl StreamState {
-    fn new(stream: Arc<CudaStream>, cancel_stream: Arc<CudaStream>) -> Result<StreamState> {
+    fn new(
+        stream: Arc<CudaStream>,
+        cancel_stream: Arc<CudaStream>,
+        watcher_priority: i32,
+    ) -> Result<StreamState> {
         let abort_word = stream
             .alloc_zeros::<u32>(1)
             .map_err(cuda("cuMemAllocAsync"))?;
-        let record = FailureRecord::new(stream.context())?;
+        let ring = RecordRing::new(stream.context())?;
         // The abort word was allocated and zeroed on `stream`; wait for that, so that it is
         // ready for the cancel stream too.
         stream.synchronize().map_err(cuda("cuStreamSynchronize"))?;
@@ -737,8 +800,16 @@ impl StreamState {
             stream,
             cancel_stream,
             abort_word,
-            record,
-            last_launch_id: Mutex::new(0),
+            ring,
+            counter: Mutex::new(LaunchCounter { last: 0, epoch: 0 }),
+            epochs: RwLock::new(Epochs {
+                current: 0,
+                previous: None,
+            }),
+            finished: AtomicU64::new(0),
+            events: Mutex::new(Vec::new()),
+            watchers: Mutex::new(Vec::new()),
+            watcher_priority,
         })
     }
 
@@ -762,10 +833,7 @@ impl StreamState {
     /// The status of the stream without waiting: an error of earlier asynchronous work (a kernel
     /// fault) is reported under the name `call`; unfinished work is not an error.
     pub(crate) fn status(&self, call: &'static str) -> Result<()> {
-        self.stream
-            .context()
-            .bind_to_thread()
-            .map_err(cuda("cuCtxSetCurrent"))?;
+        bind(self.stream.context())?;
         // SAFETY: the stream handle is valid while `self.stream` is alive, and its context is
         // current on this thread.
         let status = unsafe { sys::cuStreamQuery(self.stream.cu_stream()) };
@@ -787,30 +855,160 @@ impl StreamState {
         self.stream.wait(event).map_err(cuda("cuStreamWaitEvent"))
     }
 
-    /// Assigns the next launch id of the stream and calls `submit` with it and the addresses of
-    /// the stream's abort word and failure record, holding the stream's launch lock: the launch
-    /// `submit` makes (with [`CudaDevice::launch`] and [`CudaDevice::notify_when_done`]) is
-    /// ordered on the stream with the ids of its other launches. When the 32-bit counter wraps,
-    /// this first waits for the stream to drain and zeroes the abort word and the record, so that
-    /// no id from before the wrap is still in them (once every 2^32 − 1 launches).
+    /// Assigns the next launch id of the stream and calls `submit` with it, the addresses of the
+    /// stream's abort word and of the id's failure-record slot, and the epoch, holding the
+    /// stream's launch lock: the launch `submit` makes (with [`CudaDevice::launch`] and
+    /// [`StreamState::record_completion`]) is ordered on the stream with the ids of its other
+    /// launches. When the 32-bit counter wraps, this first waits for the stream to drain, keeps a
+    /// copy of the ring for the launches of the ending epoch, and zeroes the abort word and the
+    /// ring, so that no id from before the wrap is still in them (once every 2^32 − 1 launches).
     pub(crate) fn with_launch_id<R>(
         &self,
         submit: impl FnOnce(LaunchIds) -> Result<R>,
     ) -> Result<R> {
-        let mut last = self
-            .last_launch_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let (launch_id, wrapped) = next_launch_id(*last);
+        let mut counter = self.counter.lock().unwrap_or_else(PoisonError::into_inner);
+        let (launch_id, wrapped) = next_launch_id(counter.last);
         if wrapped {
-            self.reset_abort_state()?;
+            counter.epoch = self.start_new_epoch(counter.epoch)?;
         }
-        *last = launch_id;
+        counter.last = launch_id;
         submit(LaunchIds {
             abort_word: self.abort_word_address(),
             launch_id,
-            record: self.record.device,
+            record: self.ring.slot_address(launch_id),
+            epoch: counter.epoch,
         })
+    }
+
+    /// Records a completion event on the stream, right after the work issued so far (the launch
+    /// the caller just issued): it completes when that work has finished. The stream does not
+    /// wait for anything.
+    pub(crate) fn record_completion(&self) -> Result<LaunchEvent> {
+        let reused = self
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let event = match reused {
+            Some(event) => event,
+            None => LaunchEvent::new(self.stream.context())?,
+        };
+        event.record(&self.stream)?;
+        Ok(event)
+    }
+
+    /// Notes that launch `launch_id` of epoch `epoch` finished without a driver error (its
+    /// completion event completed): so did every launch of the stream before it.
+    pub(crate) fn mark_finished(&self, epoch: u32, launch_id: u32) {
+        self.finished
+            .fetch_max(finished_key(epoch, launch_id), Ordering::Release);
+    }
+
+    /// Whether launch `launch_id` of epoch `epoch` is known to have finished without a driver
+    /// error, because it or a later launch of the stream was seen finished.
+    pub(crate) fn finished_through(&self, epoch: u32, launch_id: u32) -> bool {
+        finished_key(epoch, launch_id) <= self.finished.load(Ordering::Acquire)
+    }
+
+    /// Keeps the completion event of a launch known to be finished for a later launch.
+    pub(crate) fn recycle(&self, event: LaunchEvent) {
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if events.len() < EVENT_POOL_MAX {
+            events.push(event);
+        }
+    }
+
+    /// Arranges for [`crate::launch::complete`] to be called on `shared` from a driver thread
+    /// once `event`, the completion event of launch `launch_id` of epoch `epoch`, has completed
+    /// (or the context has failed): on one of the stream's watcher streams, a
+    /// `cuStreamWaitEvent` for the event followed by a `cuStreamAddCallback`. The launch's own
+    /// stream waits for nothing.
+    ///
+    /// The watcher is the first whose latest callback is for an earlier launch, so that callbacks
+    /// of launches polled in their submission order run as soon as each launch finishes; a launch
+    /// polled after a later one of the same stream gets another watcher (up to
+    /// [`MAX_WATCHERS`]).
+    ///
+    /// This uses `cuStreamAddCallback`, not `cuLaunchHostFunc`: after a kernel fault the driver
+    /// (measured with driver 580 on an H200) never runs functions enqueued with
+    /// `cuLaunchHostFunc`, which would leave the launch pending forever, while it does run stream
+    /// callbacks, passing them the error.
+    pub(crate) fn notify_on_completion(
+        &self,
+        event: &LaunchEvent,
+        epoch: u32,
+        launch_id: u32,
+        shared: Arc<Shared>,
+    ) -> Result<()> {
+        bind(self.stream.context())?;
+        let key = (epoch, launch_id);
+        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = match watchers.iter().position(|w| w.frontier < key) {
+            Some(index) => index,
+            None if watchers.len() < MAX_WATCHERS => {
+                let stream = self
+                    .stream
+                    .context()
+                    .new_stream_with_priority(self.watcher_priority)
+                    .map_err(cuda("cuStreamCreateWithPriority"))?;
+                watchers.push(Watcher {
+                    stream,
+                    frontier: (0, 0),
+                });
+                watchers.len() - 1
+            }
+            None => watchers
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, w)| w.frontier)
+                .map_or(0, |(i, _)| i),
+        };
+        let Some(watcher) = watchers.get_mut(index) else {
+            return Err(Error::Cuda {
+                call: "cuStreamCreate",
+                message: "no stream to watch the launch's completion on".to_string(),
+            });
+        };
+        // SAFETY: both handles are valid: the watcher stream is owned by `watchers`, the event by
+        // `event`, and both belong to this stream's context, which is current. The wait captures
+        // the event's latest record now; later records of the event do not affect it.
+        unsafe { sys::cuStreamWaitEvent(watcher.stream.cu_stream(), event.event, 0) }
+            .result()
+            .map_err(cuda("cuStreamWaitEvent"))?;
+        let raw = Box::into_raw(Box::new(Completion { shared })).cast::<c_void>();
+        // SAFETY: `stream_callback` is an `extern "C"` fn of the expected signature that never
+        // unwinds and calls no CUDA function. `raw` owns a `Box<Completion>` handed over to the
+        // callback, which the driver calls exactly once; the box owns everything the callback
+        // touches. Flags must be 0. The stream is valid and its context is current.
+        let status = unsafe {
+            sys::cuStreamAddCallback(watcher.stream.cu_stream(), Some(stream_callback), raw, 0)
+        };
+        if let Err(err) = status.result() {
+            // SAFETY: the driver did not accept the callback, so it will never run; the box
+            // `raw` owns is reclaimed here, exactly once.
+            drop(unsafe { Box::from_raw(raw.cast::<Completion>()) });
+            return Err(driver_error("cuStreamAddCallback", err));
+        }
+        watcher.frontier = watcher.frontier.max(key);
+        Ok(())
+    }
+
+    /// A copy of the failure-record slot of launch `launch_id` of epoch `epoch`, read now; the
+    /// caller knows the launch has finished. `None` when the launch is more than one epoch old
+    /// (2^32 launches of the stream ago), whose slot is gone.
+    pub(crate) fn failure_record(&self, launch_id: u32, epoch: u32) -> Option<Record> {
+        let slot = record_slot(launch_id);
+        let epochs = self.epochs.read().unwrap_or_else(PoisonError::into_inner);
+        if epoch == epochs.current {
+            Some(self.ring.read(slot))
+        } else if epoch == epochs.current.wrapping_sub(1) {
+            epochs
+                .previous
+                .as_ref()
+                .and_then(|ring| ring.get(slot).copied())
+        } else {
+            None
+        }
     }
 
     /// The device address of the abort word.
@@ -819,24 +1017,29 @@ impl StreamState {
         address
     }
 
-    /// Zeroes the abort word and the failure record once the stream has drained. The caller
-    /// holds the launch lock, so no launch is submitted meanwhile.
-    fn reset_abort_state(&self) -> Result<()> {
+    /// Begins the epoch after `epoch` (returned) once the stream has drained: keeps a copy of the
+    /// ring for the launches of `epoch`, and zeroes the ring and the abort word. The caller holds
+    /// the launch lock, so no launch is submitted meanwhile.
+    fn start_new_epoch(&self, epoch: u32) -> Result<u32> {
         self.synchronize()?;
         self.cancel_stream
             .synchronize()
             .map_err(cuda("cuStreamSynchronize"))?;
-        self.record.clear();
-        self.stream
-            .context()
-            .bind_to_thread()
-            .map_err(cuda("cuCtxSetCurrent"))?;
+        let next = epoch.wrapping_add(1);
+        {
+            let mut epochs = self.epochs.write().unwrap_or_else(PoisonError::into_inner);
+            epochs.previous = Some(self.ring.snapshot());
+            self.ring.clear();
+            epochs.current = next;
+        }
+        bind(self.stream.context())?;
         // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, alive
         // while `self` is; one `u32` is written. The stream is valid and its context current.
         // Ordered on the stream, the write completes before any later launch starts.
         unsafe { sys::cuMemsetD32Async(self.abort_word_address(), 0, 1, self.stream.cu_stream()) }
             .result()
-            .map_err(cuda("cuMemsetD32Async"))
+            .map_err(cuda("cuMemsetD32Async"))?;
+        Ok(next)
     }
 
     /// The abort word's value, read on the stream after the cancel stream's writes (for tests).
@@ -856,14 +1059,22 @@ impl StreamState {
 
 impl Drop for StreamState {
     fn drop(&mut self) {
-        // No kernel or completion callback may still use the abort word or the failure record,
-        // freed with the fields, and no write of the cancel stream may still be on its way to
-        // the abort word. Errors cannot be reported here; when a stream cannot be synchronized,
-        // the record is leaked rather than freed under a callback that may still read it.
+        // No kernel may still write the abort word or the ring, freed with the fields, and no
+        // write of the cancel stream may still be on its way to the abort word. The watchers are
+        // drained too, so that no callback is left behind on a destroyed stream. Errors cannot
+        // be reported here; when a stream cannot be synchronized, the ring is leaked rather than
+        // freed under a kernel that may still write it.
         let main = self.stream.synchronize();
         let cancel = self.cancel_stream.synchronize();
         if main.is_err() || cancel.is_err() {
-            self.record.leak = true;
+            self.ring.leak = true;
+        }
+        let watchers = self
+            .watchers
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for watcher in watchers.iter() {
+            let _ = watcher.stream.synchronize();
         }
     }
 }
@@ -1145,50 +1356,137 @@ impl Drop for DeviceMem {
     }
 }
 
-/// What a completion callback owns: the launch's shared state, and where to read the failure
-/// record from, if the launch follows the abort protocol.
+/// What a completion callback owns: the launch's shared state.
 struct Completion {
     shared: Arc<Shared>,
-    record: Option<NonNull<u32>>,
 }
 
-/// The driver's completion callback of a launch; see [`CudaDevice::notify_when_done`].
+/// The driver's completion callback of a launch, on a watcher stream; see
+/// [`StreamState::notify_on_completion`].
 unsafe extern "C" fn stream_callback(
     _stream: sys::CUstream,
     status: sys::CUresult,
     user_data: *mut c_void,
 ) {
-    // SAFETY: `user_data` is the pointer `notify_when_done` produced with `Box::into_raw` from a
-    // `Box<Completion>`, and the driver calls this callback exactly once, so the box is reclaimed
-    // exactly once.
+    // SAFETY: `user_data` is the pointer `notify_on_completion` produced with `Box::into_raw`
+    // from a `Box<Completion>`, and the driver calls this callback exactly once, so the box is
+    // reclaimed exactly once.
     let completion = unsafe { Box::from_raw(user_data.cast::<Completion>()) };
     let succeeded = status == sys::CUresult::CUDA_SUCCESS;
-    let record = match completion.record {
-        // SAFETY: the pointer is the host address of the device's `FailureRecord`, which is
-        // freed only after the device's stream was synchronized, and that waits for this
-        // callback (a stream callback is work of the stream); see `CudaDevice`'s `Drop`. The
-        // launch before this callback has finished, so the GPU no longer writes it.
-        Some(host) if succeeded => Some(unsafe { read_record(host) }),
-        _ => None,
-    };
     // A panic must not unwind into the driver (a waker could panic); there is no one to tell.
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        crate::launch::complete(&completion.shared, succeeded, record)
+        crate::launch::complete(&completion.shared, succeeded, None)
     }));
 }
 
-/// Reads the failure record with volatile loads: word 0 (the launch id) first, then the rest,
+/// Makes `ctx` current on this thread. cudarc keeps the error of a failed call made in a `Drop`
+/// in the context and returns it, once, from the next `bind_to_thread`; a second try gets past
+/// such a stale error (a real one is returned again).
+fn bind(ctx: &CudaContext) -> Result<()> {
+    ctx.bind_to_thread()
+        .or_else(|_| ctx.bind_to_thread())
+        .map_err(cuda("cuCtxSetCurrent"))
+}
+
+/// Whether a launch's completion event has completed; see [`LaunchEvent::query`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventState {
+    /// The work before the event has not finished yet.
+    Pending,
+    /// It has finished.
+    Complete,
+    /// The driver reported an error instead (a fault of the context).
+    Failed,
+}
+
+/// The completion event of a launch: recorded on the launch's stream right after the kernel
+/// (`CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`), reused across launches of the stream.
+pub(crate) struct LaunchEvent {
+    ctx: Arc<CudaContext>,
+    event: sys::CUevent,
+}
+
+// SAFETY: an event handle is a plain driver handle; the driver API is thread-safe, and the event
+// stays valid on every thread until `LaunchEvent` destroys it, once, on drop.
+unsafe impl Send for LaunchEvent {}
+// SAFETY: as for `Send`; `&LaunchEvent` only queries and synchronizes the event, both
+// thread-safe driver calls.
+unsafe impl Sync for LaunchEvent {}
+
+impl LaunchEvent {
+    fn new(ctx: &Arc<CudaContext>) -> Result<LaunchEvent> {
+        bind(ctx)?;
+        let mut event: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: `event` is a valid out-pointer; the flags are valid event flags. The context
+        // is current on this thread.
+        unsafe { sys::cuEventCreate(&mut event, COMPLETION_EVENT_FLAGS) }
+            .result()
+            .map_err(cuda("cuEventCreate"))?;
+        Ok(LaunchEvent {
+            ctx: Arc::clone(ctx),
+            event,
+        })
+    }
+
+    /// Records the event at the current end of `stream`, a stream of the event's context.
+    fn record(&self, stream: &CudaStream) -> Result<()> {
+        // SAFETY: the event is valid while `self` is; the stream is valid while the caller's
+        // reference is, and belongs to the event's context, which the caller made current (the
+        // launch was just issued on it from this thread).
+        unsafe { sys::cuEventRecord(self.event, stream.cu_stream()) }
+            .result()
+            .map_err(cuda("cuEventRecord"))
+    }
+
+    /// Whether the work before the event has finished, without waiting (`cuEventQuery`). When
+    /// the context cannot be made current, the event counts as pending.
+    pub(crate) fn query(&self) -> EventState {
+        if bind(&self.ctx).is_err() {
+            return EventState::Pending;
+        }
+        // SAFETY: the event is valid while `self` is; its context is current.
+        match unsafe { sys::cuEventQuery(self.event) } {
+            sys::CUresult::CUDA_SUCCESS => EventState::Complete,
+            sys::CUresult::CUDA_ERROR_NOT_READY => EventState::Pending,
+            _ => EventState::Failed,
+        }
+    }
+
+    /// Blocks the thread until the work before the event has finished (`cuEventSynchronize`;
+    /// the thread sleeps, as the event was created with `CU_EVENT_BLOCKING_SYNC`). An error
+    /// means the driver reported a failure instead, or the context could not be made current.
+    pub(crate) fn synchronize(&self) -> Result<()> {
+        bind(&self.ctx)?;
+        // SAFETY: the event is valid while `self` is; its context is current.
+        unsafe { sys::cuEventSynchronize(self.event) }
+            .result()
+            .map_err(cuda("cuEventSynchronize"))
+    }
+}
+
+impl Drop for LaunchEvent {
+    fn drop(&mut self) {
+        if bind(&self.ctx).is_ok() {
+            // SAFETY: the event was created by `LaunchEvent::new` in this context and is
+            // destroyed only here, once. Destroying an event that is still recorded on a stream,
+            // or waited for by one, is allowed: the driver releases it once that work is done.
+            let _ = unsafe { sys::cuEventDestroy_v2(self.event) };
+        }
+    }
+}
+
+/// Reads one failure record with volatile loads: word 0 (the launch id) first, then the rest,
 /// which the GPU wrote before word 0 with a `fence.sc.sys` in between.
 ///
 /// # Safety
 ///
-/// `host` must be the host address of a live [`FailureRecord`]'s memory.
+/// `host` must point to `RECORD_WORDS` 4-aligned `u32`s of live memory.
 unsafe fn read_record(host: NonNull<u32>) -> Record {
     let mut record = [0u32; RECORD_WORDS];
     for (i, word) in record.iter_mut().enumerate() {
         // SAFETY: the caller guarantees `host` points to the record's `RECORD_WORDS` `u32`s,
-        // 4-aligned (page-locked allocations are page-aligned), so `host + i` is in bounds.
-        // Volatile, because the GPU writes this memory behind the compiler's back.
+        // 4-aligned, so `host + i` is in bounds. Volatile, because the GPU writes this memory
+        // behind the compiler's back.
         *word = unsafe { host.as_ptr().add(i).read_volatile() };
         if i == 0 {
             // The rest of the record was written before word 0; read it after.
@@ -1198,28 +1496,32 @@ unsafe fn read_record(host: NonNull<u32>) -> Record {
     record
 }
 
-/// The failure record of a device: `RECORD_WORDS` `u32`s of page-locked host memory, mapped
-/// into the device's address space (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_DEVICEMAP`), zeroed
-/// at creation. Kernels write it through `device`; the host reads it through `host`.
-struct FailureRecord {
+/// Words of a stream's record ring.
+const RING_WORDS: usize = RECORD_SLOTS as usize * RECORD_WORDS;
+
+/// The record ring of a stream: [`RECORD_SLOTS`] failure records of `RECORD_WORDS` `u32`s each
+/// (128 KiB), page-locked host memory mapped into the device's address space (`cuMemHostAlloc`
+/// with `CU_MEMHOSTALLOC_DEVICEMAP`), zeroed at creation. Kernels write a slot through its device
+/// address; the host reads it through `host`.
+struct RecordRing {
     ctx: Arc<CudaContext>,
     host: NonNull<u32>,
     device: u64,
-    /// Set when it must not be freed: a callback may still read it.
+    /// Set when it must not be freed: a kernel may still write it.
     leak: bool,
 }
 
-// SAFETY: the record is plain memory the driver allocated for the context, usable from every
-// thread; the host only touches it with volatile loads and stores of whole `u32`s (reads in
-// completion callbacks, writes while no launch can run), and frees it once, on drop.
-unsafe impl Send for FailureRecord {}
-// SAFETY: as for `Send`; `&FailureRecord` only hands out its addresses.
-unsafe impl Sync for FailureRecord {}
+// SAFETY: the ring is plain memory the driver allocated for the context, usable from every
+// thread; the host only touches it with volatile loads and stores of whole `u32`s (reads of
+// slots of finished launches, writes while no launch can run), and frees it once, on drop.
+unsafe impl Send for RecordRing {}
+// SAFETY: as for `Send`; `&RecordRing` only reads slots and hands out addresses.
+unsafe impl Sync for RecordRing {}
 
-impl FailureRecord {
-    fn new(ctx: &Arc<CudaContext>) -> Result<FailureRecord> {
-        const BYTES: usize = RECORD_WORDS * std::mem::size_of::<u32>();
-        ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+impl RecordRing {
+    fn new(ctx: &Arc<CudaContext>) -> Result<RecordRing> {
+        const BYTES: usize = RING_WORDS * std::mem::size_of::<u32>();
+        bind(ctx)?;
         let mut host: *mut c_void = std::ptr::null_mut();
         // SAFETY: `host` is a valid out-pointer; the size is non-zero; DEVICEMAP is a valid flag.
         // The context is current on this thread.
@@ -1230,45 +1532,67 @@ impl FailureRecord {
             call: "cuMemHostAlloc",
             message: "the driver returned a null pointer".to_string(),
         })?;
-        // From here on, dropping `record` frees the memory.
-        let mut record = FailureRecord {
+        // From here on, dropping `ring` frees the memory.
+        let mut ring = RecordRing {
             ctx: Arc::clone(ctx),
             host,
             device: 0,
             leak: false,
         };
-        record.clear();
-        // SAFETY: `record.host` was just allocated with DEVICEMAP in the current context;
-        // `record.device` is a valid out-pointer; flags must be 0.
+        ring.clear();
+        // SAFETY: `ring.host` was just allocated with DEVICEMAP in the current context;
+        // `ring.device` is a valid out-pointer; flags must be 0.
         unsafe {
             sys::cuMemHostGetDevicePointer_v2(
-                &mut record.device,
-                record.host.as_ptr().cast::<c_void>(),
+                &mut ring.device,
+                ring.host.as_ptr().cast::<c_void>(),
                 0,
             )
         }
         .result()
         .map_err(cuda("cuMemHostGetDevicePointer"))?;
-        Ok(record)
+        Ok(ring)
     }
 
-    /// Zeroes the record. Only while no kernel can write it.
+    /// The device address of the slot of launch `launch_id`.
+    fn slot_address(&self, launch_id: u32) -> u64 {
+        const SLOT_BYTES: u64 = (RECORD_WORDS * std::mem::size_of::<u32>()) as u64;
+        self.device + record_slot(launch_id) as u64 * SLOT_BYTES
+    }
+
+    /// A copy of slot `slot` (taken modulo [`RECORD_SLOTS`]).
+    fn read(&self, slot: usize) -> Record {
+        let slot = slot % RECORD_SLOTS as usize;
+        // SAFETY: `host` points to `RING_WORDS` 4-aligned `u32`s (page-locked allocations are
+        // page-aligned), live while `self` is; slot `slot < RECORD_SLOTS` starts at word
+        // `slot * RECORD_WORDS`, so its `RECORD_WORDS` words are in bounds.
+        unsafe { read_record(self.host.add(slot * RECORD_WORDS)) }
+    }
+
+    /// A copy of every slot. Only while no kernel can write the ring.
+    fn snapshot(&self) -> Box<[Record]> {
+        (0..RECORD_SLOTS as usize)
+            .map(|slot| self.read(slot))
+            .collect()
+    }
+
+    /// Zeroes every slot. Only while no kernel can write the ring.
     fn clear(&self) {
-        for i in 0..RECORD_WORDS {
-            // SAFETY: `host` points to `RECORD_WORDS` 4-aligned `u32`s, live while `self` is.
+        for i in 0..RING_WORDS {
+            // SAFETY: `host` points to `RING_WORDS` 4-aligned `u32`s, live while `self` is.
             unsafe { self.host.as_ptr().add(i).write_volatile(0) };
         }
     }
 }
 
-impl Drop for FailureRecord {
+impl Drop for RecordRing {
     fn drop(&mut self) {
-        if self.leak || self.ctx.bind_to_thread().is_err() {
+        if self.leak || bind(&self.ctx).is_err() {
             return;
         }
         // SAFETY: `host` was allocated by `cuMemHostAlloc` in this context and is freed only
-        // here, once. The device that owned it synchronized its streams first (or set `leak`),
-        // so no kernel writes it and no completion callback reads it any more.
+        // here, once. The stream that owned it synchronized first (or set `leak`), so no kernel
+        // writes it any more, and the host reads it only through `&self`.
         let _ = unsafe { sys::cuMemFreeHost(self.host.as_ptr().cast::<c_void>()) };
     }
 }
@@ -1303,4 +1627,26 @@ fn size_mismatch(device_bytes: usize, host_bytes: usize) -> Error {
         "size mismatch: the device buffer holds {device_bytes} bytes, the other side \
          {host_bytes} bytes"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watchers_sit_between_the_default_and_the_greatest_priority() {
+        // The H200's range: 0 (least, the default) to -5 (greatest).
+        assert_eq!(watcher_priority(0, -5), -1);
+        assert_eq!(watcher_priority(0, -2), -1);
+        // No level between the two: the default.
+        assert_eq!(watcher_priority(0, -1), 0);
+        assert_eq!(watcher_priority(0, 0), 0);
+    }
+
+    #[test]
+    fn finished_keys_order_epochs_before_ids() {
+        assert!(finished_key(0, u32::MAX) < finished_key(1, 1));
+        assert!(finished_key(0, 1) < finished_key(0, 2));
+        assert_eq!(finished_key(0, 0), 0);
+    }
 }

@@ -42,6 +42,18 @@ pub enum Error {
         /// The kernel's path, `module::kernel`.
         kernel: &'static str,
     },
+    /// The launch finished, but whether it failed can no longer be told: its failure record was
+    /// overwritten by the failure of a later launch of the same stream before the launch's
+    /// outcome was read. Failures are reported exactly for up to 4096 launches in flight per
+    /// stream (see `docs/design.md`, "The abort protocol"); read outcomes (await or
+    /// [`Launch::wait`](crate::Launch::wait)) before more are submitted on the stream.
+    #[error("the outcome of the launch of kernel `{kernel}` is unknown: {reason}")]
+    OutcomeUnknown {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+        /// Why, e.g. which later launch overwrote the record.
+        reason: String,
+    },
     /// Every role of a block waits on another: the kernel can never finish.
     #[error("kernel `{kernel}` deadlocked in block {block}:\n{}", RoleWaits(waits))]
     Deadlock {

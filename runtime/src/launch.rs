@@ -7,10 +7,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::abort::{decode_failure, hidden_params, watchdog_ns, Record};
+use crate::abort::{
+    decode_failure, hidden_params, overwritten_by, watchdog_ns, Record, RECORD_SLOTS,
+};
 use crate::backend::{Backend, Device};
 use crate::buffer::DeviceBuffer;
-use crate::cuda::{CudaDevice, DeviceMem, LaunchIds, StreamState};
+use crate::cuda::{CudaDevice, DeviceMem, EventState, LaunchEvent, LaunchIds, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::SimTarget;
@@ -219,16 +221,21 @@ fn ptx_param_count(kind: ParamKind) -> usize {
     }
 }
 
-/// The completion state of a submitted CUDA launch, shared with the driver's callback.
+/// The completion state of a submitted CUDA launch, shared with the completion callback (when one
+/// was enqueued).
 pub(crate) struct State {
+    /// The launch is known to be over: its completion event completed (or failed), or the
+    /// callback ran.
     done: bool,
-    /// The driver passed the callback an error (a fault of this or earlier work on the stream).
+    /// The driver reported an error instead of completion (a fault of this or earlier work).
     failed: bool,
-    /// The failure record as the callback found it (only for a launch of the abort protocol
-    /// that the driver reported no error for).
+    /// A copy of the launch's failure record, when one was handed to [`complete`] (the unit tests
+    /// do); otherwise the record is read from the stream's ring when the outcome is taken.
     record: Option<Record>,
     /// [`Launch::cancel`] was called before the outcome was taken.
     cancelled: bool,
+    /// A completion callback was enqueued for the launch (the first pending poll does it).
+    watched: bool,
     waker: Option<Waker>,
 }
 
@@ -239,28 +246,35 @@ impl State {
             failed: false,
             record: None,
             cancelled: false,
+            watched: false,
             waker: None,
         }
     }
 }
 
-/// What [`Launch`] shares with the completion callback: the state and a condvar for
-/// [`Launch::wait`].
+/// What [`Launch`] shares with the completion callback: the state and a condvar, on which
+/// [`Launch::wait`] blocks for launches without a completion event (those the unit tests make
+/// up).
 pub(crate) type Shared = (Mutex<State>, Condvar);
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     shared.0.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Marks a launch complete, with the copy of the failure record the callback took, and wakes
-/// whoever waits on it. Called by the driver's stream callback, on a driver thread: it must not
-/// call CUDA.
+/// Marks a launch complete (the first observation decides whether it `succeeded`; later ones
+/// change nothing), keeps `record` if there is one, and wakes whoever waits on it. Called by the
+/// driver's completion callback, on a driver thread (so it must not call CUDA), and by the
+/// launch itself when its event says it is over.
 pub(crate) fn complete(shared: &Shared, succeeded: bool, record: Option<Record>) {
     let waker = {
         let mut state = lock(shared);
-        state.done = true;
-        state.failed = !succeeded;
-        state.record = record;
+        if !state.done {
+            state.done = true;
+            state.failed = !succeeded;
+        }
+        if state.record.is_none() {
+            state.record = record;
+        }
         state.waker.take()
     };
     shared.1.notify_all();
@@ -325,8 +339,8 @@ fn submit<'a>(
             let mut args = CudaArgs::new(spec, device.id());
             let watchdog = device.watchdog();
             let submitted = body(Target::Cuda(&mut args)).and_then(|()| {
-                // The stream's launch lock is held from here until the kernel and its callback
-                // are on the stream.
+                // The stream's launch lock is held from here until the kernel and its completion
+                // event are on the stream.
                 stream.with_launch_id(|ids| {
                     args.finish(spec, ids, watchdog_ns(watchdog))?;
                     let kernel = gpu.kernel(spec)?;
@@ -339,24 +353,26 @@ fn submit<'a>(
                         &mut args.slots,
                         &args.uses,
                     )?;
-                    let shared: Arc<Shared> = Arc::new((Mutex::new(State::new()), Condvar::new()));
-                    if let Err(err) =
-                        gpu.notify_when_done(stream, Arc::clone(&shared), spec.abort_protocol)
-                    {
-                        // The kernel is running but its completion cannot be observed: wait for
-                        // it here, so the buffers it uses are not released under it.
-                        let _ = stream.synchronize();
-                        return Err(err);
-                    }
-                    Ok(Stage::Running {
-                        shared,
+                    let event = match stream.record_completion() {
+                        Ok(event) => event,
+                        Err(err) => {
+                            // The kernel is running but its completion cannot be observed: wait
+                            // for it here, so the buffers it uses are not released under it.
+                            let _ = stream.synchronize();
+                            return Err(err);
+                        }
+                    };
+                    Ok(Stage::Running(Running {
+                        shared: Arc::new((Mutex::new(State::new()), Condvar::new())),
                         launch_id: ids.launch_id,
+                        epoch: ids.epoch,
                         abort: spec.abort_protocol.then_some(AbortCheck {
                             spec,
                             launch_id: ids.launch_id,
                             watchdog,
                         }),
-                    })
+                        event: Some(event),
+                    }))
                 })
             });
             match submitted {
@@ -416,15 +432,22 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 
 /// A kernel launch: a future that resolves when the kernel has finished, with its outcome.
 ///
-/// On CUDA the kernel is already submitted when [`launch_on`] returns; the future does not need
-/// to be polled for it to run, and completion is signalled by a driver callback on the launch's
-/// stream (no polling thread, no busy wait), so it works under any executor. A kernel of the
-/// abort protocol that stops itself resolves the future to [`Error::KernelPanic`] (a device
-/// panic: role, block, thread, message and source location) or [`Error::Deadlock`] (a wait the
-/// watchdog stopped), and the device stays usable. A fault of the kernel (a trap, an invalid
-/// address) resolves it to [`Error::Cuda`] with `call` `"kernel execution"`; the CUDA context is
-/// then unusable. On the simulator the kernel ran inside [`launch`] and the future is ready at
-/// once.
+/// On CUDA the kernel is already submitted when [`launch_on`] returns, followed on its stream by
+/// a completion event; the future does not need to be polled for it to run, and the stream never
+/// waits for the host. The first poll that finds the kernel unfinished enqueues, on a separate
+/// *watcher* stream, a wait for that event and a driver callback that wakes the task (no polling
+/// thread, no busy wait), so it works under any executor; [`Launch::wait`] instead sleeps on the
+/// event. A kernel of the abort protocol that stops itself resolves the future to
+/// [`Error::KernelPanic`] (a device panic: role, block, thread, message and source location) or
+/// [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable. A fault of the
+/// kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
+/// `"kernel execution"`; the CUDA context is then unusable. On the simulator the kernel ran
+/// inside [`launch`] and the future is ready at once.
+///
+/// Failures are read from a ring of 4096 records per stream after the kernel has finished, so
+/// they are reported exactly for up to 4096 launches of one stream in flight (submitted and not
+/// yet resolved); with more, a launch whose record a later failing launch overwrote resolves to
+/// [`Error::OutcomeUnknown`].
 ///
 /// [`Launch::cancel`] asks a running kernel to stop (through the abort word of the abort
 /// protocol); the launch then resolves to [`Error::Cancelled`], unless the kernel failed first.
@@ -448,16 +471,77 @@ pub struct Launch<'a> {
 enum Stage {
     /// The outcome is known and not yet returned.
     Finished(Result<()>),
-    /// Submitted to CUDA; the callback has not necessarily fired.
-    Running {
-        shared: Arc<Shared>,
-        /// The launch's id on its stream.
-        launch_id: u32,
-        /// How to tell whether the kernel stopped itself (abort-protocol kernels only).
-        abort: Option<AbortCheck>,
-    },
+    /// Submitted to CUDA; not necessarily finished.
+    Running(Running),
     /// The outcome was returned.
     Reported,
+}
+
+/// A launch submitted to CUDA.
+struct Running {
+    shared: Arc<Shared>,
+    /// The launch's id on its stream.
+    launch_id: u32,
+    /// The epoch of the stream's launch-id counter the id belongs to.
+    epoch: u32,
+    /// How to tell whether the kernel stopped itself (abort-protocol kernels only).
+    abort: Option<AbortCheck>,
+    /// The event recorded on the stream after the kernel. `None` only for the launches the unit
+    /// tests make up, which they complete by hand.
+    event: Option<LaunchEvent>,
+}
+
+/// Whether `running`, a launch on `stream` (`None` only for the launches the unit tests make up),
+/// is known to be over: its state says so, or a later launch of its stream finished (the launches
+/// of a stream finish in order), or else its event says so when asked without waiting. Records
+/// what it learnt.
+fn observe(running: &Running, stream: Option<&StreamState>) -> bool {
+    if lock(&running.shared).done {
+        return true;
+    }
+    if stream.is_some_and(|s| s.finished_through(running.epoch, running.launch_id)) {
+        complete(&running.shared, true, None);
+        return true;
+    }
+    match running.event.as_ref().map(LaunchEvent::query) {
+        Some(EventState::Complete) => {
+            complete(&running.shared, true, None);
+            if let Some(stream) = stream {
+                stream.mark_finished(running.epoch, running.launch_id);
+            }
+        }
+        Some(EventState::Failed) => complete(&running.shared, false, None),
+        Some(EventState::Pending) | None => return false,
+    }
+    true
+}
+
+/// Blocks until `running`, a launch on `stream`, is over: sleeping in `cuEventSynchronize` on its
+/// event (a blocking-sync event), or, for a launch without one, on the condvar until it is
+/// completed by hand.
+fn block_until_done(running: &Running, stream: Option<&StreamState>) {
+    if observe(running, stream) {
+        return;
+    }
+    match &running.event {
+        Some(event) => {
+            let succeeded = event.synchronize().is_ok();
+            complete(&running.shared, succeeded, None);
+            if let (true, Some(stream)) = (succeeded, stream) {
+                stream.mark_finished(running.epoch, running.launch_id);
+            }
+        }
+        None => {
+            let mut state = lock(&running.shared);
+            while !state.done {
+                state = running
+                    .shared
+                    .1
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
 }
 
 /// What a launch of the abort protocol needs to read its failure record.
@@ -476,18 +560,22 @@ impl Launch<'_> {
         self.submitted
     }
 
-    /// Whether nothing more will happen: the kernel finished, or the launch was rejected.
+    /// Whether nothing more will happen: the kernel finished, or the launch was rejected. Does
+    /// not wait (on CUDA it asks the launch's completion event).
     pub fn is_complete(&self) -> bool {
         match &self.stage {
-            Stage::Running { shared, .. } => lock(shared).done,
+            Stage::Running(running) => observe(running, self.stream()),
             Stage::Finished(_) | Stage::Reported => true,
         }
     }
 
-    /// Blocks the thread until the kernel has finished (on a condvar, without spinning), and
-    /// returns its outcome.
+    /// Blocks the thread until the kernel has finished, and returns its outcome. The thread
+    /// sleeps (on CUDA in `cuEventSynchronize` on the launch's blocking-sync completion event);
+    /// nothing spins.
     pub fn wait(mut self) -> Result<()> {
-        self.block_until_done();
+        if let Stage::Running(running) = &self.stage {
+            block_until_done(running, self.stream());
+        }
         self.take_outcome()
     }
 
@@ -506,82 +594,134 @@ impl Launch<'_> {
     /// the outcome stays what it was. The same holds for a launch that was rejected before it was
     /// submitted, or whose outcome was already returned.
     pub fn cancel(&self) {
-        let Stage::Running {
-            shared,
-            launch_id,
-            abort,
-        } = &self.stage
-        else {
+        let Stage::Running(running) = &self.stage else {
             return;
         };
         let done = {
-            let mut state = lock(shared);
+            let mut state = lock(&running.shared);
             let first = !state.cancelled;
             state.cancelled = true;
             state.done || !first
         };
-        if done || abort.is_none() {
+        if done || running.abort.is_none() {
             return;
         }
         if let Some((gpu, stream)) = self.via.cuda() {
             // Without the write the kernel runs to its end; the launch is still cancelled.
-            let _ = gpu.request_abort(stream, *launch_id);
+            let _ = gpu.request_abort(stream, running.launch_id);
         }
     }
 
-    /// Blocks until the completion callback has fired (at once for a finished launch).
-    fn block_until_done(&self) {
-        if let Stage::Running { shared, .. } = &self.stage {
-            let mut state = lock(shared);
-            while !state.done {
-                state = shared.1.wait(state).unwrap_or_else(PoisonError::into_inner);
-            }
-        }
-    }
-
-    /// The outcome of a launch known to be finished, or whose callback has fired.
+    /// The outcome of a launch known to be over (or rejected), once.
     fn take_outcome(&mut self) -> Result<()> {
         match std::mem::replace(&mut self.stage, Stage::Reported) {
             Stage::Finished(outcome) => outcome,
-            // The callback fired: the kernel is over, and a fault it caused is sticky in the
-            // stream's status. Without one, the record the callback copied says whether the
-            // kernel stopped itself.
-            Stage::Running { shared, abort, .. } => {
-                let (failed, record, cancelled) = {
-                    let state = lock(&shared);
-                    (state.failed, state.record, state.cancelled)
-                };
-                if let Some((_, stream)) = self.via.cuda() {
-                    stream.status("kernel execution")?;
-                }
-                if failed {
-                    return Err(Error::Cuda {
-                        call: "kernel execution",
-                        message: format!(
-                            "the driver reported an error on the stream of kernel `{}`",
-                            self.kernel
-                        ),
-                    });
-                }
-                if let (Some(abort), Some(record)) = (abort, record) {
-                    if let Some(err) =
-                        decode_failure(abort.spec, abort.launch_id, record, abort.watchdog)
-                    {
-                        return Err(err);
-                    }
-                }
-                if cancelled {
-                    return Err(Error::Cancelled {
-                        kernel: self.kernel,
-                    });
-                }
-                Ok(())
+            Stage::Running(running) => {
+                let outcome = self.outcome_of(&running);
+                self.release(running);
+                outcome
             }
             Stage::Reported => Err(Error::InvalidLaunch {
                 kernel: self.kernel,
                 reason: "the launch was polled again after it completed; await it once".to_string(),
             }),
         }
+    }
+
+    /// The outcome of a submitted launch that is over. A fault it caused is sticky in the
+    /// stream's status; without one, its slot of the stream's record ring says whether the kernel
+    /// stopped itself.
+    fn outcome_of(&self, running: &Running) -> Result<()> {
+        let (failed, record, cancelled) = {
+            let state = lock(&running.shared);
+            (state.failed, state.record, state.cancelled)
+        };
+        let stream = self.stream();
+        if let Some(stream) = stream {
+            stream.status("kernel execution")?;
+        }
+        if failed {
+            return Err(Error::Cuda {
+                call: "kernel execution",
+                message: format!(
+                    "the driver reported an error on the stream of kernel `{}`",
+                    self.kernel
+                ),
+            });
+        }
+        if let Some(abort) = running.abort {
+            let record = match (record, stream) {
+                (Some(record), _) => Some(record),
+                (None, Some(stream)) => {
+                    match stream.failure_record(running.launch_id, running.epoch) {
+                        Some(record) => Some(record),
+                        None => {
+                            return Err(Error::OutcomeUnknown {
+                                kernel: self.kernel,
+                                reason: "more than 2^32 launches were submitted on its stream \
+                                         before its outcome was read, and its failure record is \
+                                         gone"
+                                    .to_string(),
+                            })
+                        }
+                    }
+                }
+                (None, None) => None,
+            };
+            if let Some(record) = record {
+                if let Some(newer) = overwritten_by(abort.launch_id, &record) {
+                    return Err(Error::OutcomeUnknown {
+                        kernel: self.kernel,
+                        reason: format!(
+                            "its failure record (launch {} of its stream) was overwritten by the \
+                             failure of launch {newer}, {RECORD_SLOTS} or more launches later on \
+                             the same stream, before its outcome was read; failures are reported \
+                             exactly for up to {RECORD_SLOTS} launches in flight per stream",
+                            abort.launch_id
+                        ),
+                    });
+                }
+                if let Some(err) =
+                    decode_failure(abort.spec, abort.launch_id, record, abort.watchdog)
+                {
+                    return Err(err);
+                }
+            }
+        }
+        if cancelled {
+            return Err(Error::Cancelled {
+                kernel: self.kernel,
+            });
+        }
+        Ok(())
+    }
+
+    /// Gives the completion event of a launch that is over back to its stream for reuse, when the
+    /// launch finished without a driver error (so the event surely completed); otherwise it is
+    /// destroyed.
+    fn release(&self, running: Running) {
+        let Running {
+            shared,
+            event,
+            epoch,
+            launch_id,
+            ..
+        } = running;
+        if let (Some(event), Some(stream)) = (event, self.stream()) {
+            let finished = {
+                let state = lock(&shared);
+                state.done && !state.failed
+            };
+            if finished {
+                stream.mark_finished(epoch, launch_id);
+                stream.recycle(event);
+            }
+        }
+    }
+
+    /// The launch's CUDA stream (`None` on the simulator).
+    fn stream(&self) -> Option<&StreamState> {
+        self.via.cuda().map(|(_, stream)| stream)
     }
 }
 
@@ -590,14 +730,39 @@ impl Future for Launch<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        if let Stage::Running { shared, .. } = &this.stage {
-            let mut state = lock(shared);
-            if !state.done {
-                match &state.waker {
-                    Some(waker) if waker.will_wake(cx.waker()) => {}
-                    _ => state.waker = Some(cx.waker().clone()),
+        if let Stage::Running(running) = &this.stage {
+            if !observe(running, this.stream()) {
+                let first_pending_poll = {
+                    let mut state = lock(&running.shared);
+                    if state.done {
+                        // The callback ran meanwhile.
+                        None
+                    } else {
+                        match &state.waker {
+                            Some(waker) if waker.will_wake(cx.waker()) => {}
+                            _ => state.waker = Some(cx.waker().clone()),
+                        }
+                        Some(!std::mem::replace(&mut state.watched, true))
+                    }
+                };
+                match (first_pending_poll, &running.event, this.via.cuda()) {
+                    (None, _, _) => {}
+                    (Some(true), Some(event), Some((_, stream))) => {
+                        let watched = stream.notify_on_completion(
+                            event,
+                            running.epoch,
+                            running.launch_id,
+                            Arc::clone(&running.shared),
+                        );
+                        if watched.is_ok() {
+                            return Poll::Pending;
+                        }
+                        // Its completion cannot be watched: wait for it here.
+                        block_until_done(running, Some(stream));
+                    }
+                    // Watched already, or made up by the unit tests (completed by hand).
+                    (Some(_), _, _) => return Poll::Pending,
                 }
-                return Poll::Pending;
             }
         }
         Poll::Ready(this.take_outcome())
@@ -607,11 +772,14 @@ impl Future for Launch<'_> {
 impl Drop for Launch<'_> {
     /// Cancels an unfinished launch, then blocks until its kernel has stopped; see [`Launch`].
     fn drop(&mut self) {
-        if let Stage::Running { shared, .. } = &self.stage {
-            if !lock(shared).done {
+        if let Stage::Running(running) = &self.stage {
+            if !observe(running, self.stream()) {
                 self.cancel();
-                self.block_until_done();
+                block_until_done(running, self.stream());
             }
+        }
+        if let Stage::Running(running) = std::mem::replace(&mut self.stage, Stage::Reported) {
+            self.release(running);
         }
     }
 }
@@ -790,11 +958,13 @@ mod tests {
         let launch = Launch {
             kernel: "tests::noop",
             via: Via::Device(device),
-            stage: Stage::Running {
+            stage: Stage::Running(Running {
                 shared: Arc::clone(&shared),
                 launch_id: 42,
+                epoch: 0,
                 abort,
-            },
+                event: None,
+            }),
             submitted: true,
             _borrows: PhantomData,
         };
@@ -865,6 +1035,7 @@ mod tests {
         abort_word: 0x7f00_0000_1000,
         launch_id: 42,
         record: 0x7e00_0000_2000,
+        epoch: 0,
     };
 
     /// `args` with AXPY's own parameters pushed (stand-ins for the two buffers).
@@ -973,7 +1144,18 @@ mod tests {
         let (launch, shared) = running_with(&device, Some(check));
         complete(&shared, true, Some([41, 1, 0, 2, 37, 0, 0, 0]));
         assert!(launch.wait().is_ok());
-        // A driver error wins over the record (which the callback does not read then).
+        // A later launch of the same slot failed and overwrote the record: unknown, not success.
+        let (launch, shared) = running_with(&device, Some(check));
+        complete(
+            &shared,
+            true,
+            Some([42 + RECORD_SLOTS, 1, 0, 2, 37, 0, 0, 0]),
+        );
+        assert!(
+            matches!(launch.wait(), Err(Error::OutcomeUnknown { kernel: "tests::noop", reason })
+                if reason.contains(&format!("launch {}", 42 + RECORD_SLOTS))),
+        );
+        // A driver error wins over the record (which is not read then).
         let (launch, shared) = running_with(&device, Some(check));
         complete(&shared, false, None);
         assert!(matches!(launch.wait(), Err(Error::Cuda { .. })));

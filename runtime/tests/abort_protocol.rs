@@ -22,6 +22,7 @@ use gpu_async::{
 ///   watchdog off it gives up silently after 10 s.
 /// - `double_abort(x, y)`: `y[i] = 2 * x[i]`, following the protocol without failing.
 /// - `double_plain(x, y)`: the same without the hidden parameters.
+/// - `nothing()`: follows the protocol and does nothing.
 const PTX: &str = r#"
 .version 8.0
 .target sm_90
@@ -182,6 +183,16 @@ END:
     ret;
 }
 
+.visible .entry nothing(
+    .param .u64 abort_word,
+    .param .u32 launch_id,
+    .param .u64 record,
+    .param .u64 watchdog_ns
+)
+{
+    ret;
+}
+
 .visible .entry double_plain(
     .param .u64 x_ptr,
     .param .u64 x_len,
@@ -323,6 +334,18 @@ static DOUBLE_PLAIN: KernelSpec = KernelSpec {
     path: "abort_protocol::double_plain",
     abort_protocol: false,
     ..DOUBLE_ABORT
+};
+
+static NOTHING: KernelSpec = KernelSpec {
+    entry: "nothing",
+    path: "abort_protocol::nothing",
+    ptx: PTX,
+    warps: 1,
+    shared_bytes: 0,
+    params: &[],
+    roles: &[],
+    sites: &[],
+    abort_protocol: true,
 };
 
 const THREADS: u32 = 64;
@@ -517,4 +540,53 @@ fn the_watchdog_stops_a_wait_that_never_ends() {
     check_double(&device);
     device.set_watchdog(None);
     assert_eq!(device.watchdog(), None);
+}
+
+/// `count` launches of `nothing`, all in flight.
+fn nothings(device: &Device, count: usize) -> Vec<Launch<'_>> {
+    (0..count)
+        .map(|_| launch(device, &NOTHING, Grid::blocks(1), |_| Ok(())))
+        .collect()
+}
+
+#[test]
+fn failures_are_exact_for_4096_launches_in_flight_and_overwrites_are_detected_beyond() {
+    let Some(device) = gpu() else { return };
+    let n = (BLOCKS * THREADS) as usize;
+    let mut marks = [(); 4].map(|()| device.alloc::<u32>(n).expect("alloc"));
+    let [m1, m2, m3, m4] = &mut marks;
+    // 4096 launches in flight, the first and the last failing: each has a slot of its own.
+    let first = panic_at(&device, m1, 1, 5);
+    let between = nothings(&device, 4094);
+    let last = panic_at(&device, m2, 2, 6);
+    let r_last = last.wait();
+    assert!(between.iter().all(Launch::is_complete));
+    drop(between);
+    expect_panic(&r_last, 2, 6);
+    expect_panic(&first.wait(), 1, 5);
+    // 4097 in flight: the last one shares the first one's slot and overwrites its record. The
+    // first one cannot tell its outcome any more, and says so.
+    let first = panic_at(&device, m3, 3, 7);
+    let between = nothings(&device, 4095);
+    let last = panic_at(&device, m4, 0, 8);
+    let r_last = last.wait();
+    drop(between);
+    expect_panic(&r_last, 0, 8);
+    let r_first = first.wait();
+    eprintln!("4097 in flight, both ends failing: the first reports {r_first:?}");
+    assert!(
+        matches!(&r_first, Err(Error::OutcomeUnknown { kernel: "abort_protocol::panic_at", reason })
+            if reason.contains("overwritten")),
+        "{r_first:?}"
+    );
+    // With 4097 in flight and only the first one failing, nothing is lost.
+    let first = panic_at(&device, m1, 1, 9);
+    let mut between = nothings(&device, 4096);
+    // Waited for before the others are dropped: dropping an unfinished launch cancels it, and
+    // a cancel writes the abort word, which `first`'s waiting threads still watch.
+    let tail = between.pop().map(Launch::wait);
+    assert!(matches!(tail, Some(Ok(()))), "{tail:?}");
+    drop(between);
+    expect_panic(&first.wait(), 1, 9);
+    check_double(&device);
 }

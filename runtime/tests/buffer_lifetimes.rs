@@ -12,6 +12,7 @@
 #[path = "common/host_kernels.rs"]
 mod host_kernels;
 
+use std::future::Future;
 use std::time::{Duration, Instant};
 
 use gpu_async::{block_on, Device, Error, Result, Stream};
@@ -189,6 +190,49 @@ fn cancel_stops_a_running_launch_quickly() -> Result<()> {
         assert!(latency < Duration::from_secs(1), "{latency:?}");
         assert!(out.download()?.iter().all(|&v| v == 0));
         check_healthy(&device, &stream)?;
+    }
+    Ok(())
+}
+
+/// Polls `launch` once, without an executor: the launch enqueues its completion callback on a
+/// watcher stream, which then waits for the kernel while the test goes on.
+fn poll_once(launch: &mut gpu_async::Launch<'_>) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(launch).poll(&mut cx).is_pending()
+}
+
+#[test]
+fn a_launch_polled_before_it_is_cancelled_or_dropped_stops_quickly() -> Result<()> {
+    let Some((device, _one_at_a_time)) = gpu() else {
+        return Ok(());
+    };
+    for (name, stream) in streams(&device)? {
+        for drop_it in [false, true] {
+            let mut out = device.alloc::<u32>(N)?;
+            // Two seconds of spinning, unless cancelled; a watcher waits for it once polled.
+            let mut launch = spin_write(&stream, BLOCKS, &mut out, 2_000_000_000, 9);
+            assert!(poll_once(&mut launch));
+            std::thread::sleep(Duration::from_millis(5));
+            let start = Instant::now();
+            let outcome = if drop_it {
+                drop(launch);
+                None
+            } else {
+                launch.cancel();
+                Some(block_on(launch))
+            };
+            let took = start.elapsed();
+            eprintln!("{name}: polled, then drop {drop_it}: stopped after {took:?} ({outcome:?})");
+            assert!(took < Duration::from_secs(1), "{took:?}");
+            if let Some(outcome) = outcome {
+                assert!(
+                    matches!(outcome, Err(Error::Cancelled { .. })),
+                    "{outcome:?}"
+                );
+            }
+            assert!(out.download()?.iter().all(|&v| v == 0));
+            check_healthy(&device, &stream)?;
+        }
     }
     Ok(())
 }
