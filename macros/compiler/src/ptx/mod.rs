@@ -459,7 +459,9 @@ impl<'k> Writer<'k> {
         let timeout = self.label("timeout");
         let p = self.tmp(Class::Pred);
         let deadline = self.tmp(Class::B64);
+        let spins = self.tmp(Class::B32);
         self.line(format!("mov.u64 {deadline}, 0;"))?;
+        self.line(format!("mov.u32 {spins}, 0;"))?;
         self.place_label(&l)?;
         self.line(format!(
             "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
@@ -473,10 +475,20 @@ impl<'k> Writer<'k> {
         );
         let word = self.tmp(Class::B32);
         let hit = self.tmp(Class::Pred);
+        // Every warp of every block waits here at times: reading the one abort word on every slow
+        // iteration would make it a hot spot of the L2, so it is read on every 8th.
+        let skip = self.label("poll_skip");
+        let low = self.tmp(Class::B32);
+        let quiet = self.tmp(Class::Pred);
+        self.line(format!("and.b32 {low}, {spins}, 7;"))?;
+        self.line(format!("add.u32 {spins}, {spins}, 1;"))?;
+        self.line(format!("setp.ne.u32 {quiet}, {low}, 0;"))?;
+        self.line(format!("@{quiet} bra {skip};"))?;
         self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
         self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
         self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
         self.line(format!("@{hit} bra {abort_label};"))?;
+        self.place_label(&skip)?;
         let (watchdog, on) = (self.watchdog.clone(), self.watchdog_on.clone());
         self.line(format!("@!{on} bra {l};"))?;
         let now = self.tmp(Class::B64);
@@ -644,27 +656,39 @@ impl<'k> Writer<'k> {
             }
             Inst::Loop { id, body } => {
                 let head = format!("$loop_{}", id.0);
-                self.place_label(&head)?;
-                // A role loop watches the abort word once per iteration (a cancelled or failed
-                // launch stops even in a loop without awaits): the load is issued at the head
-                // and checked at the bottom, so its latency hides behind the body. Loops inside
-                // parallel bodies run per thread and are not watched.
+                // A role loop watches the abort word (a cancelled or failed launch stops even in
+                // a loop without awaits) every 32nd iteration: every warp of every block runs
+                // these loops, and one word read by all of them on every iteration would be a hot
+                // spot of the L2. Loops inside parallel bodies run per thread and are not watched.
                 let watched = self.role.is_some() && self.par_exit.is_none();
-                let word = if watched {
-                    let w = self.tmp(Class::B32);
-                    let abort = self.abort.clone();
-                    self.line(format!("ld.volatile.global.u32 {w}, [{abort}];"))?;
-                    Some(w)
+                let count = if watched {
+                    let c = self.tmp(Class::B32);
+                    self.line(format!("mov.u32 {c}, 0;"))?;
+                    Some(c)
                 } else {
                     None
                 };
+                self.place_label(&head)?;
                 self.block(body)?;
                 self.place_label(&format!("$loop_next_{}", id.0))?;
-                if let Some(w) = word {
-                    let (launch_id, abort_label) =
-                        (self.launch_id.clone(), self.abort_label.clone());
-                    let hit = self.tmp(Class::Pred);
-                    self.line(format!("setp.eq.u32 {hit}, {w}, {launch_id};"))?;
+                if let Some(c) = count {
+                    let (abort, launch_id, abort_label) = (
+                        self.abort.clone(),
+                        self.launch_id.clone(),
+                        self.abort_label.clone(),
+                    );
+                    let (low, quiet, word, hit) = (
+                        self.tmp(Class::B32),
+                        self.tmp(Class::Pred),
+                        self.tmp(Class::B32),
+                        self.tmp(Class::Pred),
+                    );
+                    self.line(format!("add.u32 {c}, {c}, 1;"))?;
+                    self.line(format!("and.b32 {low}, {c}, 31;"))?;
+                    self.line(format!("setp.ne.u32 {quiet}, {low}, 0;"))?;
+                    self.line(format!("@{quiet} bra {head};"))?;
+                    self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+                    self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
                     self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
                     self.line(format!("@{hit} bra {abort_label};"))?;
                 }
