@@ -17,6 +17,17 @@ use gpu_async::bench::random_f32;
 use gpu_async::{BackendKind, Device, DeviceBuffer, Error, Grid, Launch, Result, Stream};
 
 /// The simulator, and CUDA device 0 when there is one.
+/// The tests of this file run one at a time: a cancel issued while another thread creates a
+/// device (which allocates page-locked memory, a synchronizing driver call) can wait for the
+/// running kernel to end (docs/design.md), and the select test measures cancel latency.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn devices() -> Vec<Device> {
     let mut devices = vec![Device::simulator()];
     match Device::cuda(0) {
@@ -83,6 +94,7 @@ async fn workload(device: Device, seed: u64) -> Result<()> {
 
 #[test]
 fn tokio_current_thread_runtime() -> Result<()> {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -95,6 +107,7 @@ fn tokio_current_thread_runtime() -> Result<()> {
 
 #[test]
 fn tokio_multi_thread_runtime() -> Result<()> {
+    let _serial = one_at_a_time();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_time()
@@ -125,6 +138,7 @@ async fn tokio_test_attribute() -> Result<()> {
 
 #[test]
 fn pollster_block_on() -> Result<()> {
+    let _serial = one_at_a_time();
     for device in devices() {
         pollster::block_on(workload(device, 30))?;
     }
@@ -133,6 +147,7 @@ fn pollster_block_on() -> Result<()> {
 
 #[test]
 fn gpu_async_block_on() -> Result<()> {
+    let _serial = one_at_a_time();
     for device in devices() {
         gpu_async::block_on(workload(device.clone(), 40))?;
         let bad = saxpy::run_and_check(&device, grid(&device)?, 50_000, 41)?;
@@ -194,6 +209,7 @@ fn ten_launches_and_three_copies(device: &Device, stream: &Stream) -> Result<()>
 
 #[test]
 fn ten_launches_and_three_copies_on_one_stream_await_only_the_last() -> Result<()> {
+    let _serial = one_at_a_time();
     for device in devices() {
         ten_launches_and_three_copies(&device, &device.new_stream()?)?;
         ten_launches_and_three_copies(&device, &device.default_stream())?;
@@ -203,6 +219,7 @@ fn ten_launches_and_three_copies_on_one_stream_await_only_the_last() -> Result<(
 
 #[test]
 fn a_launch_that_loses_a_select_is_cancelled() -> Result<()> {
+    let _serial = one_at_a_time();
     let Ok(device) = Device::cuda(0) else {
         eprintln!("skipping: no CUDA device");
         return Ok(());
