@@ -129,7 +129,9 @@ fn tokio_multi_thread_runtime() -> Result<()> {
 }
 
 #[tokio::test(flavor = "current_thread")]
+#[allow(clippy::await_holding_lock)] // one thread, one test at a time: the point of the lock
 async fn tokio_test_attribute() -> Result<()> {
+    let _serial = one_at_a_time();
     for device in devices() {
         workload(device, 20).await?;
     }
