@@ -56,6 +56,12 @@ fn kernels() -> Vec<Generated> {
             ir: language::language::mix::IR,
             spec: &language::language::mix::SPEC,
         },
+        Generated {
+            name: "language_control",
+            ptx: language::language::control::PTX,
+            ir: language::language::control::IR,
+            spec: &language::language::control::SPEC,
+        },
     ]
 }
 

@@ -118,3 +118,71 @@ fn the_gpu_computes_what_the_simulator_computes() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+fn classify(v: u32) -> u32 {
+    if v == 7 {
+        return 700;
+    }
+    match v % 10 {
+        0 => 1,
+        1 | 2 => 2,
+        3..=5 => 3,
+        x if x > 8 => 9,
+        _ => 4,
+    }
+}
+
+/// `control`'s meaning, as a plain loop.
+fn control_reference(seed: u32, n: usize) -> Vec<u32> {
+    let mut acc = seed;
+    'outer: for i in (0..40usize).step_by(3) {
+        for j in (0..6usize).rev() {
+            if (i + j) % 7 == 0 {
+                continue 'outer;
+            }
+            if i * j > 90 {
+                break 'outer;
+            }
+            acc = acc.wrapping_mul(31) ^ classify(acc ^ (i + j) as u32);
+        }
+    }
+    let mut k = 0u32;
+    let first = loop {
+        k += 1;
+        if (acc >> (k % 32)) & 1 == 1 || k > 40 {
+            break k * 3;
+        }
+    };
+    (0..n).map(|i| acc ^ first ^ classify(i as u32)).collect()
+}
+
+fn run_control(dev: &Device, seed: u32, n: usize) -> gpu_async::Result<Vec<u32>> {
+    let mut out = dev.alloc::<u32>(n)?;
+    block_on(language::language::control::launch(
+        dev,
+        Grid::blocks(2),
+        (seed, &mut out),
+    ))?;
+    out.download()
+}
+
+#[test]
+fn control_flow_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(d) => devices.push(d),
+        Err(e) => eprintln!("GPU half skipped: {e}"),
+    }
+    for dev in &devices {
+        for seed in [0u32, 1, 7, 12345, 0xDEAD_BEEF] {
+            for n in [0usize, 1, 33, 1000] {
+                assert_eq!(
+                    run_control(dev, seed, n)?,
+                    control_reference(seed, n),
+                    "{dev}: seed {seed}, n {n}"
+                );
+            }
+        }
+    }
+    Ok(())
+}

@@ -98,4 +98,49 @@ pub mod language {
             });
         }
     }
+
+    /// Control flow: `match` with ranges, `|` and guards, labeled loops with `break` values and
+    /// `continue`, early `return`, `step_by` and `rev`.
+    #[kernel(warps = 1)]
+    pub async fn control(seed: u32, out: &mut [u32]) {
+        join!(on_warps(0..1, steer(seed, out))).await;
+    }
+
+    fn classify(v: u32) -> u32 {
+        if v == 7 {
+            return 700;
+        }
+        match v % 10 {
+            0 => 1,
+            1 | 2 => 2,
+            3..=5 => 3,
+            x if x > 8 => 9,
+            _ => 4,
+        }
+    }
+
+    async fn steer(seed: u32, out: &mut [u32]) {
+        let mut acc = seed;
+        'outer: for i in (0..40).step_by(3) {
+            for j in (0..6).rev() {
+                if (i + j) % 7 == 0 {
+                    continue 'outer;
+                }
+                if i * j > 90 {
+                    break 'outer;
+                }
+                acc = acc.wrapping_mul(31) ^ classify(acc ^ (i + j) as u32);
+            }
+        }
+        let mut n = 0u32;
+        let first = loop {
+            n += 1;
+            if (acc >> (n % 32)) & 1 == 1 || n > 40 {
+                break n * 3;
+            }
+        };
+        out.par_iter_mut().enumerate().for_each(|(i, o)| {
+            *o = acc ^ first ^ classify(i as u32);
+        });
+    }
 }

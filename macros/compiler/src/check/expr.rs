@@ -27,7 +27,8 @@ pub(crate) fn check_function(
         locals: Vec::new(),
         names: vec![HashMap::new()],
         par_locals_start: None,
-        loop_depth: 0,
+        loops: Vec::new(),
+        has_return: false,
         calls: Vec::new(),
     };
     let mut params = Vec::new();
@@ -58,9 +59,23 @@ pub(crate) fn check_function(
         ret: sig.ret.clone(),
         locals: checker.locals,
         body,
+        has_return: checker.has_return,
         span: item.sig.ident.span(),
     };
     (function, checker.calls)
+}
+
+/// What a `break` or `continue` inside a loop needs to know about it.
+struct LoopCtx {
+    label: Option<String>,
+    /// `loop` (which `break value` may give a value to), not `for`/`while`.
+    is_loop_expr: bool,
+    /// The type of the values given by `break value` so far.
+    break_ty: Option<Ty>,
+}
+
+fn label_name(l: &Option<syn::Label>) -> Option<String> {
+    l.as_ref().map(|l| l.name.ident.to_string())
 }
 
 struct Checker<'a> {
@@ -72,7 +87,10 @@ struct Checker<'a> {
     /// Inside a `for_each` closure: the first local the closure declared. Locals before it are
     /// captured, and read-only.
     par_locals_start: Option<u32>,
-    loop_depth: u32,
+    /// The enclosing loops, innermost last.
+    loops: Vec<LoopCtx>,
+    /// A `return` was seen.
+    has_return: bool,
     calls: Vec<(FnId, Span)>,
 }
 
@@ -281,26 +299,69 @@ impl Checker<'_> {
         }
     }
 
-    /// Loops, which the typed IR keeps as statements.
+    /// Runs `f` inside a loop context; returns its result and the type `break value` gave.
+    fn in_loop<R>(
+        &mut self,
+        label: Option<String>,
+        is_loop_expr: bool,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (R, Option<Ty>) {
+        self.loops.push(LoopCtx {
+            label,
+            is_loop_expr,
+            break_ty: None,
+        });
+        let r = f(self);
+        let ctx = self.loops.pop();
+        (r, ctx.and_then(|c| c.break_ty))
+    }
+
+    /// The loop a `break`/`continue` with `label` targets, or an error.
+    fn target_loop(
+        &mut self,
+        label: &Option<syn::Lifetime>,
+        node: &dyn quote::ToTokens,
+        what: &str,
+    ) -> Option<usize> {
+        let found = match label {
+            None => self.loops.len().checked_sub(1),
+            Some(l) => {
+                let name = l.ident.to_string();
+                self.loops
+                    .iter()
+                    .rposition(|c| c.label.as_deref() == Some(name.as_str()))
+            }
+        };
+        if found.is_none() {
+            match label {
+                None => self
+                    .diags
+                    .error_at(node, format!("`{what}` outside of a loop")),
+                Some(l) => self
+                    .diags
+                    .error_at(l, format!("no enclosing loop is labeled `{l}`")),
+            }
+        }
+        found
+    }
+
+    /// Loops, which the typed IR keeps as statements (`loop`, which can have a value, is an
+    /// expression).
     fn control_stmt(&mut self, e: &mut syn::Expr) -> Option<Stmt> {
         match e {
             syn::Expr::ForLoop(f) => {
-                if let Some(l) = &f.label {
-                    self.diags.error_at(l, "loop labels are not supported yet");
-                }
+                let label = label_name(&f.label);
                 let iter = self.expr(&mut f.expr, None);
-                let (var_ty, ok) = match iter.ty {
-                    Ty::Range | Ty::Tiles => (Ty::Range, true),
-                    Ty::Error => (Ty::Error, true),
-                    _ => (Ty::Error, false),
-                };
-                if !ok {
-                    self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` or `block_tiles(..)`, not over `{}`", iter.ty));
-                }
-                let var_ty = if matches!(iter.kind, ExprKind::Range(..)) {
-                    Ty::Scalar(Scalar::Usize)
-                } else {
-                    var_ty
+                let var_ty = match (&iter.kind, &iter.ty) {
+                    (ExprKind::Range(..) | ExprKind::StepBy(..) | ExprKind::Rev(..), _) => {
+                        Ty::Scalar(Scalar::Usize)
+                    }
+                    (_, Ty::Tiles) => Ty::Range,
+                    (_, Ty::Error) => Ty::Error,
+                    (_, other) => {
+                        self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`) or `block_tiles(..)`, not over `{other}`"));
+                        Ty::Error
+                    }
                 };
                 self.names.push(HashMap::new());
                 let var = match &*f.pat {
@@ -317,16 +378,12 @@ impl Checker<'_> {
                         self.declare("_", var_ty, false, other.span())
                     }
                 };
-                self.loop_depth += 1;
-                let body = self.block(&mut f.body);
-                self.loop_depth -= 1;
+                let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
                 self.names.pop();
-                Some(Stmt::For(var, iter, body))
+                Some(Stmt::For(label, var, iter, body))
             }
             syn::Expr::While(w) => {
-                if let Some(l) = &w.label {
-                    self.diags.error_at(l, "loop labels are not supported yet");
-                }
+                let label = label_name(&w.label);
                 if let syn::Expr::Let(l) = &mut *w.cond {
                     let scrutinee = self.expr(&mut l.expr, None);
                     let item_ty = match &scrutinee.ty {
@@ -364,53 +421,213 @@ impl Checker<'_> {
                             self.declare("_", item_ty, false, other.span())
                         }
                     };
-                    self.loop_depth += 1;
-                    let body = self.block(&mut w.body);
-                    self.loop_depth -= 1;
+                    let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
                     self.names.pop();
-                    return Some(Stmt::WhileLet(var, scrutinee, body));
+                    return Some(Stmt::WhileLet(label, var, scrutinee, body));
                 }
                 let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
                 self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
-                self.loop_depth += 1;
-                let body = self.block(&mut w.body);
-                self.loop_depth -= 1;
-                Some(Stmt::While(cond, body))
-            }
-            syn::Expr::Loop(l) => {
-                if let Some(label) = &l.label {
-                    self.diags
-                        .error_at(label, "loop labels are not supported yet");
-                }
-                self.loop_depth += 1;
-                let body = self.block(&mut l.body);
-                self.loop_depth -= 1;
-                Some(Stmt::Loop(body))
+                let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+                Some(Stmt::While(label, cond, body))
             }
             syn::Expr::Break(b) => {
-                if b.label.is_some() || b.expr.is_some() {
-                    self.diags.error_at(
-                        &*b,
-                        "`break` with a label or a value is not supported yet: write `break;`",
-                    );
-                }
-                if self.loop_depth == 0 {
-                    self.diags.error_at(&*b, "`break` outside of a loop");
-                }
-                Some(Stmt::Break(b.span()))
+                let target = self.target_loop(&b.label, &*b, "break");
+                let value = b.expr.as_mut().map(|v| self.break_value(target, v));
+                let label = b.label.as_ref().map(|l| l.ident.to_string());
+                Some(Stmt::Break(label, value, b.span()))
             }
             syn::Expr::Continue(c) => {
-                if c.label.is_some() {
-                    self.diags
-                        .error_at(&*c, "`continue` with a label is not supported yet");
-                }
-                if self.loop_depth == 0 {
-                    self.diags.error_at(&*c, "`continue` outside of a loop");
-                }
-                Some(Stmt::Continue(c.span()))
+                self.target_loop(&c.label, &*c, "continue");
+                let label = c.label.as_ref().map(|l| l.ident.to_string());
+                Some(Stmt::Continue(label, c.span()))
             }
             _ => None,
         }
+    }
+
+    /// The value of `break value`: all the breaks of one `loop` give values of one type.
+    fn break_value(&mut self, target: Option<usize>, v: &mut syn::Expr) -> Expr {
+        let expected = target.and_then(|t| self.loops[t].break_ty.clone());
+        let mut value = self.expr(v, expected.as_ref());
+        let Some(t) = target else {
+            return value;
+        };
+        if !self.loops[t].is_loop_expr {
+            self.diags
+                .error(value.span, "`break` with a value works in `loop` only");
+            return value;
+        }
+        match expected {
+            Some(ty) => self.expect(&mut value, &ty),
+            None => {
+                if value.ty == Ty::IntLit {
+                    fix_literals(&mut value, Scalar::I32);
+                } else if value.ty == Ty::FloatLit {
+                    fix_literals(&mut value, Scalar::F32);
+                }
+                if !matches!(value.ty, Ty::Scalar(_) | Ty::Error) {
+                    self.diags
+                        .error(value.span, "a `loop` can give a scalar value only");
+                }
+                self.loops[t].break_ty = Some(value.ty.clone());
+            }
+        }
+        value
+    }
+
+    /// `match` over an integer: literal, `a | b` and `lo..=hi` patterns, `_`, guards.
+    fn match_expr(&mut self, m: &mut syn::ExprMatch, expected: Option<&Ty>) -> Expr {
+        let span = m.match_token.span;
+        let scrutinee = self.expr(&mut m.expr, None);
+        let mut scrutinee = self.auto_deref(scrutinee);
+        if scrutinee.ty == Ty::IntLit {
+            fix_literals(&mut scrutinee, Scalar::I32);
+        }
+        let int = match scrutinee.ty {
+            Ty::Scalar(s) if s.is_int() => s,
+            Ty::Error => return err(span),
+            ref other => {
+                self.diags.error(scrutinee.span, format!("`match` works over integers in kernels; this is a `{other}` (use `if`/`else`)"));
+                return err(span);
+            }
+        };
+        let mut arms = Vec::new();
+        let mut ty: Option<Ty> = expected.cloned().filter(|t| matches!(t, Ty::Scalar(_)));
+        for arm in m.arms.iter_mut() {
+            let mut patterns = Vec::new();
+            self.names.push(HashMap::new());
+            let binding = match &arm.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    patterns.push(MatchPat::Wild);
+                    Some(self.declare(
+                        &pi.ident.to_string(),
+                        Ty::Scalar(int),
+                        false,
+                        pi.ident.span(),
+                    ))
+                }
+                pat => {
+                    self.match_patterns(pat, int, &mut patterns);
+                    None
+                }
+            };
+            let guard = arm.guard.as_mut().map(|(_, g)| {
+                let mut g = self.expr(g, Some(&Ty::Scalar(Scalar::Bool)));
+                self.expect(&mut g, &Ty::Scalar(Scalar::Bool));
+                g
+            });
+            let mut body = self.expr(&mut arm.body, ty.as_ref());
+            match (&ty, &body.ty) {
+                (_, Ty::Never | Ty::Error) => {}
+                (Some(t), _) => {
+                    let t = t.clone();
+                    self.expect(&mut body, &t);
+                }
+                (None, Ty::IntLit | Ty::FloatLit) => {}
+                (None, other) => ty = Some(other.clone()),
+            }
+            self.names.pop();
+            arms.push(MatchArm {
+                patterns,
+                binding,
+                guard,
+                body,
+            });
+        }
+        let ty = match ty {
+            Some(t) => t,
+            None => {
+                // Every arm is a literal (or diverges): Rust's defaults.
+                let lit = arms
+                    .iter()
+                    .map(|a| a.body.ty.clone())
+                    .find(|t| matches!(t, Ty::IntLit | Ty::FloatLit));
+                // Left open, like a literal: the context (a `let` type, a return type) fixes it.
+                match lit {
+                    Some(t) => t,
+                    None => {
+                        if arms.iter().all(|a| a.body.ty == Ty::Never) {
+                            Ty::Never
+                        } else {
+                            Ty::Unit
+                        }
+                    }
+                }
+            }
+        };
+        if let Ty::Scalar(s) = ty {
+            for a in arms.iter_mut() {
+                fix_literals(&mut a.body, s);
+            }
+        }
+        mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
+    }
+
+    fn match_patterns(&mut self, pat: &syn::Pat, int: Scalar, out: &mut Vec<MatchPat>) {
+        let value = |this: &mut Self, e: &syn::Expr| -> Option<u64> {
+            match super::consts::eval_const(e, int, &this.scope.consts, this.diags) {
+                Some(Lit::Int(v)) => Some(match int {
+                    Scalar::Usize => v as u64,
+                    _ => u64::from(v as u32),
+                }),
+                _ => None,
+            }
+        };
+        match pat {
+            syn::Pat::Wild(_) => out.push(MatchPat::Wild),
+            syn::Pat::Or(o) => {
+                for p in &o.cases {
+                    self.match_patterns(p, int, out);
+                }
+            }
+            syn::Pat::Lit(l) => {
+                let e = syn::Expr::Lit(l.clone());
+                if let Some(v) = value(self, &e) {
+                    out.push(MatchPat::Value(v));
+                }
+            }
+            syn::Pat::Path(p) => {
+                let e = syn::Expr::Path(p.clone());
+                if let Some(v) = value(self, &e) {
+                    out.push(MatchPat::Value(v));
+                }
+            }
+            syn::Pat::Range(r) if matches!(r.limits, syn::RangeLimits::Closed(_)) => {
+                match (r.start.as_deref(), r.end.as_deref()) {
+                    (Some(a), Some(b)) => {
+                        if let (Some(a), Some(b)) = (value(self, a), value(self, b)) {
+                            out.push(MatchPat::Range(a, b));
+                        }
+                    }
+                    _ => self.diags.error_at(r, "write a range pattern with both ends, `lo..=hi`"),
+                }
+            }
+            other => self.diags.error_at(other, "`match` arms in kernels are integer literals, constants, `lo..=hi` ranges, `a | b`, or `_`"),
+        }
+    }
+
+    fn has_break(block: &Block) -> bool {
+        // A `loop` whose body has a `break` (at any depth of statements) ends; nested loops'
+        // own breaks are counted too, which only makes the type `()` instead of `!`.
+        fn stmts(b: &Block) -> bool {
+            b.stmts.iter().any(|s| match s {
+                Stmt::Break(..) => true,
+                Stmt::For(_, _, _, body)
+                | Stmt::While(_, _, body)
+                | Stmt::WhileLet(_, _, _, body) => stmts(body),
+                Stmt::Expr(e) | Stmt::Let(_, e) => expr(e),
+                _ => false,
+            }) || b.tail.as_deref().is_some_and(expr)
+        }
+        fn expr(e: &Expr) -> bool {
+            match &e.kind {
+                ExprKind::Block(b) | ExprKind::Loop(_, b) => stmts(b),
+                ExprKind::If(_, t, e) => stmts(t) || e.as_deref().is_some_and(expr),
+                ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body)),
+                _ => false,
+            }
+        }
+        stmts(block)
     }
 
     fn expr(&mut self, e: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
@@ -546,9 +763,40 @@ impl Checker<'_> {
                 )
             }
             syn::Expr::Macro(m) => self.macro_call(&m.mac.clone(), Some(e)),
+            syn::Expr::Loop(l) => {
+                let label = label_name(&l.label);
+                let (body, break_ty) = self.in_loop(label.clone(), true, |c| c.block(&mut l.body));
+                // Without a `break`, a `loop` never ends: its type is `!`.
+                let ty = match break_ty {
+                    Some(t) => t,
+                    None if Self::has_break(&body) => Ty::Unit,
+                    None => Ty::Never,
+                };
+                mk(ExprKind::Loop(label, body), ty, span)
+            }
+            syn::Expr::Match(m) => self.match_expr(m, expected),
+            syn::Expr::Return(r) => {
+                if self.par_locals_start.is_some() {
+                    self.diags.error_at(&r.return_token, "`return` inside a `par_iter` closure: the closure's value is its last expression");
+                    return err(span);
+                }
+                self.has_return = true;
+                let ret = self.sig.ret.clone();
+                let value = r.expr.as_mut().map(|v| {
+                    let mut v = self.expr(v, Some(&ret));
+                    self.expect(&mut v, &ret);
+                    Box::new(v)
+                });
+                if value.is_none() && ret != Ty::Unit && ret != Ty::Error {
+                    self.diags.error_at(
+                        &r.return_token,
+                        format!("this function returns a `{ret}`: write `return value;`"),
+                    );
+                }
+                mk(ExprKind::Return(value), Ty::Never, span)
+            }
             syn::Expr::ForLoop(_)
             | syn::Expr::While(_)
-            | syn::Expr::Loop(_)
             | syn::Expr::Break(_)
             | syn::Expr::Continue(_) => {
                 self.diags.error(
@@ -557,23 +805,12 @@ impl Checker<'_> {
                 );
                 err(span)
             }
-            syn::Expr::Return(r) => {
-                self.diags.error_at(&r.return_token, "early `return` is not supported yet: let the function end, or restructure with `if`/`else`");
-                err(span)
-            }
             syn::Expr::Try(t) => {
                 self.diags.error_at(&t.question_token, "the `?` operator is not supported in kernels: there is no `Result` on the device; check with `if` instead");
                 err(span)
             }
             syn::Expr::Closure(c) => {
                 self.diags.error_at(&c.or1_token, "closures are supported only as the argument of `for_each` on a parallel iterator");
-                err(span)
-            }
-            syn::Expr::Match(m) => {
-                self.diags.error_at(
-                    &m.match_token,
-                    "`match` is not supported yet: use `if`/`else`",
-                );
                 err(span)
             }
             syn::Expr::Async(a) => {
@@ -1055,6 +1292,10 @@ impl Checker<'_> {
                 let mut e = e.clone();
                 match (&then_ty, &e.ty) {
                     (a, b) if a == b => a.clone(),
+                    // A branch that never ends (`return`, `break`, a `loop` without one) takes
+                    // the other's type.
+                    (Ty::Never, b) => b.clone(),
+                    (a, Ty::Never) => a.clone(),
                     (Ty::Scalar(s), Ty::IntLit | Ty::FloatLit) => {
                         self.expect(&mut e, &Ty::Scalar(*s));
                         then_ty.clone()
@@ -1263,6 +1504,23 @@ impl Checker<'_> {
                 if MathFn::lookup(&name).is_some() =>
             {
                 self.math_call(&name, receiver, m, span)
+            }
+            ("rev", Ty::Range)
+                if want_args(self, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                mk(ExprKind::Rev(Box::new(receiver)), Ty::Range, span)
+            }
+            ("step_by", Ty::Range)
+                if want_args(self, 1) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut k = self.expr(&mut m.args[0], Some(&usize_ty));
+                self.expect(&mut k, &usize_ty);
+                mk(
+                    ExprKind::StepBy(Box::new(receiver), Box::new(k)),
+                    Ty::Range,
+                    span,
+                )
             }
             ("unwrap", Ty::OptRange) if want_args(self, 0) => {
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
@@ -1888,6 +2146,11 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
         ExprKind::Block(b) => {
             if let Some(t) = b.tail.as_mut() {
                 fix_literals(t, s);
+            }
+        }
+        ExprKind::Match(_, arms) => {
+            for a in arms.iter_mut() {
+                fix_literals(&mut a.body, s);
             }
         }
         ExprKind::If(_, then, else_) => {

@@ -131,7 +131,7 @@ fn report_recursion(
 /// Whether `ty` may be passed where `expected` is wanted (after literal inference).
 pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
     match (ty, expected) {
-        (Ty::Error, _) | (_, Ty::Error) => true,
+        (Ty::Error, _) | (_, Ty::Error) | (Ty::Never, _) => true,
         (Ty::IntLit, Ty::Scalar(s)) => s.is_int(),
         (Ty::FloatLit, Ty::Scalar(Scalar::F32)) => true,
         (

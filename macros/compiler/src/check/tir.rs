@@ -43,6 +43,8 @@ pub struct Function {
     pub locals: Vec<Local>,
     /// The body.
     pub body: Block,
+    /// The body has a `return`.
+    pub has_return: bool,
     /// The function's name token.
     pub span: Span,
 }
@@ -280,6 +282,16 @@ pub enum ExprKind {
     Join(Vec<Expr>),
     /// `{ ... }`
     Block(Block),
+    /// `'label: loop { ... }`, whose value is what `break` gives it.
+    Loop(Option<String>, Block),
+    /// `match x { arms }` over an integer.
+    Match(Box<Expr>, Vec<MatchArm>),
+    /// `return value`
+    Return(Option<Box<Expr>>),
+    /// `(a..b).step_by(k)`
+    StepBy(Box<Expr>, Box<Expr>),
+    /// `(a..b).rev()`
+    Rev(Box<Expr>),
     /// `if c { a } else { b }`
     If(Box<Expr>, Block, Option<Box<Expr>>),
     /// `place = value`
@@ -295,18 +307,41 @@ pub enum Stmt {
     Let(LetPattern, Expr),
     /// `expr;` (or a tail-less block's last expression)
     Expr(Expr),
-    /// `for var in iter { body }` over a range or `block_tiles`.
-    For(LocalId, Expr, Block),
+    /// `'label: for var in iter { body }` over a range (maybe `.rev()` or `.step_by(k)`) or
+    /// `block_tiles`.
+    For(Option<String>, LocalId, Expr, Block),
     /// `while let Some(var) = scrutinee { body }` over `rx.recv().await` or `tiles.next()`.
-    WhileLet(LocalId, Expr, Block),
+    WhileLet(Option<String>, LocalId, Expr, Block),
     /// `while cond { body }`
-    While(Expr, Block),
-    /// `loop { body }`
-    Loop(Block),
-    /// `break;`
-    Break(Span),
-    /// `continue;`
-    Continue(Span),
+    While(Option<String>, Expr, Block),
+    /// `break 'label value;`
+    Break(Option<String>, Option<Expr>, Span),
+    /// `continue 'label;`
+    Continue(Option<String>, Span),
+}
+
+/// One pattern of a `match` arm over an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchPat {
+    /// A literal, as the bits of the scrutinee's type.
+    Value(u64),
+    /// `lo..=hi`
+    Range(u64, u64),
+    /// `_` or a binding-free catch-all.
+    Wild,
+}
+
+/// An arm of a `match`.
+#[derive(Debug, Clone)]
+pub struct MatchArm {
+    /// `a | b | c`
+    pub patterns: Vec<MatchPat>,
+    /// `x` in `x if x > 8 => ..`: the scrutinee, bound to a local.
+    pub binding: Option<LocalId>,
+    /// `if guard`
+    pub guard: Option<Expr>,
+    /// The arm's value.
+    pub body: Expr,
 }
 
 /// The left side of a `let`.

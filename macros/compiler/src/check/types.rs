@@ -167,6 +167,8 @@ pub enum Ty {
     ParIter(ParShape),
     /// `on_warps(..)`.
     Role,
+    /// The type of `return`, `break` and `continue`, which never produce a value.
+    Never,
     /// A type the checker already reported an error for.
     Error,
 }
@@ -214,6 +216,7 @@ impl fmt::Display for Ty {
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::ParIter(_) => f.write_str("ParIter"),
             Ty::Role => f.write_str("Role"),
+            Ty::Never => f.write_str("!"),
             Ty::Error => f.write_str("{error}"),
         }
     }

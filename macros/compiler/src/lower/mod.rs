@@ -77,7 +77,26 @@ struct Scope {
     /// Locals whose drop has an effect, in declaration order.
     owned: Vec<(LocalId, Span)>,
     /// The loop this scope is the body of.
-    loop_id: Option<LoopId>,
+    lp: Option<LoopScope>,
+}
+
+/// A loop, as `break` and `continue` see it.
+#[derive(Debug, Clone)]
+struct LoopScope {
+    id: LoopId,
+    label: Option<String>,
+    /// Where `break value` puts its value (`loop` expressions).
+    result: Option<Value>,
+}
+
+impl LoopScope {
+    fn new(id: LoopId, label: &Option<String>) -> Option<LoopScope> {
+        Some(LoopScope {
+            id,
+            label: label.clone(),
+            result: None,
+        })
+    }
 }
 
 /// One inlined function instance.
@@ -88,6 +107,9 @@ struct Frame {
     copied: HashSet<LocalId>,
     scopes: Vec<Scope>,
     decl_depth: HashMap<LocalId, u32>,
+    /// For a function with `return`: the loop its body runs in (left by `return`) and the
+    /// value it returns.
+    ret: Option<(LoopId, Option<Value>)>,
 }
 
 struct ParCtx {
@@ -300,9 +322,10 @@ impl Frame {
             copied: HashSet::new(),
             scopes: vec![Scope {
                 owned: Vec::new(),
-                loop_id: None,
+                lp: None,
             }],
             decl_depth: HashMap::new(),
+            ret: None,
         }
     }
 }
@@ -554,11 +577,211 @@ impl Lowerer<'_> {
         }
         self.frames.push(frame);
         let saved_depth = self.cond_depth;
-        let result = self.block_body(&f.body);
-        self.exit_scope_drops(0);
+        let result = if f.has_return {
+            // The body runs in a loop that `return` leaves; the normal end drops and leaves too.
+            let id = self.new_loop();
+            let ret = match f.ret {
+                Ty::Scalar(sc) => Some(self.new_value(sc, None)),
+                _ => None,
+            };
+            self.frame().ret = Some((id, ret));
+            let body = self.sub_block(|l| {
+                let v = l.block_body(&f.body);
+                if let (Some(r), Val::Scalar(v)) = (ret, v) {
+                    l.emit(Inst::Copy { dst: r, src: v });
+                }
+                l.exit_scope_drops(0);
+                l.emit(Inst::Break(id));
+            });
+            self.emit(Inst::Loop { id, body });
+            ret.map_or(Val::Unit, Val::Scalar)
+        } else {
+            let v = self.block_body(&f.body);
+            self.exit_scope_drops(0);
+            v
+        };
         self.cond_depth = saved_depth;
         self.frames.pop();
         result
+    }
+
+    /// `for v in (a..b).step_by(k)` and `for v in (a..b).rev()`: a counted loop over
+    /// `n` = the number of items (no overflow near the top of the range), with
+    /// `v = a + i * k` or `v = b - 1 - i`.
+    fn for_stepped(
+        &mut self,
+        label: &Option<String>,
+        var: LocalId,
+        iter: &Expr,
+        body: &tir::Block,
+    ) {
+        let (range, step, rev) = match &iter.kind {
+            ExprKind::StepBy(r, k) => (r, Some(k), false),
+            ExprKind::Rev(r) => (r, None, true),
+            _ => return,
+        };
+        let Val::Range { start, end, .. } = self.expr(range) else {
+            return;
+        };
+        let zero = self.usize_const(0);
+        let one = self.usize_const(1);
+        let nonempty = self.binary(BinOp::Gt, end, start);
+        let span = self.binary(BinOp::Sub, end, start);
+        let span = {
+            let z = self.new_value(Scalar::Usize, None);
+            self.emit(Inst::Copy { dst: z, src: zero });
+            let take = self.sub_block(|l| l.emit(Inst::Copy { dst: z, src: span }));
+            self.emit(Inst::If {
+                cond: nonempty,
+                then: take,
+                else_: Block::default(),
+            });
+            z
+        };
+        let (count, k) = match step {
+            Some(k) => {
+                let k = self.scalar(k);
+                let bad = self.binary(BinOp::Eq, k, zero);
+                self.panic_if(bad, "assertion failed: step != 0", iter.span);
+                // ceil(span / k) without overflow: (span + k - 1) / k could wrap.
+                let q = self.binary(BinOp::Div, span, k);
+                let r = self.binary(BinOp::Rem, span, k);
+                let extra = self.binary(BinOp::Ne, r, zero);
+                let n = self.new_value(Scalar::Usize, None);
+                self.emit(Inst::Copy { dst: n, src: q });
+                let bump = self.sub_block(|l| {
+                    l.emit(Inst::Binary {
+                        dst: n,
+                        op: BinOp::Add,
+                        lhs: n,
+                        rhs: one,
+                    })
+                });
+                self.emit(Inst::If {
+                    cond: extra,
+                    then: bump,
+                    else_: Block::default(),
+                });
+                (n, Some(k))
+            }
+            None => (span, None),
+        };
+        let id = self.new_loop();
+        self.cond_depth += 1;
+        let i = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Copy { dst: i, src: zero });
+        let loop_body = self.sub_block(|l| {
+            let done = l.binary(BinOp::Ge, i, count);
+            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
+            l.emit(Inst::If {
+                cond: done,
+                then: brk,
+                else_: Block::default(),
+            });
+            let v = match (k, rev) {
+                (Some(k), _) => {
+                    let off = l.binary(BinOp::Mul, i, k);
+                    l.binary(BinOp::Add, start, off)
+                }
+                (None, _) => {
+                    let last = l.binary(BinOp::Sub, end, one);
+                    l.binary(BinOp::Sub, last, i)
+                }
+            };
+            l.bind(var, Val::Scalar(v), iter.span);
+            l.emit(Inst::Binary {
+                dst: i,
+                op: BinOp::Add,
+                lhs: i,
+                rhs: one,
+            });
+            l.scoped_block(body, LoopScope::new(id, label));
+        });
+        self.emit(Inst::Loop {
+            id,
+            body: loop_body,
+        });
+        self.cond_depth -= 1;
+    }
+
+    /// `match` over an integer: the arms are tried in order, each behind a `matched` flag, so
+    /// that no arm's code is repeated.
+    fn match_expr(&mut self, scrutinee: &Expr, arms: &[tir::MatchArm], ty: &Ty) -> Val {
+        let x = self.scalar(scrutinee);
+        let int = self.values[x.0 as usize].ty;
+        let result = match ty {
+            Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
+            _ => None,
+        };
+        let matched = self.konst(Scalar::Bool, Imm::Bool(false));
+        self.cond_depth += 1;
+        for arm in arms {
+            let open = self.not(matched);
+            let try_arm = self.sub_block(|l| {
+                let mut cond: Option<Value> = None;
+                for p in &arm.patterns {
+                    let c = match *p {
+                        tir::MatchPat::Wild => l.konst(Scalar::Bool, Imm::Bool(true)),
+                        tir::MatchPat::Value(v) => {
+                            let k = l.konst(int, Imm::Int(v));
+                            l.binary(BinOp::Eq, x, k)
+                        }
+                        tir::MatchPat::Range(lo, hi) => {
+                            let (lo, hi) = (l.konst(int, Imm::Int(lo)), l.konst(int, Imm::Int(hi)));
+                            let a = l.binary(BinOp::Ge, x, lo);
+                            let b = l.binary(BinOp::Le, x, hi);
+                            l.binary(BinOp::And, a, b)
+                        }
+                    };
+                    cond = Some(match cond {
+                        None => c,
+                        Some(prev) => l.binary(BinOp::Or, prev, c),
+                    });
+                }
+                let Some(cond) = cond else {
+                    return;
+                };
+                if let Some(b) = arm.binding {
+                    l.frame().locals.insert(b, Val::Scalar(x));
+                }
+                let take = l.sub_block(|l| {
+                    let run = |l: &mut Self| {
+                        l.emit(Inst::Const {
+                            dst: matched,
+                            imm: Imm::Bool(true),
+                        });
+                        let v = l.expr(&arm.body);
+                        if let (Some(r), Val::Scalar(v)) = (result, v) {
+                            l.emit(Inst::Copy { dst: r, src: v });
+                        }
+                    };
+                    match &arm.guard {
+                        None => run(l),
+                        Some(g) => {
+                            let g = l.scalar(g);
+                            let guarded = l.sub_block(run);
+                            l.emit(Inst::If {
+                                cond: g,
+                                then: guarded,
+                                else_: Block::default(),
+                            });
+                        }
+                    }
+                });
+                l.emit(Inst::If {
+                    cond,
+                    then: take,
+                    else_: Block::default(),
+                });
+            });
+            self.emit(Inst::If {
+                cond: open,
+                then: try_arm,
+                else_: Block::default(),
+            });
+        }
+        self.cond_depth -= 1;
+        result.map_or(Val::Unit, Val::Scalar)
     }
 
     /// Lowers a function body's statements and tail in the frame's outer scope.
@@ -573,10 +796,10 @@ impl Lowerer<'_> {
     }
 
     /// Lowers a nested block in its own scope.
-    fn scoped_block(&mut self, b: &tir::Block, loop_id: Option<LoopId>) -> Val {
+    fn scoped_block(&mut self, b: &tir::Block, lp: Option<LoopScope>) -> Val {
         self.frame().scopes.push(Scope {
             owned: Vec::new(),
-            loop_id,
+            lp,
         });
         let v = self.block_body(b);
         let last = self.frame().scopes.len() - 1;
@@ -693,7 +916,12 @@ impl Lowerer<'_> {
             Stmt::Expr(e) => {
                 self.expr(e);
             }
-            Stmt::For(var, iter, body) => {
+            Stmt::For(label, var, iter, body)
+                if matches!(iter.kind, ExprKind::StepBy(..) | ExprKind::Rev(_)) =>
+            {
+                self.for_stepped(label, *var, iter, body);
+            }
+            Stmt::For(label, var, iter, body) => {
                 let it = self.expr(iter);
                 let id = self.new_loop();
                 self.cond_depth += 1;
@@ -727,7 +955,7 @@ impl Lowerer<'_> {
                                 lhs: i,
                                 rhs: one,
                             });
-                            l.scoped_block(body, Some(id));
+                            l.scoped_block(body, LoopScope::new(id, label));
                         });
                         self.emit(Inst::Loop {
                             id,
@@ -767,7 +995,7 @@ impl Lowerer<'_> {
                                 },
                                 iter.span,
                             );
-                            l.scoped_block(body, Some(id));
+                            l.scoped_block(body, LoopScope::new(id, label));
                         });
                         self.emit(Inst::Loop {
                             id,
@@ -778,7 +1006,7 @@ impl Lowerer<'_> {
                 }
                 self.cond_depth -= 1;
             }
-            Stmt::WhileLet(var, scrutinee, body) => {
+            Stmt::WhileLet(label, var, scrutinee, body) => {
                 let id = self.new_loop();
                 self.cond_depth += 1;
                 let var = *var;
@@ -810,7 +1038,7 @@ impl Lowerer<'_> {
                     // the end of each iteration (and by `break`/`continue`).
                     l.frame().scopes.push(Scope {
                         owned: Vec::new(),
-                        loop_id: Some(id),
+                        lp: LoopScope::new(id, label),
                     });
                     l.bind(var, item, scrutinee.span);
                     l.block_body(body);
@@ -824,7 +1052,7 @@ impl Lowerer<'_> {
                 });
                 self.cond_depth -= 1;
             }
-            Stmt::While(cond, body) => {
+            Stmt::While(label, cond, body) => {
                 let id = self.new_loop();
                 self.cond_depth += 1;
                 let loop_body = self.sub_block(|l| {
@@ -837,7 +1065,7 @@ impl Lowerer<'_> {
                             else_: Block::default(),
                         });
                     }
-                    l.scoped_block(body, Some(id));
+                    l.scoped_block(body, LoopScope::new(id, label));
                 });
                 self.emit(Inst::Loop {
                     id,
@@ -845,33 +1073,35 @@ impl Lowerer<'_> {
                 });
                 self.cond_depth -= 1;
             }
-            Stmt::Loop(body) => {
-                let id = self.new_loop();
-                self.cond_depth += 1;
-                let loop_body = self.sub_block(|l| {
-                    l.scoped_block(body, Some(id));
-                });
-                self.emit(Inst::Loop {
-                    id,
-                    body: loop_body,
-                });
-                self.cond_depth -= 1;
-            }
-            Stmt::Break(_) | Stmt::Continue(_) => {
-                // Drop what the jump leaves: every scope inside the innermost loop's body scope.
+            Stmt::Break(label, _, _) | Stmt::Continue(label, _) => {
+                let value = match s {
+                    Stmt::Break(_, Some(v), _) => Some(self.scalar(v)),
+                    _ => None,
+                };
+                // Drop what the jump leaves: every scope down to the target loop's body scope.
                 let scopes = &self.frame().scopes;
-                let Some(target) = scopes.iter().rposition(|s| s.loop_id.is_some()) else {
+                let target = scopes.iter().rposition(|sc| {
+                    sc.lp
+                        .as_ref()
+                        .is_some_and(|lp| label.is_none() || lp.label == *label)
+                });
+                let Some(target) = target else {
                     return;
                 };
-                let id = scopes[target].loop_id.unwrap_or(LoopId(0));
-                let top = scopes.len();
+                let Some(lp) = scopes[target].lp.clone() else {
+                    return;
+                };
+                if let (Some(v), Some(r)) = (value, lp.result) {
+                    self.emit(Inst::Copy { dst: r, src: v });
+                }
+                let top = self.frame().scopes.len();
                 for i in (target..top).rev() {
                     self.exit_scope_drops(i);
                 }
-                self.emit(if matches!(s, Stmt::Break(_)) {
-                    Inst::Break(id)
+                self.emit(if matches!(s, Stmt::Break(..)) {
+                    Inst::Break(lp.id)
                 } else {
-                    Inst::Continue(id)
+                    Inst::Continue(lp.id)
                 });
             }
         }
@@ -1133,6 +1363,45 @@ impl Lowerer<'_> {
                 Val::Unit
             }
             ExprKind::Block(b) => self.scoped_block(b, None),
+            ExprKind::Loop(label, body) => {
+                let id = self.new_loop();
+                let result = match e.ty {
+                    Ty::Scalar(sc) => Some(self.new_value(sc, None)),
+                    _ => None,
+                };
+                self.cond_depth += 1;
+                let lp = Some(LoopScope {
+                    id,
+                    label: label.clone(),
+                    result,
+                });
+                let loop_body = self.sub_block(|l| {
+                    l.scoped_block(body, lp);
+                });
+                self.emit(Inst::Loop {
+                    id,
+                    body: loop_body,
+                });
+                self.cond_depth -= 1;
+                result.map_or(Val::Unit, Val::Scalar)
+            }
+            ExprKind::Match(scrutinee, arms) => self.match_expr(scrutinee, arms, &e.ty),
+            ExprKind::Return(value) => {
+                let v = value.as_deref().map(|v| self.scalar(v));
+                let Some((id, result)) = self.frame().ret else {
+                    return Val::Unit;
+                };
+                if let (Some(v), Some(r)) = (v, result) {
+                    self.emit(Inst::Copy { dst: r, src: v });
+                }
+                let top = self.frame().scopes.len();
+                for i in (0..top).rev() {
+                    self.exit_scope_drops(i);
+                }
+                self.emit(Inst::Break(id));
+                Val::Unit
+            }
+            ExprKind::StepBy(..) | ExprKind::Rev(_) => Val::Unit,
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
             ExprKind::Assign(place, value) => {
                 let v = self.scalar(value);
