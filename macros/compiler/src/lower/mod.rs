@@ -358,6 +358,16 @@ impl Lowerer<'_> {
         }
     }
 
+    /// `if cond { break id }`: the exit test of the loops the lowering builds.
+    fn break_if(&mut self, cond: Value, id: LoopId) {
+        let brk = self.sub_block(|l| l.emit(Inst::Break(id)));
+        self.emit(Inst::If {
+            cond,
+            then: brk,
+            else_: Block::default(),
+        });
+    }
+
     fn konst(&mut self, ty: Scalar, imm: Imm) -> Value {
         let dst = self.new_value(ty, None);
         self.emit(Inst::Const { dst, imm });
@@ -672,12 +682,7 @@ impl Lowerer<'_> {
         self.emit(Inst::Copy { dst: i, src: zero });
         let loop_body = self.sub_block(|l| {
             let done = l.binary(BinOp::Ge, i, count);
-            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
-            l.emit(Inst::If {
-                cond: done,
-                then: brk,
-                else_: Block::default(),
-            });
+            l.break_if(done, id);
             let v = match (k, rev) {
                 (Some(k), _) => {
                     let off = l.binary(BinOp::Mul, i, k);
@@ -932,12 +937,7 @@ impl Lowerer<'_> {
                         let var = *var;
                         let loop_body = self.sub_block(|l| {
                             let done = l.binary(BinOp::Ge, i, end);
-                            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
-                            l.emit(Inst::If {
-                                cond: done,
-                                then: brk,
-                                else_: Block::default(),
-                            });
+                            l.break_if(done, id);
                             let item = if matches!(iter.kind, ExprKind::Range(..)) {
                                 Val::Scalar(i)
                             } else {
@@ -980,12 +980,7 @@ impl Lowerer<'_> {
                         let loop_body = self.sub_block(|l| {
                             let (some, start, end) = l.tiles_next(&state);
                             let none = l.not(some);
-                            let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
-                            l.emit(Inst::If {
-                                cond: none,
-                                then: brk,
-                                else_: Block::default(),
-                            });
+                            l.break_if(none, id);
                             l.bind(
                                 var,
                                 Val::Range {
@@ -1028,12 +1023,7 @@ impl Lowerer<'_> {
                         _ => return,
                     };
                     let none = l.not(some);
-                    let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
-                    l.emit(Inst::If {
-                        cond: none,
-                        then: brk,
-                        else_: Block::default(),
-                    });
+                    l.break_if(none, id);
                     // The item lives in the loop body's scope: a received slot is released at
                     // the end of each iteration (and by `break`/`continue`).
                     l.frame().scopes.push(Scope {
@@ -1058,12 +1048,7 @@ impl Lowerer<'_> {
                 let loop_body = self.sub_block(|l| {
                     if let Val::Scalar(c) = l.expr(cond) {
                         let stop = l.not(c);
-                        let brk = l.sub_block(|l| l.emit(Inst::Break(id)));
-                        l.emit(Inst::If {
-                            cond: stop,
-                            then: brk,
-                            else_: Block::default(),
-                        });
+                        l.break_if(stop, id);
                     }
                     l.scoped_block(body, LoopScope::new(id, label));
                 });
