@@ -21,6 +21,10 @@ mod deadlock;
 #[path = "common/language.rs"]
 mod language;
 
+#[allow(dead_code)]
+#[path = "common/faults.rs"]
+mod faults;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -55,6 +59,24 @@ fn kernels() -> Vec<Generated> {
             ptx: language::language::mix::PTX,
             ir: language::language::mix::IR,
             spec: &language::language::mix::SPEC,
+        },
+        Generated {
+            name: "faults_shifted_read",
+            ptx: faults::faults::shifted_read::PTX,
+            ir: faults::faults::shifted_read::IR,
+            spec: &faults::faults::shifted_read::SPEC,
+        },
+        Generated {
+            name: "faults_divide",
+            ptx: faults::faults::divide::PTX,
+            ir: faults::faults::divide::IR,
+            spec: &faults::faults::divide::SPEC,
+        },
+        Generated {
+            name: "faults_short_output",
+            ptx: faults::faults::short_output::PTX,
+            ir: faults::faults::short_output::IR,
+            spec: &faults::faults::short_output::SPEC,
         },
         Generated {
             name: "language_control",

@@ -71,6 +71,27 @@ fn a_streaming_kernel_compiles_to_roles_and_one_channel() {
     assert!(verify::verify(&k.ir).is_empty());
 }
 
+/// Every kernel these tests compile successfully is assembled by ptxas too (when it is
+/// installed; the runtime's `generated_kernels` test is the one that insists on it).
+#[test]
+fn the_kernels_of_these_tests_assemble_with_ptxas() {
+    let Some(ptxas) = gpu_async_compiler::ptxas::find() else {
+        eprintln!("skipping: ptxas not found");
+        return;
+    };
+    for (load, store, warps) in [
+        (quote!(0..1), quote!(1..3), 3),
+        (quote!(0..1), quote!(1..5), 5),
+    ] {
+        let kernels = compile(streaming(warps, load, store, quote!([f32; 256]))).expect("compiles");
+        for k in kernels {
+            if let Err(log) = gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
+                panic!("ptxas rejected `{}`:\n{log}", k.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn the_ptx_has_the_protocol_and_no_contraction() {
     let kernels =
