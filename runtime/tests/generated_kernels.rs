@@ -79,6 +79,12 @@ fn kernels() -> Vec<Generated> {
             spec: &faults::faults::short_output::SPEC,
         },
         Generated {
+            name: "language_hash",
+            ptx: language::language::hash::PTX,
+            ir: language::language::hash::IR,
+            spec: &language::language::hash::SPEC,
+        },
+        Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
             ir: language::language::control::IR,

@@ -186,3 +186,54 @@ fn control_flow_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+/// `hash`'s meaning, with Rust's wrapping arithmetic spelled out.
+fn hash_reference(seed: u32, n: usize) -> (Vec<u32>, Vec<i32>) {
+    let mut h = seed;
+    for i in 0..20u32 {
+        h = h.wrapping_mul(2654435761).wrapping_add(i << 7);
+        h ^= h >> 13;
+    }
+    let out = (0..n)
+        .map(|i| {
+            let x = h
+                .wrapping_add((i as u32).wrapping_mul(2654435769))
+                .wrapping_mul(2246822507);
+            x ^ ((x >> 16) << 3)
+        })
+        .collect();
+    let signed = (0..n)
+        .map(|i| {
+            let v = (h as i32)
+                .wrapping_mul(31)
+                .wrapping_sub((i as i32).wrapping_mul(1000000007));
+            v.wrapping_sub(2147483647).wrapping_neg()
+        })
+        .collect();
+    (out, signed)
+}
+
+#[test]
+fn integer_overflow_wraps_on_both_backends() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(d) => devices.push(d),
+        Err(e) => eprintln!("GPU half skipped: {e}"),
+    }
+    for dev in &devices {
+        for seed in [0u32, 1, 0xFFFF_FFFF, 0x8000_0000] {
+            let n = 1000;
+            let mut out = dev.alloc::<u32>(n)?;
+            let mut signed = dev.alloc::<i32>(n)?;
+            block_on(language::language::hash::launch(
+                dev,
+                Grid::blocks(1),
+                (seed, &mut out, &mut signed),
+            ))?;
+            let (want_out, want_signed) = hash_reference(seed, n);
+            assert_eq!(out.download()?, want_out, "{dev}: seed {seed}");
+            assert_eq!(signed.download()?, want_signed, "{dev}: seed {seed}");
+        }
+    }
+    Ok(())
+}

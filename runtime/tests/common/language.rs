@@ -143,4 +143,27 @@ pub mod language {
             *o = acc ^ first ^ classify(i as u32);
         });
     }
+
+    /// Integer arithmetic that overflows: it wraps, on the GPU and in the simulator alike.
+    #[kernel(warps = 2)]
+    pub async fn hash(seed: u32, out: &mut [u32], signed: &mut [i32]) {
+        join!(on_warps(0..2, mix_bits(seed, out, signed))).await;
+    }
+
+    async fn mix_bits(seed: u32, out: &mut [u32], signed: &mut [i32]) {
+        let mut h = seed;
+        for i in 0..20 {
+            h = h * 2654435761 + ((i as u32) << 7);
+            h ^= h >> 13;
+        }
+        out.par_iter_mut().enumerate().for_each(|(i, o)| {
+            let mut x = h + i as u32 * 2654435769;
+            x *= 2246822507;
+            *o = x ^ (x >> 16) << 3;
+        });
+        signed.par_iter_mut().enumerate().for_each(|(i, o)| {
+            let v = (h as i32) * 31 - (i as i32) * 1000000007;
+            *o = -(v - 2147483647);
+        });
+    }
 }

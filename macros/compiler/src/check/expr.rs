@@ -29,6 +29,7 @@ pub(crate) fn check_function(
         par_locals_start: None,
         loops: Vec::new(),
         has_return: false,
+        pending_rewrite: None,
         calls: Vec::new(),
     };
     let mut params = Vec::new();
@@ -91,6 +92,8 @@ struct Checker<'a> {
     loops: Vec<LoopCtx>,
     /// A `return` was seen.
     has_return: bool,
+    /// The shadow code's replacement for the expression just checked (a wrapping negation).
+    pending_rewrite: Option<syn::Expr>,
     calls: Vec<(FnId, Span)>,
 }
 
@@ -641,8 +644,20 @@ impl Checker<'_> {
                 inner
             }
             syn::Expr::Group(g) => self.expr(&mut g.expr, expected),
-            syn::Expr::Binary(b) => self.binary(b, expected),
-            syn::Expr::Unary(u) => self.unary(u, expected),
+            syn::Expr::Binary(b) => {
+                let out = self.binary(b, expected);
+                if let Some(wrapping) = wrapping_form(b, &out) {
+                    *e = wrapping;
+                }
+                out
+            }
+            syn::Expr::Unary(u) => {
+                let out = self.unary(u, expected);
+                if let Some(rewritten) = self.pending_rewrite.take() {
+                    *e = rewritten;
+                }
+                out
+            }
             syn::Expr::Cast(c) => {
                 let target = super::sig::parse_type(&c.ty, &self.scope.consts, self.diags);
                 let inner = self.expr(&mut c.expr, None);
@@ -1163,7 +1178,26 @@ impl Checker<'_> {
                 let inner = self.expr(&mut u.expr, expected);
                 let inner = self.auto_deref(inner);
                 match inner.ty {
-                    Ty::Scalar(Scalar::I32 | Scalar::F32) | Ty::IntLit | Ty::FloatLit => {
+                    Ty::Scalar(Scalar::I32) => {
+                        // `-i32::MIN` wraps on the GPU; the simulator must agree.
+                        let operand = &u.expr;
+                        let derefs = matches!(inner.kind, ExprKind::Deref(_))
+                            && !matches!(&**operand, syn::Expr::Unary(d) if matches!(d.op, syn::UnOp::Deref(_)));
+                        let operand = if derefs {
+                            quote::quote!((*#operand))
+                        } else {
+                            quote::quote!((#operand))
+                        };
+                        let wrapped = quote_spanned!(span=> <i32>::wrapping_neg(#operand));
+                        let out = mk(
+                            ExprKind::Unary(UnOp::Neg, Box::new(inner)),
+                            Ty::Scalar(Scalar::I32),
+                            span,
+                        );
+                        self.pending_rewrite = Some(syn::Expr::Verbatim(wrapped));
+                        out
+                    }
+                    Ty::Scalar(Scalar::F32) | Ty::IntLit | Ty::FloatLit => {
                         let ty = inner.ty.clone();
                         mk(ExprKind::Unary(UnOp::Neg, Box::new(inner)), ty, span)
                     }
@@ -2122,6 +2156,77 @@ impl Checker<'_> {
             );
         }
     }
+}
+
+/// Integer arithmetic wraps on the GPU; for the simulator to compute the same (a debug build
+/// panics on overflow), the shadow code spells `a + b` on integers as `<T>::wrapping_add(a, b)`
+/// (likewise `-`, `*`, `<<`, `>>` and their compound assignments). The user's operand tokens are
+/// kept, with a `*` where the checker read through an element reference.
+fn wrapping_form(b: &syn::ExprBinary, checked: &Expr) -> Option<syn::Expr> {
+    let (op, lhs, rhs, compound) = match &checked.kind {
+        ExprKind::Binary(op, l, r) => (*op, l, r, false),
+        ExprKind::CompoundAssign(op, l, r) => (*op, l, r, true),
+        _ => return None,
+    };
+    let ty = match &lhs.ty {
+        Ty::Scalar(s) if s.is_int() => *s,
+        Ty::ElemRef { elem, .. } if elem.is_int() => *elem,
+        _ => return None,
+    };
+    let method = match op {
+        BinOp::Add => "wrapping_add",
+        BinOp::Sub => "wrapping_sub",
+        BinOp::Mul => "wrapping_mul",
+        BinOp::Shl => "wrapping_shl",
+        BinOp::Shr => "wrapping_shr",
+        _ => return None,
+    };
+    let operand = |syn_side: &syn::Expr, typed: &Expr| {
+        let derefs = matches!(typed.kind, ExprKind::Deref(_))
+            && !matches!(syn_side, syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)));
+        if derefs || (compound && matches!(typed.ty, Ty::ElemRef { .. })) {
+            quote::quote!((*#syn_side))
+        } else {
+            quote::quote!((#syn_side))
+        }
+    };
+    let span = match b.op {
+        syn::BinOp::Add(t) => t.span,
+        syn::BinOp::Sub(t) => t.span,
+        syn::BinOp::Mul(t) => t.span,
+        syn::BinOp::Shl(t) => t.spans[0],
+        syn::BinOp::Shr(t) => t.spans[0],
+        syn::BinOp::AddAssign(t) => t.spans[0],
+        syn::BinOp::SubAssign(t) => t.spans[0],
+        syn::BinOp::MulAssign(t) => t.spans[0],
+        syn::BinOp::ShlAssign(t) => t.spans[0],
+        syn::BinOp::ShrAssign(t) => t.spans[0],
+        _ => return None,
+    };
+    let ty_ident = syn::Ident::new(ty.rust_name(), span);
+    let method = syn::Ident::new(method, span);
+    let (left, right) = (operand(&b.left, lhs), operand(&b.right, rhs));
+    // The shift amount is a `u32` in the wrapping methods.
+    let right = if matches!(op, BinOp::Shl | BinOp::Shr) {
+        quote::quote!((#right as u32))
+    } else {
+        right
+    };
+    let call = quote_spanned!(span=> <#ty_ident>::#method(#left, #right));
+    let place = &b.left;
+    let tokens = if compound {
+        let place = if matches!(lhs.ty, Ty::ElemRef { .. })
+            && !matches!(&**place, syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)))
+        {
+            quote::quote!(*#place)
+        } else {
+            quote::quote!(#place)
+        };
+        quote_spanned!(span=> #place = #call)
+    } else {
+        call
+    };
+    Some(syn::Expr::Verbatim(tokens))
 }
 
 /// Sets the type of every untyped literal in `e` (and of the operators over them) to `s`.
