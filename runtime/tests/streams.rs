@@ -164,3 +164,38 @@ fn cudarc_slices_pass_through_launches() -> Result<()> {
     std::thread::sleep(Duration::from_millis(1));
     Ok(())
 }
+
+/// Two independent launches on two streams run at the same time: a timeline from events.
+#[test]
+fn independent_launches_on_two_streams_overlap() -> Result<()> {
+    let Some(device) = gpu() else { return Ok(()) };
+    let (a, b) = (device.new_stream()?, device.new_stream()?);
+    let (mut out_a, mut out_b) = (device.alloc::<u32>(1 << 16)?, device.alloc::<u32>(1 << 16)?);
+    // Warm both paths (module load) first.
+    block_on(spin_write(&a, 1, &mut out_a, 1_000, 0))?;
+    block_on(spin_write(&b, 1, &mut out_b, 1_000, 0))?;
+    let spin_ns = 30_000_000;
+    let start_a = a.record_event()?;
+    let start_b = b.record_event()?;
+    let launch_a = spin_write(&a, 4, &mut out_a, spin_ns, 1);
+    let launch_b = spin_write(&b, 4, &mut out_b, spin_ns, 2);
+    let end_a = a.record_event()?;
+    let end_b = b.record_event()?;
+    block_on(launch_a)?;
+    block_on(launch_b)?;
+    end_a.synchronize()?;
+    end_b.synchronize()?;
+    // Offsets from the first event, in ms: each launch spins 30 ms.
+    let t = |e: &gpu_async::Event| start_a.elapsed_ms(e);
+    let (a0, a1, b0, b1) = (0.0, t(&end_a)?, t(&start_b)?, t(&end_b)?);
+    eprintln!("timeline (ms): stream a [{a0:.2}, {a1:.2}], stream b [{b0:.2}, {b1:.2}]");
+    assert!(b0 < a1 && a0 < b1, "the two launches did not overlap");
+    let span = a1.max(b1) - a0.min(b0);
+    assert!(
+        span < 45.0,
+        "two 30 ms launches took {span:.2} ms together: they ran one after the other"
+    );
+    assert!(out_a.download()?.iter().all(|&v| v == 1));
+    assert!(out_b.download()?.iter().all(|&v| v == 2));
+    Ok(())
+}
