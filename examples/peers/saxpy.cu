@@ -13,9 +13,9 @@
 
 #define CHECK(call)                                                                   \
   do {                                                                                \
-    cudaError_t e = (call);                                                           \
-    if (e != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(e));          \
+    cudaError_t status_ = (call);                                                     \
+    if (status_ != cudaSuccess) {                                                     \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(status_));    \
       std::exit(1);                                                                   \
     }                                                                                 \
   } while (0)
