@@ -25,6 +25,10 @@ mod language;
 #[path = "common/faults.rs"]
 mod faults;
 
+#[allow(dead_code)]
+#[path = "../../examples/saxpy_variants.rs"]
+mod saxpy_variants;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -116,9 +120,34 @@ fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> String {
     }
 }
 
+/// Kernels that are variants of snapshotted ones: assembled, not snapshotted.
+fn variants() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (
+            "saxpy_tile2k_depth6",
+            saxpy_variants::tile2k_depth6::saxpy::PTX,
+        ),
+        (
+            "saxpy_tile4k_depth4",
+            saxpy_variants::tile4k_depth4::saxpy::PTX,
+        ),
+        (
+            "saxpy_tile8k_depth3",
+            saxpy_variants::tile8k_depth3::saxpy::PTX,
+        ),
+    ]
+}
+
 #[test]
 fn every_generated_kernel_assembles_with_ptxas() {
     let Some(ptxas) = ptxas() else { return };
+    for (name, ptx) in variants() {
+        let report = assemble(&ptxas, name, ptx);
+        assert!(
+            report.contains("0 bytes spill stores"),
+            "`{name}` spills:\n{report}"
+        );
+    }
     for k in kernels() {
         let report = assemble(&ptxas, k.name, k.ptx);
         assert!(

@@ -1,0 +1,116 @@
+//! saxpy with other tile sizes and ring depths than the main example, to find where the streaming
+//! kernel's speed comes from (issue 5). Same kernel text, other constants; every result checked.
+//!
+//! ```text
+//! cargo run --release --example saxpy_variants -- [elements]
+//! ```
+
+use gpu_async::bench::{arg, gb_per_s, median_ms, random_f32};
+use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
+
+macro_rules! saxpy_variant {
+    ($name:ident, $tile:expr, $depth:expr) => {
+        #[gpu_async]
+        pub mod $name {
+            use gpu_async::device::*;
+
+            pub const TILE: usize = $tile;
+
+            #[kernel(warps = 5)]
+            pub async fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<[f32; TILE], $depth>();
+                join!(
+                    on_warps(0..1, load(x, tx)),
+                    on_warps(1..5, update(a, rx, y))
+                )
+                .await;
+            }
+
+            async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
+                for tile in block_tiles(x.len(), TILE) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn update(a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), TILE);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    y[tile]
+                        .par_iter_mut()
+                        .zip(slot.par_iter())
+                        .for_each(|(yi, xi)| *yi += a * xi);
+                }
+            }
+        }
+    };
+}
+
+saxpy_variant!(tile2k_depth6, 2048, 6);
+saxpy_variant!(tile4k_depth4, 4096, 4);
+saxpy_variant!(tile8k_depth3, 8192, 3);
+
+type LaunchFn = for<'a> fn(
+    &'a Device,
+    Grid,
+    (f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
+) -> Launch<'a>;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = arg(1, "a number of elements", 1 << 28)?;
+    let dev = Device::default()?;
+    println!("backend: {dev}");
+    let variants: [(&str, LaunchFn, u32); 3] = [
+        (
+            "tile 2048 x depth 6 (48 KiB ring)",
+            tile2k_depth6::saxpy::launch,
+            4,
+        ),
+        (
+            "tile 4096 x depth 4 (64 KiB ring)",
+            tile4k_depth4::saxpy::launch,
+            3,
+        ),
+        (
+            "tile 8192 x depth 3 (96 KiB ring)",
+            tile8k_depth3::saxpy::launch,
+            2,
+        ),
+    ];
+    let xs = random_f32(n, 1);
+    let ys = random_f32(n, 2);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.upload(&ys)?;
+    let src = dev.upload(&random_f32(3 * n / 2, 3))?;
+    let mut dst = dev.alloc::<f32>(3 * n / 2)?;
+    for (name, launch, per_sm) in variants {
+        let grid = match dev.kind() {
+            BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
+            _ => Grid::blocks(3),
+        };
+        y.upload_from(&ys)?;
+        launch(&dev, grid, (1.5, &x, &mut y)).wait()?;
+        let got = y.download()?;
+        let bad = got
+            .iter()
+            .zip(xs.iter().zip(&ys))
+            .filter(|(g, (x, y))| g.to_bits() != (1.5 * **x + **y).to_bits())
+            .count();
+        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
+        if bad != 0 {
+            return Err(format!("{name}: wrong results").into());
+        }
+        if dev.kind() == BackendKind::Cuda {
+            let ms = median_ms(&dev, 3, 20, || launch(&dev, grid, (0.5, &x, &mut y)).wait())?;
+            let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
+            println!(
+                "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
+                k / c
+            );
+        }
+    }
+    Ok(())
+}
