@@ -971,9 +971,7 @@ impl Checker<'_> {
                 .unwrap_or_default();
             if let Some(first) = p.path.segments.first() {
                 let first = first.ident.to_string();
-                if super::sig::heap_message(&first).contains("Vec")
-                    && ["Vec", "Box", "String"].contains(&first.as_str())
-                {
+                if ["Vec", "Box", "String"].contains(&first.as_str()) {
                     self.diags.error(span, heap_message(&first));
                     return err(span);
                 }

@@ -343,28 +343,21 @@ impl<'k> Writer<'k> {
             self.line(format!("@{p} bra {};", role_labels[i]))?;
         }
         self.line("bra $exit;")?;
-        let mut multi_warp = 0;
         for (i, r) in k.roles.iter().enumerate() {
-            let barrier = if r.end_warp - r.first_warp > 1 {
-                multi_warp += 1;
-                multi_warp
-            } else {
-                0
-            };
             writeln!(
                 self.body,
                 "\n    // role {} `{}`: warps {}..{}",
                 i, r.name, r.first_warp, r.end_warp
             )?;
             self.place_label(&role_labels[i])?;
-            self.role_region(i, r, barrier)?;
+            self.role_region(i, r)?;
             self.line("bra $exit;")?;
         }
         self.place_label("$exit")?;
         self.line("ret;")
     }
 
-    fn role_region(&mut self, index: usize, r: &Role, _barrier: u32) -> fmt::Result {
+    fn role_region(&mut self, index: usize, r: &Role) -> fmt::Result {
         let tid = self.tid.clone();
         let rtid = self.tmp(Class::B32);
         self.line(format!("sub.u32 {rtid}, {tid}, {};", r.first_warp * 32))?;
