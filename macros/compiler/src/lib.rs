@@ -52,7 +52,7 @@ pub fn compile(module: TokenStream) -> Result<Vec<CompiledKernel>, Diagnostics> 
             return Err(diags);
         }
     };
-    let (_, kernels) = compile_module(item, &mut diags);
+    let (_, _, kernels) = compile_module(item, &mut diags);
     if diags.is_empty() {
         Ok(kernels)
     } else {
@@ -63,12 +63,12 @@ pub fn compile(module: TokenStream) -> Result<Vec<CompiledKernel>, Diagnostics> 
 fn compile_module(
     item: syn::ItemMod,
     diags: &mut Diagnostics,
-) -> (parse::Module, Vec<CompiledKernel>) {
+) -> (parse::Module, check::Program, Vec<CompiledKernel>) {
     let mut module = parse::parse_module(item, diags);
     let program = check::check_module(&mut module, diags);
     let mut kernels = Vec::new();
     if !diags.is_empty() {
-        return (module, kernels);
+        return (module, program, kernels);
     }
     for &id in &program.kernels {
         let f = program.function(id);
@@ -100,7 +100,7 @@ fn compile_module(
             ),
         }
     }
-    (module, kernels)
+    (module, program, kernels)
 }
 
 /// The `#[gpu_async]` attribute: `attr` are its arguments, `item` the module.
@@ -128,12 +128,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         semi: None,
         ..module.clone()
     };
-    let (parsed, kernels) = compile_module(module, &mut diags);
+    let (parsed, program, kernels) = compile_module(module, &mut diags);
     let ok = diags.is_empty();
     let mut items = Vec::new();
     let mut launchers = Vec::new();
-    // Signatures again (cheap), for the launchers: the checker's own copies went into `parsed`.
-    let consts = std::collections::HashMap::new();
+    // The checker's signatures, in the order of the module's functions.
+    let mut signatures = program.signatures.iter();
     for it in &parsed.items {
         match it {
             // With errors the functions are left out, so their imports may go unused.
@@ -144,18 +144,18 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 items.push(quote!(#c));
             }
             parse::Item::Fn(f) => {
+                let Some(sig) = signatures.next() else {
+                    continue;
+                };
                 if ok {
                     let item = &f.item;
                     items.push(quote!(#item));
                 }
                 if f.kernel.is_some() {
-                    let mut scratch = Diagnostics::new();
-                    let sig =
-                        check::sig_of(&f.item, f.kernel.as_ref(), &consts, &parsed, &mut scratch);
                     let compiled = kernels.iter().find(|k| k.name == sig.name);
                     launchers.push(shadow::launcher(&shadow::LauncherInput {
                         item: &f.item,
-                        sig: &sig,
+                        sig,
                         compiled: compiled
                             .filter(|_| ok)
                             .map(|k| (&k.ir, k.ptx.as_str(), k.ir_text.as_str())),

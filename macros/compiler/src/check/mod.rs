@@ -28,6 +28,8 @@ pub struct Program {
     pub functions: Vec<Function>,
     /// The kernels, in module order.
     pub kernels: Vec<FnId>,
+    /// Every function's signature, indexed by [`FnId`] (the module's functions in order).
+    pub signatures: Vec<Signature>,
 }
 
 impl Program {
@@ -90,7 +92,11 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         calls.push(called);
     }
     report_recursion(&functions, &calls, diags);
-    Program { functions, kernels }
+    Program {
+        functions,
+        kernels,
+        signatures: scope.sigs,
+    }
 }
 
 /// Helpers are inlined into their roles, so a call cycle can never be compiled.
@@ -146,23 +152,4 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
         ) => a == b && (*ma || !*mb),
         _ => ty == expected,
     }
-}
-
-/// The signature of a function of an already checked module (used by the launchers).
-pub fn sig_of(
-    item: &syn::ItemFn,
-    kernel: Option<&crate::parse::KernelAttr>,
-    _consts: &HashMap<String, (Scalar, Lit)>,
-    module: &Module,
-    diags: &mut Diagnostics,
-) -> Signature {
-    let mut consts = HashMap::new();
-    for it in &module.items {
-        if let Item::Const(c) = it {
-            if let Some(v) = consts::eval_const(&c.item.expr, c.ty, &consts, diags) {
-                consts.insert(c.item.ident.to_string(), (c.ty, v));
-            }
-        }
-    }
-    sig::signature(item, kernel, &consts, diags)
 }
