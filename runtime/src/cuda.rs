@@ -110,7 +110,7 @@ pub(crate) fn libcuda_present() -> bool {
 
 /// Views scalars as their bytes, as they are laid out in host and device memory.
 fn scalars_as_bytes<T: KernelScalar>(data: &[T]) -> &[u8] {
-    // SAFETY: `KernelScalar` is sealed to `bool`, `u32`, `i32`, `f32` and `usize`: plain values
+    // SAFETY: `KernelScalar` is sealed to `bool` and the primitive integers and floats: plain values
     // with no padding, so every byte of `data` is initialised. `u8` has alignment 1 and the length
     // is exactly the byte size of `data`; the view borrows `data`, so it cannot outlive it.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
@@ -118,10 +118,7 @@ fn scalars_as_bytes<T: KernelScalar>(data: &[T]) -> &[u8] {
 
 /// Whether every bit pattern of the scalar's size is a valid value of it.
 fn every_bit_pattern_valid(ty: ScalarType) -> bool {
-    match ty {
-        ScalarType::Bool => false,
-        ScalarType::U32 | ScalarType::I32 | ScalarType::F32 | ScalarType::Usize => true,
-    }
+    ty != ScalarType::Bool
 }
 
 /// Whether two cudarc stream handles are the same CUDA stream.

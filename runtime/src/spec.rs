@@ -6,23 +6,44 @@
 pub enum ScalarType {
     /// `bool`, passed to PTX as a `.u32` holding 0 or 1.
     Bool,
-    /// `u32`.
-    U32,
+    /// `i8`, passed to PTX as a sign-extended `.s32`.
+    I8,
+    /// `i16`, passed to PTX as a sign-extended `.s32`.
+    I16,
     /// `i32`.
     I32,
-    /// `f32`.
-    F32,
+    /// `i64`.
+    I64,
+    /// `isize`: 64 bits on the device, as on the 64-bit hosts CUDA supports.
+    Isize,
+    /// `u8`, passed to PTX as a `.u32`.
+    U8,
+    /// `u16`, passed to PTX as a `.u32`.
+    U16,
+    /// `u32`.
+    U32,
+    /// `u64`.
+    U64,
     /// `usize`: 64 bits on the device, as on the 64-bit hosts CUDA supports.
     Usize,
+    /// `f32`.
+    F32,
+    /// `f64`.
+    F64,
 }
 
 impl ScalarType {
     /// Size in bytes of one element in device memory.
     pub const fn size(self) -> usize {
         match self {
-            ScalarType::Bool => 1,
+            ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
+            ScalarType::I16 | ScalarType::U16 => 2,
             ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
-            ScalarType::Usize => 8,
+            ScalarType::I64
+            | ScalarType::Isize
+            | ScalarType::U64
+            | ScalarType::Usize
+            | ScalarType::F64 => 8,
         }
     }
 }
@@ -143,8 +164,16 @@ macro_rules! kernel_scalar {
 
 kernel_scalar! {
     bool => Bool, |v| (v as u32).to_ne_bytes().to_vec();
-    u32 => U32, |v| v.to_ne_bytes().to_vec();
+    i8 => I8, |v| i32::from(v).to_ne_bytes().to_vec();
+    i16 => I16, |v| i32::from(v).to_ne_bytes().to_vec();
     i32 => I32, |v| v.to_ne_bytes().to_vec();
-    f32 => F32, |v| v.to_ne_bytes().to_vec();
+    i64 => I64, |v| v.to_ne_bytes().to_vec();
+    isize => Isize, |v| (v as i64).to_ne_bytes().to_vec();
+    u8 => U8, |v| u32::from(v).to_ne_bytes().to_vec();
+    u16 => U16, |v| u32::from(v).to_ne_bytes().to_vec();
+    u32 => U32, |v| v.to_ne_bytes().to_vec();
+    u64 => U64, |v| v.to_ne_bytes().to_vec();
     usize => Usize, |v| (v as u64).to_ne_bytes().to_vec();
+    f32 => F32, |v| v.to_ne_bytes().to_vec();
+    f64 => F64, |v| v.to_ne_bytes().to_vec();
 }

@@ -24,3 +24,22 @@ pub use channel::{
 pub use par::{ParIter, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use tiles::{block_tiles, BlockTiles};
+
+/// Float methods the kernel language has beyond the standard library's.
+pub trait FloatExt: Copy {
+    /// `1 / self.sqrt()`, each step correctly rounded: the same bits on the host, the simulator
+    /// and the GPU.
+    fn rsqrt(self) -> Self;
+}
+
+impl FloatExt for f32 {
+    fn rsqrt(self) -> f32 {
+        1.0 / self.sqrt()
+    }
+}
+
+impl FloatExt for f64 {
+    fn rsqrt(self) -> f64 {
+        1.0 / self.sqrt()
+    }
+}

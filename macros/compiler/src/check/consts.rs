@@ -22,8 +22,8 @@ pub(crate) fn eval_const(
                 None
             }
         }
-        Ok(Lit::Float(v)) if ty == Scalar::F32 => Some(Lit::Float(v)),
-        Ok(Lit::Int(v)) if ty == Scalar::F32 => Some(Lit::Float(v as i128 as f64)),
+        Ok(Lit::Float(v)) if ty.is_float() => Some(Lit::Float(v)),
+        Ok(Lit::Int(v)) if ty.is_float() => Some(Lit::Float(v as i128 as f64)),
         Ok(Lit::Bool(b)) if ty == Scalar::Bool => Some(Lit::Bool(b)),
         Ok(_) => {
             diags.error_at(expr, format!("this constant is not a `{ty}`"));
@@ -52,12 +52,8 @@ pub(crate) fn eval_usize(
 
 fn fits(v: u128, ty: Scalar) -> bool {
     let v = v as i128;
-    match ty {
-        Scalar::U32 => (0..=i128::from(u32::MAX)).contains(&v),
-        Scalar::I32 => (i128::from(i32::MIN)..=i128::from(i32::MAX)).contains(&v),
-        Scalar::Usize => v >= 0 && v <= i128::from(u64::MAX),
-        _ => false,
-    }
+    ty.int_range()
+        .is_some_and(|(lo, hi)| (lo..=hi).contains(&v))
 }
 
 /// Integers are evaluated as `i128` carried in a `u128`; a `const` must fit its type.

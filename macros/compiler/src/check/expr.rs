@@ -904,15 +904,11 @@ impl Checker<'_> {
                     },
                     suffix => match Scalar::from_name(suffix) {
                         Some(s) if s.is_int() => Ty::Scalar(s),
-                        Some(Scalar::F32) => {
-                            return mk(
-                                ExprKind::Lit(Lit::Float(v as f64)),
-                                Ty::Scalar(Scalar::F32),
-                                span,
-                            )
+                        Some(s) if s.is_float() => {
+                            return mk(ExprKind::Lit(Lit::Float(v as f64)), Ty::Scalar(s), span)
                         }
                         _ => {
-                            self.diags.error(span, format!("`{suffix}` literals are not supported yet: use u32, i32, usize or f32"));
+                            self.diags.error(span, format!("`{suffix}` is not a literal suffix of the kernel language: use one of i8..i64, isize, u8..u64, usize, f32, f64"));
                             return err(span);
                         }
                     },
@@ -925,21 +921,20 @@ impl Checker<'_> {
                     return err(span);
                 };
                 match f.suffix() {
-                    "" | "f32" => mk(
+                    "" => mk(
                         ExprKind::Lit(Lit::Float(v)),
-                        if f.suffix().is_empty()
-                            && !matches!(expected, Some(Ty::Scalar(Scalar::F32)))
-                        {
-                            Ty::FloatLit
-                        } else {
-                            Ty::Scalar(Scalar::F32)
+                        match expected {
+                            Some(Ty::Scalar(s)) if s.is_float() => Ty::Scalar(*s),
+                            _ => Ty::FloatLit,
                         },
                         span,
                     ),
+                    "f32" => mk(ExprKind::Lit(Lit::Float(v)), Ty::Scalar(Scalar::F32), span),
+                    "f64" => mk(ExprKind::Lit(Lit::Float(v)), Ty::Scalar(Scalar::F64), span),
                     s => {
                         self.diags.error(
                             span,
-                            format!("`{s}` literals are not supported yet: use f32"),
+                            format!("`{s}` is not a float literal suffix: write `f32` or `f64`"),
                         );
                         err(span)
                     }
@@ -1142,9 +1137,13 @@ impl Checker<'_> {
     }
 
     fn check_operand_type(&mut self, op: BinOp, s: Scalar, span: Span) {
+        if op == BinOp::Rem && s.is_float() {
+            self.diags.error(span, format!("`%` on `{s}` (the exact `fmod`) is not in the kernel language yet: write `x - (x / y).trunc() * y` where a rounded remainder will do"));
+            return;
+        }
         let ok = match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => s != Scalar::Bool,
-            BinOp::And | BinOp::Or | BinOp::Xor => s != Scalar::F32,
+            BinOp::And | BinOp::Or | BinOp::Xor => !s.is_float(),
             BinOp::Shl | BinOp::Shr => s.is_int(),
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => true,
             BinOp::LogicAnd | BinOp::LogicOr => s == Scalar::Bool,
@@ -1176,7 +1175,7 @@ impl Checker<'_> {
                 let inner = self.expr(&mut u.expr, expected);
                 let inner = self.auto_deref(inner);
                 match inner.ty {
-                    Ty::Scalar(Scalar::I32) => {
+                    Ty::Scalar(s) if s.is_signed() => {
                         // `-i32::MIN` wraps on the GPU; the simulator must agree.
                         let operand = &u.expr;
                         let derefs = matches!(inner.kind, ExprKind::Deref(_))
@@ -1186,16 +1185,17 @@ impl Checker<'_> {
                         } else {
                             quote::quote!((#operand))
                         };
-                        let wrapped = quote_spanned!(span=> <i32>::wrapping_neg(#operand));
+                        let ty_ident = syn::Ident::new(s.rust_name(), span);
+                        let wrapped = quote_spanned!(span=> <#ty_ident>::wrapping_neg(#operand));
                         let out = mk(
                             ExprKind::Unary(UnOp::Neg, Box::new(inner)),
-                            Ty::Scalar(Scalar::I32),
+                            Ty::Scalar(s),
                             span,
                         );
                         self.pending_rewrite = Some(syn::Expr::Verbatim(wrapped));
                         out
                     }
-                    Ty::Scalar(Scalar::F32) | Ty::IntLit | Ty::FloatLit => {
+                    Ty::Scalar(Scalar::F32 | Scalar::F64) | Ty::IntLit | Ty::FloatLit => {
                         let ty = inner.ty.clone();
                         mk(ExprKind::Unary(UnOp::Neg, Box::new(inner)), ty, span)
                     }
@@ -1210,7 +1210,7 @@ impl Checker<'_> {
                 let inner = self.expr(&mut u.expr, expected);
                 let inner = self.auto_deref(inner);
                 match inner.ty {
-                    Ty::Scalar(s) if s != Scalar::F32 => mk(
+                    Ty::Scalar(s) if !s.is_float() => mk(
                         ExprKind::Unary(UnOp::Not, Box::new(inner)),
                         Ty::Scalar(s),
                         span,
@@ -1636,7 +1636,7 @@ impl Checker<'_> {
         m: &mut syn::ExprMethodCall,
         span: Span,
     ) -> Expr {
-        let Some((f, argc, floats)) = MathFn::lookup(name) else {
+        let Some((f, argc, domain)) = MathFn::lookup(name) else {
             return err(span);
         };
         let mut receiver = self.auto_deref(receiver);
@@ -1662,29 +1662,42 @@ impl Checker<'_> {
             Ty::Scalar(s) => s,
             _ => return err(span),
         };
-        let ok = match floats {
-            Some(true) => ty == Scalar::F32,
-            Some(false) => ty.is_int(),
-            None => {
-                ty != Scalar::Bool
-                    && !(f == MathFn::Abs && matches!(ty, Scalar::U32 | Scalar::Usize))
-            }
+        let ok = match domain {
+            MathDomain::Float => ty.is_float(),
+            MathDomain::F32 => ty == Scalar::F32,
+            MathDomain::Int => ty.is_int(),
+            MathDomain::Signed => ty.is_float() || ty.is_signed(),
+            MathDomain::Number => ty != Scalar::Bool,
         };
         if !ok {
-            self.diags.error(
-                m.method.span(),
-                format!("`{name}` is not available on `{ty}` in kernels"),
-            );
+            let what = match domain {
+                MathDomain::F32 if ty == Scalar::F64 => format!("`{name}` is available on `f32` only for now: compute in `f32` (`(x as f32).{name}()`) or write the series yourself"),
+                _ => format!("`{name}` is not available on `{ty}` in kernels"),
+            };
+            self.diags.error(m.method.span(), what);
             return err(span);
         }
+        // Integer `abs` wraps on the device (`MIN.abs()` is `MIN`): the simulator must agree.
+        if f == MathFn::Abs && ty.is_int() {
+            m.method = syn::Ident::new("wrapping_abs", m.method.span());
+        }
+        let arg_ty = if f == MathFn::Powi { Scalar::I32 } else { ty };
         let mut args = vec![receiver];
         for a in m.args.iter_mut() {
-            let e = self.expr(a, Some(&Ty::Scalar(ty)));
+            let e = self.expr(a, Some(&Ty::Scalar(arg_ty)));
             let mut e = self.auto_deref(e);
-            self.expect(&mut e, &Ty::Scalar(ty));
+            self.expect(&mut e, &Ty::Scalar(arg_ty));
             args.push(e);
         }
-        mk(ExprKind::Math(f, args), Ty::Scalar(ty), span)
+        let result = match f {
+            MathFn::IsNan => Scalar::Bool,
+            MathFn::ToBits if ty == Scalar::F64 => Scalar::U64,
+            MathFn::ToBits | MathFn::CountOnes | MathFn::LeadingZeros | MathFn::TrailingZeros => {
+                Scalar::U32
+            }
+            _ => ty,
+        };
+        mk(ExprKind::Math(f, args), Ty::Scalar(result), span)
     }
 
     fn par_source(&mut self, receiver: Expr, elem: Scalar, mutable: bool, span: Span) -> Expr {
@@ -2235,7 +2248,7 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
     e.ty = Ty::Scalar(s);
     match &mut e.kind {
         ExprKind::Lit(l) => {
-            if let (Scalar::F32, Lit::Int(v)) = (s, *l) {
+            if let (true, Lit::Int(v)) = (s.is_float(), *l) {
                 *l = Lit::Float(v as f64);
             }
         }

@@ -139,7 +139,7 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
     match (ty, expected) {
         (Ty::Error, _) | (_, Ty::Error) | (Ty::Never, _) => true,
         (Ty::IntLit, Ty::Scalar(s)) => s.is_int(),
-        (Ty::FloatLit, Ty::Scalar(Scalar::F32)) => true,
+        (Ty::FloatLit, Ty::Scalar(s)) => s.is_float(),
         (
             Ty::Slice {
                 elem: a,

@@ -134,12 +134,14 @@ impl BinOp {
     }
 }
 
-/// A method of the scalar types that maps to one PTX instruction with Rust's exact result.
+/// A method of the scalar types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MathFn {
-    /// `x.sqrt()` (f32, correctly rounded)
+    /// `x.sqrt()` (correctly rounded)
     Sqrt,
-    /// `x.abs()` (f32, i32)
+    /// `x.rsqrt()`, an extension: `1 / x.sqrt()`, both correctly rounded
+    Rsqrt,
+    /// `x.abs()` (floats, signed integers; wraps on `MIN` as `wrapping_abs` does)
     Abs,
     /// `x.floor()`
     Floor,
@@ -147,6 +149,8 @@ pub enum MathFn {
     Ceil,
     /// `x.trunc()`
     Trunc,
+    /// `x.round()`: half away from zero
+    Round,
     /// `x.min(y)`
     Min,
     /// `x.max(y)`
@@ -157,32 +161,97 @@ pub enum MathFn {
     MulAdd,
     /// `x.clamp(min, max)`, which panics when `min > max` (or either is NaN)
     Clamp,
+    /// `x.powi(n)`, by repeated squaring as compiler-rt's `__powisf2` does
+    Powi,
+    /// `x.exp()`
+    Exp,
+    /// `x.exp2()`
+    Exp2,
+    /// `x.ln()`
+    Ln,
+    /// `x.log2()`
+    Log2,
+    /// `x.sin()`
+    Sin,
+    /// `x.cos()`
+    Cos,
+    /// `x.tanh()`
+    Tanh,
+    /// `x.powf(y)`
+    Powf,
+    /// `x.is_nan()`
+    IsNan,
+    /// `x.to_bits()`
+    ToBits,
     /// `x.wrapping_add(y)`
     WrappingAdd,
     /// `x.wrapping_sub(y)`
     WrappingSub,
     /// `x.wrapping_mul(y)`
     WrappingMul,
+    /// `x.saturating_add(y)`
+    SaturatingAdd,
+    /// `x.saturating_sub(y)`
+    SaturatingSub,
+    /// `x.count_ones()`
+    CountOnes,
+    /// `x.leading_zeros()`
+    LeadingZeros,
+    /// `x.trailing_zeros()`
+    TrailingZeros,
+}
+
+/// Which scalars a [`MathFn`] takes as its receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MathDomain {
+    /// `f32` and `f64`.
+    Float,
+    /// `f32` only (the approximated functions).
+    F32,
+    /// Integers.
+    Int,
+    /// Floats and signed integers.
+    Signed,
+    /// Every number.
+    Number,
 }
 
 impl MathFn {
-    /// The method's name, its argument count, and whether it takes floats (`Some(true)`),
-    /// integers (`Some(false)`) or both (`None`).
-    pub fn lookup(name: &str) -> Option<(MathFn, usize, Option<bool>)> {
+    /// The method's name, its argument count, and the receivers it takes.
+    pub fn lookup(name: &str) -> Option<(MathFn, usize, MathDomain)> {
+        use MathDomain as D;
         Some(match name {
-            "sqrt" => (MathFn::Sqrt, 0, Some(true)),
-            "abs" => (MathFn::Abs, 0, None),
-            "floor" => (MathFn::Floor, 0, Some(true)),
-            "ceil" => (MathFn::Ceil, 0, Some(true)),
-            "trunc" => (MathFn::Trunc, 0, Some(true)),
-            "min" => (MathFn::Min, 1, None),
-            "max" => (MathFn::Max, 1, None),
-            "copysign" => (MathFn::CopySign, 1, Some(true)),
-            "mul_add" => (MathFn::MulAdd, 2, Some(true)),
-            "clamp" => (MathFn::Clamp, 2, None),
-            "wrapping_add" => (MathFn::WrappingAdd, 1, Some(false)),
-            "wrapping_sub" => (MathFn::WrappingSub, 1, Some(false)),
-            "wrapping_mul" => (MathFn::WrappingMul, 1, Some(false)),
+            "sqrt" => (MathFn::Sqrt, 0, D::Float),
+            "rsqrt" => (MathFn::Rsqrt, 0, D::Float),
+            "abs" => (MathFn::Abs, 0, D::Signed),
+            "floor" => (MathFn::Floor, 0, D::Float),
+            "ceil" => (MathFn::Ceil, 0, D::Float),
+            "trunc" => (MathFn::Trunc, 0, D::Float),
+            "round" => (MathFn::Round, 0, D::Float),
+            "min" => (MathFn::Min, 1, D::Number),
+            "max" => (MathFn::Max, 1, D::Number),
+            "copysign" => (MathFn::CopySign, 1, D::Float),
+            "mul_add" => (MathFn::MulAdd, 2, D::Float),
+            "clamp" => (MathFn::Clamp, 2, D::Number),
+            "powi" => (MathFn::Powi, 1, D::Float),
+            "exp" => (MathFn::Exp, 0, D::F32),
+            "exp2" => (MathFn::Exp2, 0, D::F32),
+            "ln" => (MathFn::Ln, 0, D::F32),
+            "log2" => (MathFn::Log2, 0, D::F32),
+            "sin" => (MathFn::Sin, 0, D::F32),
+            "cos" => (MathFn::Cos, 0, D::F32),
+            "tanh" => (MathFn::Tanh, 0, D::F32),
+            "powf" => (MathFn::Powf, 1, D::F32),
+            "is_nan" => (MathFn::IsNan, 0, D::Float),
+            "to_bits" => (MathFn::ToBits, 0, D::Float),
+            "wrapping_add" => (MathFn::WrappingAdd, 1, D::Int),
+            "wrapping_sub" => (MathFn::WrappingSub, 1, D::Int),
+            "wrapping_mul" => (MathFn::WrappingMul, 1, D::Int),
+            "saturating_add" => (MathFn::SaturatingAdd, 1, D::Int),
+            "saturating_sub" => (MathFn::SaturatingSub, 1, D::Int),
+            "count_ones" => (MathFn::CountOnes, 0, D::Int),
+            "leading_zeros" => (MathFn::LeadingZeros, 0, D::Int),
+            "trailing_zeros" => (MathFn::TrailingZeros, 0, D::Int),
             _ => return None,
         })
     }

@@ -3,71 +3,167 @@
 use std::fmt;
 
 /// A scalar: the values registers hold.
+///
+/// On the device, integers narrower than 32 bits live in 32-bit registers, kept normalized
+/// (sign-extended for the signed types, zero-extended for the unsigned ones) after every
+/// operation, so comparisons, division and widening casts need no extra work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scalar {
     /// `bool`
     Bool,
-    /// `u32`
-    U32,
+    /// `i8`
+    I8,
+    /// `i16`
+    I16,
     /// `i32`
     I32,
-    /// `f32`
-    F32,
+    /// `i64`
+    I64,
+    /// `isize` (64 bits on the device, as on the host)
+    Isize,
+    /// `u8`
+    U8,
+    /// `u16`
+    U16,
+    /// `u32`
+    U32,
+    /// `u64`
+    U64,
     /// `usize` (64 bits on the device, as on the host)
     Usize,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
 }
 
 impl Scalar {
+    /// Every scalar, for tests and tables.
+    pub const ALL: [Scalar; 13] = [
+        Scalar::Bool,
+        Scalar::I8,
+        Scalar::I16,
+        Scalar::I32,
+        Scalar::I64,
+        Scalar::Isize,
+        Scalar::U8,
+        Scalar::U16,
+        Scalar::U32,
+        Scalar::U64,
+        Scalar::Usize,
+        Scalar::F32,
+        Scalar::F64,
+    ];
+
     /// The Rust name.
     pub fn rust_name(self) -> &'static str {
         match self {
             Scalar::Bool => "bool",
-            Scalar::U32 => "u32",
+            Scalar::I8 => "i8",
+            Scalar::I16 => "i16",
             Scalar::I32 => "i32",
-            Scalar::F32 => "f32",
+            Scalar::I64 => "i64",
+            Scalar::Isize => "isize",
+            Scalar::U8 => "u8",
+            Scalar::U16 => "u16",
+            Scalar::U32 => "u32",
+            Scalar::U64 => "u64",
             Scalar::Usize => "usize",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
         }
     }
 
     /// From a Rust type name.
     pub fn from_name(name: &str) -> Option<Scalar> {
-        Some(match name {
-            "bool" => Scalar::Bool,
-            "u32" => Scalar::U32,
-            "i32" => Scalar::I32,
-            "f32" => Scalar::F32,
-            "usize" => Scalar::Usize,
-            _ => return None,
-        })
+        Scalar::ALL.into_iter().find(|s| s.rust_name() == name)
     }
 
     /// Bytes in memory (`bool` is one byte in slices and slots).
     pub fn size(self) -> u32 {
         match self {
+            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::I16 | Scalar::U16 => 2,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::Isize | Scalar::U64 | Scalar::Usize | Scalar::F64 => 8,
+        }
+    }
+
+    /// Bits of the value (1 for `bool`).
+    pub fn bits(self) -> u32 {
+        match self {
             Scalar::Bool => 1,
-            Scalar::U32 | Scalar::I32 | Scalar::F32 => 4,
-            Scalar::Usize => 8,
+            s => s.size() * 8,
         }
     }
 
     /// An integer type.
     pub fn is_int(self) -> bool {
-        matches!(self, Scalar::U32 | Scalar::I32 | Scalar::Usize)
+        !matches!(self, Scalar::Bool | Scalar::F32 | Scalar::F64)
+    }
+
+    /// A floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
     }
 
     /// A signed integer type.
     pub fn is_signed(self) -> bool {
-        matches!(self, Scalar::I32)
+        matches!(
+            self,
+            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::Isize
+        )
+    }
+
+    /// An integer held in a 64-bit register.
+    pub fn is_wide_int(self) -> bool {
+        self.is_int() && self.size() == 8
+    }
+
+    /// The smallest and largest value of an integer type, as `i128`.
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        if !self.is_int() {
+            return None;
+        }
+        let bits = self.bits();
+        Some(if self.is_signed() {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        })
+    }
+
+    /// The register bits of the integer `v` (taken modulo 2^bits, as Rust's `as` does) in this
+    /// type: narrow integers are sign- or zero-extended to 32 bits, as registers hold them.
+    pub fn int_bits(self, v: i128) -> u64 {
+        match self {
+            Scalar::I8 => u64::from(v as i8 as i32 as u32),
+            Scalar::I16 => u64::from(v as i16 as i32 as u32),
+            Scalar::I32 => u64::from(v as i32 as u32),
+            Scalar::U8 => u64::from(v as u8),
+            Scalar::U16 => u64::from(v as u16),
+            Scalar::U32 => u64::from(v as u32),
+            Scalar::Bool => u64::from(v != 0),
+            _ => v as u64,
+        }
     }
 
     /// The name of the `gpu_async::ScalarType` variant.
     pub fn spec_variant(self) -> &'static str {
         match self {
             Scalar::Bool => "Bool",
-            Scalar::U32 => "U32",
+            Scalar::I8 => "I8",
+            Scalar::I16 => "I16",
             Scalar::I32 => "I32",
-            Scalar::F32 => "F32",
+            Scalar::I64 => "I64",
+            Scalar::Isize => "Isize",
+            Scalar::U8 => "U8",
+            Scalar::U16 => "U16",
+            Scalar::U32 => "U32",
+            Scalar::U64 => "U64",
             Scalar::Usize => "Usize",
+            Scalar::F32 => "F32",
+            Scalar::F64 => "F64",
         }
     }
 }

@@ -39,6 +39,7 @@ impl Display for Imm {
         match self {
             Imm::Int(v) => write!(f, "{v}"),
             Imm::F32(v) => write!(f, "{v:?}"),
+            Imm::F64(v) => write!(f, "{v:?}f64"),
             Imm::Bool(b) => write!(f, "{b}"),
         }
     }
@@ -147,6 +148,22 @@ impl Kernel {
                 self.val(*rhs)
             )?,
             Inst::Cast { dst, src } => write!(line, "{} = cast {}", def(*dst), self.val(*src))?,
+            Inst::Select {
+                dst,
+                cond,
+                if_true,
+                if_false,
+            } => write!(
+                line,
+                "{} = select {}, {}, {}",
+                def(*dst),
+                self.val(*cond),
+                self.val(*if_true),
+                self.val(*if_false)
+            )?,
+            Inst::Bitcast { dst, src } => {
+                write!(line, "{} = bitcast {}", def(*dst), self.val(*src))?
+            }
             Inst::Fma { dst, a, b, c } => write!(
                 line,
                 "{} = fma {}, {}, {}",

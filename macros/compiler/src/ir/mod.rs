@@ -188,6 +188,10 @@ pub enum UnOp {
     Ceil,
     /// Round towards zero.
     Trunc,
+    /// `2^x`, PTX's approximation (`f32` only; the math lowering builds on it).
+    Ex2Approx,
+    /// `log2(x)`, PTX's approximation (`f32` only; the math lowering builds on it).
+    Lg2Approx,
 }
 
 /// A binary operation; the operands have the result's type except for shifts (any integer
@@ -234,6 +238,8 @@ pub enum Imm {
     Int(u64),
     /// An `f32`.
     F32(f32),
+    /// An `f64`.
+    F64(f64),
     /// A `bool`.
     Bool(bool),
 }
@@ -281,6 +287,15 @@ pub enum Inst {
     },
     /// `dst = src as T`, with Rust's semantics.
     Cast { dst: Value, src: Value },
+    /// `dst = if cond { if_true } else { if_false }`, without a branch.
+    Select {
+        dst: Value,
+        cond: Value,
+        if_true: Value,
+        if_false: Value,
+    },
+    /// `dst` has the bits of `src` (same size, another type: `to_bits`, `from_bits`).
+    Bitcast { dst: Value, src: Value },
     /// `dst = special`
     Special { dst: Value, reg: Special },
     /// `dst = *addr`, one element.

@@ -8,6 +8,7 @@
 //! barrier; writes through `block_tiles` ranges never overlap, so they need none.
 
 mod layout;
+mod math;
 mod protocol;
 
 pub use layout::SHARED_LIMIT;
@@ -1172,10 +1173,11 @@ impl Lowerer<'_> {
                 let ty = Self::scalar_ty(&e.ty);
                 let imm = match (*lit, ty) {
                     (Lit::Bool(b), _) => Imm::Bool(b),
+                    (Lit::Float(f), Scalar::F64) => Imm::F64(f),
                     (Lit::Float(f), _) => Imm::F32(f as f32),
-                    (Lit::Int(v), Scalar::F32) => Imm::F32(v as f32),
-                    (Lit::Int(v), Scalar::U32 | Scalar::I32) => Imm::Int(u64::from(v as u32)),
-                    (Lit::Int(v), _) => Imm::Int(v as u64),
+                    (Lit::Int(v), Scalar::F64) => Imm::F64(v as i128 as f64),
+                    (Lit::Int(v), Scalar::F32) => Imm::F32(v as i128 as f32),
+                    (Lit::Int(v), _) => Imm::Int(ty.int_bits(v as i128)),
                 };
                 Val::Scalar(self.konst(ty, imm))
             }
@@ -1197,7 +1199,10 @@ impl Lowerer<'_> {
                 Val::Scalar(dst)
             }
             ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b, e.span)),
-            ExprKind::Math(f, args) => Val::Scalar(self.math(*f, args, e.span)),
+            ExprKind::Math(f, args) => {
+                let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                Val::Scalar(self.math(*f, &vals, e.span))
+            }
             ExprKind::Cast(a, ty) => {
                 let src = self.scalar(a);
                 let dst = self.new_value(*ty, None);
@@ -1450,71 +1455,6 @@ impl Lowerer<'_> {
         }
     }
 
-    fn math(&mut self, f: tir::MathFn, args: &[Expr], span: Span) -> Value {
-        use tir::MathFn as M;
-        let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
-        if f == M::Clamp {
-            return self.clamp(vals[0], vals[1], vals[2], span);
-        }
-        let ty = self.values[vals[0].0 as usize].ty;
-        let dst = self.new_value(ty, None);
-        let unary = |op| Inst::Unary {
-            dst,
-            op,
-            src: vals[0],
-        };
-        let binary = |op| Inst::Binary {
-            dst,
-            op,
-            lhs: vals[0],
-            rhs: vals[1],
-        };
-        let inst = match f {
-            M::Sqrt => unary(UnOp::Sqrt),
-            M::Abs => unary(UnOp::Abs),
-            M::Floor => unary(UnOp::Floor),
-            M::Ceil => unary(UnOp::Ceil),
-            M::Trunc => unary(UnOp::Trunc),
-            M::Min => binary(BinOp::Min),
-            M::Max => binary(BinOp::Max),
-            M::CopySign => binary(BinOp::CopySign),
-            // Integer arithmetic wraps on the device anyway.
-            M::WrappingAdd => binary(BinOp::Add),
-            M::WrappingSub => binary(BinOp::Sub),
-            M::WrappingMul => binary(BinOp::Mul),
-            M::MulAdd => Inst::Fma {
-                dst,
-                a: vals[0],
-                b: vals[1],
-                c: vals[2],
-            },
-            M::Clamp => return dst,
-        };
-        self.emit(inst);
-        dst
-    }
-
-    /// Rust's `clamp`: a NaN `x` stays NaN (comparisons, not `min`/`max`), and bounds out of
-    /// order (or NaN) panic.
-    fn clamp(&mut self, x: Value, lo: Value, hi: Value, span: Span) -> Value {
-        let ordered = self.binary(BinOp::Le, lo, hi);
-        let bad = self.not(ordered);
-        self.panic_if(bad, "clamp: min > max, or either was NaN", span);
-        let ty = self.values[x.0 as usize].ty;
-        let r = self.new_value(ty, None);
-        self.emit(Inst::Copy { dst: r, src: x });
-        for (op, bound) in [(BinOp::Lt, lo), (BinOp::Gt, hi)] {
-            let cond = self.binary(op, r, bound);
-            let then = self.sub_block(|l| l.emit(Inst::Copy { dst: r, src: bound }));
-            self.emit(Inst::If {
-                cond,
-                then,
-                else_: Block::default(),
-            });
-        }
-        r
-    }
-
     fn binary_expr(&mut self, op: tir::BinOp, a: &Expr, b: &Expr, span: Span) -> Value {
         match op {
             tir::BinOp::LogicAnd | tir::BinOp::LogicOr => {
@@ -1553,7 +1493,33 @@ impl Lowerer<'_> {
                     let ty = self.values[rhs.0 as usize].ty;
                     let zero = self.konst(ty, Imm::Int(0));
                     let is_zero = self.binary(BinOp::Eq, rhs, zero);
-                    self.panic_if(is_zero, "attempt to divide by zero", span);
+                    let div = op == BinOp::Div;
+                    self.panic_if(
+                        is_zero,
+                        if div {
+                            "attempt to divide by zero"
+                        } else {
+                            "attempt to calculate the remainder with a divisor of zero"
+                        },
+                        span,
+                    );
+                    // `MIN / -1` overflows, and Rust panics on it in every build.
+                    if let Some((min, _)) = ty.int_range().filter(|_| ty.is_signed()) {
+                        let minus_one = self.konst(ty, Imm::Int(ty.int_bits(-1)));
+                        let min = self.konst(ty, Imm::Int(ty.int_bits(min)));
+                        let by_minus_one = self.binary(BinOp::Eq, rhs, minus_one);
+                        let is_min = self.binary(BinOp::Eq, lhs, min);
+                        let overflow = self.binary(BinOp::And, by_minus_one, is_min);
+                        self.panic_if(
+                            overflow,
+                            if div {
+                                "attempt to divide with overflow"
+                            } else {
+                                "attempt to calculate the remainder with overflow"
+                            },
+                            span,
+                        );
+                    }
                 }
                 self.binary(op, lhs, rhs)
             }

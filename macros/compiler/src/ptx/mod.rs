@@ -47,15 +47,17 @@ enum Class {
     B32,
     B64,
     F32,
+    F64,
 }
 
 impl Class {
     fn of(s: Scalar) -> Class {
         match s {
             Scalar::Bool => Class::Pred,
-            Scalar::U32 | Scalar::I32 => Class::B32,
-            Scalar::Usize => Class::B64,
             Scalar::F32 => Class::F32,
+            Scalar::F64 => Class::F64,
+            s if s.is_wide_int() => Class::B64,
+            _ => Class::B32,
         }
     }
 
@@ -65,6 +67,7 @@ impl Class {
             Class::B32 => "%r",
             Class::B64 => "%rd",
             Class::F32 => "%f",
+            Class::F64 => "%fd",
         }
     }
 
@@ -74,6 +77,7 @@ impl Class {
             Class::B32 => ".b32",
             Class::B64 => ".b64",
             Class::F32 => ".f32",
+            Class::F64 => ".f64",
         }
     }
 }
@@ -128,33 +132,49 @@ pub struct Writer<'k> {
     stubs: String,
 }
 
+/// The type of a register holding `s` in arithmetic: narrow integers compute as 32-bit ones.
 fn ptx_ty(s: Scalar) -> &'static str {
     match s {
         Scalar::Bool => "pred",
-        Scalar::U32 => "u32",
-        Scalar::I32 => "s32",
+        Scalar::I8 | Scalar::I16 | Scalar::I32 => "s32",
+        Scalar::U8 | Scalar::U16 | Scalar::U32 => "u32",
+        Scalar::I64 | Scalar::Isize => "s64",
+        Scalar::U64 | Scalar::Usize => "u64",
         Scalar::F32 => "f32",
-        Scalar::Usize => "u64",
+        Scalar::F64 => "f64",
     }
 }
 
+/// The untyped form of [`ptx_ty`], for moves and bitwise operations.
 fn bits_ty(s: Scalar) -> &'static str {
-    match s {
-        Scalar::Bool => "pred",
-        Scalar::U32 | Scalar::I32 => "b32",
-        Scalar::F32 => "f32",
-        Scalar::Usize => "b64",
+    match Class::of(s) {
+        Class::Pred => "pred",
+        Class::B32 => "b32",
+        Class::B64 => "b64",
+        Class::F32 => "f32",
+        Class::F64 => "f64",
     }
 }
 
-/// The memory type of an element (bool is a byte in memory).
+/// The type of `s` in memory (loads sign- or zero-extend narrow integers into 32 bits).
 fn mem_ty(s: Scalar) -> &'static str {
     match s {
-        Scalar::Bool => "u8",
-        Scalar::U32 => "u32",
-        Scalar::I32 => "s32",
-        Scalar::F32 => "f32",
-        Scalar::Usize => "u64",
+        Scalar::Bool | Scalar::U8 => "u8",
+        Scalar::I8 => "s8",
+        Scalar::I16 => "s16",
+        Scalar::U16 => "u16",
+        s => ptx_ty(s),
+    }
+}
+
+/// The exact integer type, for the saturating float-to-integer conversion.
+fn exact_int_ty(s: Scalar) -> &'static str {
+    match s {
+        Scalar::I8 => "s8",
+        Scalar::I16 => "s16",
+        Scalar::U8 => "u8",
+        Scalar::U16 => "u16",
+        s => ptx_ty(s),
     }
 }
 
@@ -581,7 +601,8 @@ impl<'k> Writer<'k> {
                         self.line(format!("setp.ne.u32 {d}, {t}, 0;"))
                     }
                     (Imm::F32(f), _) => self.line(format!("mov.f32 {d}, 0f{:08X};", f.to_bits())),
-                    (Imm::Int(v), Scalar::Usize) => self.line(format!("mov.b64 {d}, {v};")),
+                    (Imm::F64(f), _) => self.line(format!("mov.f64 {d}, 0d{:016X};", f.to_bits())),
+                    (Imm::Int(v), s) if s.is_wide_int() => self.line(format!("mov.b64 {d}, {v};")),
                     (Imm::Int(v), _) => self.line(format!("mov.b32 {d}, {};", *v as u32)),
                 }
             }
@@ -592,22 +613,64 @@ impl<'k> Writer<'k> {
             Inst::Unary { dst, op, src } => {
                 let (d, s) = (self.reg(*dst), self.reg(*src));
                 let ty = self.k.ty(*dst);
-                match (op, ty) {
-                    (UnOp::Neg, Scalar::F32) => self.line(format!("neg.f32 {d}, {s};")),
-                    (UnOp::Neg, _) => self.line(format!("neg.s32 {d}, {s};")),
-                    (UnOp::Not, _) => self.line(format!("not.{} {d}, {s};", bits_ty(ty))),
-                    (UnOp::Abs, _) => self.line(format!("abs.{} {d}, {s};", ptx_ty(ty))),
-                    (UnOp::Sqrt, _) => self.line(format!("sqrt.rn.f32 {d}, {s};")),
-                    (UnOp::Floor, _) => self.line(format!("cvt.rmi.f32.f32 {d}, {s};")),
-                    (UnOp::Ceil, _) => self.line(format!("cvt.rpi.f32.f32 {d}, {s};")),
-                    (UnOp::Trunc, _) => self.line(format!("cvt.rzi.f32.f32 {d}, {s};")),
+                let t = ptx_ty(ty);
+                match op {
+                    UnOp::Neg if ty.is_float() => self.line(format!("neg.{t} {d}, {s};")),
+                    UnOp::Neg => {
+                        let signed = if ty.is_wide_int() { "s64" } else { "s32" };
+                        self.line(format!("neg.{signed} {d}, {s};"))?;
+                        self.normalize(&d, ty)
+                    }
+                    UnOp::Not => {
+                        self.line(format!("not.{} {d}, {s};", bits_ty(ty)))?;
+                        self.normalize(&d, ty)
+                    }
+                    UnOp::Abs => {
+                        self.line(format!("abs.{t} {d}, {s};"))?;
+                        self.normalize(&d, ty)
+                    }
+                    UnOp::Sqrt => self.line(format!("sqrt.rn.{t} {d}, {s};")),
+                    UnOp::Floor => self.line(format!("cvt.rmi.{t}.{t} {d}, {s};")),
+                    UnOp::Ceil => self.line(format!("cvt.rpi.{t}.{t} {d}, {s};")),
+                    UnOp::Trunc => self.line(format!("cvt.rzi.{t}.{t} {d}, {s};")),
+                    UnOp::Ex2Approx => self.line(format!("ex2.approx.f32 {d}, {s};")),
+                    UnOp::Lg2Approx => self.line(format!("lg2.approx.f32 {d}, {s};")),
                 }
             }
             Inst::Binary { dst, op, lhs, rhs } => self.binary(*dst, *op, *lhs, *rhs),
             Inst::Cast { dst, src } => self.cast(*dst, *src),
+            Inst::Select {
+                dst,
+                cond,
+                if_true,
+                if_false,
+            } => {
+                let (d, c, a, b) = (
+                    self.reg(*dst),
+                    self.reg(*cond),
+                    self.reg(*if_true),
+                    self.reg(*if_false),
+                );
+                let ty = self.k.ty(*dst);
+                if ty == Scalar::Bool {
+                    // d = (c & a) | (!c & b)
+                    let (x, y) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
+                    self.line(format!("and.pred {x}, {c}, {a};"))?;
+                    self.line(format!("not.pred {y}, {c};"))?;
+                    self.line(format!("and.pred {y}, {y}, {b};"))?;
+                    self.line(format!("or.pred {d}, {x}, {y};"))
+                } else {
+                    self.line(format!("selp.{} {d}, {a}, {b}, {c};", bits_ty(ty)))
+                }
+            }
+            Inst::Bitcast { dst, src } => {
+                let (d, s) = (self.reg(*dst), self.reg(*src));
+                self.line(format!("mov.b{} {d}, {s};", self.k.ty(*dst).size() * 8))
+            }
             Inst::Fma { dst, a, b, c } => {
                 let (d, a, b, c) = (self.reg(*dst), self.reg(*a), self.reg(*b), self.reg(*c));
-                self.line(format!("fma.rn.f32 {d}, {a}, {b}, {c};"))
+                let t = ptx_ty(self.k.ty(*dst));
+                self.line(format!("fma.rn.{t} {d}, {a}, {b}, {c};"))
             }
             Inst::Special { dst, reg } => {
                 let d = self.reg(*dst);
@@ -832,62 +895,110 @@ impl<'k> Writer<'k> {
             ));
         }
         let t = ptx_ty(ty);
-        let float = ty == Scalar::F32;
+        if ty.is_float() {
+            return match op {
+                BinOp::Add => self.line(format!("add.rn.{t} {d}, {a}, {b};")),
+                BinOp::Sub => self.line(format!("sub.rn.{t} {d}, {a}, {b};")),
+                BinOp::Mul => self.line(format!("mul.rn.{t} {d}, {a}, {b};")),
+                BinOp::Div => self.line(format!("div.rn.{t} {d}, {a}, {b};")),
+                // PTX's copysign takes the sign from its first operand.
+                BinOp::CopySign => self.line(format!("copysign.{t} {d}, {b}, {a};")),
+                BinOp::Min => self.line(format!("min.{t} {d}, {a}, {b};")),
+                BinOp::Max => self.line(format!("max.{t} {d}, {a}, {b};")),
+                _ => Err(fmt::Error),
+            };
+        }
         match op {
-            BinOp::Add if float => self.line(format!("add.rn.f32 {d}, {a}, {b};")),
-            BinOp::Sub if float => self.line(format!("sub.rn.f32 {d}, {a}, {b};")),
-            BinOp::Mul if float => self.line(format!("mul.rn.f32 {d}, {a}, {b};")),
-            BinOp::Div if float => self.line(format!("div.rn.f32 {d}, {a}, {b};")),
-            // PTX's copysign takes the sign from its first operand.
-            BinOp::CopySign => self.line(format!("copysign.f32 {d}, {b}, {a};")),
-            BinOp::Min | BinOp::Max => self.line(format!(
-                "{}.{t} {d}, {a}, {b};",
-                if op == BinOp::Min { "min" } else { "max" }
-            )),
-            BinOp::Add => self.line(format!("add.{t} {d}, {a}, {b};")),
-            BinOp::Sub => self.line(format!("sub.{t} {d}, {a}, {b};")),
-            BinOp::Mul => self.line(format!("mul.lo.{t} {d}, {a}, {b};")),
-            BinOp::Div => self.line(format!("div.{t} {d}, {a}, {b};")),
-            BinOp::Rem => self.line(format!("rem.{t} {d}, {a}, {b};")),
-            BinOp::And => self.line(format!("and.{} {d}, {a}, {b};", bits_ty(ty))),
-            BinOp::Or => self.line(format!("or.{} {d}, {a}, {b};", bits_ty(ty))),
-            BinOp::Xor => self.line(format!("xor.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Min => return self.line(format!("min.{t} {d}, {a}, {b};")),
+            BinOp::Max => return self.line(format!("max.{t} {d}, {a}, {b};")),
+            BinOp::Add => self.line(format!("add.{t} {d}, {a}, {b};"))?,
+            BinOp::Sub => self.line(format!("sub.{t} {d}, {a}, {b};"))?,
+            BinOp::Mul => self.line(format!("mul.lo.{t} {d}, {a}, {b};"))?,
+            // Operands are normalized, so the 32-bit quotient of narrow integers is exact (the one
+            // overflowing case, MIN / -1, panics before this).
+            BinOp::Div => return self.line(format!("div.{t} {d}, {a}, {b};")),
+            BinOp::Rem => return self.line(format!("rem.{t} {d}, {a}, {b};")),
+            BinOp::And => return self.line(format!("and.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Or => return self.line(format!("or.{} {d}, {a}, {b};", bits_ty(ty))),
+            BinOp::Xor => return self.line(format!("xor.{} {d}, {a}, {b};", bits_ty(ty))),
             BinOp::Shl | BinOp::Shr => {
                 // Rust's wrapping shift: the amount is taken modulo the width.
-                let width = if ty == Scalar::Usize { 63 } else { 31 };
+                let width = ty.bits() - 1;
                 let amount = self.tmp(Class::B32);
-                if self.k.ty(rhs) == Scalar::Usize {
+                if self.k.ty(rhs).is_wide_int() {
                     self.line(format!("cvt.u32.u64 {amount}, {b};"))?;
                     self.line(format!("and.b32 {amount}, {amount}, {width};"))?;
                 } else {
                     self.line(format!("and.b32 {amount}, {b}, {width};"))?;
                 }
                 if op == BinOp::Shl {
-                    self.line(format!("shl.{} {d}, {a}, {amount};", bits_ty(ty)))
+                    self.line(format!("shl.{} {d}, {a}, {amount};", bits_ty(ty)))?;
                 } else {
-                    self.line(format!("shr.{t} {d}, {a}, {amount};"))
+                    // Normalized narrow operands shift right correctly as 32-bit ones.
+                    return self.line(format!("shr.{t} {d}, {a}, {amount};"));
                 }
             }
-            _ => Err(fmt::Error),
+            _ => return Err(fmt::Error),
+        }
+        self.normalize(&d, ty)
+    }
+
+    /// Brings an integer narrower than 32 bits back to its normalized form in its register
+    /// (wrapping, as Rust's wrapping arithmetic does).
+    fn normalize(&mut self, reg: &str, ty: Scalar) -> fmt::Result {
+        match ty {
+            Scalar::I8 => self.line(format!("cvt.s32.s8 {reg}, {reg};")),
+            Scalar::I16 => self.line(format!("cvt.s32.s16 {reg}, {reg};")),
+            Scalar::U8 => self.line(format!("and.b32 {reg}, {reg}, 255;")),
+            Scalar::U16 => self.line(format!("and.b32 {reg}, {reg}, 65535;")),
+            _ => Ok(()),
         }
     }
 
+    /// Rust's `as` between scalars: integers wrap (truncate, or sign- or zero-extend by the
+    /// source's signedness), floats to integers saturate (NaN to 0, which PTX's `cvt` does for
+    /// integer destinations), integers to floats round to nearest.
     fn cast(&mut self, dst: Value, src: Value) -> fmt::Result {
         let (d, s) = (self.reg(dst), self.reg(src));
         let (to, from) = (self.k.ty(dst), self.k.ty(src));
         use Scalar::*;
+        if from == to {
+            return self.line(format!("mov.{} {d}, {s};", bits_ty(to)));
+        }
         match (from, to) {
-            (a, b) if a == b => self.line(format!("mov.{} {d}, {s};", bits_ty(to))),
             (Bool, F32) => self.line(format!("selp.f32 {d}, 0f3F800000, 0f00000000, {s};")),
+            (Bool, F64) => self.line(format!(
+                "selp.f64 {d}, 0d3FF0000000000000, 0d0000000000000000, {s};"
+            )),
             (Bool, _) => self.line(format!("selp.{} {d}, 1, 0, {s};", ptx_ty(to))),
             (_, Bool) => self.line(format!("setp.ne.{} {d}, {s}, 0;", ptx_ty(from))),
-            (U32 | I32, U32 | I32) => self.line(format!("mov.b32 {d}, {s};")),
-            (U32, Usize) => self.line(format!("cvt.u64.u32 {d}, {s};")),
-            (I32, Usize) => self.line(format!("cvt.s64.s32 {d}, {s};")),
-            (Usize, U32 | I32) => self.line(format!("cvt.u32.u64 {d}, {s};")),
-            (F32, _) => self.line(format!("cvt.rzi.{}.f32 {d}, {s};", ptx_ty(to))),
-            (_, F32) => self.line(format!("cvt.rn.f32.{} {d}, {s};", ptx_ty(from))),
-            _ => Err(fmt::Error),
+            (F32, F64) => self.line(format!("cvt.f64.f32 {d}, {s};")),
+            (F64, F32) => self.line(format!("cvt.rn.f32.f64 {d}, {s};")),
+            (F32 | F64, _) => self.line(format!(
+                "cvt.rzi.{}.{} {d}, {s};",
+                exact_int_ty(to),
+                ptx_ty(from)
+            )),
+            (_, F32 | F64) => {
+                self.line(format!("cvt.rn.{}.{} {d}, {s};", ptx_ty(to), ptx_ty(from)))
+            }
+            _ if to.is_wide_int() => {
+                if from.is_wide_int() {
+                    self.line(format!("mov.b64 {d}, {s};"))
+                } else if from.is_signed() {
+                    self.line(format!("cvt.s64.s32 {d}, {s};"))
+                } else {
+                    self.line(format!("cvt.u64.u32 {d}, {s};"))
+                }
+            }
+            _ => {
+                if from.is_wide_int() {
+                    self.line(format!("cvt.u32.u64 {d}, {s};"))?;
+                } else {
+                    self.line(format!("mov.b32 {d}, {s};"))?;
+                }
+                self.normalize(&d, to)
+            }
         }
     }
 
@@ -1199,6 +1310,8 @@ impl<'k> Writer<'k> {
         for p in &k.params {
             match &p.kind {
                 ParamKind::Scalar(v) => {
+                    // Narrow integers and `bool` travel as 32-bit parameters (the host widens
+                    // them, sign-extending the signed ones).
                     let ty = match k.ty(*v) {
                         Scalar::Bool => "u32",
                         s => ptx_ty(s),
@@ -1221,7 +1334,7 @@ impl<'k> Writer<'k> {
         writeln!(out, ")")?;
         writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;
         writeln!(out, "{{")?;
-        for class in [Class::Pred, Class::B32, Class::B64, Class::F32] {
+        for class in [Class::Pred, Class::B32, Class::B64, Class::F32, Class::F64] {
             if let Some(n) = self.counts.get(&class) {
                 writeln!(out, "    .reg {} {}<{n}>;", class.decl(), class.prefix())?;
             }
@@ -1233,8 +1346,8 @@ impl<'k> Writer<'k> {
 }
 
 fn cmp_name(op: BinOp, ty: Scalar) -> &'static str {
-    let float = ty == Scalar::F32;
-    let unsigned = matches!(ty, Scalar::U32 | Scalar::Usize);
+    let float = ty.is_float();
+    let unsigned = ty.is_int() && !ty.is_signed();
     match op {
         BinOp::Eq => "eq",
         // Rust's `!=` is true when either side is NaN: the unordered form.

@@ -187,9 +187,15 @@ impl Verifier<'_> {
             }
             Inst::Unary { dst, op, src } => {
                 self.use_(*src);
-                if self.ty(*dst) != self.ty(*src)
-                    || (*op == UnOp::Neg && !matches!(self.ty(*src), Scalar::I32 | Scalar::F32))
-                {
+                let ty = self.ty(*src);
+                let ok = match op {
+                    UnOp::Neg => ty.is_float() || ty.is_signed(),
+                    UnOp::Not => ty == Scalar::Bool || ty.is_int(),
+                    UnOp::Abs => ty.is_float() || ty.is_signed(),
+                    UnOp::Sqrt | UnOp::Floor | UnOp::Ceil | UnOp::Trunc => ty.is_float(),
+                    UnOp::Ex2Approx | UnOp::Lg2Approx => ty == Scalar::F32,
+                };
+                if self.ty(*dst) != ty || !ok {
                     self.errors.push(format!("bad unary {op:?} on {src}"));
                 }
                 self.def(*dst);
@@ -210,11 +216,38 @@ impl Verifier<'_> {
                 self.def(*dst);
             }
             Inst::Fma { dst, a, b, c } => {
+                let ty = self.ty(*dst);
+                if !ty.is_float() {
+                    self.errors.push(format!("fma {dst} of type {ty}"));
+                }
                 for v in [*a, *b, *c] {
                     self.use_(v);
-                    self.expect_ty(v, Scalar::F32, "fma operand");
+                    self.expect_ty(v, ty, "fma operand");
                 }
-                self.expect_ty(*dst, Scalar::F32, "fma result");
+                self.def(*dst);
+            }
+            Inst::Select {
+                dst,
+                cond,
+                if_true,
+                if_false,
+            } => {
+                self.use_(*cond);
+                self.use_(*if_true);
+                self.use_(*if_false);
+                self.expect_ty(*cond, Scalar::Bool, "select condition");
+                let ty = self.ty(*dst);
+                if self.ty(*if_true) != ty || self.ty(*if_false) != ty {
+                    self.errors.push(format!("select {dst} between types"));
+                }
+                self.def(*dst);
+            }
+            Inst::Bitcast { dst, src } => {
+                self.use_(*src);
+                if self.ty(*dst).size() != self.ty(*src).size() || self.ty(*dst) == Scalar::Bool {
+                    self.errors
+                        .push(format!("bitcast {dst} = {src} between sizes"));
+                }
                 self.def(*dst);
             }
             Inst::Cast { dst, src } => {
