@@ -503,11 +503,14 @@ fn transcendental_inputs(seed: u64) -> (Vec<f32>, Vec<f32>) {
     (a, b)
 }
 
-/// Documented accuracy of the `f32` functions against the host's libm, in ulps (sin and cos
-/// for `|x| < 2^40`).
-const MAX_ULPS: u64 = 1;
+/// Documented accuracy of the `f32` functions, in ulps (sin and cos for `|x| < 2^40`): against
+/// the correctly rounded result (the host's `f64` function rounded to `f32`), and against Rust's
+/// own `f32` function on the host (glibc's `tanhf` is itself up to 2 ulps from correctly rounded).
+const MAX_ULPS_ROUNDED: u64 = 1;
+const MAX_ULPS_HOST: u64 = 2;
 
 type HostFn = fn(f32, f32) -> f32;
+type HostFn64 = fn(f64, f64) -> f64;
 
 #[test]
 fn the_f32_functions_are_within_an_ulp_of_the_host() -> gpu_async::Result<()> {
@@ -529,42 +532,46 @@ fn the_f32_functions_are_within_an_ulp_of_the_host() -> gpu_async::Result<()> {
         Grid::blocks(8),
         (&da, &db, exp, exp2, ln, log2, sin, cos, tanh, powf),
     ))?;
-    let host: [(&str, HostFn); 8] = [
-        ("exp", |x, _| x.exp()),
-        ("exp2", |x, _| x.exp2()),
-        ("ln", |x, _| x.ln()),
-        ("log2", |x, _| x.log2()),
-        ("sin", |x, _| x.sin()),
-        ("cos", |x, _| x.cos()),
-        ("tanh", |x, _| x.tanh()),
-        ("powf", |x, y| x.powf(y)),
+    let host: [(&str, HostFn, HostFn64); 8] = [
+        ("exp", |x, _| x.exp(), |x, _| x.exp()),
+        ("exp2", |x, _| x.exp2(), |x, _| x.exp2()),
+        ("ln", |x, _| x.ln(), |x, _| x.ln()),
+        ("log2", |x, _| x.log2(), |x, _| x.log2()),
+        ("sin", |x, _| x.sin(), |x, _| x.sin()),
+        ("cos", |x, _| x.cos(), |x, _| x.cos()),
+        ("tanh", |x, _| x.tanh(), |x, _| x.tanh()),
+        ("powf", |x, y| x.powf(y), |x, y| x.powf(y)),
     ];
     let mut failures = Vec::new();
-    for ((name, f), buf) in host.iter().zip(&outs) {
+    for ((name, f, f64_fn), buf) in host.iter().zip(&outs) {
         let got = buf.download()?;
-        let mut worst = (0u64, 0usize);
-        let mut off_by_one = 0;
+        let (mut worst_host, mut worst_rounded, mut differ) = ((0u64, 0usize), (0u64, 0usize), 0);
         for (i, g) in got.iter().enumerate() {
             if matches!(*name, "sin" | "cos") && a[i].abs() >= (1u64 << 40) as f32 {
                 continue;
             }
             let d = ulps(*g, f(a[i], b[i]));
+            let rounded = f64_fn(f64::from(a[i]), f64::from(b[i])) as f32;
+            let r = ulps(*g, rounded);
             if d > 0 {
-                off_by_one += 1;
+                differ += 1;
             }
-            if d > worst.0 {
-                worst = (d, i);
+            if d > worst_host.0 {
+                worst_host = (d, i);
+            }
+            if r > worst_rounded.0 {
+                worst_rounded = (r, i);
             }
         }
-        let i = worst.1;
+        let (i, j) = (worst_host.1, worst_rounded.1);
         println!(
-            "{name}: max {} ulp (at x = {:e}, y = {:e}: gpu {:e}, host {:e}); {off_by_one} of {N} not bit-identical",
-            worst.0, a[i], b[i], got[i], f(a[i], b[i])
+            "{name}: {} ulp max from Rust's f32 {name} (x = {:e}: gpu {:e}, host {:e}), {differ} of {N} not bit-identical; {} ulp max from the correctly rounded result (x = {:e})",
+            worst_host.0, a[i], got[i], f(a[i], b[i]), worst_rounded.0, a[j]
         );
-        if worst.0 > MAX_ULPS {
+        if worst_rounded.0 > MAX_ULPS_ROUNDED || worst_host.0 > MAX_ULPS_HOST {
             failures.push(format!(
-                "{name}: {} ulp at x = {:e}, y = {:e}",
-                worst.0, a[i], b[i]
+                "{name}: {} ulp from the host at x = {:e}, y = {:e}; {} ulp from the rounded f64 result at x = {:e}",
+                worst_host.0, a[i], b[i], worst_rounded.0, a[j]
             ));
         }
     }

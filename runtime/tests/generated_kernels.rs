@@ -135,6 +135,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             "saxpy_tile8k_depth3",
             saxpy_variants::tile8k_depth3::saxpy::PTX,
         ),
+        ("saxpy_fma64", saxpy_variants::fma64::fma64::PTX),
     ]
 }
 

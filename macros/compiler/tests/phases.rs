@@ -180,7 +180,7 @@ fn payloads_must_be_scalar_arrays() {
         "a reference cannot travel through a channel",
     );
     assert_error(
-        streaming(2, quote!(0..1), quote!(1..2), quote!([f64; 4])),
+        streaming(2, quote!(0..1), quote!(1..2), quote!([char; 4])),
         "elements are scalars",
     );
 }

@@ -1616,6 +1616,17 @@ impl Checker<'_> {
             ("for_each", Ty::ParIter(shape)) if want_args(self, 1) => {
                 self.for_each(receiver, shape.clone(), &mut m.args[0], span)
             }
+            (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
+                if s.is_int()
+                    && (name.starts_with("checked_") || name.starts_with("overflowing_")) =>
+            {
+                let op = name.split_once('_').map_or("", |(_, op)| op);
+                self.diags.error(
+                    m.method.span(),
+                    format!("`{name}` returns an `Option` or a tuple, which kernels have no values of yet: use `wrapping_{op}` or `saturating_{op}`, or test the operands with `if`"),
+                );
+                err(span)
+            }
             _ => {
                 if argc == m.args.len() {
                     self.diags.error(

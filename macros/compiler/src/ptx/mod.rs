@@ -974,11 +974,18 @@ impl<'k> Writer<'k> {
             (_, Bool) => self.line(format!("setp.ne.{} {d}, {s}, 0;", ptx_ty(from))),
             (F32, F64) => self.line(format!("cvt.f64.f32 {d}, {s};")),
             (F64, F32) => self.line(format!("cvt.rn.f32.f64 {d}, {s};")),
-            (F32 | F64, _) => self.line(format!(
-                "cvt.rzi.{}.{} {d}, {s};",
-                exact_int_ty(to),
-                ptx_ty(from)
-            )),
+            (F32 | F64, _) => {
+                self.line(format!(
+                    "cvt.rzi.{}.{} {d}, {s};",
+                    exact_int_ty(to),
+                    ptx_ty(from)
+                ))?;
+                // `cvt` gives 0 for NaN only for some widths (the H200 gave `MIN` for `f32` to
+                // 64-bit and for every `f64` conversion); Rust's `as` always gives 0.
+                let nan = self.tmp(Class::Pred);
+                self.line(format!("setp.nan.{} {nan}, {s}, {s};", ptx_ty(from)))?;
+                self.line(format!("selp.{} {d}, 0, {d}, {nan};", bits_ty(to)))
+            }
             (_, F32 | F64) => {
                 self.line(format!("cvt.rn.{}.{} {d}, {s};", ptx_ty(to), ptx_ty(from)))
             }
@@ -1143,7 +1150,8 @@ impl<'k> Writer<'k> {
             let g = self.tmp(Class::B64);
             self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
             // Unrolled by UNROLL: every load of the UNROLL groups is issued before the first use,
-            // so that each thread keeps several 16-byte accesses in flight.
+            // so that each thread keeps several 16-byte accesses in flight. (Eight groups, then
+            // four, was measured on the H200 on 2026-11-29 and was slower: docs/benchmarks.md.)
             let (head, single) = (self.label("par_vec4"), self.label("par_vec1"));
             self.place_label(&head)?;
             let last = self.tmp(Class::B64);
