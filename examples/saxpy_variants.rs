@@ -52,6 +52,121 @@ saxpy_variant!(tile2k_depth6, 2048, 6);
 saxpy_variant!(tile4k_depth4, 4096, 4);
 saxpy_variant!(tile8k_depth3, 8192, 3);
 
+/// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
+/// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
+#[gpu_async]
+pub mod fma64 {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 4096;
+
+    #[kernel(warps = 5)]
+    pub async fn fma64(a: f32, x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; TILE], 4>();
+        join!(
+            on_warps(0..1, load(x, tx)),
+            on_warps(1..5, update(a, rx, y))
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn update(a: f32, mut rx: Receiver<[f32; TILE], 4>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            y[tile]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(yi, xi)| {
+                    let y = *yi;
+                    let mut t = *xi;
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    t = a.mul_add(t, y);
+                    *yi = t;
+                });
+        }
+    }
+}
+
+/// The CPU meaning of [`fma64`].
+fn fma64_reference(a: f32, x: f32, y: f32) -> f32 {
+    let mut t = x;
+    for _ in 0..64 {
+        t = a.mul_add(t, y);
+    }
+    t
+}
+
 type LaunchFn = for<'a> fn(
     &'a Device,
     Grid,
@@ -108,6 +223,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
             println!(
                 "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
+                k / c
+            );
+        }
+    }
+    // 64 dependent FMAs per element (a = -0.5 keeps the values finite).
+    for per_sm in [3, 4] {
+        let grid = match dev.kind() {
+            BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
+            _ => Grid::blocks(3),
+        };
+        y.upload_from(&ys)?;
+        fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y)).wait()?;
+        let got = y.download()?;
+        let bad = got
+            .iter()
+            .zip(xs.iter().zip(&ys))
+            .filter(|(g, (x, y))| g.to_bits() != fma64_reference(-0.5, **x, **y).to_bits())
+            .count();
+        println!("fma64, {} blocks: {bad} mismatches", grid.block_count());
+        if bad != 0 {
+            return Err("fma64: wrong results".into());
+        }
+        if dev.kind() == BackendKind::Cuda {
+            let ms = median_ms(&dev, 3, 20, || {
+                fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y)).wait()
+            })?;
+            let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
+            println!(
+                "  fma64 {per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
                 k / c
             );
         }
