@@ -29,6 +29,14 @@ mod faults;
 #[path = "../../examples/saxpy_variants.rs"]
 mod saxpy_variants;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/reductions.rs"]
+mod reductions;
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/scalars.rs"]
+mod scalars;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -40,6 +48,24 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "reductions_reduce",
+            ptx: reductions::reductions::reduce::PTX,
+            ir: reductions::reductions::reduce::IR,
+            spec: &reductions::reductions::reduce::SPEC,
+        },
+        Generated {
+            name: "scalars_transcendental",
+            ptx: scalars::transcendental::funcs::PTX,
+            ir: scalars::transcendental::funcs::IR,
+            spec: &scalars::transcendental::funcs::SPEC,
+        },
+        Generated {
+            name: "scalars_casts_i8",
+            ptx: scalars::casts_i8::casts::PTX,
+            ir: scalars::casts_i8::casts::IR,
+            spec: &scalars::casts_i8::casts::SPEC,
+        },
         Generated {
             name: "saxpy",
             ptx: saxpy::stream::saxpy::PTX,

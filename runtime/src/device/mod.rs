@@ -21,7 +21,7 @@ mod tiles;
 pub use channel::{
     channel, CopyFrom, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
 };
-pub use par::{ParIter, ParSlice, ParSliceMut};
+pub use par::{ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use tiles::{block_tiles, BlockTiles};
 

@@ -52,3 +52,187 @@ impl<I: Iterator> ParIter<I> {
         self.0.for_each(op)
     }
 }
+
+impl<I: Iterator> ParIter<I> {
+    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) to consume.
+    pub fn map<R, F: Fn(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
+        ParIter(self.0.map(op))
+    }
+
+    /// The sum of the items, in the order the kernel language defines (see [`reduce`](Self::reduce)).
+    /// Integers wrap.
+    pub fn sum(self) -> <I::Item as ParItem>::Scalar
+    where
+        I::Item: ParItem,
+    {
+        let items = self.0.map(ParItem::value);
+        reduce_in_order(items, ParScalar::ZERO, ParScalar::par_add)
+    }
+
+    /// The smallest item (floats: NaNs are skipped, as by `f32::min`; NaN when every item is
+    /// NaN or there are none; integers: `MAX` when there are none).
+    pub fn min(self) -> <I::Item as ParItem>::Scalar
+    where
+        I::Item: ParItem,
+    {
+        let items = self.0.map(ParItem::value);
+        reduce_in_order(items, ParScalar::MIN_IDENTITY, ParScalar::par_min)
+    }
+
+    /// The largest item (floats: NaNs are skipped, as by `f32::max`; NaN when every item is
+    /// NaN or there are none; integers: `MIN` when there are none).
+    pub fn max(self) -> <I::Item as ParItem>::Scalar
+    where
+        I::Item: ParItem,
+    {
+        let items = self.0.map(ParItem::value);
+        reduce_in_order(items, ParScalar::MAX_IDENTITY, ParScalar::par_max)
+    }
+
+    /// Combines the items with `op`, starting each thread from `identity()`.
+    ///
+    /// The order is part of the language, so that the simulator and the GPU give the same bits:
+    /// item `i` goes to the role's thread `(i / 4) % T` (`T` threads), which folds its items in
+    /// increasing order; the 32 lanes of each warp then combine by a butterfly (partners at
+    /// distance 16, 8, 4, 2, 1, the lower lane's value always on the left), and the warps' totals
+    /// are folded in warp order. `op` should be associative; the result is the same on every
+    /// thread even if it is not commutative.
+    pub fn reduce<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
+    where
+        I::Item: ParItem<Scalar = T>,
+    {
+        let items = self.0.map(ParItem::value);
+        reduce_in_order(items, identity(), op)
+    }
+}
+
+/// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads.
+fn reduce_in_order<T: Copy>(
+    items: impl Iterator<Item = T>,
+    identity: T,
+    op: impl Fn(T, T) -> T,
+) -> T {
+    let threads = crate::sim::current_role_threads();
+    let mut partial = vec![identity; threads];
+    for (i, v) in items.enumerate() {
+        let t = (i / 4) % threads;
+        partial[t] = op(partial[t], v);
+    }
+    let mut totals = Vec::with_capacity(threads / 32);
+    for lanes in partial.chunks_mut(32) {
+        let mut k = 16;
+        while k > 0 {
+            let old = lanes.to_vec();
+            for (l, lane) in lanes.iter_mut().enumerate() {
+                let p = l ^ k;
+                if p < old.len() {
+                    *lane = if l & k == 0 {
+                        op(old[l], old[p])
+                    } else {
+                        op(old[p], old[l])
+                    };
+                }
+            }
+            k /= 2;
+        }
+        totals.push(lanes[0]);
+    }
+    let mut total = totals[0];
+    for &t in &totals[1..] {
+        total = op(total, t);
+    }
+    total
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A scalar that parallel reductions combine.
+pub trait ParScalar: Copy + sealed::Sealed {
+    /// The sum's identity.
+    const ZERO: Self;
+    /// `min`'s identity (`MAX`, or NaN for floats).
+    const MIN_IDENTITY: Self;
+    /// `max`'s identity (`MIN`, or NaN for floats).
+    const MAX_IDENTITY: Self;
+    /// Wrapping (integers) or rounded (floats) addition.
+    fn par_add(self, other: Self) -> Self;
+    /// The smaller (floats: `f32::min`).
+    fn par_min(self, other: Self) -> Self;
+    /// The larger (floats: `f32::max`).
+    fn par_max(self, other: Self) -> Self;
+}
+
+/// An item a reduction reads as a scalar: the scalar itself or a reference to one.
+pub trait ParItem {
+    /// The scalar.
+    type Scalar: ParScalar;
+    /// The scalar's value.
+    fn value(self) -> Self::Scalar;
+}
+
+macro_rules! par_scalar {
+    (int: $($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl ParScalar for $t {
+            const ZERO: $t = 0;
+            const MIN_IDENTITY: $t = <$t>::MAX;
+            const MAX_IDENTITY: $t = <$t>::MIN;
+            fn par_add(self, other: $t) -> $t {
+                self.wrapping_add(other)
+            }
+            fn par_min(self, other: $t) -> $t {
+                Ord::min(self, other)
+            }
+            fn par_max(self, other: $t) -> $t {
+                Ord::max(self, other)
+            }
+        }
+        par_item!($t);
+    )*};
+    (float: $($t:ty),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl ParScalar for $t {
+            const ZERO: $t = 0.0;
+            const MIN_IDENTITY: $t = <$t>::NAN;
+            const MAX_IDENTITY: $t = <$t>::NAN;
+            fn par_add(self, other: $t) -> $t {
+                self + other
+            }
+            fn par_min(self, other: $t) -> $t {
+                self.min(other)
+            }
+            fn par_max(self, other: $t) -> $t {
+                self.max(other)
+            }
+        }
+        par_item!($t);
+    )*};
+}
+
+macro_rules! par_item {
+    ($t:ty) => {
+        impl ParItem for $t {
+            type Scalar = $t;
+            fn value(self) -> $t {
+                self
+            }
+        }
+        impl ParItem for &$t {
+            type Scalar = $t;
+            fn value(self) -> $t {
+                *self
+            }
+        }
+        impl ParItem for &mut $t {
+            type Scalar = $t;
+            fn value(self) -> $t {
+                *self
+            }
+        }
+    };
+}
+
+par_scalar!(int: i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+par_scalar!(float: f32, f64);

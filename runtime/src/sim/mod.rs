@@ -123,6 +123,15 @@ pub(crate) fn enter_role(index: usize) {
     });
 }
 
+/// Threads of the role being polled (32 per warp); 32 outside a role.
+pub(crate) fn current_role_threads() -> usize {
+    with_block(|b| {
+        b.current
+            .and_then(|i| b.roles.get(i))
+            .map_or(32, |r| 32 * r.warps.len().max(1))
+    })
+}
+
 pub(crate) fn leave_role() {
     with_block(|b| b.current = None);
 }

@@ -1614,7 +1614,46 @@ impl Checker<'_> {
                 )
             }
             ("for_each", Ty::ParIter(shape)) if want_args(self, 1) => {
+                if let ParShape::Mapped(_) = shape {
+                    self.diags.error(m.method.span(), "`map` feeds a reduction (`sum`, `min`, `max`, `reduce`); to write elements, use `for_each` on the unmapped iterator");
+                    return err(span);
+                }
                 self.for_each(receiver, shape.clone(), &mut m.args[0], span)
+            }
+            ("map", Ty::ParIter(shape)) if want_args(self, 1) => {
+                let shape = shape.clone();
+                self.par_map(receiver, shape, &mut m.args[0], span)
+            }
+            ("sum" | "min" | "max", Ty::ParIter(shape)) if want_args(self, 0) => {
+                let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
+                    return err(span);
+                };
+                let red = match name.as_str() {
+                    "sum" => Reduction::Sum,
+                    "min" => Reduction::Min,
+                    _ => Reduction::Max,
+                };
+                mk(
+                    ExprKind::ParReduce(Box::new(receiver), red),
+                    Ty::Scalar(elem),
+                    span,
+                )
+            }
+            ("reduce", Ty::ParIter(shape)) if want_args(self, 2) => {
+                let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
+                    return err(span);
+                };
+                let (first, second) = m.args.iter_mut().fold((None, None), |(a, b), x| {
+                    if a.is_none() {
+                        (Some(x), b)
+                    } else {
+                        (a, Some(x))
+                    }
+                });
+                let (Some(id_arg), Some(op_arg)) = (first, second) else {
+                    return err(span);
+                };
+                self.custom_reduce(receiver, elem, id_arg, op_arg, span)
             }
             (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
                 if s.is_int()
@@ -1768,6 +1807,188 @@ impl Checker<'_> {
         )
     }
 
+    /// The scalar a reduction over `shape` combines: a single source's element, or `map`'s.
+    fn reduction_elem(&mut self, shape: &ParShape, span: Span) -> Option<Scalar> {
+        let elem = match shape {
+            ParShape::Source { mutable: true, .. } => {
+                self.diags.error(
+                    span,
+                    "a reduction reads its items: use `par_iter()`, not `par_iter_mut()`",
+                );
+                return None;
+            }
+            ParShape::Source { elem, .. } | ParShape::Mapped(elem) => *elem,
+            ParShape::Zip(..) | ParShape::Enumerate(..) => {
+                self.diags.error(span, "the items are tuples: map them to one scalar first, as in `.map(|(a, b)| *a * *b).sum()`");
+                return None;
+            }
+        };
+        if elem == Scalar::Bool {
+            self.diags.error(span, "a reduction combines numbers, not `bool`s: map them, as in `.map(|b| *b as u32).sum()`");
+            return None;
+        }
+        Some(elem)
+    }
+
+    /// The closure of `map` or `reduce`: checks it is a plain closure and its parameter count.
+    fn par_closure<'c>(
+        &mut self,
+        arg: &'c mut syn::Expr,
+        what: &str,
+        params: usize,
+    ) -> Option<&'c mut syn::ExprClosure> {
+        let syn::Expr::Closure(c) = arg else {
+            self.diags
+                .error_at(arg, format!("`{what}` takes a closure here"));
+            return None;
+        };
+        if let Some(a) = &c.asyncness {
+            self.diags.error_at(
+                a,
+                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
+            );
+            return None;
+        }
+        if c.inputs.len() != params {
+            let shape = match params {
+                0 => "no parameters, as in `|| 0.0`",
+                1 => "one parameter (a tuple pattern for zipped items)",
+                _ => "two parameters, as in `|a, b| a + b`",
+            };
+            self.diags.error_at(
+                &c.or1_token,
+                format!("this closure of `{what}` takes {shape}"),
+            );
+            return None;
+        }
+        Some(c)
+    }
+
+    fn closure_body(&mut self, body: &mut syn::Expr) -> Block {
+        match body {
+            syn::Expr::Block(b) => self.block(&mut b.block),
+            other => {
+                let e = self.expr(other, None);
+                Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e)),
+                }
+            }
+        }
+    }
+
+    /// `iter.map(|item| value)`: the value must be a scalar.
+    fn par_map(&mut self, iter: Expr, shape: ParShape, arg: &mut syn::Expr, span: Span) -> Expr {
+        if let ParShape::Mapped(_) = shape {
+            self.diags.error(
+                span,
+                "map the items once: combine the two closures into one",
+            );
+            return err(span);
+        }
+        let Some(c) = self.par_closure(arg, "map", 1) else {
+            return err(span);
+        };
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let binding = self.par_binding(&c.inputs[0], &shape);
+        let mut body = self.closure_body(&mut c.body);
+        self.par_locals_start = outer;
+        self.names.pop();
+        let out = match body.tail.as_mut() {
+            Some(t) => {
+                if t.ty == Ty::IntLit {
+                    fix_literals(t, Scalar::I32);
+                } else if t.ty == Ty::FloatLit {
+                    fix_literals(t, Scalar::F32);
+                }
+                let derefed = self.auto_deref((**t).clone());
+                **t = derefed;
+                t.ty.scalar()
+            }
+            None => None,
+        };
+        let Some(out) = out else {
+            self.diags.error_at(
+                &c.body,
+                "the `map` closure's value must be a number (a reduction combines it)",
+            );
+            return err(span);
+        };
+        mk(
+            ExprKind::ParMap(Box::new(iter), binding, body),
+            Ty::ParIter(ParShape::Mapped(out)),
+            span,
+        )
+    }
+
+    /// `iter.reduce(|| identity, |a, b| op)`.
+    fn custom_reduce(
+        &mut self,
+        iter: Expr,
+        elem: Scalar,
+        id_arg: &mut syn::Expr,
+        op_arg: &mut syn::Expr,
+        span: Span,
+    ) -> Expr {
+        let ty = Ty::Scalar(elem);
+        let Some(idc) = self.par_closure(id_arg, "reduce", 0) else {
+            return err(span);
+        };
+        let mut identity = self.expr(&mut idc.body, Some(&ty));
+        self.expect(&mut identity, &ty);
+        let Some(c) = self.par_closure(op_arg, "reduce", 2) else {
+            return err(span);
+        };
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let mut params = Vec::new();
+        for p in c.inputs.iter() {
+            let p = match p {
+                syn::Pat::Type(t) => &*t.pat,
+                p => p,
+            };
+            match p {
+                syn::Pat::Ident(pi) => params.push(self.declare(
+                    &pi.ident.to_string(),
+                    ty.clone(),
+                    false,
+                    pi.ident.span(),
+                )),
+                other => {
+                    self.diags.error_at(
+                        other,
+                        "name the two values the closure combines, as in `|a, b|`",
+                    );
+                    params.push(self.declare("_", ty.clone(), false, span));
+                }
+            }
+        }
+        let mut op = self.closure_body(&mut c.body);
+        self.par_locals_start = outer;
+        self.names.pop();
+        match op.tail.as_mut() {
+            Some(t) => self.expect(t, &ty),
+            None => self.diags.error_at(
+                &c.body,
+                format!("the `reduce` closure's value must be a `{elem}`"),
+            ),
+        }
+        mk(
+            ExprKind::ParReduce(
+                Box::new(iter),
+                Reduction::Custom {
+                    identity: Box::new(identity),
+                    lhs: params[0],
+                    rhs: params[1],
+                    op,
+                },
+            ),
+            ty,
+            span,
+        )
+    }
+
     fn par_binding(&mut self, pat: &syn::Pat, shape: &ParShape) -> ParBinding {
         match pat {
             syn::Pat::Type(t) => self.par_binding(&t.pat, shape),
@@ -1808,7 +2029,7 @@ impl Checker<'_> {
                     };
                     ParBinding::Pair(Box::new(index), Box::new(self.par_binding(&t.elems[1], a)))
                 }
-                ParShape::Source { .. } => {
+                ParShape::Source { .. } | ParShape::Mapped(_) => {
                     self.diags
                         .error_at(t, "this item is a single element, not a tuple");
                     ParBinding::Ignore

@@ -257,6 +257,28 @@ impl MathFn {
     }
 }
 
+/// What a parallel reduction combines its items with.
+#[derive(Debug, Clone)]
+pub enum Reduction {
+    /// `sum()`: wrapping or rounded addition from zero.
+    Sum,
+    /// `min()`: from `MAX` (integers) or NaN (floats).
+    Min,
+    /// `max()`: from `MIN` (integers) or NaN (floats).
+    Max,
+    /// `reduce(|| identity, |lhs, rhs| op)`.
+    Custom {
+        /// The identity's expression.
+        identity: Box<Expr>,
+        /// The closure's parameters.
+        lhs: LocalId,
+        /// The closure's parameters.
+        rhs: LocalId,
+        /// The closure's body; its value is the combination.
+        op: Block,
+    },
+}
+
 /// How a closure parameter pattern binds a parallel iterator's items.
 #[derive(Debug, Clone)]
 pub enum ParBinding {
@@ -336,6 +358,10 @@ pub enum ExprKind {
     Enumerate(Box<Expr>),
     /// `iter.for_each(|pattern| body)`
     ForEach(Box<Expr>, ParBinding, Block),
+    /// `iter.map(|pattern| body)`: the body's value is the item.
+    ParMap(Box<Expr>, ParBinding, Block),
+    /// `iter.sum()`, `.min()`, `.max()`, `.reduce(|| identity, |a, b| op)`.
+    ParReduce(Box<Expr>, Reduction),
     /// `on_warps(start..end, role(args))`
     OnWarps {
         /// First warp.

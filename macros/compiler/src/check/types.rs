@@ -212,6 +212,8 @@ pub enum ParShape {
     Zip(Box<ParShape>, Box<ParShape>),
     /// `a.enumerate()`: items are `(usize, a)`.
     Enumerate(Box<ParShape>),
+    /// `a.map(f)`: items are the scalars `f` returns.
+    Mapped(Scalar),
 }
 
 /// The type of an expression.

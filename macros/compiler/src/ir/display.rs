@@ -95,6 +95,11 @@ impl Display for Kernel {
                 writeln!(f, "  role{i} barrier @{o}")?;
             }
         }
+        for (i, offset) in self.reduce_scratch.iter().enumerate() {
+            if let Some(o) = offset {
+                writeln!(f, "  role{i} reduction scratch @{o}")?;
+            }
+        }
         for (i, site) in self.sites.iter().enumerate() {
             writeln!(f, "  site{i}: {:?} \"{}\"", site.kind, site.message)?;
         }
@@ -234,6 +239,19 @@ impl Kernel {
                     )?;
                 }
                 self.write_block(f, &p.body, depth + 1)?;
+                if let Some(r) = &p.reduce {
+                    writeln!(
+                        f,
+                        "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
+                        self.val(r.item),
+                        self.val(r.identity),
+                        def(r.acc),
+                        def(r.lhs),
+                        def(r.rhs),
+                        self.val(r.out)
+                    )?;
+                    self.write_block(f, &r.combine, depth + 1)?;
+                }
                 return writeln!(f, "{pad}}}");
             }
         }

@@ -70,6 +70,9 @@ pub struct Kernel {
     pub shared_bytes: u32,
     /// Shared-memory offset of each role's barrier (roles of several warps that need one).
     pub role_barriers: Vec<Option<u32>>,
+    /// Shared-memory offset of each role's reduction scratch (8 bytes per warp; roles of several
+    /// warps that reduce).
+    pub reduce_scratch: Vec<Option<u32>>,
     /// The sites the GPU can report, indexed by [`SiteId`].
     pub sites: Vec<Site>,
 }
@@ -363,6 +366,32 @@ pub struct ParFor {
     pub sources: Vec<ParSource>,
     /// The per-element code; it has no channel operations and no awaits.
     pub body: Block,
+    /// For a reduction: how the items the body produces are combined.
+    pub reduce: Option<ParReduce>,
+}
+
+/// The reduction of a [`ParFor`], in the order the language defines: item `i` goes to the
+/// role's thread `(i / 4) % T`, which folds its items in increasing order from `identity`; then
+/// a butterfly over each warp's lanes (partners at distance 16, 8, 4, 2, 1; the lower lane's
+/// value on the left), then the warps' totals in warp order.
+#[derive(Debug, Clone)]
+pub struct ParReduce {
+    /// The item one iteration produces (defined by the body).
+    pub item: Value,
+    /// The identity, computed before the loop.
+    pub identity: Value,
+    /// Each thread's accumulator; after the loop, the role's result, the same on every thread.
+    pub acc: Value,
+    /// `out = combine(lhs, rhs)`.
+    pub lhs: Value,
+    /// See `lhs`.
+    pub rhs: Value,
+    /// See `lhs`.
+    pub out: Value,
+    /// The combining code: no loops, no memory writes (it runs at three places).
+    pub combine: Block,
+    /// The role barrier between the warps' totals and their fold (roles of several warps).
+    pub site: SiteId,
 }
 
 /// One source of a [`ParFor`].
@@ -392,7 +421,12 @@ pub fn for_each_inst_mut(block: &mut Block, f: &mut impl FnMut(&mut Inst)) {
                 for_each_inst_mut(else_, f);
             }
             Inst::Loop { body, .. } => for_each_inst_mut(body, f),
-            Inst::ParFor(p) => for_each_inst_mut(&mut p.body, f),
+            Inst::ParFor(p) => {
+                for_each_inst_mut(&mut p.body, f);
+                if let Some(r) = p.reduce.as_mut() {
+                    for_each_inst_mut(&mut r.combine, f);
+                }
+            }
             _ => {}
         }
     }
@@ -408,7 +442,12 @@ pub fn for_each_inst(block: &Block, f: &mut impl FnMut(&Inst)) {
                 for_each_inst(else_, f);
             }
             Inst::Loop { body, .. } => for_each_inst(body, f),
-            Inst::ParFor(p) => for_each_inst(&p.body, f),
+            Inst::ParFor(p) => {
+                for_each_inst(&p.body, f);
+                if let Some(r) = p.reduce.as_ref() {
+                    for_each_inst(&r.combine, f);
+                }
+            }
             _ => {}
         }
     }

@@ -19,9 +19,10 @@ fn round_up(v: u64, to: u64) -> u64 {
 pub(crate) fn lay_out(
     channels: &mut [Channel],
     role_needs_barrier: &[bool],
+    role_scratch_bytes: &[u32],
     spans: &[Span],
     diags: &mut Diagnostics,
-) -> (u32, Vec<Option<u32>>) {
+) -> (u32, Vec<Option<u32>>, Vec<Option<u32>>) {
     let mut offset: u64 = 0;
     let mut breakdown = Vec::new();
     for c in channels.iter_mut() {
@@ -50,6 +51,14 @@ pub(crate) fn lay_out(
             offset += 8;
         }
     }
+    let mut scratch = Vec::new();
+    for &bytes in role_scratch_bytes {
+        scratch.push((bytes > 0).then_some(offset as u32));
+        if bytes > 0 {
+            breakdown.push(format!("reduction scratch: {bytes} B"));
+        }
+        offset += u64::from(bytes);
+    }
     for c in channels.iter_mut() {
         c.state_offset = offset as u32;
         offset += 4 * u64::from(c.ty.depth);
@@ -64,7 +73,7 @@ pub(crate) fn lay_out(
                 breakdown.join("; ")
             ),
         );
-        return (0, role_barriers);
+        return (0, role_barriers, scratch);
     }
-    (total as u32, role_barriers)
+    (total as u32, role_barriers, scratch)
 }

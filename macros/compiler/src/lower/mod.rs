@@ -266,14 +266,44 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         .map(|r| {
             let mut found = false;
             ir::for_each_inst(&r.body, &mut |i| {
-                found |= matches!(i, Inst::RoleBarrier { .. })
+                found |= matches!(
+                    i,
+                    Inst::RoleBarrier { .. }
+                        | Inst::ParFor(ParFor {
+                            reduce: Some(_),
+                            ..
+                        })
+                )
             });
             found && r.end_warp - r.first_warp > 1
         })
         .collect();
-    let (shared_bytes, role_barriers) = layout::lay_out(
+    // Roles of several warps that reduce get 8 bytes per warp for the warps' totals.
+    let role_scratch: Vec<u32> = roles
+        .iter()
+        .map(|r| {
+            let mut found = false;
+            ir::for_each_inst(&r.body, &mut |i| {
+                found |= matches!(
+                    i,
+                    Inst::ParFor(ParFor {
+                        reduce: Some(_),
+                        ..
+                    })
+                )
+            });
+            let warps = r.end_warp - r.first_warp;
+            if found && warps > 1 {
+                8 * warps
+            } else {
+                0
+            }
+        })
+        .collect();
+    let (shared_bytes, role_barriers, reduce_scratch) = layout::lay_out(
         &mut l.channels,
         &role_needs_barrier,
+        &role_scratch,
         &l.channel_spans,
         l.diags,
     );
@@ -290,6 +320,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         roles,
         shared_bytes,
         role_barriers,
+        reduce_scratch,
         sites: l.sites,
     })
 }
@@ -1348,6 +1379,17 @@ impl Lowerer<'_> {
                 _ => Val::Unit,
             },
             ExprKind::ParSource(_) | ExprKind::Zip(..) | ExprKind::Enumerate(_) => Val::Unit,
+            ExprKind::ParReduce(iter, red) => {
+                let ty = Self::scalar_ty(&e.ty);
+                Val::Scalar(self.par_reduce(iter, red, ty, e.span))
+            }
+            ExprKind::ParMap(..) => {
+                self.diags.error(
+                    e.span,
+                    "`map` feeds a reduction: end it with `.sum()`, `.min()`, `.max()` or `.reduce(..)`",
+                );
+                Val::Unit
+            }
             ExprKind::ForEach(iter, binding, body) => {
                 self.for_each(iter, binding, body, e.span);
                 Val::Unit
@@ -1808,6 +1850,7 @@ impl Lowerer<'_> {
             index,
             sources: par_sources,
             body: body_block,
+            reduce: None,
         }));
         if !writes.is_empty() && self.role.is_some() {
             self.barrier_requests.push(writes);
@@ -1818,6 +1861,134 @@ impl Lowerer<'_> {
             );
             self.emit(Inst::RoleBarrier { site });
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// `iter.sum()` / `min()` / `max()` / `reduce(..)`, optionally over `iter.map(..)`: a
+    /// [`ParFor`] whose body produces the item and whose [`ir::ParReduce`] combines them.
+    fn par_reduce(&mut self, iter: &Expr, red: &tir::Reduction, ty: Scalar, span: Span) -> Value {
+        let (inner, map) = match &iter.kind {
+            ExprKind::ParMap(inner, binding, body) => (&**inner, Some((binding, body))),
+            _ => (iter, None),
+        };
+        // The identity first, outside the loop.
+        let identity = match red {
+            tir::Reduction::Sum if ty.is_float() => self.fconst(ty, 0.0),
+            tir::Reduction::Sum => self.konst(ty, Imm::Int(0)),
+            tir::Reduction::Min | tir::Reduction::Max if ty.is_float() => self.fconst(ty, f64::NAN),
+            tir::Reduction::Min | tir::Reduction::Max => {
+                let (lo, hi) = ty.int_range().unwrap_or((0, 0));
+                let v = if matches!(red, tir::Reduction::Min) {
+                    hi
+                } else {
+                    lo
+                };
+                self.konst(ty, Imm::Int(ty.int_bits(v)))
+            }
+            tir::Reduction::Custom { identity, .. } => self.scalar(identity),
+        };
+        let mut sources = Vec::new();
+        let mut index = None;
+        let leaf = self.par_sources(inner, &mut sources, &mut index);
+        let Some(first) = sources.first() else {
+            return identity;
+        };
+        let mut len = first.1;
+        for s in &sources[1..] {
+            len = self.binary(BinOp::Min, len, s.1);
+        }
+        if let Some((binding, _)) = map {
+            self.bind_par(binding, &leaf, index);
+        }
+        let outer = self.par.replace(ParCtx {
+            sources: sources.iter().map(|s| s.0.clone()).collect(),
+        });
+        if outer.is_some() {
+            self.diags.error(span, "parallel loops cannot nest");
+        }
+        self.cond_depth += 1;
+        let mut item = None;
+        let body = self.sub_block(|l| {
+            item = Some(match map {
+                Some((_, body)) => match l.scoped_block(body, None) {
+                    Val::Scalar(v) => v,
+                    _ => l.konst(ty, Imm::Int(0)),
+                },
+                None => match l.par.as_mut().and_then(|p| p.sources.first_mut()) {
+                    Some(src) => {
+                        src.read = true;
+                        src.elem_value
+                    }
+                    None => l.konst(ty, Imm::Int(0)),
+                },
+            });
+        });
+        let ctx = std::mem::replace(&mut self.par, outer);
+        let par_sources = ctx.map(|c| c.sources).unwrap_or_default();
+        for (s, (_, _, key, _)) in par_sources.iter().zip(&sources) {
+            self.access(*key);
+            if s.write {
+                self.diags.error(
+                    span,
+                    "a reduction cannot write elements: use `for_each` for that",
+                );
+            }
+        }
+        let acc = self.new_value(ty, Some("acc"));
+        let lhs = self.new_value(ty, None);
+        let rhs = self.new_value(ty, None);
+        let mut out = None;
+        let combine = self.sub_block(|l| {
+            out = Some(match red {
+                tir::Reduction::Sum => l.binary(BinOp::Add, lhs, rhs),
+                tir::Reduction::Min => l.binary(BinOp::Min, lhs, rhs),
+                tir::Reduction::Max => l.binary(BinOp::Max, lhs, rhs),
+                tir::Reduction::Custom {
+                    lhs: a, rhs: b, op, ..
+                } => {
+                    l.frame().locals.insert(*a, Val::Scalar(lhs));
+                    l.frame().locals.insert(*b, Val::Scalar(rhs));
+                    match l.scoped_block(op, None) {
+                        Val::Scalar(v) => v,
+                        _ => lhs,
+                    }
+                }
+            });
+        });
+        self.cond_depth -= 1;
+        let mut loops = false;
+        ir::for_each_inst(&combine, &mut |i| {
+            loops |= matches!(i, Inst::Loop { .. });
+        });
+        if loops {
+            self.diags.error(span, "the `reduce` closure must not loop (it runs at each step of the reduction's tree): compute the loop in `map` instead");
+        }
+        let (Some(item), Some(out)) = (item, out) else {
+            return identity;
+        };
+        let site = self.site(
+            SiteKind::Wait,
+            "the role barrier of this reduction".to_string(),
+            span,
+        );
+        self.emit(Inst::ParFor(ParFor {
+            len,
+            index,
+            sources: par_sources,
+            body,
+            reduce: Some(ir::ParReduce {
+                item,
+                identity,
+                acc,
+                lhs,
+                rhs,
+                out,
+                combine,
+                site,
+            }),
+        }));
+        acc
     }
 }
 

@@ -16,8 +16,8 @@ use std::fmt::{self, Write};
 
 use crate::check::types::Scalar;
 use crate::ir::{
-    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParamKind, Role, SiteId, Space, Special,
-    UnOp, Value,
+    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role, SiteId, Space,
+    Special, UnOp, Value,
 };
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
@@ -816,27 +816,167 @@ impl<'k> Writer<'k> {
                 let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
                 self.warp_arrive(&empty)
             }
-            Inst::RoleBarrier { site } => {
-                let (index, warps, phase) = {
-                    let r = self.role()?;
-                    (r.index, r.warps, r.barrier_phase.clone())
-                };
-                match self.k.role_barriers.get(index).copied().flatten() {
-                    Some(offset) if warps > 1 => {
-                        // An mbarrier, not `bar.sync`: its wait watches the abort word, so a role
-                        // whose other warps stopped cannot hang here.
-                        let smem = self.smem.clone();
-                        let addr = self.tmp(Class::B32);
-                        self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
-                        self.warp_arrive(&addr)?;
-                        self.wait(&addr, &phase, *site)?;
-                        self.line(format!("xor.b32 {phase}, {phase}, 1;"))
-                    }
-                    _ => self.line("bar.warp.sync -1;"),
-                }
-            }
+            Inst::RoleBarrier { site } => self.role_barrier(*site),
             Inst::ParFor(p) => self.par_for(p),
         }
+    }
+
+    /// All threads of the role meet, ordering their memory accesses.
+    fn role_barrier(&mut self, site: SiteId) -> fmt::Result {
+        let (index, warps, phase) = {
+            let r = self.role()?;
+            (r.index, r.warps, r.barrier_phase.clone())
+        };
+        match self.k.role_barriers.get(index).copied().flatten() {
+            Some(offset) if warps > 1 => {
+                // An mbarrier, not `bar.sync`: its wait watches the abort word, so a role
+                // whose other warps stopped cannot hang here.
+                let smem = self.smem.clone();
+                let addr = self.tmp(Class::B32);
+                self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
+                self.warp_arrive(&addr)?;
+                self.wait(&addr, &phase, site)?;
+                self.line(format!("xor.b32 {phase}, {phase}, 1;"))
+            }
+            _ => self.line("bar.warp.sync -1;"),
+        }
+    }
+
+    /// `acc = combine(lhs, rhs)` with the reduction's combining block.
+    fn combine(&mut self, r: &ParReduce, lhs: &str, rhs: &str) -> fmt::Result {
+        let bt = bits_ty(self.k.ty(r.acc));
+        let (l, rr, out, acc) = (
+            self.reg(r.lhs),
+            self.reg(r.rhs),
+            self.reg(r.out),
+            self.reg(r.acc),
+        );
+        self.line(format!("mov.{bt} {l}, {lhs};"))?;
+        self.line(format!("mov.{bt} {rr}, {rhs};"))?;
+        self.block(&r.combine)?;
+        self.line(format!("mov.{bt} {acc}, {out};"))
+    }
+
+    /// A reduction (see [`ParReduce`] for the order): each thread folds the items of its groups
+    /// of four, then the lanes of each warp combine by a butterfly of shuffles, then the warps'
+    /// totals go through shared memory and every thread folds them in warp order.
+    fn par_reduce(&mut self, p: &ParFor, r: &ParReduce) -> fmt::Result {
+        let (threads, warps, rtid, index) = {
+            let c = self.role()?;
+            (c.threads, c.warps, c.rtid.clone(), c.index)
+        };
+        let ty = self.k.ty(r.acc);
+        let bt = bits_ty(ty);
+        let len = self.reg(p.len);
+        let (acc, identity) = (self.reg(r.acc), self.reg(r.identity));
+        writeln!(
+            self.body,
+            "    // reduction over {} source(s)",
+            p.sources.len()
+        )?;
+        self.line(format!("mov.{bt} {acc}, {identity};"))?;
+        let done = self.label("red_done");
+        let outer_exit = self.par_exit.replace(done.clone());
+        // Thread t takes the groups g = t, t + T, ...: elements 4g .. 4g + 3, in order.
+        let g = self.tmp(Class::B64);
+        self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
+        let (head, next) = (self.label("red_group"), self.label("red_next"));
+        self.place_label(&head)?;
+        let i = self.tmp(Class::B64);
+        self.line(format!("shl.b64 {i}, {g}, 2;"))?;
+        let pc = self.tmp(Class::Pred);
+        self.line(format!("setp.ge.u64 {pc}, {i}, {len};"))?;
+        self.line(format!("@{pc} bra {done};"))?;
+        let end = self.tmp(Class::B64);
+        self.line(format!("add.u64 {end}, {i}, 4;"))?;
+        self.line(format!("min.u64 {end}, {end}, {len};"))?;
+        let elem = self.label("red_elem");
+        self.place_label(&elem)?;
+        for s in &p.sources {
+            let b = self.reg(s.base);
+            let a = self.elem_addr(s.space, &b, &i, s.elem.size())?;
+            if s.read {
+                self.load(s.elem_value, s.space, &a)?;
+            }
+        }
+        if let Some(ix) = p.index {
+            let reg = self.reg(ix);
+            self.line(format!("mov.u64 {reg}, {i};"))?;
+        }
+        self.block(&p.body)?;
+        let item = self.reg(r.item);
+        let acc_now = acc.clone();
+        self.combine(r, &acc_now, &item)?;
+        self.line(format!("add.u64 {i}, {i}, 1;"))?;
+        let more = self.tmp(Class::Pred);
+        self.line(format!("setp.lt.u64 {more}, {i}, {end};"))?;
+        self.line(format!("@{more} bra {elem};"))?;
+        self.place_label(&next)?;
+        self.line(format!("add.u64 {g}, {g}, {threads};"))?;
+        self.line(format!("bra {head};"))?;
+        self.par_exit = outer_exit;
+        self.place_label(&done)?;
+        // The lanes of each warp: partners at distance 16, 8, 4, 2, 1, lower lane on the left.
+        let lane = self.tmp(Class::B32);
+        self.line(format!("and.b32 {lane}, {rtid}, 31;"))?;
+        let class = Class::of(ty);
+        for k in [16, 8, 4, 2, 1] {
+            let partner = self.tmp(class);
+            let wide = matches!(class, Class::B64 | Class::F64);
+            if wide {
+                let (lo, hi, lo2, hi2) = (
+                    self.tmp(Class::B32),
+                    self.tmp(Class::B32),
+                    self.tmp(Class::B32),
+                    self.tmp(Class::B32),
+                );
+                self.line(format!("mov.b64 {{{lo}, {hi}}}, {acc};"))?;
+                self.line(format!("shfl.sync.bfly.b32 {lo2}, {lo}, {k}, 31, -1;"))?;
+                self.line(format!("shfl.sync.bfly.b32 {hi2}, {hi}, {k}, 31, -1;"))?;
+                self.line(format!("mov.b64 {partner}, {{{lo2}, {hi2}}};"))?;
+            } else {
+                let (x, y) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                self.line(format!("mov.b32 {x}, {acc};"))?;
+                self.line(format!("shfl.sync.bfly.b32 {y}, {x}, {k}, 31, -1;"))?;
+                self.line(format!("mov.b32 {partner}, {y};"))?;
+            }
+            let (bit, low) = (self.tmp(Class::B32), self.tmp(Class::Pred));
+            self.line(format!("and.b32 {bit}, {lane}, {k};"))?;
+            self.line(format!("setp.eq.u32 {low}, {bit}, 0;"))?;
+            let (l, rr) = (self.tmp(class), self.tmp(class));
+            self.line(format!("selp.{bt} {l}, {acc}, {partner}, {low};"))?;
+            self.line(format!("selp.{bt} {rr}, {partner}, {acc}, {low};"))?;
+            self.combine(r, &l, &rr)?;
+        }
+        // The warps' totals, folded in warp order by every thread.
+        if warps > 1 {
+            let Some(offset) = self.k.reduce_scratch.get(index).copied().flatten() else {
+                return Err(fmt::Error);
+            };
+            let smem = self.smem.clone();
+            let (wid, slot, is_lane0) = (
+                self.tmp(Class::B32),
+                self.tmp(Class::B32),
+                self.tmp(Class::Pred),
+            );
+            self.line(format!("shr.u32 {wid}, {rtid}, 5;"))?;
+            self.line(format!("mad.lo.u32 {slot}, {wid}, 8, {smem};"))?;
+            self.line(format!("setp.eq.u32 {is_lane0}, {lane}, 0;"))?;
+            self.line(format!(
+                "@{is_lane0} st.shared.{bt} [{slot}+{offset}], {acc};"
+            ))?;
+            self.role_barrier(r.site)?;
+            self.line(format!("ld.shared.{bt} {acc}, [{smem}+{offset}];"))?;
+            for w in 1..warps {
+                let t = self.tmp(class);
+                self.line(format!("ld.shared.{bt} {t}, [{smem}+{}];", offset + 8 * w))?;
+                let acc_now = acc.clone();
+                self.combine(r, &acc_now, &t)?;
+            }
+            // The scratch is reused by the role's next reduction: every warp has read it first.
+            self.role_barrier(r.site)?;
+        }
+        Ok(())
     }
 
     fn load(&mut self, dst: Value, space: Space, addr: &str) -> fmt::Result {
@@ -1098,6 +1238,9 @@ impl<'k> Writer<'k> {
     }
 
     fn par_for(&mut self, p: &ParFor) -> fmt::Result {
+        if let Some(r) = &p.reduce {
+            return self.par_reduce(p, r);
+        }
         let (threads, rtid) = {
             let r = self.role()?;
             (r.threads, r.rtid.clone())

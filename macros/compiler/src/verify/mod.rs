@@ -350,7 +350,29 @@ impl Verifier<'_> {
                     self.def(i);
                 }
                 let mut inner_loops = Vec::new();
+                if let Some(r) = &p.reduce {
+                    self.use_(r.identity);
+                    self.def(r.acc);
+                }
                 self.block(&p.body, role, &mut inner_loops, true);
+                if let Some(r) = &p.reduce {
+                    self.use_(r.item);
+                    self.def(r.lhs);
+                    self.def(r.rhs);
+                    let ty = self.ty(r.acc);
+                    for v in [r.item, r.identity, r.lhs, r.rhs, r.out] {
+                        self.expect_ty(v, ty, "reduction value");
+                    }
+                    let mut loops = false;
+                    crate::ir::for_each_inst(&r.combine, &mut |i| {
+                        loops |= matches!(i, Inst::Loop { .. } | Inst::ParFor(_));
+                    });
+                    if loops {
+                        self.errors.push("a reduction's combine block loops".into());
+                    }
+                    self.block(&r.combine, role, &mut inner_loops, true);
+                    self.use_(r.out);
+                }
             }
         }
     }
