@@ -38,6 +38,7 @@ pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
 pub use grid::Grid;
 pub use launch::Launch;
+pub use sim::AtomicScalar;
 pub use spec::{
     KernelScalar, KernelSpec, ParamKind, ParamSpec, RoleSpec, ScalarType, SiteKind, SiteSpec,
     HIDDEN_PARAMS,
@@ -49,7 +50,7 @@ pub use stream::{Event, Stream};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::{launch, launch_on, CudaArgs, Target};
-    pub use crate::sim::{SimBlock, SimTarget};
+    pub use crate::sim::{AtomicView, SimBlock, SimTarget};
 }
 
 /// The README's examples, compiled and run as doctests so that they stay true.

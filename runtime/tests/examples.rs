@@ -9,6 +9,18 @@ mod saxpy;
 #[path = "../../examples/pipeline.rs"]
 mod pipeline;
 
+#[allow(dead_code)]
+#[path = "../../examples/reduce.rs"]
+mod reduce;
+
+#[allow(dead_code)]
+#[path = "../../examples/softmax.rs"]
+mod softmax;
+
+#[allow(dead_code)]
+#[path = "../../examples/histogram.rs"]
+mod histogram;
+
 use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
@@ -64,6 +76,58 @@ fn pipeline_on_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
+/// The sum against the CPU in the language's reduction order: the same bits, on any grid and
+/// with tiles of 4096 cut anywhere.
+fn reduce_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
+    let xs = gpu_async::bench::random_f32(n, seed);
+    let got = reduce::run(dev, grid, &xs)?;
+    let want = reduce::reference(&xs, grid.block_count() as usize);
+    Ok(usize::from(got.to_bits() != want.to_bits()))
+}
+
+#[test]
+fn reduce_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, &n) in LENGTHS
+        .iter()
+        .chain(&[4095, 4096, 4097, 3 * 4096 + 1])
+        .enumerate()
+    {
+        for blocks in [1, 2, 5] {
+            let bad = reduce_check(&dev, Grid::blocks(blocks), n, 200 + i as u64)?;
+            assert_eq!(bad, 0, "reduce: n = {n}, {blocks} blocks");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn softmax_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (rows, blocks) in [(0, 1), (1, 1), (5, 2), (9, 4)] {
+        let worst = softmax::run_and_check(&dev, Grid::blocks(blocks), rows, rows as u64)?;
+        assert!(
+            worst <= softmax::TOLERANCE,
+            "softmax: {rows} rows, {blocks} blocks, error {worst:e}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn softmax_on_the_gpu() -> gpu_async::Result<()> {
+    let Some(dev) = gpu() else { return Ok(()) };
+    let sms = dev.sm_count()?;
+    for (rows, blocks) in [(1, 1), (7, 3), (300, sms), (1024, 2 * sms)] {
+        let worst = softmax::run_and_check(&dev, Grid::blocks(blocks), rows, rows as u64)?;
+        assert!(
+            worst <= softmax::TOLERANCE,
+            "softmax: {rows} rows, {blocks} blocks, error {worst:e}"
+        );
+    }
+    Ok(())
+}
+
 type Check = fn(&Device, Grid, usize, u64) -> gpu_async::Result<usize>;
 
 /// Every length above plus two large ones, on 1, 1 and 4 blocks per multiprocessor.
@@ -87,6 +151,31 @@ fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
 #[test]
 fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("pipeline", pipeline::run_and_check)
+}
+
+#[test]
+fn reduce_on_the_gpu() -> gpu_async::Result<()> {
+    on_the_gpu("reduce", reduce_check)
+}
+
+#[test]
+fn histogram_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, &n) in LENGTHS.iter().chain(&[8191, 8192, 8193]).enumerate() {
+        for blocks in [1, 2, 5] {
+            let bad = histogram::run_and_check(&dev, Grid::blocks(blocks), n, 300 + i as u64)?;
+            assert_eq!(
+                bad, 0,
+                "histogram: {bad} bins differ, n = {n}, {blocks} blocks"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn histogram_on_the_gpu() -> gpu_async::Result<()> {
+    on_the_gpu("histogram", histogram::run_and_check)
 }
 
 /// 2^28 + 5 elements (1 GiB per buffer), on the grids the examples use.

@@ -33,6 +33,18 @@ mod saxpy_variants;
 #[path = "common/reductions.rs"]
 mod reductions;
 
+#[allow(dead_code)]
+#[path = "../../examples/reduce.rs"]
+mod reduce;
+
+#[allow(dead_code)]
+#[path = "../../examples/softmax.rs"]
+mod softmax;
+
+#[allow(dead_code)]
+#[path = "../../examples/histogram.rs"]
+mod histogram;
+
 #[allow(dead_code, clippy::all)]
 #[path = "common/scalars.rs"]
 mod scalars;
@@ -48,6 +60,24 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "reduce_sum",
+            ptx: reduce::reduce::sum::PTX,
+            ir: reduce::reduce::sum::IR,
+            spec: &reduce::reduce::sum::SPEC,
+        },
+        Generated {
+            name: "softmax_rows",
+            ptx: softmax::softmax::rows::PTX,
+            ir: softmax::softmax::rows::IR,
+            spec: &softmax::softmax::rows::SPEC,
+        },
+        Generated {
+            name: "histogram_count",
+            ptx: histogram::histogram::count::PTX,
+            ir: histogram::histogram::count::IR,
+            spec: &histogram::histogram::count::SPEC,
+        },
         Generated {
             name: "reductions_reduce",
             ptx: reductions::reductions::reduce::PTX,

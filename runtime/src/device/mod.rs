@@ -13,15 +13,17 @@
 //! let (tx, rx) = channel::<[f32; 2048], 3>();   // a 3-slot ring of 8 KiB slots
 //! ```
 
+mod block;
 mod channel;
 mod par;
 mod role;
 mod tiles;
 
+pub use block::{block_count, block_index};
 pub use channel::{
     channel, CopyFrom, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
 };
-pub use par::{ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
+pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use tiles::{block_tiles, BlockTiles};
 

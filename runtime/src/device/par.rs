@@ -112,9 +112,21 @@ fn reduce_in_order<T: Copy>(
     identity: T,
     op: impl Fn(T, T) -> T,
 ) -> T {
-    let threads = crate::sim::current_role_threads();
+    reduction_order(items, identity, crate::sim::current_role_threads(), op)
+}
+
+/// What a reduction over a role of `threads` threads (a multiple of 32) computes, in the order
+/// the kernel language defines (see [`ParIter::reduce`]), for host code that needs the
+/// bit-identical result: CPU references of kernels that reduce floats.
+pub fn reduction_order<T: Copy>(
+    items: impl IntoIterator<Item = T>,
+    identity: T,
+    threads: usize,
+    op: impl Fn(T, T) -> T,
+) -> T {
+    let threads = threads.max(1);
     let mut partial = vec![identity; threads];
-    for (i, v) in items.enumerate() {
+    for (i, v) in items.into_iter().enumerate() {
         let t = (i / 4) % threads;
         partial[t] = op(partial[t], v);
     }

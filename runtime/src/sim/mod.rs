@@ -16,6 +16,10 @@
 //! launch's error instead of printed. A program that later replaces the hook loses only the
 //! location (the error then says `-`).
 
+mod atomic;
+
+pub use atomic::{AtomicScalar, AtomicView};
+
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::ops::Range;

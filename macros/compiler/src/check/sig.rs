@@ -76,7 +76,12 @@ pub(crate) fn signature(
                     }
                 };
                 let ty = parse_type(&pt.ty, consts, diags);
-                if kernel.is_some() && !matches!(ty, Ty::Scalar(_) | Ty::Slice { .. } | Ty::Error) {
+                if kernel.is_some()
+                    && !matches!(
+                        ty,
+                        Ty::Scalar(_) | Ty::Slice { .. } | Ty::AtomicSlice(_) | Ty::Error
+                    )
+                {
                     diags.error_at(
                         &pt.ty,
                         format!("a kernel parameter is a scalar, `&[T]` or `&mut [T]`; `{ty}` is created inside the kernel instead"),
@@ -168,6 +173,16 @@ pub(crate) fn parse_type(
                 return Ty::Error;
             }
             if let syn::Type::Slice(s) = &*r.elem {
+                if let syn::Type::Path(p) = &*s.elem {
+                    let last = p.path.segments.last().map(|s| s.ident.to_string());
+                    if let Some(atomic) = last.as_deref().and_then(super::types::atomic_scalar) {
+                        if r.mutability.is_some() {
+                            diags.error_at(r, "atomics are updated through shared references: write `&[AtomicU32]`, not `&mut`");
+                            return Ty::Error;
+                        }
+                        return Ty::AtomicSlice(atomic);
+                    }
+                }
                 if let Ty::Scalar(elem) = parse_type(&s.elem, consts, diags) {
                     return Ty::Slice {
                         elem,
@@ -205,7 +220,7 @@ pub(crate) fn parse_type(
 fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
     diags.error_at(
         ty,
-        "this type is not in the kernel language: use bool, u32, i32, f32, usize, `&[T]`, `&mut [T]`, `Sender<[T; N], D>` or `Receiver<[T; N], D>`",
+        "this type is not in the kernel language: use a scalar (bool, i8..i64, u8..u64, isize, usize, f32, f64), `&[T]`, `&mut [T]`, `&[AtomicU32]`, `Sender<[T; N], D>` or `Receiver<[T; N], D>`",
     );
     Ty::Error
 }

@@ -257,6 +257,69 @@ impl MathFn {
     }
 }
 
+/// An atomic read-modify-write, load or store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomicOp {
+    /// `load(order)`
+    Load,
+    /// `store(v, order)`
+    Store,
+    /// `swap(v, order)`
+    Swap,
+    /// `fetch_add(v, order)`
+    Add,
+    /// `fetch_sub(v, order)`
+    Sub,
+    /// `fetch_and(v, order)`
+    And,
+    /// `fetch_or(v, order)`
+    Or,
+    /// `fetch_xor(v, order)`
+    Xor,
+    /// `fetch_max(v, order)`
+    Max,
+    /// `fetch_min(v, order)`
+    Min,
+    /// `compare_exchange(current, new, success, failure)` (and `_weak`, which never fails
+    /// spuriously here)
+    CompareExchange,
+}
+
+impl AtomicOp {
+    /// The method's name and its value operands (orderings not counted).
+    pub fn lookup(name: &str) -> Option<(AtomicOp, usize)> {
+        Some(match name {
+            "load" => (AtomicOp::Load, 0),
+            "store" => (AtomicOp::Store, 1),
+            "swap" => (AtomicOp::Swap, 1),
+            "fetch_add" => (AtomicOp::Add, 1),
+            "fetch_sub" => (AtomicOp::Sub, 1),
+            "fetch_and" => (AtomicOp::And, 1),
+            "fetch_or" => (AtomicOp::Or, 1),
+            "fetch_xor" => (AtomicOp::Xor, 1),
+            "fetch_max" => (AtomicOp::Max, 1),
+            "fetch_min" => (AtomicOp::Min, 1),
+            "compare_exchange" | "compare_exchange_weak" => (AtomicOp::CompareExchange, 2),
+            _ => return None,
+        })
+    }
+}
+
+/// A `std::sync::atomic::Ordering`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemOrder {
+    /// `Relaxed`
+    Relaxed,
+    /// `Acquire`
+    Acquire,
+    /// `Release`
+    Release,
+    /// `AcqRel`
+    AcqRel,
+    /// `SeqCst`
+    SeqCst,
+}
+
 /// What a parallel reduction combines its items with.
 #[derive(Debug, Clone)]
 pub enum Reduction {
@@ -348,6 +411,17 @@ pub enum ExprKind {
     BlockTiles(Box<Expr>, Box<Expr>),
     /// `tiles.next()`
     TilesNext(Box<Expr>),
+    /// `block_index()` (`false`) or `block_count()` (`true`).
+    BlockPosition(bool),
+    /// `atomics[i]`: the element's address.
+    AtomicIndex(Box<Expr>, Box<Expr>),
+    /// An operation on an atomic element: the element, the operation, its operands
+    /// (`compare_exchange`: current, new), and the memory ordering.
+    Atomic(Box<Expr>, AtomicOp, Vec<Expr>, MemOrder),
+    /// `r.is_ok()` (`true`) or `r.is_err()` (`false`) of a `compare_exchange` result.
+    CasIsOk(Box<Expr>, bool),
+    /// `r.unwrap_or_else(|v| v)` of a `compare_exchange` result: the previous value.
+    CasValue(Box<Expr>),
     /// `opt.unwrap()`
     Unwrap(Box<Expr>),
     /// `x.par_iter()` / `x.par_iter_mut()` of a slice or slot.

@@ -241,6 +241,12 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `&[AtomicU32]` (and the other atomic integers) in global memory.
+    AtomicSlice(Scalar),
+    /// `&AtomicU32`: one element of an atomic slice.
+    AtomicRef(Scalar),
+    /// `Result<T, T>` of `compare_exchange`: `Ok(previous)` when it stored, else `Err(previous)`.
+    CasResult(Scalar),
     /// `Range<usize>`.
     Range,
     /// `BlockTiles`, the iterator of `block_tiles`.
@@ -312,10 +318,36 @@ impl fmt::Display for Ty {
                 write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
+            Ty::AtomicSlice(s) => write!(f, "&[{}]", atomic_name(*s)),
+            Ty::AtomicRef(s) => write!(f, "&{}", atomic_name(*s)),
+            Ty::CasResult(s) => write!(f, "Result<{s}, {s}>"),
             Ty::ParIter(_) => f.write_str("ParIter"),
             Ty::Role => f.write_str("Role"),
             Ty::Never => f.write_str("!"),
             Ty::Error => f.write_str("{error}"),
         }
     }
+}
+
+/// The `std::sync::atomic` type of an atomic integer scalar.
+pub fn atomic_name(s: Scalar) -> &'static str {
+    match s {
+        Scalar::I32 => "AtomicI32",
+        Scalar::U64 => "AtomicU64",
+        Scalar::I64 => "AtomicI64",
+        Scalar::Usize => "AtomicUsize",
+        _ => "AtomicU32",
+    }
+}
+
+/// The scalar of an atomic type's name (`AtomicU32` and the other 32- and 64-bit integers).
+pub fn atomic_scalar(name: &str) -> Option<Scalar> {
+    Some(match name {
+        "AtomicU32" => Scalar::U32,
+        "AtomicI32" => Scalar::I32,
+        "AtomicU64" => Scalar::U64,
+        "AtomicI64" => Scalar::I64,
+        "AtomicUsize" => Scalar::Usize,
+        _ => return None,
+    })
 }

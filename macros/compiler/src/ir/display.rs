@@ -153,6 +153,24 @@ impl Kernel {
                 self.val(*rhs)
             )?,
             Inst::Cast { dst, src } => write!(line, "{} = cast {}", def(*dst), self.val(*src))?,
+            Inst::Atomic {
+                dst,
+                op,
+                addr,
+                operands,
+                order,
+            } => {
+                if let Some(d) = dst {
+                    write!(line, "{} = ", def(*d))?;
+                }
+                let ops: Vec<String> = operands.iter().map(|v| self.val(*v)).collect();
+                write!(
+                    line,
+                    "atomic {op:?} {order:?} global [{}] {}",
+                    self.val(*addr),
+                    ops.join(", ")
+                )?
+            }
             Inst::Select {
                 dst,
                 cond,

@@ -290,6 +290,16 @@ pub enum Inst {
     },
     /// `dst = src as T`, with Rust's semantics.
     Cast { dst: Value, src: Value },
+    /// An atomic operation on global memory at `addr` (`dst` receives the previous value, or the
+    /// loaded one; `Store` has none). `operands`: the value, or `[current, new]` for a
+    /// compare-and-swap.
+    Atomic {
+        dst: Option<Value>,
+        op: crate::check::tir::AtomicOp,
+        addr: Value,
+        operands: Vec<Value>,
+        order: crate::check::tir::MemOrder,
+    },
     /// `dst = if cond { if_true } else { if_false }`, without a branch.
     Select {
         dst: Value,

@@ -65,6 +65,13 @@ enum Val {
     SendSlot(ChannelId),
     RecvSlot(ChannelId),
     ElemRef(usize),
+    /// An element of an atomic slice: its global address.
+    AtomicRef(Value),
+    /// A `compare_exchange` result: whether it stored, and the previous value.
+    Cas {
+        ok: Value,
+        old: Value,
+    },
 }
 
 /// A shape of zipped parallel sources, mirroring the closure's pattern.
@@ -175,7 +182,12 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 let v = l.new_value(s, Some(&decl.name));
                 (ir::ParamKind::Scalar(v), Val::Scalar(v))
             }
-            Ty::Slice { elem, mutable } => {
+            Ty::Slice { .. } | Ty::AtomicSlice(_) => {
+                let (elem, mutable) = match decl.ty {
+                    Ty::Slice { elem, mutable } => (elem, mutable),
+                    Ty::AtomicSlice(s) => (s, true),
+                    _ => (Scalar::U32, false),
+                };
                 let ptr = l.new_value(Scalar::Usize, Some(&format!("{}.ptr", decl.name)));
                 let len = l.new_value(Scalar::Usize, Some(&format!("{}.len", decl.name)));
                 (
@@ -1337,6 +1349,77 @@ impl Lowerer<'_> {
                     self.mark_moved(id, e.span);
                 }
                 Val::Unit
+            }
+            ExprKind::AtomicIndex(base, index) => {
+                let b = self.expr(base);
+                let i = self.scalar(index);
+                match b {
+                    Val::Slice {
+                        ptr,
+                        len,
+                        elem,
+                        mem,
+                        ..
+                    } => {
+                        self.access(mem);
+                        let oob = self.binary(BinOp::Ge, i, len);
+                        self.panic_if(oob, "index out of bounds", e.span);
+                        let size = self.usize_const(u64::from(elem.size()));
+                        let off = self.binary(BinOp::Mul, i, size);
+                        Val::AtomicRef(self.binary(BinOp::Add, ptr, off))
+                    }
+                    _ => Val::Unit,
+                }
+            }
+            ExprKind::Atomic(target, op, operands, order) => {
+                let Val::AtomicRef(addr) = self.expr(target) else {
+                    return Val::Unit;
+                };
+                let values: Vec<Value> = operands.iter().map(|o| self.scalar(o)).collect();
+                if self.par.is_none() {
+                    self.diags.error(e.span, "an atomic operation in role code would run once per thread of the role: call it inside a `par_iter` closure, where each iteration runs once");
+                }
+                let elem = match &target.ty {
+                    Ty::AtomicRef(s) => *s,
+                    _ => Scalar::U32,
+                };
+                let dst = (*op != tir::AtomicOp::Store).then(|| self.new_value(elem, None));
+                self.emit(Inst::Atomic {
+                    dst,
+                    op: *op,
+                    addr,
+                    operands: values.clone(),
+                    order: *order,
+                });
+                match (op, dst) {
+                    (tir::AtomicOp::CompareExchange, Some(old)) => {
+                        let ok = self.binary(BinOp::Eq, old, values[0]);
+                        Val::Cas { ok, old }
+                    }
+                    (_, Some(v)) => Val::Scalar(v),
+                    _ => Val::Unit,
+                }
+            }
+            ExprKind::CasIsOk(r, want_ok) => match self.expr(r) {
+                Val::Cas { ok, .. } if *want_ok => Val::Scalar(ok),
+                Val::Cas { ok, .. } => Val::Scalar(self.not(ok)),
+                _ => Val::Unit,
+            },
+            ExprKind::CasValue(r) => match self.expr(r) {
+                Val::Cas { old, .. } => Val::Scalar(old),
+                _ => Val::Unit,
+            },
+            ExprKind::BlockPosition(count) => {
+                let dst = self.new_value(Scalar::Usize, None);
+                self.emit(Inst::Special {
+                    dst,
+                    reg: if *count {
+                        Special::GridDim
+                    } else {
+                        Special::BlockIdx
+                    },
+                });
+                Val::Scalar(dst)
             }
             ExprKind::BlockTiles(len, tile) => {
                 let len = self.scalar(len);

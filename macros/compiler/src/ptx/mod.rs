@@ -14,6 +14,7 @@
 use std::collections::HashMap;
 use std::fmt::{self, Write};
 
+use crate::check::tir::{AtomicOp, MemOrder};
 use crate::check::types::Scalar;
 use crate::ir::{
     BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role, SiteId, Space,
@@ -639,6 +640,13 @@ impl<'k> Writer<'k> {
             }
             Inst::Binary { dst, op, lhs, rhs } => self.binary(*dst, *op, *lhs, *rhs),
             Inst::Cast { dst, src } => self.cast(*dst, *src),
+            Inst::Atomic {
+                dst,
+                op,
+                addr,
+                operands,
+                order,
+            } => self.atomic(*dst, *op, *addr, operands, *order),
             Inst::Select {
                 dst,
                 cond,
@@ -818,6 +826,98 @@ impl<'k> Writer<'k> {
             }
             Inst::RoleBarrier { site } => self.role_barrier(*site),
             Inst::ParFor(p) => self.par_for(p),
+        }
+    }
+
+    /// An atomic operation at GPU scope, with the ordering's PTX semantics (`SeqCst` is a
+    /// `fence.sc` followed by the acquire/release form).
+    fn atomic(
+        &mut self,
+        dst: Option<Value>,
+        op: AtomicOp,
+        addr: Value,
+        operands: &[Value],
+        order: MemOrder,
+    ) -> fmt::Result {
+        let a = self.reg(addr);
+        let ty = match (dst, operands.first()) {
+            (Some(d), _) => self.k.ty(d),
+            (None, Some(v)) => self.k.ty(*v),
+            (None, None) => return Err(fmt::Error),
+        };
+        let vals: Vec<String> = operands.iter().map(|v| self.reg(*v)).collect();
+        if order == MemOrder::SeqCst {
+            self.line("fence.sc.gpu;")?;
+        }
+        let t = ptx_ty(ty);
+        let b = bits_ty(ty);
+        match op {
+            AtomicOp::Load => {
+                let sem = if order == MemOrder::Relaxed {
+                    "relaxed"
+                } else {
+                    "acquire"
+                };
+                let d = self.reg(dst.ok_or(fmt::Error)?);
+                self.line(format!("ld.{sem}.gpu.global.{t} {d}, [{a}];"))
+            }
+            AtomicOp::Store => {
+                let sem = if order == MemOrder::Relaxed {
+                    "relaxed"
+                } else {
+                    "release"
+                };
+                self.line(format!("st.{sem}.gpu.global.{t} [{a}], {};", vals[0]))
+            }
+            _ => {
+                let sem = match order {
+                    MemOrder::Relaxed => "relaxed",
+                    MemOrder::Acquire => "acquire",
+                    MemOrder::Release => "release",
+                    MemOrder::AcqRel | MemOrder::SeqCst => "acq_rel",
+                };
+                let d = self.reg(dst.ok_or(fmt::Error)?);
+                // Addition wraps the same for signed and unsigned: PTX has it as unsigned.
+                let add_ty = if ty.is_wide_int() { "u64" } else { "u32" };
+                match op {
+                    AtomicOp::Add => self.line(format!(
+                        "atom.{sem}.gpu.global.add.{add_ty} {d}, [{a}], {};",
+                        vals[0]
+                    )),
+                    AtomicOp::Sub => {
+                        let n = self.tmp(Class::of(ty));
+                        let neg = if ty.is_wide_int() { "s64" } else { "s32" };
+                        self.line(format!("neg.{neg} {n}, {};", vals[0]))?;
+                        self.line(format!(
+                            "atom.{sem}.gpu.global.add.{add_ty} {d}, [{a}], {n};"
+                        ))
+                    }
+                    AtomicOp::And | AtomicOp::Or | AtomicOp::Xor | AtomicOp::Swap => {
+                        let name = match op {
+                            AtomicOp::And => "and",
+                            AtomicOp::Or => "or",
+                            AtomicOp::Xor => "xor",
+                            _ => "exch",
+                        };
+                        self.line(format!(
+                            "atom.{sem}.gpu.global.{name}.{b} {d}, [{a}], {};",
+                            vals[0]
+                        ))
+                    }
+                    AtomicOp::Max | AtomicOp::Min => {
+                        let name = if op == AtomicOp::Max { "max" } else { "min" };
+                        self.line(format!(
+                            "atom.{sem}.gpu.global.{name}.{t} {d}, [{a}], {};",
+                            vals[0]
+                        ))
+                    }
+                    AtomicOp::CompareExchange => self.line(format!(
+                        "atom.{sem}.gpu.global.cas.{b} {d}, [{a}], {}, {};",
+                        vals[0], vals[1]
+                    )),
+                    AtomicOp::Load | AtomicOp::Store => Err(fmt::Error),
+                }
+            }
         }
     }
 

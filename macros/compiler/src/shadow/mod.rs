@@ -74,6 +74,15 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 }
                 param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
             }
+            Ty::AtomicSlice(elem) => {
+                let e = scalar_tokens(*elem, span);
+                let st = spec_scalar(*elem);
+                arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
+                cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
+                sim_views.push(quote!(let #arg = __gpu_async_sim.view_atomic(#pname_lit, #arg)?;));
+                sim_args.push(quote!(#arg.atoms()));
+                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: true } }));
+            }
             _ => {
                 arg_types.push(quote!(()));
                 sim_args.push(quote!(()));

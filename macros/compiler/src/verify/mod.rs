@@ -226,6 +226,28 @@ impl Verifier<'_> {
                 }
                 self.def(*dst);
             }
+            Inst::Atomic {
+                dst,
+                addr,
+                operands,
+                ..
+            } => {
+                self.use_(*addr);
+                self.expect_ty(*addr, Scalar::Usize, "atomic address");
+                for v in operands {
+                    self.use_(*v);
+                }
+                if !in_par {
+                    self.errors
+                        .push("an atomic operation outside a parallel loop".into());
+                }
+                if let Some(d) = dst {
+                    for v in operands {
+                        self.expect_ty(*v, self.ty(*d), "atomic operand");
+                    }
+                    self.def(*d);
+                }
+            }
             Inst::Select {
                 dst,
                 cond,
