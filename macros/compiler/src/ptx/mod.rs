@@ -976,6 +976,30 @@ impl<'k> Writer<'k> {
         )?;
         self.line(format!("mov.{bt} {acc}, {identity};"))?;
         let done = self.label("red_done");
+        // Sources of 4-byte elements, all 16-byte aligned, take whole groups in one load each.
+        let misaligned = if p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body)
+        {
+            let m = self.tmp(Class::Pred);
+            self.line(format!("setp.ne.u32 {m}, 0, 0;"))?;
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let low = self.tmp(Class::B32);
+                match s.space {
+                    Space::Global => {
+                        let l = self.tmp(Class::B64);
+                        self.line(format!("and.b64 {l}, {b}, 15;"))?;
+                        self.line(format!("cvt.u32.u64 {low}, {l};"))?;
+                    }
+                    Space::Shared => self.line(format!("and.b32 {low}, {b}, 15;"))?,
+                }
+                let q = self.tmp(Class::Pred);
+                self.line(format!("setp.ne.u32 {q}, {low}, 0;"))?;
+                self.line(format!("or.pred {m}, {m}, {q};"))?;
+            }
+            Some(m)
+        } else {
+            None
+        };
         let outer_exit = self.par_exit.replace(done.clone());
         // Thread t takes the groups g = t, t + T, ...: elements 4g .. 4g + 3, in order.
         let g = self.tmp(Class::B64);
@@ -989,6 +1013,48 @@ impl<'k> Writer<'k> {
         self.line(format!("@{pc} bra {done};"))?;
         let end = self.tmp(Class::B64);
         self.line(format!("add.u64 {end}, {i}, 4;"))?;
+        if let Some(misaligned) = &misaligned {
+            // A whole group with aligned sources: one 16-byte load per source, the body four
+            // times (it has no control flow), in element order.
+            let (partial, scalar) = (self.tmp(Class::Pred), self.label("red_scalar"));
+            self.line(format!("setp.gt.u64 {partial}, {end}, {len};"))?;
+            self.line(format!("or.pred {partial}, {partial}, {misaligned};"))?;
+            self.line(format!("@{partial} bra {scalar};"))?;
+            let mut loaded = Vec::new();
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let a = self.elem_addr(s.space, &b, &i, 4)?;
+                let class = Class::of(s.elem);
+                let regs: Vec<String> = (0..4).map(|_| self.tmp(class)).collect();
+                if s.read {
+                    self.line(format!(
+                        "ld.{}.v4.{} {{{}}}, [{a}];",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        regs.join(", ")
+                    ))?;
+                }
+                loaded.push(regs);
+            }
+            for k in 0..4 {
+                for (s, regs) in p.sources.iter().zip(&loaded) {
+                    if s.read {
+                        let e = self.reg(s.elem_value);
+                        self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), regs[k]))?;
+                    }
+                }
+                if let Some(ix) = p.index {
+                    let reg = self.reg(ix);
+                    self.line(format!("add.u64 {reg}, {i}, {k};"))?;
+                }
+                self.block(&p.body)?;
+                let item = self.reg(r.item);
+                let acc_now = acc.clone();
+                self.combine(r, &acc_now, &item)?;
+            }
+            self.line(format!("bra {next};"))?;
+            self.place_label(&scalar)?;
+        }
         self.line(format!("min.u64 {end}, {end}, {len};"))?;
         let elem = self.label("red_elem");
         self.place_label(&elem)?;
