@@ -186,6 +186,7 @@ pub(crate) fn decode_failure(
                     waiting_on,
                     location,
                 }],
+                schedule: None,
             }
         }
         other => Error::KernelPanic {
@@ -324,6 +325,7 @@ mod tests {
                 kernel,
                 block,
                 waits,
+                schedule: None,
             }) => {
                 assert_eq!(kernel, "m::k");
                 assert_eq!(block, 5);

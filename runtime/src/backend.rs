@@ -10,6 +10,7 @@ use cudarc::driver::CudaStream;
 use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
 use crate::cuda::CudaDevice;
 use crate::error::Result;
+use crate::sim::{Schedule, SimConfig, SimOptions};
 use crate::stream::{Event, Stream};
 
 /// Which backend a [`Device`] runs kernels on.
@@ -47,6 +48,8 @@ struct Inner {
     fallback_reason: Option<String>,
     /// The watchdog bound in nanoseconds, 0 when off (as the launch passes it).
     watchdog_ns: AtomicU64,
+    /// The simulator's schedule (`None` on CUDA).
+    sim: Option<SimConfig>,
 }
 
 /// What a [`Device`] runs on.
@@ -57,6 +60,15 @@ pub(crate) enum Backend {
 
 impl Device {
     fn new(backend: Backend, fallback_reason: Option<String>) -> Device {
+        let sim = matches!(backend, Backend::Sim).then(SimConfig::from_env);
+        Device::with_sim(backend, fallback_reason, sim)
+    }
+
+    fn with_sim(
+        backend: Backend,
+        fallback_reason: Option<String>,
+        sim: Option<SimConfig>,
+    ) -> Device {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Device {
             inner: Arc::new(Inner {
@@ -64,6 +76,7 @@ impl Device {
                 backend,
                 fallback_reason,
                 watchdog_ns: AtomicU64::new(watchdog_ns(Some(DEFAULT_WATCHDOG))),
+                sim,
             }),
         }
     }
@@ -109,9 +122,31 @@ impl Device {
         self.default_stream().cudarc_stream()
     }
 
-    /// The CPU simulator.
+    /// The CPU simulator, with the schedule of [`SimOptions::from_env`]: the one in the
+    /// environment variable [`SCHEDULE_ENV`](crate::SCHEDULE_ENV) when it is set (to replay a
+    /// schedule a deadlock reported), else `Random` with [`SimOptions::DEFAULT_SEED`], so that
+    /// its runs are reproducible. When the variable holds something that is not a schedule,
+    /// every launch on the device fails with
+    /// [`Error::InvalidLaunch`](crate::Error::InvalidLaunch) saying so.
     pub fn simulator() -> Device {
         Device::new(Backend::Sim, None)
+    }
+
+    /// The CPU simulator with `options` (a [`Schedule`] converts into them); the environment is
+    /// not read.
+    pub fn simulator_with(options: impl Into<SimOptions>) -> Device {
+        let sim = SimConfig::new(options.into());
+        Device::with_sim(Backend::Sim, None, Some(sim))
+    }
+
+    /// The simulator's schedule; `None` on CUDA (and on a simulator whose environment variable
+    /// does not hold a schedule).
+    pub fn simulator_schedule(&self) -> Option<Schedule> {
+        self.inner.sim.as_ref()?.schedule().cloned()
+    }
+
+    pub(crate) fn sim_config(&self) -> Option<&SimConfig> {
+        self.inner.sim.as_ref()
     }
 
     /// Which backend this device runs kernels on.

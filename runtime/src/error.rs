@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::sim::{Schedule, SCHEDULE_ENV};
+
 /// The result type of every fallible operation of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -55,7 +57,14 @@ pub enum Error {
         reason: String,
     },
     /// Every role of a block waits on another: the kernel can never finish.
-    #[error("kernel `{kernel}` deadlocked in block {block}:\n{}", RoleWaits(waits))]
+    ///
+    /// Displayed as e.g. ``kernel `m::k` deadlocked in block 0 (simulator schedule `random:7`;
+    /// replay it with GPU_ASYNC_SIM_SCHEDULE=random:7):`` followed by one line per role.
+    #[error(
+        "kernel `{kernel}` deadlocked in block {block}{}:\n{}",
+        SchedulePart(schedule.as_ref()),
+        RoleWaits(waits)
+    )]
     Deadlock {
         /// The kernel's path, `module::kernel`.
         kernel: &'static str,
@@ -63,6 +72,11 @@ pub enum Error {
         block: u32,
         /// What each unfinished role waits on.
         waits: Vec<RoleWait>,
+        /// On the simulator, the schedule under which the block deadlocked: a device of
+        /// [`Device::simulator_with`](crate::Device::simulator_with) with it (or
+        /// [`Device::simulator`](crate::Device::simulator) with [`SCHEDULE_ENV`] set to its
+        /// `Display`) replays the launch the same way. `None` on the GPU (the watchdog found it).
+        schedule: Option<Schedule>,
     },
     /// Kernel code panicked (an index out of bounds, an `unwrap` of `None`, an explicit `panic!`).
     ///
@@ -111,6 +125,21 @@ impl fmt::Display for LocationPart<'_> {
         match self.0 {
             "" | "-" => Ok(()),
             location => write!(f, " at {location}"),
+        }
+    }
+}
+
+/// ` (simulator schedule `s`; replay it with ...)` of a [`Error::Deadlock`] message, or nothing.
+struct SchedulePart<'a>(Option<&'a Schedule>);
+
+impl fmt::Display for SchedulePart<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(schedule) => write!(
+                f,
+                " (simulator schedule `{schedule}`; replay it with {SCHEDULE_ENV}={schedule})"
+            ),
+            None => Ok(()),
         }
     }
 }

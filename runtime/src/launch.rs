@@ -331,7 +331,8 @@ fn submit<'a>(
     let device = via.device();
     match via.cuda() {
         None => {
-            let mut target = SimTarget::new(spec, grid, device.id());
+            let config = device.sim_config().cloned().unwrap_or_default();
+            let mut target = SimTarget::new(spec, grid, device.id(), config);
             launch.submitted = true;
             launch.stage = Stage::Finished(body(Target::Sim(&mut target)));
         }

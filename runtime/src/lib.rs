@@ -38,7 +38,10 @@ pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
 pub use grid::Grid;
 pub use launch::Launch;
-pub use sim::AtomicScalar;
+pub use sim::{
+    explore, AtomicScalar, Exhaustive, Exploration, ParseScheduleError, Schedule, ScheduleFailure,
+    SimOptions, SCHEDULE_ENV,
+};
 pub use spec::{
     KernelScalar, KernelSpec, ParamKind, ParamSpec, RoleSpec, ScalarType, SiteKind, SiteSpec,
     HIDDEN_PARAMS,

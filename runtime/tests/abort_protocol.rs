@@ -518,6 +518,7 @@ fn the_watchdog_stops_a_wait_that_never_ends() {
             kernel,
             block,
             waits,
+            schedule: None,
         }) => {
             assert_eq!(*kernel, "abort_protocol::watchdog_spin");
             assert!(*block < 2, "block {block}");

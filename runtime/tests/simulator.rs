@@ -24,6 +24,7 @@ fn a_deadlock_is_reported_with_each_role_and_its_await() {
         kernel,
         block,
         waits,
+        ..
     } = &err
     else {
         panic!("expected a deadlock, got {err:?}");

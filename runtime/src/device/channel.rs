@@ -2,8 +2,9 @@
 //!
 //! The sender reserves a free slot, fills it (by a bulk async copy from global memory, or by
 //! writing it), and sends it; the receiver receives the oldest full slot, reads it, and releases it
-//! to the sender by dropping it. Dropping the sender closes the channel: once the receiver has
-//! taken every item sent before that, `recv` answers `None`.
+//! to the sender by dropping it. Dropping the sender closes the channel: its end-of-stream marker
+//! takes the next slot like an item (waiting for a free one when the ring is full), and once the
+//! receiver has taken every item sent before that, `recv` answers `None`.
 //!
 //! rustc enforces the discipline: a slot borrows its channel end mutably, so a role holds at most
 //! one slot of a channel end at a time; `send` consumes the slot, so it cannot be used afterwards;
@@ -11,7 +12,10 @@
 //!
 //! On the GPU each slot has a `full` and an `empty` mbarrier and a state word; every wait is an
 //! `mbarrier.try_wait.parity` whose phase bit the compiler tracks. In the simulator the ring is an
-//! ordinary bounded queue with the same slot states and order.
+//! ordinary bounded queue with the same slot states and order; every `reserve()` and `recv()` is
+//! a point where the simulator's schedule may switch roles, and a close that finds the ring full
+//! is pending: the role's later channel effects wait behind it, as the role itself does on the
+//! GPU (see `crate::sim`).
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -59,6 +63,8 @@ enum SlotState {
     Reserved,
     Full,
     Held,
+    /// The end-of-stream marker of the dropped sender.
+    Closed,
 }
 
 struct Ring<T> {
@@ -69,7 +75,8 @@ struct Ring<T> {
     head: usize,
     /// The next slot the receiver takes.
     tail: usize,
-    closed: bool,
+    /// The simulator's id of the channel in its block.
+    id: usize,
 }
 
 type Shared<T> = Rc<RefCell<Ring<T>>>;
@@ -78,6 +85,7 @@ type Shared<T> = Rc<RefCell<Ring<T>>>;
 ///
 /// On the GPU its ring takes `DEPTH * size_of::<T>()` bytes of shared memory (plus 20 bytes of
 /// barriers and state per slot); the compiler checks the total against the block's limit.
+#[track_caller]
 pub fn channel<T: Payload, const DEPTH: usize>() -> (Sender<T, DEPTH>, Receiver<T, DEPTH>) {
     assert!(DEPTH > 0, "a channel needs at least one slot");
     let ring = Rc::new(RefCell::new(Ring {
@@ -85,12 +93,14 @@ pub fn channel<T: Payload, const DEPTH: usize>() -> (Sender<T, DEPTH>, Receiver<
         state: vec![SlotState::Free; DEPTH],
         head: 0,
         tail: 0,
-        closed: false,
+        id: crate::sim::register_channel(Location::caller()),
     }));
     (Sender { ring: ring.clone() }, Receiver { ring })
 }
 
-/// The sending end of a channel. Dropping it closes the channel.
+/// The sending end of a channel. Dropping it closes the channel: the end-of-stream marker takes
+/// a slot, so a sender dropped while the ring is full closes it once a slot is released (and the
+/// role that dropped it waits for that, on the GPU and in the simulator).
 pub struct Sender<T: Payload, const DEPTH: usize> {
     ring: Shared<T>,
 }
@@ -108,14 +118,30 @@ impl<T: Payload, const DEPTH: usize> Sender<T, DEPTH> {
         Reserve {
             sender: Some(self),
             at: Location::caller(),
+            polled: false,
         }
     }
 }
 
 impl<T: Payload, const DEPTH: usize> Drop for Sender<T, DEPTH> {
     fn drop(&mut self) {
-        self.ring.borrow_mut().closed = true;
-        crate::sim::note_progress();
+        let ring = self.ring.clone();
+        let id = ring.borrow().id;
+        crate::sim::submit(crate::sim::Deferred::new(
+            id,
+            Box::new(move || {
+                let mut r = ring.borrow_mut();
+                let head = r.head;
+                if r.state[head] != SlotState::Free {
+                    return false;
+                }
+                r.state[head] = SlotState::Closed;
+                r.head = (head + 1) % DEPTH;
+                drop(r);
+                crate::sim::channel_changed(id);
+                true
+            }),
+        ));
     }
 }
 
@@ -124,28 +150,37 @@ impl<T: Payload, const DEPTH: usize> Drop for Sender<T, DEPTH> {
 pub struct Reserve<'a, T: Payload, const DEPTH: usize> {
     sender: Option<&'a mut Sender<T, DEPTH>>,
     at: &'static Location<'static>,
+    /// Whether it was polled before (the first poll may yield to the simulator's schedule).
+    polled: bool,
 }
 
 impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
     type Output = SendSlot<'a, T, DEPTH>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
+            return Poll::Pending;
+        }
+        if !crate::sim::flush_current() {
+            return Poll::Pending;
+        }
         let Some(sender) = self.sender.take() else {
             panic!("reserve() polled after it completed");
         };
-        let taken = {
+        let (taken, id) = {
             let mut ring = sender.ring.borrow_mut();
             let index = ring.head;
-            if ring.state[index] == SlotState::Free {
+            let taken = if ring.state[index] == SlotState::Free {
                 ring.state[index] = SlotState::Reserved;
                 ring.data[index].take().map(|data| (index, data))
             } else {
                 None
-            }
+            };
+            (taken, ring.id)
         };
         match taken {
             Some((index, data)) => {
-                crate::sim::note_progress();
+                crate::sim::channel_used(id, crate::sim::WaitKind::Reserve, self.at, true);
                 Poll::Ready(SendSlot {
                     sender,
                     index,
@@ -153,7 +188,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
                 })
             }
             None => {
-                crate::sim::note_wait("waits for a free slot in `reserve()`", self.at);
+                crate::sim::note_wait(crate::sim::WaitKind::Reserve, id, self.at);
                 self.sender = Some(sender);
                 Poll::Pending
             }
@@ -195,13 +230,22 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
 
     /// Hands the slot to the receiver.
     pub fn send(mut self) {
-        let data = self.data.take();
-        let mut ring = self.sender.ring.borrow_mut();
-        ring.data[self.index] = data;
-        ring.state[self.index] = SlotState::Full;
-        ring.head = (ring.head + 1) % DEPTH;
-        drop(ring);
-        crate::sim::note_progress();
+        let mut data = self.data.take();
+        let index = self.index;
+        let ring = self.sender.ring.clone();
+        let id = ring.borrow().id;
+        crate::sim::submit(crate::sim::Deferred::new(
+            id,
+            Box::new(move || {
+                let mut r = ring.borrow_mut();
+                r.data[index] = data.take();
+                r.state[index] = SlotState::Full;
+                r.head = (r.head + 1) % DEPTH;
+                drop(r);
+                crate::sim::channel_changed(id);
+                true
+            }),
+        ));
     }
 
     fn payload_mut(&mut self) -> &mut T {
@@ -236,6 +280,9 @@ impl<T: Payload, const DEPTH: usize> Drop for SendSlot<'_, T, DEPTH> {
             let mut ring = self.sender.ring.borrow_mut();
             ring.data[self.index] = Some(data);
             ring.state[self.index] = SlotState::Free;
+            let id = ring.id;
+            drop(ring);
+            crate::sim::channel_changed(id);
         }
     }
 }
@@ -259,6 +306,7 @@ impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
         Recv {
             receiver: Some(self),
             at: Location::caller(),
+            polled: false,
         }
     }
 }
@@ -268,12 +316,20 @@ impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
 pub struct Recv<'a, T: Payload, const DEPTH: usize> {
     receiver: Option<&'a mut Receiver<T, DEPTH>>,
     at: &'static Location<'static>,
+    /// Whether it was polled before (the first poll may yield to the simulator's schedule).
+    polled: bool,
 }
 
 impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
     type Output = Option<RecvSlot<'a, T, DEPTH>>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
+            return Poll::Pending;
+        }
+        if !crate::sim::flush_current() {
+            return Poll::Pending;
+        }
         let Some(receiver) = self.receiver.take() else {
             panic!("recv() polled after it completed");
         };
@@ -282,34 +338,39 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
             Closed,
             Wait,
         }
-        let outcome = {
+        let (outcome, id) = {
             let mut ring = receiver.ring.borrow_mut();
             let index = ring.tail;
-            if ring.state[index] == SlotState::Full {
-                ring.state[index] = SlotState::Held;
-                ring.tail = (ring.tail + 1) % DEPTH;
-                match ring.data[index].take() {
-                    Some(data) => Outcome::Item(index, data),
-                    None => unreachable!("a full slot holds its payload"),
+            let outcome = match ring.state[index] {
+                SlotState::Full => {
+                    ring.state[index] = SlotState::Held;
+                    ring.tail = (ring.tail + 1) % DEPTH;
+                    match ring.data[index].take() {
+                        Some(data) => Outcome::Item(index, data),
+                        None => unreachable!("a full slot holds its payload"),
+                    }
                 }
-            } else if ring.closed {
-                Outcome::Closed
-            } else {
-                Outcome::Wait
-            }
+                SlotState::Closed => Outcome::Closed,
+                _ => Outcome::Wait,
+            };
+            (outcome, ring.id)
         };
+        let at = self.at;
         match outcome {
             Outcome::Item(index, data) => {
-                crate::sim::note_progress();
+                crate::sim::channel_used(id, crate::sim::WaitKind::Recv, at, true);
                 Poll::Ready(Some(RecvSlot {
                     receiver,
                     index,
                     data: Some(data),
                 }))
             }
-            Outcome::Closed => Poll::Ready(None),
+            Outcome::Closed => {
+                crate::sim::channel_used(id, crate::sim::WaitKind::Recv, at, false);
+                Poll::Ready(None)
+            }
             Outcome::Wait => {
-                crate::sim::note_wait("waits for a full slot in `recv()`", self.at);
+                crate::sim::note_wait(crate::sim::WaitKind::Recv, id, at);
                 self.receiver = Some(receiver);
                 Poll::Pending
             }
@@ -336,11 +397,20 @@ impl<T: Payload, const DEPTH: usize> Deref for RecvSlot<'_, T, DEPTH> {
 
 impl<T: Payload, const DEPTH: usize> Drop for RecvSlot<'_, T, DEPTH> {
     fn drop(&mut self) {
-        let data = self.data.take();
-        let mut ring = self.receiver.ring.borrow_mut();
-        ring.data[self.index] = data;
-        ring.state[self.index] = SlotState::Free;
-        drop(ring);
-        crate::sim::note_progress();
+        let mut data = self.data.take();
+        let index = self.index;
+        let ring = self.receiver.ring.clone();
+        let id = ring.borrow().id;
+        crate::sim::submit(crate::sim::Deferred::new(
+            id,
+            Box::new(move || {
+                let mut r = ring.borrow_mut();
+                r.data[index] = data.take();
+                r.state[index] = SlotState::Free;
+                drop(r);
+                crate::sim::channel_changed(id);
+                true
+            }),
+        ));
     }
 }

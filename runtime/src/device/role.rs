@@ -1,4 +1,5 @@
-//! Roles and `join!`: a kernel body pins async fns to warp ranges and runs them concurrently.
+//! Roles and `join!`: a kernel body pins async fns to warp ranges and runs them concurrently
+//! (in the simulator, one step at a time, in the order of the device's schedule).
 
 use std::future::Future;
 use std::ops::Range;
@@ -50,32 +51,33 @@ pub struct JoinRoles<'a, const N: usize> {
 impl<const N: usize> Future for JoinRoles<'_, N> {
     type Output = ();
 
+    /// Runs steps of the roles, each picked by the simulator's schedule, until every role has
+    /// finished (`Ready`) or none can move (`Pending`: the simulator reports the deadlock).
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
         if !this.registered {
             this.registered = true;
             crate::sim::register_roles(this.roles.iter().map(|r| (r.name, r.warps.clone())));
         }
-        let mut pending = false;
-        for order in crate::sim::poll_order(N) {
-            let role = &mut this.roles[order];
-            let Some(body) = role.body.as_mut() else {
-                continue;
+        loop {
+            let index = match crate::sim::next_step() {
+                crate::sim::Step::Run(index) => index,
+                crate::sim::Step::Finished => return Poll::Ready(()),
+                crate::sim::Step::Stuck => return Poll::Pending,
             };
-            crate::sim::enter_role(order);
-            let done = body.as_mut().poll(cx).is_ready();
-            crate::sim::leave_role();
-            if done {
+            let Some(role) = this.roles.get_mut(index) else {
+                return Poll::Pending;
+            };
+            crate::sim::enter_role(index);
+            // A role whose future has completed is stepped only to apply a close that waits.
+            let returned = match role.body.as_mut() {
+                Some(body) => body.as_mut().poll(cx).is_ready(),
+                None => true,
+            };
+            if returned {
                 role.body = None;
-                crate::sim::role_finished(order);
-            } else {
-                pending = true;
             }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
+            crate::sim::leave_role(index, returned);
         }
     }
 }
