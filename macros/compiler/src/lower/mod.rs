@@ -1798,6 +1798,44 @@ impl Lowerer<'_> {
             }
         });
         self.cond_depth -= 1;
+        // A value chosen between two arms of plain arithmetic is computed without a branch:
+        // both arms, then a select (a parallel body stays branch-free and keeps its vector loop).
+        let pure = |b: &Block| {
+            b.0.iter().all(|i| {
+                matches!(
+                    i,
+                    Inst::Const { .. }
+                        | Inst::Copy { .. }
+                        | Inst::Unary { .. }
+                        | Inst::Binary { .. }
+                        | Inst::Fma { .. }
+                        | Inst::Cast { .. }
+                        | Inst::Bitcast { .. }
+                        | Inst::Select { .. }
+                )
+            })
+        };
+        if let (Some(r), true) = (result, pure(&then_block) && pure(&else_block)) {
+            let ty = self.values[r.0 as usize].ty;
+            for inst in then_block.0 {
+                self.emit(inst);
+            }
+            let from_then = self.new_value(ty, None);
+            self.emit(Inst::Copy {
+                dst: from_then,
+                src: r,
+            });
+            for inst in else_block.0 {
+                self.emit(inst);
+            }
+            self.emit(Inst::Select {
+                dst: r,
+                cond: c,
+                if_true: from_then,
+                if_false: r,
+            });
+            return Val::Scalar(r);
+        }
         self.emit(Inst::If {
             cond: c,
             then: then_block,

@@ -977,8 +977,7 @@ impl<'k> Writer<'k> {
         self.line(format!("mov.{bt} {acc}, {identity};"))?;
         let done = self.label("red_done");
         // Sources of 4-byte elements, all 16-byte aligned, take whole groups in one load each.
-        let misaligned = if p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body)
-        {
+        let misaligned = if p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body) {
             let m = self.tmp(Class::Pred);
             self.line(format!("setp.ne.u32 {m}, 0, 0;"))?;
             for s in &p.sources {
