@@ -192,6 +192,11 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile8k_depth3::saxpy::PTX,
         ),
         ("saxpy_fma64", saxpy_variants::fma64::fma64::PTX),
+        ("saxpy_unchecked", saxpy_variants::unchecked::saxpy::PTX),
+        (
+            "saxpy_tile2k_depth3",
+            saxpy_variants::tile2k_depth3::saxpy::PTX,
+        ),
     ]
 }
 

@@ -29,6 +29,7 @@ pub(crate) fn check_function(
         par_locals_start: None,
         loops: Vec::new(),
         has_return: false,
+        in_unsafe: false,
         pending_rewrite: None,
         calls: Vec::new(),
     };
@@ -92,6 +93,8 @@ struct Checker<'a> {
     loops: Vec<LoopCtx>,
     /// A `return` was seen.
     has_return: bool,
+    /// Inside an `unsafe` block (where `get_unchecked` is allowed).
+    in_unsafe: bool,
     /// The shadow code's replacement for the expression just checked (a wrapping negation).
     pending_rewrite: Option<syn::Expr>,
     calls: Vec<(FnId, Span)>,
@@ -836,11 +839,13 @@ impl Checker<'_> {
                 err(span)
             }
             syn::Expr::Unsafe(u) => {
-                self.diags.error_at(
-                    &u.unsafe_token,
-                    "`unsafe` blocks are not supported in kernels",
-                );
-                err(span)
+                // Only for the unchecked accessors: what else is unsafe in Rust (raw pointers,
+                // `unsafe fn`s) is not in the language, and says so where it appears.
+                let outer = std::mem::replace(&mut self.in_unsafe, true);
+                let block = self.block(&mut u.block);
+                self.in_unsafe = outer;
+                let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+                mk(ExprKind::Block(block), ty, span)
             }
             syn::Expr::Let(l) => {
                 self.diags.error_at(
@@ -1447,8 +1452,12 @@ impl Checker<'_> {
         let name = m.method.to_string();
         let receiver = self.expr(&mut m.receiver, None);
         if receiver.ty == Ty::Error {
+            // Check the arguments for their own mistakes, but not closures, whose parameters'
+            // types would come from the receiver (no cascade of errors).
             for a in m.args.iter_mut() {
-                self.expr(a, None);
+                if !matches!(a, syn::Expr::Closure(_)) {
+                    self.expr(a, None);
+                }
             }
             return err(span);
         }
@@ -1469,6 +1478,47 @@ impl Checker<'_> {
         };
         let rty = receiver.ty.clone();
         match (name.as_str(), &rty) {
+            ("get_unchecked" | "get_unchecked_mut", Ty::Slice { elem, mutable })
+                if want_args(self, 1) =>
+            {
+                let (elem, mutable) = (*elem, *mutable);
+                if !self.in_unsafe {
+                    self.diags.error(m.method.span(), format!("`{name}` is an `unsafe` method: call it in an `unsafe {{ .. }}` block, or index with `[..]`, which is checked"));
+                    return err(span);
+                }
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut index = self.expr(&mut m.args[0], Some(&usize_ty));
+                let inner = if index.ty == Ty::Range {
+                    let want_mut = name == "get_unchecked_mut";
+                    if want_mut && !mutable {
+                        self.diags.error(
+                            receiver.span,
+                            "`get_unchecked_mut` needs a `&mut [T]` slice",
+                        );
+                    }
+                    mk(
+                        ExprKind::SubSlice(Box::new(receiver), Box::new(index)),
+                        Ty::Slice {
+                            elem,
+                            mutable: want_mut,
+                        },
+                        span,
+                    )
+                } else {
+                    if name == "get_unchecked_mut" {
+                        self.diags.error(m.method.span(), "`get_unchecked_mut(i)` of one element is not supported: write elements through `par_iter_mut`, or take `get_unchecked_mut(a..b)`");
+                        return err(span);
+                    }
+                    self.expect(&mut index, &usize_ty);
+                    mk(
+                        ExprKind::Index(Box::new(receiver), Box::new(index)),
+                        Ty::Scalar(elem),
+                        span,
+                    )
+                };
+                let ty = inner.ty.clone();
+                mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
+            }
             ("len", Ty::AtomicSlice(_)) if want_args(self, 0) => mk(
                 ExprKind::Len(Box::new(receiver)),
                 Ty::Scalar(Scalar::Usize),

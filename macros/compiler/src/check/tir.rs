@@ -413,6 +413,9 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `x.get_unchecked(i)` / `get_unchecked(a..b)` / `get_unchecked_mut(a..b)`: the index or
+    /// sub-slice inside, without its bounds checks.
+    Unchecked(Box<Expr>),
     /// `atomics[i]`: the element's address.
     AtomicIndex(Box<Expr>, Box<Expr>),
     /// An operation on an atomic element: the element, the operation, its operands

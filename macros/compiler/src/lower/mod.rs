@@ -134,6 +134,8 @@ struct Lowerer<'p> {
     frames: Vec<Frame>,
     loops: u32,
     cond_depth: u32,
+    /// Lowering the inside of `get_unchecked`: indexes and sub-slices skip their checks.
+    unchecked: bool,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -165,6 +167,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         frames: Vec::new(),
         loops: 0,
         cond_depth: 0,
+        unchecked: false,
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -1269,35 +1272,7 @@ impl Lowerer<'_> {
             ExprKind::Index(base, index) => self.index(base, index, e.span),
             ExprKind::SubSlice(base, range) => {
                 let (b, r) = (self.expr(base), self.expr(range));
-                match (b, r) {
-                    (
-                        Val::Slice {
-                            ptr,
-                            len,
-                            elem,
-                            mem,
-                            ..
-                        },
-                        Val::Range { start, end, tiles },
-                    ) => {
-                        let bad_order = self.binary(BinOp::Gt, start, end);
-                        self.panic_if(bad_order, "slice index starts after it ends", e.span);
-                        let past = self.binary(BinOp::Gt, end, len);
-                        self.panic_if(past, "slice range past the end of the slice", e.span);
-                        let size = self.usize_const(u64::from(elem.size()));
-                        let off = self.binary(BinOp::Mul, start, size);
-                        let p = self.binary(BinOp::Add, ptr, off);
-                        let n = self.binary(BinOp::Sub, end, start);
-                        Val::Slice {
-                            ptr: p,
-                            len: n,
-                            elem,
-                            mem,
-                            tiles,
-                        }
-                    }
-                    _ => Val::Unit,
-                }
+                self.subslice_val(b, r, e.span)
             }
             ExprKind::RangeBound(r, end) => match self.expr(r) {
                 Val::Range {
@@ -1409,6 +1384,19 @@ impl Lowerer<'_> {
                 Val::Cas { old, .. } => Val::Scalar(old),
                 _ => Val::Unit,
             },
+            ExprKind::Unchecked(inner) => {
+                // The operands are checked as usual; only the access itself is not.
+                let (base, index) = match &inner.kind {
+                    ExprKind::Index(b, i) | ExprKind::SubSlice(b, i) => (&**b, &**i),
+                    _ => return self.expr(inner),
+                };
+                let b = self.expr(base);
+                let i = self.expr(index);
+                let outer = std::mem::replace(&mut self.unchecked, true);
+                let out = self.unchecked_access(inner, b, i);
+                self.unchecked = outer;
+                out
+            }
             ExprKind::BlockPosition(count) => {
                 let dst = self.new_value(Scalar::Usize, None);
                 self.emit(Inst::Special {
@@ -1654,6 +1642,53 @@ impl Lowerer<'_> {
     fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
         let b = self.expr(base);
         let i = self.scalar(index);
+        self.index_val(base, b, i, span)
+    }
+
+    /// `get_unchecked`: the operands are lowered (and checked) as usual; the access is not.
+    fn unchecked_access(&mut self, inner: &Expr, b: Val, i: Val) -> Val {
+        match (&inner.kind, i) {
+            (ExprKind::Index(base, _), Val::Scalar(i)) => self.index_val(base, b, i, inner.span),
+            (ExprKind::SubSlice(..), r) => self.subslice_val(b, r, inner.span),
+            _ => Val::Unit,
+        }
+    }
+
+    fn subslice_val(&mut self, b: Val, r: Val, span: Span) -> Val {
+        match (b, r) {
+            (
+                Val::Slice {
+                    ptr,
+                    len,
+                    elem,
+                    mem,
+                    ..
+                },
+                Val::Range { start, end, tiles },
+            ) => {
+                if !self.unchecked {
+                    let bad_order = self.binary(BinOp::Gt, start, end);
+                    self.panic_if(bad_order, "slice index starts after it ends", span);
+                    let past = self.binary(BinOp::Gt, end, len);
+                    self.panic_if(past, "slice range past the end of the slice", span);
+                }
+                let size = self.usize_const(u64::from(elem.size()));
+                let off = self.binary(BinOp::Mul, start, size);
+                let p = self.binary(BinOp::Add, ptr, off);
+                let n = self.binary(BinOp::Sub, end, start);
+                Val::Slice {
+                    ptr: p,
+                    len: n,
+                    elem,
+                    mem,
+                    tiles,
+                }
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    fn index_val(&mut self, base: &Expr, b: Val, i: Value, span: Span) -> Val {
         match b {
             Val::Slice {
                 ptr,
@@ -1663,8 +1698,10 @@ impl Lowerer<'_> {
                 ..
             } => {
                 self.access(mem);
-                let oob = self.binary(BinOp::Ge, i, len);
-                self.panic_if(oob, "index out of bounds", span);
+                if !self.unchecked {
+                    let oob = self.binary(BinOp::Ge, i, len);
+                    self.panic_if(oob, "index out of bounds", span);
+                }
                 let size = self.usize_const(u64::from(elem.size()));
                 let off = self.binary(BinOp::Mul, i, size);
                 let addr = self.binary(BinOp::Add, ptr, off);
