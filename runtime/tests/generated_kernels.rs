@@ -33,6 +33,10 @@ mod saxpy_variants;
 #[path = "common/reductions.rs"]
 mod reductions;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/arrays.rs"]
+mod arrays;
+
 #[allow(dead_code)]
 #[path = "../../examples/reduce.rs"]
 mod reduce;
@@ -60,6 +64,12 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "arrays_stencil",
+            ptx: arrays::arrays::stencil::PTX,
+            ir: arrays::arrays::stencil::IR,
+            spec: &arrays::arrays::stencil::SPEC,
+        },
         Generated {
             name: "reduce_sum",
             ptx: reduce::reduce::sum::PTX,
