@@ -48,9 +48,51 @@ macro_rules! saxpy_variant {
     };
 }
 
+saxpy_variant!(tile2k_depth3, 2048, 3);
 saxpy_variant!(tile2k_depth6, 2048, 6);
 saxpy_variant!(tile4k_depth4, 4096, 4);
 saxpy_variant!(tile8k_depth3, 8192, 3);
+
+/// The main example's shape (tile 2048, depth 3) with the tile slicing unchecked
+/// (`get_unchecked`), to measure what the bounds checks cost (issue 3).
+#[gpu_async]
+pub mod unchecked {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 2048;
+
+    #[kernel(warps = 5)]
+    pub async fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; TILE], 3>();
+        join!(
+            on_warps(0..1, load(x, tx)),
+            on_warps(1..5, update(a, rx, y))
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 3>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            // SAFETY: `block_tiles` yields ranges inside `0..x.len()`.
+            slot.copy_from(unsafe { x.get_unchecked(tile.start..tile.end) })
+                .await;
+            slot.send();
+        }
+    }
+
+    async fn update(a: f32, mut rx: Receiver<[f32; TILE], 3>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            // SAFETY: as above, for `y`.
+            unsafe { y.get_unchecked_mut(tile.start..tile.end) }
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(yi, xi)| *yi += a * xi);
+        }
+    }
+}
 
 /// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
 /// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
@@ -177,7 +219,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 28)?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let variants: [(&str, LaunchFn, u32); 3] = [
+    let variants: [(&str, LaunchFn, u32); 5] = [
+        (
+            "tile 2048 x depth 3 (the main example), checked slicing",
+            tile2k_depth3::saxpy::launch,
+            4,
+        ),
+        (
+            "tile 2048 x depth 3, unchecked slicing (get_unchecked)",
+            unchecked::saxpy::launch,
+            4,
+        ),
         (
             "tile 2048 x depth 6 (48 KiB ring)",
             tile2k_depth6::saxpy::launch,

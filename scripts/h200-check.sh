@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, after `../shared/tools/gpu-bundle` built
-# .gpu/ here: every GPU test (heavy ones included) with a time bound each, then both examples at
+# .gpu/ here: every GPU test (heavy ones included) with a time bound each, then the examples at
 # a few sizes and grids. Everything is also written under $OUT (when set) for later reading.
 set -u -o pipefail
 out=${OUT:-/tmp}
 export RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 status=0
-for t in test-examples test-language test-device_failures test-abort_protocol test-executors test-streams test-buffer_lifetimes test-cuda_backend test-simulator test-gpu_async-lib test-cuda_fault; do
+for t in test-examples test-language test-differential test-reductions test-device_failures test-abort_protocol test-executors test-streams test-buffer_lifetimes test-cuda_backend test-simulator test-gpu_async-lib test-cuda_fault; do
   echo "=== $t"
   timeout 240 ".gpu/bin/$t" --include-ignored 2>&1 | tee "$out/$t.log" | grep -E "^test |test result|panicked" || status=1
 done
@@ -18,5 +18,9 @@ for ex in saxpy pipeline; do
       timeout 120 ".gpu/bin/$ex" "$n" "$per_sm" 2>&1 | tee -a "$out/examples.log" | grep -E "check|bandwidth|Error" || status=1
     done
   done
+done
+for run in "reduce 268435456 4" "reduce 268435456 8" "softmax 4096 2" "softmax 4096 4" "histogram 67108864 4"; do
+  echo "=== $run"
+  timeout 120 .gpu/bin/$run 2>&1 | tee -a "$out/examples.log" | grep -E "check|bandwidth|Error" || status=1
 done
 exit $status

@@ -21,6 +21,10 @@ mod softmax;
 #[path = "../../examples/histogram.rs"]
 mod histogram;
 
+#[allow(dead_code)]
+#[path = "../../examples/saxpy_variants.rs"]
+mod saxpy_variants;
+
 use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
@@ -156,6 +160,37 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
 #[test]
 fn reduce_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("reduce", reduce_check)
+}
+
+/// saxpy with `get_unchecked` tile slicing computes what the checked one does.
+#[test]
+fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
+    let mut devices = vec![(Device::simulator(), 3)];
+    if let Some(g) = gpu() {
+        let sms = g.sm_count()?;
+        devices.push((g, 4 * sms));
+    }
+    for (dev, blocks) in devices {
+        for n in [0, 1, 2047, 2049, 40_009] {
+            let xs = gpu_async::bench::random_f32(n, 1);
+            let ys = gpu_async::bench::random_f32(n, 2);
+            let x = dev.upload(&xs)?;
+            let mut y = dev.upload(&ys)?;
+            gpu_async::block_on(saxpy_variants::unchecked::saxpy::launch(
+                &dev,
+                Grid::blocks(blocks),
+                (1.25, &x, &mut y),
+            ))?;
+            let got = y.download()?;
+            let bad = got
+                .iter()
+                .zip(xs.iter().zip(&ys))
+                .filter(|(g, (x, y))| g.to_bits() != (1.25 * **x + **y).to_bits())
+                .count();
+            assert_eq!(bad, 0, "unchecked saxpy on {dev}: n = {n}");
+        }
+    }
+    Ok(())
 }
 
 #[test]

@@ -33,6 +33,10 @@ mod saxpy_variants;
 #[path = "common/reductions.rs"]
 mod reductions;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/arrays.rs"]
+mod arrays;
+
 #[allow(dead_code)]
 #[path = "../../examples/reduce.rs"]
 mod reduce;
@@ -60,6 +64,12 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "arrays_stencil",
+            ptx: arrays::arrays::stencil::PTX,
+            ir: arrays::arrays::stencil::IR,
+            spec: &arrays::arrays::stencil::SPEC,
+        },
         Generated {
             name: "reduce_sum",
             ptx: reduce::reduce::sum::PTX,
@@ -192,6 +202,11 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile8k_depth3::saxpy::PTX,
         ),
         ("saxpy_fma64", saxpy_variants::fma64::fma64::PTX),
+        ("saxpy_unchecked", saxpy_variants::unchecked::saxpy::PTX),
+        (
+            "saxpy_tile2k_depth3",
+            saxpy_variants::tile2k_depth3::saxpy::PTX,
+        ),
     ]
 }
 

@@ -129,7 +129,14 @@ fn reference(n: usize, seed: u64) -> Outputs {
 }
 
 const FIELDS: [&str; 8] = [
-    "sums", "mins", "maxs", "squares", "wide_sums", "xors", "big", "sums3",
+    "sums",
+    "mins",
+    "maxs",
+    "squares",
+    "wide_sums",
+    "xors",
+    "big",
+    "sums3",
 ];
 
 /// Every output as bits, for reporting the first difference. Every NaN counts as one value: the
@@ -166,10 +173,7 @@ fn the_simulator_reduces_in_the_defined_order() -> gpu_async::Result<()> {
     let sim = Device::simulator();
     for (i, &(n, blocks)) in CASES.iter().enumerate() {
         let got = run(&sim, Grid::blocks(blocks), n, i as u64)?;
-        assert!(
-            fields(&got) == fields(&reference(n, i as u64)),
-            "n = {n}"
-        );
+        assert!(fields(&got) == fields(&reference(n, i as u64)), "n = {n}");
     }
     Ok(())
 }

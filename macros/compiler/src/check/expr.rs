@@ -29,6 +29,7 @@ pub(crate) fn check_function(
         par_locals_start: None,
         loops: Vec::new(),
         has_return: false,
+        in_unsafe: false,
         pending_rewrite: None,
         calls: Vec::new(),
     };
@@ -92,6 +93,8 @@ struct Checker<'a> {
     loops: Vec<LoopCtx>,
     /// A `return` was seen.
     has_return: bool,
+    /// Inside an `unsafe` block (where `get_unchecked` is allowed).
+    in_unsafe: bool,
     /// The shadow code's replacement for the expression just checked (a wrapping negation).
     pending_rewrite: Option<syn::Expr>,
     calls: Vec<(FnId, Span)>,
@@ -117,6 +120,7 @@ impl Checker<'_> {
             ty,
             mutable,
             span,
+            dynamic_index: false,
         });
         if let Some(scope) = self.names.last_mut() {
             scope.insert(name.to_string(), id);
@@ -229,6 +233,20 @@ impl Checker<'_> {
                     self.diags.error(value.span, format!("a value of type `{}` cannot be stored in a local: use it where it is made", value.ty));
                 }
                 if ascribed.is_none() {
+                    if let Ty::Array(s, n) = value.ty {
+                        // Written in, so that rustc's element type is the checker's.
+                        let span = pi.ident.span();
+                        let s_ident = syn::Ident::new(s.rust_name(), span);
+                        let n = n as usize;
+                        local.pat = syn::Pat::Type(syn::PatType {
+                            attrs: Vec::new(),
+                            pat: Box::new(pat.clone()),
+                            colon_token: Default::default(),
+                            ty: Box::new(syn::Type::Verbatim(
+                                quote_spanned!(span=> [#s_ident; #n]),
+                            )),
+                        });
+                    }
                     if let Ty::Scalar(s) = value.ty {
                         let span = pi.ident.span();
                         let s_ident = syn::Ident::new(s.rust_name(), span);
@@ -563,6 +581,10 @@ impl Checker<'_> {
                 fix_literals(&mut a.body, s);
             }
         }
+        if let Ty::Array(..) = ty {
+            self.diags.error(span, "a `match` cannot produce an array yet: declare the array before it and assign it in each arm");
+            return err(span);
+        }
         mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
     }
 
@@ -836,11 +858,13 @@ impl Checker<'_> {
                 err(span)
             }
             syn::Expr::Unsafe(u) => {
-                self.diags.error_at(
-                    &u.unsafe_token,
-                    "`unsafe` blocks are not supported in kernels",
-                );
-                err(span)
+                // Only for the unchecked accessors: what else is unsafe in Rust (raw pointers,
+                // `unsafe fn`s) is not in the language, and says so where it appears.
+                let outer = std::mem::replace(&mut self.in_unsafe, true);
+                let block = self.block(&mut u.block);
+                self.in_unsafe = outer;
+                let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+                mk(ExprKind::Block(block), ty, span)
             }
             syn::Expr::Let(l) => {
                 self.diags.error_at(
@@ -874,11 +898,62 @@ impl Checker<'_> {
                     }
                 }
             }
-            syn::Expr::Tuple(_)
-            | syn::Expr::Array(_)
-            | syn::Expr::Repeat(_)
-            | syn::Expr::Struct(_) => {
-                self.diags.error(span, "tuples, arrays and structs as values are not supported in kernels yet: use scalars, slices and channel slots");
+            syn::Expr::Repeat(r) => {
+                let elem_expected = match expected {
+                    Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
+                    _ => None,
+                };
+                let value = self.expr(&mut r.expr, elem_expected.as_ref());
+                let Some(value) = self.array_element(value) else {
+                    return err(span);
+                };
+                let n = match super::consts::eval_usize(&r.len, &self.scope.consts) {
+                    Ok(n) => n as u32,
+                    Err(e) => {
+                        self.diags.push(e);
+                        return err(span);
+                    }
+                };
+                let s = value.ty.scalar().unwrap_or(Scalar::I32);
+                mk(
+                    ExprKind::ArrayRepeat(Box::new(value), n),
+                    Ty::Array(s, n),
+                    span,
+                )
+            }
+            syn::Expr::Array(a) => {
+                let mut elem_ty = match expected {
+                    Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
+                    _ => None,
+                };
+                let mut elems = Vec::new();
+                for x in a.elems.iter_mut() {
+                    let e = self.expr(x, elem_ty.as_ref());
+                    if elem_ty.is_none() && matches!(e.ty, Ty::Scalar(_)) {
+                        elem_ty = Some(e.ty.clone());
+                    }
+                    elems.push(e);
+                }
+                let mut out = Vec::new();
+                for e in elems {
+                    let mut e = self.auto_deref(e);
+                    if let Some(t) = &elem_ty {
+                        self.expect(&mut e, t);
+                    }
+                    let Some(e) = self.array_element(e) else {
+                        return err(span);
+                    };
+                    out.push(e);
+                }
+                let s = out
+                    .first()
+                    .and_then(|e| e.ty.scalar())
+                    .unwrap_or(Scalar::I32);
+                let n = out.len() as u32;
+                mk(ExprKind::ArrayList(out), Ty::Array(s, n), span)
+            }
+            syn::Expr::Tuple(_) | syn::Expr::Struct(_) => {
+                self.diags.error(span, "tuples and structs as values are not supported in kernels yet: use scalars, arrays, slices and channel slots");
                 err(span)
             }
             _ => {
@@ -887,6 +962,25 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// An array element: a scalar (an untyped literal takes its default type).
+    fn array_element(&mut self, value: Expr) -> Option<Expr> {
+        let mut value = self.auto_deref(value);
+        match value.ty {
+            Ty::IntLit => fix_literals(&mut value, Scalar::I32),
+            Ty::FloatLit => fix_literals(&mut value, Scalar::F32),
+            Ty::Scalar(_) => {}
+            Ty::Error => return None,
+            ref other => {
+                self.diags.error(
+                    value.span,
+                    format!("array elements are scalars; this is a `{other}`"),
+                );
+                return None;
+            }
+        }
+        Some(value)
     }
 
     fn literal(&mut self, lit: &syn::Lit, expected: Option<&Ty>) -> Expr {
@@ -1253,7 +1347,7 @@ impl Checker<'_> {
                             local.name, local.name
                         ),
                     );
-                } else if !matches!(local.ty, Ty::Scalar(_) | Ty::Error) {
+                } else if !matches!(local.ty, Ty::Scalar(_) | Ty::Array(..) | Ty::Error) {
                     self.diags.error(
                         span,
                         format!(
@@ -1279,6 +1373,28 @@ impl Checker<'_> {
                     },
                     ..place
                 }
+            }
+            ExprKind::Index(base, _) if matches!(base.ty, Ty::Array(..)) => {
+                match base.kind {
+                    ExprKind::Local(id) => {
+                        let local = &self.locals[id.0 as usize];
+                        if self.par_locals_start.is_some_and(|start| id.0 < start) {
+                            self.diags.error(span, format!("a `par_iter` closure cannot write the captured array `{}`: each thread has its own copy; declare the array inside the closure", local.name));
+                        } else if !local.mutable {
+                            self.diags.error(
+                                span,
+                                format!(
+                                    "cannot assign to an element of `{}`: declare it `let mut {}`",
+                                    local.name, local.name
+                                ),
+                            );
+                        }
+                    }
+                    _ => self
+                        .diags
+                        .error(span, "assign to an element of an array local"),
+                }
+                place
             }
             ExprKind::Index(..) => {
                 self.diags.error(span, "writing one element from role code is not supported yet: role code runs on every thread of the role at once; write through `slice[range].par_iter_mut()` instead");
@@ -1358,6 +1474,10 @@ impl Checker<'_> {
             }
             e
         });
+        if let Ty::Array(..) = ty {
+            self.diags.error(span, "an `if` cannot produce an array yet: declare the array before it and assign it in each branch");
+            return err(span);
+        }
         mk(ExprKind::If(Box::new(cond), then, else_), ty, span)
     }
 
@@ -1385,6 +1505,28 @@ impl Checker<'_> {
                 mk(
                     ExprKind::Index(Box::new(base), Box::new(index)),
                     Ty::Scalar(elem),
+                    span,
+                )
+            }
+            (Ty::Array(..), Ty::Range) => {
+                self.diags.error(
+                    index.span,
+                    "sub-slices of a local array are not supported: index its elements",
+                );
+                err(span)
+            }
+            (Ty::Array(s, _), _) => {
+                let s = *s;
+                self.expect(&mut index, &usize_ty);
+                // An index that is not a literal or a `const` puts the array in local memory.
+                if let ExprKind::Local(id) = base.kind {
+                    if !matches!(index.kind, ExprKind::Lit(_)) {
+                        self.locals[id.0 as usize].dynamic_index = true;
+                    }
+                }
+                mk(
+                    ExprKind::Index(Box::new(base), Box::new(index)),
+                    Ty::Scalar(s),
                     span,
                 )
             }
@@ -1447,8 +1589,12 @@ impl Checker<'_> {
         let name = m.method.to_string();
         let receiver = self.expr(&mut m.receiver, None);
         if receiver.ty == Ty::Error {
+            // Check the arguments for their own mistakes, but not closures, whose parameters'
+            // types would come from the receiver (no cascade of errors).
             for a in m.args.iter_mut() {
-                self.expr(a, None);
+                if !matches!(a, syn::Expr::Closure(_)) {
+                    self.expr(a, None);
+                }
             }
             return err(span);
         }
@@ -1469,6 +1615,52 @@ impl Checker<'_> {
         };
         let rty = receiver.ty.clone();
         match (name.as_str(), &rty) {
+            ("get_unchecked" | "get_unchecked_mut", Ty::Slice { elem, mutable })
+                if want_args(self, 1) =>
+            {
+                let (elem, mutable) = (*elem, *mutable);
+                if !self.in_unsafe {
+                    self.diags.error(m.method.span(), format!("`{name}` is an `unsafe` method: call it in an `unsafe {{ .. }}` block, or index with `[..]`, which is checked"));
+                    return err(span);
+                }
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut index = self.expr(&mut m.args[0], Some(&usize_ty));
+                let inner = if index.ty == Ty::Range {
+                    let want_mut = name == "get_unchecked_mut";
+                    if want_mut && !mutable {
+                        self.diags.error(
+                            receiver.span,
+                            "`get_unchecked_mut` needs a `&mut [T]` slice",
+                        );
+                    }
+                    mk(
+                        ExprKind::SubSlice(Box::new(receiver), Box::new(index)),
+                        Ty::Slice {
+                            elem,
+                            mutable: want_mut,
+                        },
+                        span,
+                    )
+                } else {
+                    if name == "get_unchecked_mut" {
+                        self.diags.error(m.method.span(), "`get_unchecked_mut(i)` of one element is not supported: write elements through `par_iter_mut`, or take `get_unchecked_mut(a..b)`");
+                        return err(span);
+                    }
+                    self.expect(&mut index, &usize_ty);
+                    mk(
+                        ExprKind::Index(Box::new(receiver), Box::new(index)),
+                        Ty::Scalar(elem),
+                        span,
+                    )
+                };
+                let ty = inner.ty.clone();
+                mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
+            }
+            ("len", Ty::Array(_, n)) if want_args(self, 0) => mk(
+                ExprKind::Lit(Lit::Int(u128::from(*n))),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
             ("len", Ty::AtomicSlice(_)) if want_args(self, 0) => mk(
                 ExprKind::Len(Box::new(receiver)),
                 Ty::Scalar(Scalar::Usize),

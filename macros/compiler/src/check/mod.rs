@@ -140,6 +140,7 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
         (Ty::Error, _) | (_, Ty::Error) | (Ty::Never, _) => true,
         (Ty::IntLit, Ty::Scalar(s)) => s.is_int(),
         (Ty::FloatLit, Ty::Scalar(s)) => s.is_float(),
+        (Ty::Array(a, n), Ty::Array(b, m)) => a == b && n == m,
         (
             Ty::Slice {
                 elem: a,

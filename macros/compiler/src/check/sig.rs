@@ -197,6 +197,25 @@ pub(crate) fn parse_type(
             diags.error_at(t, DYN_MESSAGE);
             Ty::Error
         }
+        syn::Type::Array(a) => {
+            let elem = parse_type(&a.elem, consts, diags);
+            let len = super::consts::eval_usize(&a.len, consts);
+            match (elem, len) {
+                (Ty::Scalar(s), Ok(n)) if s != Scalar::Bool || n > 0 => Ty::Array(s, n as u32),
+                (Ty::Error, _) => Ty::Error,
+                (_, Err(e)) => {
+                    diags.push(e);
+                    Ty::Error
+                }
+                (other, _) => {
+                    diags.error_at(
+                        &a.elem,
+                        format!("array elements are scalars; `{other}` is not"),
+                    );
+                    Ty::Error
+                }
+            }
+        }
         syn::Type::ImplTrait(t) => {
             diags.error_at(
                 t,

@@ -24,6 +24,8 @@ pub struct Local {
     pub mutable: bool,
     /// Where it is declared.
     pub span: Span,
+    /// An array local indexed somewhere by a run-time value: it lives in local memory.
+    pub dynamic_index: bool,
 }
 
 /// A checked function.
@@ -413,6 +415,13 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `[value; N]`
+    ArrayRepeat(Box<Expr>, u32),
+    /// `[a, b, c]`
+    ArrayList(Vec<Expr>),
+    /// `x.get_unchecked(i)` / `get_unchecked(a..b)` / `get_unchecked_mut(a..b)`: the index or
+    /// sub-slice inside, without its bounds checks.
+    Unchecked(Box<Expr>),
     /// `atomics[i]`: the element's address.
     AtomicIndex(Box<Expr>, Box<Expr>),
     /// An operation on an atomic element: the element, the operation, its operands

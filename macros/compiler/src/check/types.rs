@@ -241,6 +241,9 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `[T; N]`: a local array (registers, or the thread's local memory when it is indexed by
+    /// run-time values).
+    Array(Scalar, u32),
     /// `&[AtomicU32]` (and the other atomic integers) in global memory.
     AtomicSlice(Scalar),
     /// `&AtomicU32`: one element of an atomic slice.
@@ -318,6 +321,7 @@ impl fmt::Display for Ty {
                 write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
+            Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
             Ty::AtomicSlice(s) => write!(f, "&[{}]", atomic_name(*s)),
             Ty::AtomicRef(s) => write!(f, "&{}", atomic_name(*s)),
             Ty::CasResult(s) => write!(f, "Result<{s}, {s}>"),

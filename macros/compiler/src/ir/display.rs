@@ -199,6 +199,13 @@ impl Kernel {
             Inst::Load { dst, space, addr } => {
                 write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
             }
+            Inst::Store { space, addr, value } => write!(
+                line,
+                "store.{space:?} [{}], {}",
+                self.val(*addr),
+                self.val(*value)
+            )?,
+            Inst::LocalAddr { dst, offset } => write!(line, "{} = local_addr {offset}", def(*dst))?,
             Inst::PanicIf { cond, site } => write!(
                 line,
                 "panic_if {} {site} \"{}\"",

@@ -75,6 +75,8 @@ pub struct Kernel {
     pub reduce_scratch: Vec<Option<u32>>,
     /// The sites the GPU can report, indexed by [`SiteId`].
     pub sites: Vec<Site>,
+    /// Bytes of local memory per thread for local arrays indexed at run time.
+    pub local_bytes: u32,
 }
 
 impl Kernel {
@@ -263,6 +265,8 @@ pub enum Space {
     Global,
     /// The block's shared memory; addresses are `u32`.
     Shared,
+    /// The thread's local memory (local arrays indexed at run time); addresses are `usize`.
+    Local,
 }
 
 /// One instruction.
@@ -300,6 +304,14 @@ pub enum Inst {
         operands: Vec<Value>,
         order: crate::check::tir::MemOrder,
     },
+    /// `*addr = value` in `space` (local arrays).
+    Store {
+        space: Space,
+        addr: Value,
+        value: Value,
+    },
+    /// `dst` = the address of byte `offset` of the thread's local-array memory.
+    LocalAddr { dst: Value, offset: u32 },
     /// `dst = if cond { if_true } else { if_false }`, without a branch.
     Select {
         dst: Value,

@@ -67,6 +67,14 @@ enum Val {
     ElemRef(usize),
     /// An element of an atomic slice: its global address.
     AtomicRef(Value),
+    /// A local array in registers (indexed by constants only): one value per element.
+    Array(Vec<Value>),
+    /// A local array in the thread's local memory: its address.
+    LocalArray {
+        addr: Value,
+        elem: Scalar,
+        len: u32,
+    },
     /// A `compare_exchange` result: whether it stored, and the previous value.
     Cas {
         ok: Value,
@@ -134,6 +142,10 @@ struct Lowerer<'p> {
     frames: Vec<Frame>,
     loops: u32,
     cond_depth: u32,
+    /// Lowering the inside of `get_unchecked`: indexes and sub-slices skip their checks.
+    unchecked: bool,
+    /// Local memory allocated to arrays so far, in bytes per thread.
+    local_bytes: u32,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -165,6 +177,8 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         frames: Vec::new(),
         loops: 0,
         cond_depth: 0,
+        unchecked: false,
+        local_bytes: 0,
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -334,6 +348,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         role_barriers,
         reduce_scratch,
         sites: l.sites,
+        local_bytes: l.local_bytes,
     })
 }
 
@@ -613,6 +628,18 @@ impl Lowerer<'_> {
         }
         let f = self.prog.function(fid);
         let mut frame = Frame::new(fid);
+        let args: Vec<Val> = {
+            // Array arguments are copies, laid out as the callee's parameter wants them.
+            let saved = std::mem::replace(&mut self.frames, vec![Frame::new(fid)]);
+            let out = f
+                .params
+                .iter()
+                .zip(args)
+                .map(|(&p, v)| self.materialize(p, v))
+                .collect();
+            self.frames = saved;
+            out
+        };
         for (&p, v) in f.params.iter().zip(args) {
             let v = match v {
                 Val::Scalar(s) => {
@@ -913,6 +940,7 @@ impl Lowerer<'_> {
     }
 
     fn bind(&mut self, local: LocalId, v: Val, span: Span) {
+        let v = self.materialize(local, v);
         let v = match v {
             Val::Scalar(s) => {
                 let ty = self.values[s.0 as usize].ty;
@@ -1269,35 +1297,7 @@ impl Lowerer<'_> {
             ExprKind::Index(base, index) => self.index(base, index, e.span),
             ExprKind::SubSlice(base, range) => {
                 let (b, r) = (self.expr(base), self.expr(range));
-                match (b, r) {
-                    (
-                        Val::Slice {
-                            ptr,
-                            len,
-                            elem,
-                            mem,
-                            ..
-                        },
-                        Val::Range { start, end, tiles },
-                    ) => {
-                        let bad_order = self.binary(BinOp::Gt, start, end);
-                        self.panic_if(bad_order, "slice index starts after it ends", e.span);
-                        let past = self.binary(BinOp::Gt, end, len);
-                        self.panic_if(past, "slice range past the end of the slice", e.span);
-                        let size = self.usize_const(u64::from(elem.size()));
-                        let off = self.binary(BinOp::Mul, start, size);
-                        let p = self.binary(BinOp::Add, ptr, off);
-                        let n = self.binary(BinOp::Sub, end, start);
-                        Val::Slice {
-                            ptr: p,
-                            len: n,
-                            elem,
-                            mem,
-                            tiles,
-                        }
-                    }
-                    _ => Val::Unit,
-                }
+                self.subslice_val(b, r, e.span)
             }
             ExprKind::RangeBound(r, end) => match self.expr(r) {
                 Val::Range {
@@ -1409,6 +1409,26 @@ impl Lowerer<'_> {
                 Val::Cas { old, .. } => Val::Scalar(old),
                 _ => Val::Unit,
             },
+            ExprKind::Unchecked(inner) => {
+                // The operands are checked as usual; only the access itself is not.
+                let (base, index) = match &inner.kind {
+                    ExprKind::Index(b, i) | ExprKind::SubSlice(b, i) => (&**b, &**i),
+                    _ => return self.expr(inner),
+                };
+                let b = self.expr(base);
+                let i = self.expr(index);
+                let outer = std::mem::replace(&mut self.unchecked, true);
+                let out = self.unchecked_access(inner, b, i);
+                self.unchecked = outer;
+                out
+            }
+            ExprKind::ArrayRepeat(value, n) => {
+                let v = self.scalar(value);
+                Val::Array(vec![v; *n as usize])
+            }
+            ExprKind::ArrayList(items) => {
+                Val::Array(items.iter().map(|x| self.scalar(x)).collect())
+            }
             ExprKind::BlockPosition(count) => {
                 let dst = self.new_value(Scalar::Usize, None);
                 self.emit(Inst::Special {
@@ -1518,6 +1538,37 @@ impl Lowerer<'_> {
             }
             ExprKind::StepBy(..) | ExprKind::Rev(_) => Val::Unit,
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
+            ExprKind::Assign(place, value) if matches!(value.ty, Ty::Array(..)) => {
+                // `a = b` of arrays: element by element into `a`'s layout.
+                let v = self.expr(value);
+                if let ExprKind::Local(id) = place.kind {
+                    let fresh = self.materialize(id, v);
+                    let old = self.frame().locals.get(&id).cloned();
+                    match (old, fresh) {
+                        (Some(Val::Array(dst)), Val::Array(src)) => {
+                            for (d, s) in dst.iter().zip(src) {
+                                self.emit(Inst::Copy { dst: *d, src: s });
+                            }
+                        }
+                        (
+                            Some(Val::LocalArray { addr, elem, len }),
+                            Val::LocalArray { addr: from, .. },
+                        ) => {
+                            for k in 0..len {
+                                let v = self.local_elem_load(from, elem, k);
+                                let a = self.local_elem_addr(addr, elem, k);
+                                self.emit(Inst::Store {
+                                    space: Space::Local,
+                                    addr: a,
+                                    value: v,
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Val::Unit
+            }
             ExprKind::Assign(place, value) => {
                 let v = self.scalar(value);
                 self.store_place(place, false, |_, _| v);
@@ -1557,6 +1608,55 @@ impl Lowerer<'_> {
                 if let Some(Val::Scalar(reg)) = self.frame().locals.get(id).cloned() {
                     let v = f(self, reg);
                     self.emit(Inst::Copy { dst: reg, src: v });
+                }
+            }
+            ExprKind::Index(base, index) => {
+                let b = self.expr(base);
+                let i = self.scalar(index);
+                match b {
+                    Val::Array(values) => {
+                        if let Some(k) = Self::const_index(index) {
+                            if let Some(&reg) = values.get(k as usize) {
+                                let v = f(self, reg);
+                                self.emit(Inst::Copy { dst: reg, src: v });
+                            }
+                        } else {
+                            // A run-time index into a register array: each element selects.
+                            let n = self.usize_const(values.len() as u64);
+                            let oob = self.binary(BinOp::Ge, i, n);
+                            self.panic_if(oob, "index out of bounds", place.span);
+                            let old =
+                                self.array_read(&Val::Array(values.clone()), index, i, place.span);
+                            if let Some(old) = old {
+                                let v = f(self, old);
+                                for (k, reg) in values.iter().enumerate() {
+                                    let kv = self.usize_const(k as u64);
+                                    let hit = self.binary(BinOp::Eq, i, kv);
+                                    self.emit(Inst::Select {
+                                        dst: *reg,
+                                        cond: hit,
+                                        if_true: v,
+                                        if_false: *reg,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    Val::LocalArray { addr, elem, len } => {
+                        let a = self.local_index_addr(addr, elem, len, i, place.span);
+                        let old = if reads_old {
+                            self.load(elem, Space::Local, a)
+                        } else {
+                            self.konst(elem, Imm::Int(0))
+                        };
+                        let v = f(self, old);
+                        self.emit(Inst::Store {
+                            space: Space::Local,
+                            addr: a,
+                            value: v,
+                        });
+                    }
+                    _ => {}
                 }
             }
             ExprKind::Deref(inner) => {
@@ -1654,6 +1754,177 @@ impl Lowerer<'_> {
     fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
         let b = self.expr(base);
         let i = self.scalar(index);
+        if let Some(v) = self.array_read(&b, index, i, span) {
+            return Val::Scalar(v);
+        }
+        self.index_val(base, b, i, span)
+    }
+
+    /// The constant value of an index expression, if it is one.
+    fn const_index(index: &Expr) -> Option<u64> {
+        match index.kind {
+            ExprKind::Lit(Lit::Int(v)) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// Gives a local array value the layout its local wants: registers, or local memory for a
+    /// local indexed at run time; always a copy, since arrays are values.
+    fn materialize(&mut self, local: LocalId, v: Val) -> Val {
+        let dynamic = self.func().local(local).dynamic_index;
+        let elem = match &self.func().local(local).ty {
+            Ty::Array(s, _) => *s,
+            _ => return v,
+        };
+        let values = match v {
+            Val::Array(values) => values,
+            Val::LocalArray { addr, elem, len } => (0..len)
+                .map(|k| self.local_elem_load(addr, elem, k))
+                .collect(),
+            other => return other,
+        };
+        if dynamic {
+            let size = elem.size();
+            let offset = self.local_bytes.div_ceil(8) * 8;
+            self.local_bytes = offset + size * values.len() as u32;
+            let addr = self.new_value(Scalar::Usize, None);
+            self.emit(Inst::LocalAddr { dst: addr, offset });
+            for (k, v) in values.iter().enumerate() {
+                let a = self.local_elem_addr(addr, elem, k as u32);
+                self.emit(Inst::Store {
+                    space: Space::Local,
+                    addr: a,
+                    value: *v,
+                });
+            }
+            Val::LocalArray {
+                addr,
+                elem,
+                len: values.len() as u32,
+            }
+        } else {
+            Val::Array(
+                values
+                    .iter()
+                    .map(|v| {
+                        let ty = self.values[v.0 as usize].ty;
+                        let c = self.new_value(ty, None);
+                        self.emit(Inst::Copy { dst: c, src: *v });
+                        c
+                    })
+                    .collect(),
+            )
+        }
+    }
+
+    fn local_elem_addr(&mut self, base: Value, elem: Scalar, k: u32) -> Value {
+        let off = self.usize_const(u64::from(k * elem.size()));
+        self.binary(BinOp::Add, base, off)
+    }
+
+    fn local_elem_load(&mut self, base: Value, elem: Scalar, k: u32) -> Value {
+        let a = self.local_elem_addr(base, elem, k);
+        self.load(elem, Space::Local, a)
+    }
+
+    /// The address of element `i` of a local-memory array, after its bounds check.
+    fn local_index_addr(
+        &mut self,
+        addr: Value,
+        elem: Scalar,
+        len: u32,
+        i: Value,
+        span: Span,
+    ) -> Value {
+        if !self.unchecked {
+            let n = self.usize_const(u64::from(len));
+            let oob = self.binary(BinOp::Ge, i, n);
+            self.panic_if(oob, "index out of bounds", span);
+        }
+        let size = self.usize_const(u64::from(elem.size()));
+        let off = self.binary(BinOp::Mul, i, size);
+        self.binary(BinOp::Add, addr, off)
+    }
+
+    /// `a[i]` of a local array; `None` when `b` is not one.
+    fn array_read(&mut self, b: &Val, index: &Expr, i: Value, span: Span) -> Option<Value> {
+        match b {
+            Val::Array(values) => {
+                if let Some(k) = Self::const_index(index) {
+                    return values.get(k as usize).copied();
+                }
+                // A run-time index into a register array (a parameter, say): a select chain.
+                let n = self.usize_const(values.len() as u64);
+                let oob = self.binary(BinOp::Ge, i, n);
+                self.panic_if(oob, "index out of bounds", span);
+                let first = *values.first()?;
+                let r = self.new_value(self.values[first.0 as usize].ty, None);
+                self.emit(Inst::Copy { dst: r, src: first });
+                for (k, v) in values.iter().enumerate().skip(1) {
+                    let kv = self.usize_const(k as u64);
+                    let hit = self.binary(BinOp::Eq, i, kv);
+                    self.emit(Inst::Select {
+                        dst: r,
+                        cond: hit,
+                        if_true: *v,
+                        if_false: r,
+                    });
+                }
+                Some(r)
+            }
+            Val::LocalArray { addr, elem, len } => {
+                let (addr, elem, len) = (*addr, *elem, *len);
+                let a = self.local_index_addr(addr, elem, len, i, span);
+                Some(self.load(elem, Space::Local, a))
+            }
+            _ => None,
+        }
+    }
+
+    /// `get_unchecked`: the operands are lowered (and checked) as usual; the access is not.
+    fn unchecked_access(&mut self, inner: &Expr, b: Val, i: Val) -> Val {
+        match (&inner.kind, i) {
+            (ExprKind::Index(base, _), Val::Scalar(i)) => self.index_val(base, b, i, inner.span),
+            (ExprKind::SubSlice(..), r) => self.subslice_val(b, r, inner.span),
+            _ => Val::Unit,
+        }
+    }
+
+    fn subslice_val(&mut self, b: Val, r: Val, span: Span) -> Val {
+        match (b, r) {
+            (
+                Val::Slice {
+                    ptr,
+                    len,
+                    elem,
+                    mem,
+                    ..
+                },
+                Val::Range { start, end, tiles },
+            ) => {
+                if !self.unchecked {
+                    let bad_order = self.binary(BinOp::Gt, start, end);
+                    self.panic_if(bad_order, "slice index starts after it ends", span);
+                    let past = self.binary(BinOp::Gt, end, len);
+                    self.panic_if(past, "slice range past the end of the slice", span);
+                }
+                let size = self.usize_const(u64::from(elem.size()));
+                let off = self.binary(BinOp::Mul, start, size);
+                let p = self.binary(BinOp::Add, ptr, off);
+                let n = self.binary(BinOp::Sub, end, start);
+                Val::Slice {
+                    ptr: p,
+                    len: n,
+                    elem,
+                    mem,
+                    tiles,
+                }
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    fn index_val(&mut self, base: &Expr, b: Val, i: Value, span: Span) -> Val {
         match b {
             Val::Slice {
                 ptr,
@@ -1663,8 +1934,10 @@ impl Lowerer<'_> {
                 ..
             } => {
                 self.access(mem);
-                let oob = self.binary(BinOp::Ge, i, len);
-                self.panic_if(oob, "index out of bounds", span);
+                if !self.unchecked {
+                    let oob = self.binary(BinOp::Ge, i, len);
+                    self.panic_if(oob, "index out of bounds", span);
+                }
                 let size = self.usize_const(u64::from(elem.size()));
                 let off = self.binary(BinOp::Mul, i, size);
                 let addr = self.binary(BinOp::Add, ptr, off);
@@ -1798,6 +2071,44 @@ impl Lowerer<'_> {
             }
         });
         self.cond_depth -= 1;
+        // A value chosen between two arms of plain arithmetic is computed without a branch:
+        // both arms, then a select (a parallel body stays branch-free and keeps its vector loop).
+        let pure = |b: &Block| {
+            b.0.iter().all(|i| {
+                matches!(
+                    i,
+                    Inst::Const { .. }
+                        | Inst::Copy { .. }
+                        | Inst::Unary { .. }
+                        | Inst::Binary { .. }
+                        | Inst::Fma { .. }
+                        | Inst::Cast { .. }
+                        | Inst::Bitcast { .. }
+                        | Inst::Select { .. }
+                )
+            })
+        };
+        if let (Some(r), true) = (result, pure(&then_block) && pure(&else_block)) {
+            let ty = self.values[r.0 as usize].ty;
+            for inst in then_block.0 {
+                self.emit(inst);
+            }
+            let from_then = self.new_value(ty, None);
+            self.emit(Inst::Copy {
+                dst: from_then,
+                src: r,
+            });
+            for inst in else_block.0 {
+                self.emit(inst);
+            }
+            self.emit(Inst::Select {
+                dst: r,
+                cond: c,
+                if_true: from_then,
+                if_false: r,
+            });
+            return Val::Scalar(r);
+        }
         self.emit(Inst::If {
             cond: c,
             then: then_block,

@@ -183,6 +183,7 @@ fn space_name(s: Space) -> &'static str {
     match s {
         Space::Global => "global",
         Space::Shared => "shared",
+        Space::Local => "local",
     }
 }
 
@@ -647,6 +648,16 @@ impl<'k> Writer<'k> {
                 operands,
                 order,
             } => self.atomic(*dst, *op, *addr, operands, *order),
+            Inst::Store { space, addr, value } => {
+                let (a, v) = (self.reg(*addr), self.reg(*value));
+                let ty = self.k.ty(*value);
+                self.store(&v, ty, *space, &a)
+            }
+            Inst::LocalAddr { dst, offset } => {
+                let d = self.reg(*dst);
+                self.line(format!("mov.u64 {d}, gpu_async_local;"))?;
+                self.line(format!("add.u64 {d}, {d}, {offset};"))
+            }
             Inst::Select {
                 dst,
                 cond,
@@ -977,15 +988,14 @@ impl<'k> Writer<'k> {
         self.line(format!("mov.{bt} {acc}, {identity};"))?;
         let done = self.label("red_done");
         // Sources of 4-byte elements, all 16-byte aligned, take whole groups in one load each.
-        let misaligned = if p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body)
-        {
+        let misaligned = if p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body) {
             let m = self.tmp(Class::Pred);
             self.line(format!("setp.ne.u32 {m}, 0, 0;"))?;
             for s in &p.sources {
                 let b = self.reg(s.base);
                 let low = self.tmp(Class::B32);
                 match s.space {
-                    Space::Global => {
+                    Space::Global | Space::Local => {
                         let l = self.tmp(Class::B64);
                         self.line(format!("and.b64 {l}, {b}, 15;"))?;
                         self.line(format!("cvt.u32.u64 {low}, {l};"))?;
@@ -1388,7 +1398,7 @@ impl<'k> Writer<'k> {
         size: u32,
     ) -> Result<String, fmt::Error> {
         match space {
-            Space::Global => {
+            Space::Global | Space::Local => {
                 let a = self.tmp(Class::B64);
                 self.line(format!("mad.lo.u64 {a}, {i}, {size}, {base};"))?;
                 Ok(a)
@@ -1428,7 +1438,7 @@ impl<'k> Writer<'k> {
             for s in &p.sources {
                 let b = self.reg(s.base);
                 let low = match s.space {
-                    Space::Global => {
+                    Space::Global | Space::Local => {
                         let l = self.tmp(Class::B64);
                         self.line(format!("and.b64 {l}, {b}, 15;"))?;
                         let l32 = self.tmp(Class::B32);
@@ -1655,6 +1665,15 @@ impl<'k> Writer<'k> {
             if let Some(n) = self.counts.get(&class) {
                 writeln!(out, "    .reg {} {}<{n}>;", class.decl(), class.prefix())?;
             }
+        }
+        if k.local_bytes > 0 {
+            // Local arrays indexed at run time: each thread's own memory (ptxas reports it as
+            // the stack frame).
+            writeln!(
+                out,
+                "    .local .align 16 .b8 gpu_async_local[{}];",
+                k.local_bytes.div_ceil(16) * 16
+            )?;
         }
         writeln!(out)?;
         out.write_str(&self.body)?;

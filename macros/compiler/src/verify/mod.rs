@@ -278,12 +278,28 @@ impl Verifier<'_> {
             }
             Inst::Load { dst, space, addr } => {
                 self.use_(*addr);
-                let want = if *space == Space::Global {
-                    Scalar::Usize
-                } else {
+                let want = if *space == Space::Shared {
                     Scalar::U32
+                } else {
+                    Scalar::Usize
                 };
                 self.expect_ty(*addr, want, "address");
+                self.def(*dst);
+            }
+            Inst::Store { space, addr, value } => {
+                self.use_(*addr);
+                self.use_(*value);
+                if *space != Space::Local {
+                    self.errors.push("a store outside local memory".into());
+                }
+                self.expect_ty(*addr, Scalar::Usize, "address");
+            }
+            Inst::LocalAddr { dst, offset } => {
+                if *offset >= self.k.local_bytes.max(1) {
+                    self.errors
+                        .push(format!("local address {offset} past the local memory"));
+                }
+                self.expect_ty(*dst, Scalar::Usize, "local address");
                 self.def(*dst);
             }
             Inst::PanicIf { cond, site } => {

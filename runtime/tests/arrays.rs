@@ -1,0 +1,101 @@
+//! Local arrays on the simulator (against plain Rust) and on the GPU (against the simulator).
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/arrays.rs"]
+mod arrays;
+
+use gpu_async::bench::random_f32;
+use gpu_async::{block_on, Device, Grid};
+
+fn run(dev: &Device, n: usize, seed: u64) -> gpu_async::Result<(Vec<u32>, Vec<u32>)> {
+    let xs = random_f32(n, seed);
+    let ks: Vec<u32> = random_f32(n, seed + 1)
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let (x, k) = (dev.upload(&xs)?, dev.upload(&ks)?);
+    let (mut y, mut z) = (dev.alloc::<f32>(n)?, dev.alloc::<u32>(n)?);
+    block_on(arrays::arrays::stencil::launch(
+        dev,
+        Grid::blocks(3),
+        (&x, &k, &mut y, &mut z),
+    ))?;
+    Ok((
+        y.download()?.iter().map(|v| v.to_bits()).collect(),
+        z.download()?,
+    ))
+}
+
+fn reference(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
+    let xs = random_f32(n, seed);
+    let ks: Vec<u32> = random_f32(n, seed + 1)
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let w = [0.1f32, 0.2, 0.4, 0.2, 0.1];
+    let y = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let mut window = [v; 5];
+            window[0] = v * 0.5;
+            window[4] = v + (i % 7) as f32;
+            let mut acc = 0.0f32;
+            for t in 0..5 {
+                acc += w[t] * window[t];
+            }
+            (acc + 100.0 * (n as f32) * 0.0).to_bits()
+        })
+        .collect();
+    let table: Vec<u32> = (0..16u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) >> 7)
+        .collect();
+    let z = ks
+        .iter()
+        .map(|&v| {
+            let mut hist = [0u32; 8];
+            let mut bits = v;
+            for _ in 0..8 {
+                hist[(bits & 7) as usize] += 1;
+                bits >>= 3;
+            }
+            let best = (0..8u32)
+                .map(|j| hist[j as usize] * 16 + j)
+                .max()
+                .unwrap_or(0);
+            best ^ table[(v % 16) as usize]
+        })
+        .collect();
+    (y, z)
+}
+
+#[test]
+fn local_arrays_on_the_simulator() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for (seed, n) in [0, 1, 63, 4097].into_iter().enumerate() {
+        assert!(
+            run(&sim, n, seed as u64)? == reference(n, seed as u64),
+            "n = {n}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn local_arrays_on_the_gpu() -> gpu_async::Result<()> {
+    let gpu = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return Ok(());
+        }
+    };
+    let sim = Device::simulator();
+    for (seed, n) in [1, 63, 4097, 1 << 20].into_iter().enumerate() {
+        assert!(
+            run(&gpu, n, seed as u64)? == run(&sim, n, seed as u64)?,
+            "n = {n}"
+        );
+    }
+    Ok(())
+}

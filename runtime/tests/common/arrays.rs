@@ -1,0 +1,62 @@
+//! Local arrays: constant-indexed ones live in registers, run-time-indexed ones in the thread's
+//! local memory; both in role code and in parallel bodies, passed to helper fns and copied.
+
+use gpu_async::gpu_async;
+
+#[gpu_async]
+pub mod arrays {
+    use gpu_async::device::*;
+
+    pub const TAPS: usize = 5;
+
+    #[kernel(warps = 2)]
+    pub async fn stencil(x: &[f32], k: &[u32], y: &mut [f32], z: &mut [u32]) {
+        join!(on_warps(0..2, body(x, k, y, z))).await;
+    }
+
+    /// A weighted sum of five neighbours with weights from a constant-indexed array.
+    fn weigh(w: [f32; TAPS], v: [f32; TAPS]) -> f32 {
+        let mut acc = 0.0;
+        acc += w[0] * v[0];
+        acc += w[1] * v[1];
+        acc += w[2] * v[2];
+        acc += w[3] * v[3];
+        acc += w[4] * v[4];
+        acc
+    }
+
+    async fn body(x: &[f32], k: &[u32], y: &mut [f32], z: &mut [u32]) {
+        // Role code: a table built once, read with run-time indexes in the loop below.
+        let mut table = [0u32; 16];
+        for i in 0..16 {
+            table[i] = (i as u32 * 2_654_435_761) >> 7;
+        }
+        let weights = [0.1f32, 0.2, 0.4, 0.2, 0.1];
+        let n = x.len();
+        y.par_iter_mut()
+            .zip(x.par_iter())
+            .enumerate()
+            .for_each(|(i, (o, v))| {
+                let mut window = [*v; TAPS];
+                window[0] = *v * 0.5;
+                window[4] = *v + (i % 7) as f32;
+                let copy = window;
+                window[2] = 100.0;
+                *o = weigh(weights, copy) + window[2] * (n as f32) * 0.0;
+            });
+        z.par_iter_mut().zip(k.par_iter()).for_each(|(o, v)| {
+            // A per-thread scratch array indexed at run time: local memory.
+            let mut hist = [0u32; 8];
+            let mut bits = *v;
+            for _ in 0..8 {
+                hist[(bits & 7) as usize] += 1;
+                bits >>= 3;
+            }
+            let mut best = 0u32;
+            for j in 0..8 {
+                best = best.max(hist[j] * 16 + j as u32);
+            }
+            *o = best ^ table[(*v % 16) as usize];
+        });
+    }
+}
