@@ -63,7 +63,9 @@ fn reference(n: usize, seed: u64) -> (Vec<u32>, Vec<u32>) {
                 .map(|j| hist[j as usize] * 16 + j)
                 .max()
                 .unwrap_or(0);
-            best ^ table[(v % 16) as usize]
+            let gain = [0.5f32, 1.0, 1.5, 2.0, -0.5, -1.0, 0.25, 4.0];
+            let g = gain[(v % 8) as usize] * gain[3];
+            (best ^ table[(v % 16) as usize]).wrapping_add(g as u32)
         })
         .collect();
     (y, z)

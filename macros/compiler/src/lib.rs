@@ -143,6 +143,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 let c = &c.item;
                 items.push(quote!(#c));
             }
+            parse::Item::Static(s) => items.push(quote!(#s)),
             parse::Item::Fn(f) => {
                 let Some(sig) = signatures.next() else {
                     continue;

@@ -1076,6 +1076,9 @@ impl Checker<'_> {
         if let Some((ty, value)) = self.scope.consts.get(&name) {
             return mk(ExprKind::Lit(*value), Ty::Scalar(*ty), span);
         }
+        if let Some((id, ty)) = self.scope.statics.get(&name) {
+            return mk(ExprKind::Static(*id), ty.clone(), span);
+        }
         self.diags.error(span, format!("cannot find `{name}` in this kernel: a kernel sees its parameters, its locals and the `const`s of its module"));
         err(span)
     }

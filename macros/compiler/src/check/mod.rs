@@ -30,7 +30,23 @@ pub struct Program {
     pub kernels: Vec<FnId>,
     /// Every function's signature, indexed by [`FnId`] (the module's functions in order).
     pub signatures: Vec<Signature>,
+    /// The module's `static` tables, indexed by `ExprKind::Static`'s number.
+    pub statics: Vec<StaticTable>,
 }
+
+/// A `static NAME: [T; N] = [..];` of the module: a table in constant memory.
+#[derive(Debug, Clone)]
+pub struct StaticTable {
+    /// The user's name.
+    pub name: String,
+    /// Element type.
+    pub elem: Scalar,
+    /// The elements' values.
+    pub values: Vec<Lit>,
+}
+
+/// Constant memory a kernel can address (the user bank of sm_90).
+pub const CONST_LIMIT: usize = 64 * 1024;
 
 impl Program {
     /// The function `id`.
@@ -44,6 +60,8 @@ pub(crate) struct ModuleScope {
     pub consts: HashMap<String, (Scalar, Lit)>,
     pub fns: HashMap<String, FnId>,
     pub sigs: Vec<Signature>,
+    /// `static` tables by name: their number and type.
+    pub statics: HashMap<String, (u32, Ty)>,
 }
 
 /// Checks every function of `module`. Errors are collected in `diags`; the functions that have
@@ -54,6 +72,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         consts: HashMap::new(),
         fns: HashMap::new(),
         sigs: Vec::new(),
+        statics: HashMap::new(),
     };
     for item in &module.items {
         if let Item::Const(c) = item {
@@ -62,6 +81,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
             }
         }
     }
+    let statics = static_tables(module, &mut scope, diags);
     let mut fn_items = Vec::new();
     for item in module.items.iter_mut() {
         if let Item::Fn(f) = item {
@@ -96,7 +116,78 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         functions,
         kernels,
         signatures: scope.sigs,
+        statics,
     }
+}
+
+/// Evaluates the module's `static` tables (arrays of constants), and checks that they fit the
+/// 64 KiB of constant memory together.
+fn static_tables(
+    module: &Module,
+    scope: &mut ModuleScope,
+    diags: &mut Diagnostics,
+) -> Vec<StaticTable> {
+    let mut tables = Vec::new();
+    let mut sizes = Vec::new();
+    let mut first_span = None;
+    for item in &module.items {
+        let Item::Static(s) = item else { continue };
+        first_span.get_or_insert(s.ident.span());
+        let name = s.ident.to_string();
+        let (elem, len) = match sig::parse_type(&s.ty, &scope.consts, diags) {
+            Ty::Array(elem, len) => (elem, len as usize),
+            Ty::Error => continue,
+            other => {
+                diags.error_at(&s.ty, format!("a `static` in a #[gpu_async] module is a table, `[T; N]`; for a single `{other}` write a `const`"));
+                continue;
+            }
+        };
+        let values: Vec<Lit> = match &*s.expr {
+            syn::Expr::Array(a) => a
+                .elems
+                .iter()
+                .filter_map(|e| consts::eval_const(e, elem, &scope.consts, diags))
+                .collect(),
+            syn::Expr::Repeat(r) => match consts::eval_const(&r.expr, elem, &scope.consts, diags) {
+                Some(v) => vec![v; len],
+                None => continue,
+            },
+            other => {
+                diags.error_at(
+                    other,
+                    "a table's value is written out: `[a, b, c]` or `[value; N]` of constants",
+                );
+                continue;
+            }
+        };
+        if values.len() != len {
+            diags.error_at(
+                &s.expr,
+                format!(
+                    "`{name}` is declared with {len} elements and given {}",
+                    values.len()
+                ),
+            );
+            continue;
+        }
+        sizes.push(format!("`{name}` {} B", len * elem.size() as usize));
+        scope.statics.insert(
+            name.clone(),
+            (tables.len() as u32, Ty::Array(elem, len as u32)),
+        );
+        tables.push(StaticTable { name, elem, values });
+    }
+    let total: usize = tables
+        .iter()
+        .map(|t| t.values.len() * t.elem.size() as usize)
+        .sum();
+    if total > CONST_LIMIT {
+        diags.error(
+            first_span.unwrap_or_else(proc_macro2::Span::call_site),
+            format!("the module's `static` tables need {total} B of constant memory, past the {CONST_LIMIT} B (64 KiB) a kernel can address: {}; put large tables in a `&[T]` parameter instead", sizes.join(", ")),
+        );
+    }
+    tables
 }
 
 /// Helpers are inlined into their roles, so a call cycle can never be compiled.

@@ -417,6 +417,8 @@ pub enum ExprKind {
     BlockPosition(bool),
     /// `[value; N]`
     ArrayRepeat(Box<Expr>, u32),
+    /// A `static` table of the module (its number in `Program::statics`).
+    Static(u32),
     /// `[a, b, c]`
     ArrayList(Vec<Expr>),
     /// `x.get_unchecked(i)` / `get_unchecked(a..b)` / `get_unchecked_mut(a..b)`: the index or

@@ -95,6 +95,17 @@ impl Display for Kernel {
                 writeln!(f, "  role{i} barrier @{o}")?;
             }
         }
+        for t in &self.const_tables {
+            writeln!(
+                f,
+                "  static `{}`: {} B of constant memory",
+                t.name,
+                t.bytes.len()
+            )?;
+        }
+        if self.local_bytes > 0 {
+            writeln!(f, "  local arrays: {} B per thread", self.local_bytes)?;
+        }
         for (i, offset) in self.reduce_scratch.iter().enumerate() {
             if let Some(o) = offset {
                 writeln!(f, "  role{i} reduction scratch @{o}")?;
@@ -206,6 +217,13 @@ impl Kernel {
                 self.val(*value)
             )?,
             Inst::LocalAddr { dst, offset } => write!(line, "{} = local_addr {offset}", def(*dst))?,
+            Inst::ConstAddr { dst, table } => {
+                let name = self
+                    .const_tables
+                    .get(*table as usize)
+                    .map_or("?", |t| &t.name);
+                write!(line, "{} = const_addr `{name}`", def(*dst))?
+            }
             Inst::PanicIf { cond, site } => write!(
                 line,
                 "panic_if {} {site} \"{}\"",

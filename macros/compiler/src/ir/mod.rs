@@ -77,6 +77,8 @@ pub struct Kernel {
     pub sites: Vec<Site>,
     /// Bytes of local memory per thread for local arrays indexed at run time.
     pub local_bytes: u32,
+    /// The module's `static` tables this kernel reads, in constant memory.
+    pub const_tables: Vec<ConstTable>,
 }
 
 impl Kernel {
@@ -267,6 +269,8 @@ pub enum Space {
     Shared,
     /// The thread's local memory (local arrays indexed at run time); addresses are `usize`.
     Local,
+    /// Constant memory (`static` tables); addresses are `usize`.
+    Const,
 }
 
 /// One instruction.
@@ -312,6 +316,8 @@ pub enum Inst {
     },
     /// `dst` = the address of byte `offset` of the thread's local-array memory.
     LocalAddr { dst: Value, offset: u32 },
+    /// `dst` = the address of the kernel's constant table `table`.
+    ConstAddr { dst: Value, table: u32 },
     /// `dst = if cond { if_true } else { if_false }`, without a branch.
     Select {
         dst: Value,
@@ -414,6 +420,15 @@ pub struct ParReduce {
     pub combine: Block,
     /// The role barrier between the warps' totals and their fold (roles of several warps).
     pub site: SiteId,
+}
+
+/// A `static` table in constant memory: its name and bytes (little-endian elements).
+#[derive(Debug, Clone)]
+pub struct ConstTable {
+    /// The user's name.
+    pub name: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// One source of a [`ParFor`].

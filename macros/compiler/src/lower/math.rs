@@ -577,3 +577,17 @@ impl Lowerer<'_> {
         out
     }
 }
+
+/// The bytes of a constant of type `ty` in memory (little-endian, as the GPU stores it).
+pub(super) fn lit_bytes(lit: crate::check::tir::Lit, ty: Scalar) -> Vec<u8> {
+    use crate::check::tir::Lit;
+    let bits: u64 = match (lit, ty) {
+        (Lit::Bool(b), _) => u64::from(b),
+        (Lit::Float(f), Scalar::F64) => f.to_bits(),
+        (Lit::Float(f), _) => u64::from((f as f32).to_bits()),
+        (Lit::Int(v), Scalar::F64) => (v as i128 as f64).to_bits(),
+        (Lit::Int(v), Scalar::F32) => u64::from((v as i128 as f32).to_bits()),
+        (Lit::Int(v), _) => v as u64,
+    };
+    bits.to_le_bytes()[..ty.size() as usize].to_vec()
+}

@@ -69,6 +69,8 @@ enum Val {
     AtomicRef(Value),
     /// A local array in registers (indexed by constants only): one value per element.
     Array(Vec<Value>),
+    /// A `static` table of the module, in constant memory.
+    ConstTable(u32),
     /// A local array in the thread's local memory: its address.
     LocalArray {
         addr: Value,
@@ -146,6 +148,8 @@ struct Lowerer<'p> {
     unchecked: bool,
     /// Local memory allocated to arrays so far, in bytes per thread.
     local_bytes: u32,
+    /// The `static` tables read so far: module number -> kernel table number.
+    const_tables: Vec<u32>,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -179,6 +183,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         cond_depth: 0,
         unchecked: false,
         local_bytes: 0,
+        const_tables: Vec::new(),
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -349,6 +354,21 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         reduce_scratch,
         sites: l.sites,
         local_bytes: l.local_bytes,
+        const_tables: l
+            .const_tables
+            .iter()
+            .map(|&t| {
+                let table = &prog.statics[t as usize];
+                ir::ConstTable {
+                    name: table.name.clone(),
+                    bytes: table
+                        .values
+                        .iter()
+                        .flat_map(|v| math::lit_bytes(*v, table.elem))
+                        .collect(),
+                }
+            })
+            .collect(),
     })
 }
 
@@ -1422,6 +1442,7 @@ impl Lowerer<'_> {
                 self.unchecked = outer;
                 out
             }
+            ExprKind::Static(id) => Val::ConstTable(*id),
             ExprKind::ArrayRepeat(value, n) => {
                 let v = self.scalar(value);
                 Val::Array(vec![v; *n as usize])
@@ -1778,6 +1799,7 @@ impl Lowerer<'_> {
         };
         let values = match v {
             Val::Array(values) => values,
+            Val::ConstTable(t) => self.table_values(t),
             Val::LocalArray { addr, elem, len } => (0..len)
                 .map(|k| self.local_elem_load(addr, elem, k))
                 .collect(),
@@ -1877,8 +1899,55 @@ impl Lowerer<'_> {
                 let a = self.local_index_addr(addr, elem, len, i, span);
                 Some(self.load(elem, Space::Local, a))
             }
+            Val::ConstTable(t) => {
+                let t = *t;
+                let table = &self.prog.statics[t as usize];
+                let (elem, len) = (table.elem, table.values.len() as u32);
+                if let Some(k) = Self::const_index(index) {
+                    // A constant index reads the value itself.
+                    let lit = *table.values.get(k as usize)?;
+                    return Some(self.lit_value(lit, elem));
+                }
+                let number = match self.const_tables.iter().position(|&x| x == t) {
+                    Some(n) => n,
+                    None => {
+                        self.const_tables.push(t);
+                        self.const_tables.len() - 1
+                    }
+                };
+                let base = self.new_value(Scalar::Usize, None);
+                self.emit(Inst::ConstAddr {
+                    dst: base,
+                    table: number as u32,
+                });
+                let a = self.local_index_addr(base, elem, len, i, span);
+                Some(self.load(elem, Space::Const, a))
+            }
             _ => None,
         }
+    }
+
+    /// The elements of a `static` table as constants.
+    fn table_values(&mut self, t: u32) -> Vec<Value> {
+        let table = self.prog.statics[t as usize].clone();
+        table
+            .values
+            .iter()
+            .map(|&lit| self.lit_value(lit, table.elem))
+            .collect()
+    }
+
+    /// A literal of type `ty` as a constant value.
+    fn lit_value(&mut self, lit: Lit, ty: Scalar) -> Value {
+        let imm = match (lit, ty) {
+            (Lit::Bool(b), _) => Imm::Bool(b),
+            (Lit::Float(f), Scalar::F64) => Imm::F64(f),
+            (Lit::Float(f), _) => Imm::F32(f as f32),
+            (Lit::Int(v), Scalar::F64) => Imm::F64(v as i128 as f64),
+            (Lit::Int(v), Scalar::F32) => Imm::F32(v as i128 as f32),
+            (Lit::Int(v), _) => Imm::Int(ty.int_bits(v as i128)),
+        };
+        self.konst(ty, imm)
     }
 
     /// `get_unchecked`: the operands are lowered (and checked) as usual; the access is not.

@@ -23,6 +23,8 @@ pub enum Item {
     Use(syn::ItemUse),
     /// `const NAME: T = expr;` with a scalar type.
     Const(ConstItem),
+    /// `static NAME: [T; N] = [..];`: a table in constant memory.
+    Static(syn::ItemStatic),
     /// A function: a kernel (with `#[kernel]`), or a helper.
     Fn(FnItem),
 }
@@ -91,7 +93,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
                 None => {
                     diags.error_at(
                         &c.ty,
-                        "a `const` in a #[gpu_async] module must have a scalar type: bool, u32, i32, f32 or usize",
+                        "a `const` in a #[gpu_async] module has a scalar type (bool, i8..i64, u8..u64, isize, usize, f32, f64); a table is a `static NAME: [T; N] = [..];`",
                     );
                     None
                 }
@@ -122,11 +124,14 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
             Some(Item::Fn(FnItem { item: f, kernel }))
         }
         syn::Item::Static(s) => {
-            diags.error_at(
-                &s.static_token,
-                "`static` items are not supported in kernels yet: use a `const` of a scalar type",
-            );
-            None
+            if let syn::StaticMutability::Mut(m) = &s.mutability {
+                diags.error_at(
+                    m,
+                    "a `static mut` cannot be shared by every thread safely: kernel tables are read-only, write results into a `&mut [T]` parameter",
+                );
+                return None;
+            }
+            Some(Item::Static(s))
         }
         syn::Item::Struct(s) => {
             diags.error_at(
@@ -138,7 +143,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
         other => {
             diags.error_at(
                 &other,
-                "this item is not supported in a #[gpu_async] module: it may hold `use` items, scalar `const`s, `#[kernel]` async fns and helper fns",
+                "this item is not supported in a #[gpu_async] module: it may hold `use` items, scalar `const`s, `static` tables, `#[kernel]` async fns and helper fns",
             );
             None
         }

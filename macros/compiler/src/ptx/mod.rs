@@ -184,6 +184,7 @@ fn space_name(s: Space) -> &'static str {
         Space::Global => "global",
         Space::Shared => "shared",
         Space::Local => "local",
+        Space::Const => "const",
     }
 }
 
@@ -658,6 +659,10 @@ impl<'k> Writer<'k> {
                 self.line(format!("mov.u64 {d}, gpu_async_local;"))?;
                 self.line(format!("add.u64 {d}, {d}, {offset};"))
             }
+            Inst::ConstAddr { dst, table } => {
+                let d = self.reg(*dst);
+                self.line(format!("mov.u64 {d}, gpu_async_const_{table};"))
+            }
             Inst::Select {
                 dst,
                 cond,
@@ -995,7 +1000,7 @@ impl<'k> Writer<'k> {
                 let b = self.reg(s.base);
                 let low = self.tmp(Class::B32);
                 match s.space {
-                    Space::Global | Space::Local => {
+                    Space::Global | Space::Local | Space::Const => {
                         let l = self.tmp(Class::B64);
                         self.line(format!("and.b64 {l}, {b}, 15;"))?;
                         self.line(format!("cvt.u32.u64 {low}, {l};"))?;
@@ -1398,7 +1403,7 @@ impl<'k> Writer<'k> {
         size: u32,
     ) -> Result<String, fmt::Error> {
         match space {
-            Space::Global | Space::Local => {
+            Space::Global | Space::Local | Space::Const => {
                 let a = self.tmp(Class::B64);
                 self.line(format!("mad.lo.u64 {a}, {i}, {size}, {base};"))?;
                 Ok(a)
@@ -1438,7 +1443,7 @@ impl<'k> Writer<'k> {
             for s in &p.sources {
                 let b = self.reg(s.base);
                 let low = match s.space {
-                    Space::Global | Space::Local => {
+                    Space::Global | Space::Local | Space::Const => {
                         let l = self.tmp(Class::B64);
                         self.line(format!("and.b64 {l}, {b}, 15;"))?;
                         let l32 = self.tmp(Class::B32);
@@ -1630,6 +1635,17 @@ impl<'k> Writer<'k> {
         writeln!(out, ".address_size 64")?;
         writeln!(out)?;
         writeln!(out, ".extern .shared .align 128 .b8 gpu_async_smem[];")?;
+        for (i, t) in k.const_tables.iter().enumerate() {
+            // The module's `static` table, in constant memory.
+            writeln!(out, "// static {}", t.name)?;
+            let bytes: Vec<String> = t.bytes.iter().map(u8::to_string).collect();
+            writeln!(
+                out,
+                ".const .align 8 .b8 gpu_async_const_{i}[{}] = {{{}}};",
+                t.bytes.len(),
+                bytes.join(", ")
+            )?;
+        }
         writeln!(out)?;
         writeln!(out, ".visible .entry {}(", k.name)?;
         let mut params = Vec::new();

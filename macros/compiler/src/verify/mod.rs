@@ -294,6 +294,14 @@ impl Verifier<'_> {
                 }
                 self.expect_ty(*addr, Scalar::Usize, "address");
             }
+            Inst::ConstAddr { dst, table } => {
+                if *table as usize >= self.k.const_tables.len() {
+                    self.errors
+                        .push(format!("constant table {table} does not exist"));
+                }
+                self.expect_ty(*dst, Scalar::Usize, "constant address");
+                self.def(*dst);
+            }
             Inst::LocalAddr { dst, offset } => {
                 if *offset >= self.k.local_bytes.max(1) {
                     self.errors
