@@ -1,5 +1,6 @@
 //! A three-role pipeline over two channels: one warp loads tiles of `x` into shared memory, four
-//! warps compute `a * x + b` into the slots of a second channel, one warp stores them to `y`.
+//! warps compute `a * x + b` into the slots of a second channel, one warp stores them to `y`
+//! with bulk asynchronous copies (`copy_to`).
 //!
 //! ```text
 //! cargo run --release --example pipeline -- [elements] [blocks per multiprocessor]
@@ -55,10 +56,7 @@ pub mod pipeline {
         let mut tiles = block_tiles(y.len(), TILE);
         while let Some(slot) = rx.recv().await {
             let tile = tiles.next().unwrap();
-            y[tile]
-                .par_iter_mut()
-                .zip(slot.par_iter())
-                .for_each(|(yi, si)| *yi = *si);
+            slot.copy_to(&mut y[tile]).await; // bulk async copy to global memory
         }
     }
 }

@@ -19,7 +19,7 @@ for ex in saxpy pipeline; do
     done
   done
 done
-for run in "reduce 268435456 4" "reduce 268435456 8" "softmax 4096 2" "softmax 4096 4" "histogram 67108864 4"; do
+for run in "copy 1073741824 2" "copy 1073741824 3" "copy 1073741824 4" "reduce 268435456 4" "reduce 268435456 8" "softmax 4096 2" "softmax 4096 4" "histogram 67108864 4"; do
   echo "=== $run"
   timeout 120 .gpu/bin/$run 2>&1 | tee -a "$out/examples.log" | grep -E "check|bandwidth|Error" || status=1
 done

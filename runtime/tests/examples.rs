@@ -22,6 +22,10 @@ mod softmax;
 mod histogram;
 
 #[allow(dead_code)]
+#[path = "../../examples/copy.rs"]
+mod copy;
+
+#[allow(dead_code)]
 #[path = "../../examples/saxpy_variants.rs"]
 mod saxpy_variants;
 
@@ -191,6 +195,23 @@ fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
         }
     }
     Ok(())
+}
+
+#[test]
+fn copy_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, &n) in LENGTHS.iter().chain(&[4095, 4096, 4097]).enumerate() {
+        for blocks in [1, 2, 5] {
+            let bad = copy::run_and_check(&dev, Grid::blocks(blocks), n, 400 + i as u64)?;
+            assert_eq!(bad, 0, "copy: {bad} mismatches, n = {n}, {blocks} blocks");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn copy_on_the_gpu() -> gpu_async::Result<()> {
+    on_the_gpu("copy", copy::run_and_check)
 }
 
 #[test]

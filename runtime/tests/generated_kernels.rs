@@ -42,6 +42,10 @@ mod arrays;
 mod reduce;
 
 #[allow(dead_code)]
+#[path = "../../examples/copy.rs"]
+mod copy;
+
+#[allow(dead_code)]
 #[path = "../../examples/softmax.rs"]
 mod softmax;
 
@@ -64,6 +68,12 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "copy",
+            ptx: copy::copy::copy::PTX,
+            ir: copy::copy::copy::IR,
+            spec: &copy::copy::copy::SPEC,
+        },
         Generated {
             name: "arrays_stencil",
             ptx: arrays::arrays::stencil::PTX,

@@ -220,8 +220,7 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
         let dst = data.elems_mut();
         assert!(
             src.len() <= dst.len(),
-            "copy_from: a source of {} elements does not fit a slot of {}",
-            src.len(),
+            "copy_from: the source is longer than the slot's {} elements",
             dst.len()
         );
         dst[..src.len()].copy_from_slice(src);
@@ -383,6 +382,39 @@ pub struct RecvSlot<'a, T: Payload, const DEPTH: usize> {
     receiver: &'a mut Receiver<T, DEPTH>,
     index: usize,
     data: Option<Box<T>>,
+}
+
+impl<T: Payload, const DEPTH: usize> RecvSlot<'_, T, DEPTH> {
+    /// Copies the slot's first `dst.len()` elements to `dst` in global memory: on the GPU, one
+    /// bulk asynchronous copy (`cp.async.bulk` from shared to global memory) of the 16-byte-aligned
+    /// part, issued by the role's first thread, and the rest by the role's threads. Awaiting it
+    /// only issues the copy; releasing the slot waits until the copy has read it.
+    ///
+    /// # Panics
+    /// If `dst` is longer than the slot (a device panic on the GPU).
+    pub fn copy_to(&self, dst: &mut [T::Elem]) -> CopyTo {
+        let src = self.elems();
+        assert!(
+            dst.len() <= src.len(),
+            "copy_to: the destination is longer than the slot's {} elements",
+            src.len()
+        );
+        let n = dst.len();
+        dst.copy_from_slice(&src[..n]);
+        CopyTo(())
+    }
+}
+
+/// The future of [`RecvSlot::copy_to`]: the copy is issued; releasing the slot waits for it to
+/// have read the slot.
+#[must_use = "copy_to() must be awaited"]
+pub struct CopyTo(());
+
+impl Future for CopyTo {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
 }
 
 impl<T: Payload, const DEPTH: usize> Deref for RecvSlot<'_, T, DEPTH> {

@@ -21,7 +21,7 @@ mod tiles;
 
 pub use block::{block_count, block_index};
 pub use channel::{
-    channel, CopyFrom, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
+    channel, CopyFrom, CopyTo, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
 };
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};

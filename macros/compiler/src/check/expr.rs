@@ -1756,6 +1756,34 @@ impl Checker<'_> {
                     span,
                 )
             }
+            ("copy_to", Ty::RecvSlot(c))
+                if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
+            {
+                self.local_of(&receiver, "copy_to");
+                let dst = self.expr(&mut m.args[0], None);
+                match dst.ty {
+                    Ty::Slice {
+                        elem,
+                        mutable: true,
+                    } if elem == c.elem => {}
+                    Ty::Error => return err(span),
+                    ref t => {
+                        self.diags.error(
+                            dst.span,
+                            format!(
+                                "`copy_to` takes a `&mut [{}]` slice of global memory, found `{t}`",
+                                c.elem
+                            ),
+                        );
+                        return err(span);
+                    }
+                }
+                mk(
+                    ExprKind::CopyTo(Box::new(receiver), Box::new(dst)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
             ("next", Ty::Tiles) if want_args(self, 0) => {
                 if let Some(id) = self.local_of(&receiver, "next") {
                     if !self.locals[id.0 as usize].mutable {

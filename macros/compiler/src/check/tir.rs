@@ -405,6 +405,8 @@ pub enum ExprKind {
     Recv(Box<Expr>),
     /// `slot.copy_from(src)`
     CopyFrom(Box<Expr>, Box<Expr>),
+    /// `slot.copy_to(dst)` of a received slot
+    CopyTo(Box<Expr>, Box<Expr>),
     /// `slot.send()`
     Send(Box<Expr>),
     /// `drop(x)`

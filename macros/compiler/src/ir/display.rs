@@ -259,6 +259,12 @@ impl Kernel {
                 self.val(*src),
                 self.val(*len)
             )?,
+            Inst::CopyOut { chan, dst, len } => write!(
+                line,
+                "copy_out {chan} -> global [{}], len {}",
+                self.val(*dst),
+                self.val(*len)
+            )?,
             Inst::Send { chan } => write!(line, "send {chan}")?,
             Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
             Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,

@@ -152,6 +152,10 @@ pub struct Channel {
     pub state_offset: u32,
     /// Whether some role writes the slots with ordinary stores (not only bulk copies).
     pub generic_writes: bool,
+    /// The consumer copies received slots to global memory with bulk copies (`copy_to`): the
+    /// producer's ordinary writes must be fenced for the async proxy before it sends, and a
+    /// release waits for the copies to have read the slot.
+    pub bulk_reads: bool,
 }
 
 /// A role: a block of code run by every thread of a warp range.
@@ -362,6 +366,13 @@ pub enum Inst {
     CopyIn {
         chan: ChannelId,
         src: Value,
+        len: Value,
+    },
+    /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
+    /// of the 16-byte-aligned part by the role's first thread, the rest by the role's threads).
+    CopyOut {
+        chan: ChannelId,
+        dst: Value,
         len: Value,
     },
     /// Hand the reserved slot to the receiver.

@@ -523,6 +523,7 @@ impl Lowerer<'_> {
             empty_offset: 0,
             state_offset: 0,
             generic_writes: false,
+            bulk_reads: false,
         });
         self.channel_spans.push(span);
         id
@@ -1352,6 +1353,7 @@ impl Lowerer<'_> {
             ExprKind::Reserve(_)
             | ExprKind::Recv(_)
             | ExprKind::CopyFrom(..)
+            | ExprKind::CopyTo(..)
             | ExprKind::Join(_)
             | ExprKind::OnWarps { .. } => Val::Unit,
             ExprKind::Send(slot) => {
@@ -2092,6 +2094,26 @@ impl Lowerer<'_> {
                 }
                 _ => Val::Unit,
             },
+            ExprKind::CopyTo(slot, dst) => {
+                let (s, v) = (self.expr(slot), self.expr(dst));
+                if let (Val::RecvSlot(c), Val::Slice { ptr, len, mem, .. }) = (s, v) {
+                    let n = self.channels[c.0 as usize].ty.len;
+                    let cap = self.usize_const(u64::from(n));
+                    let too_long = self.binary(BinOp::Gt, len, cap);
+                    let message =
+                        format!("copy_to: the destination is longer than the slot's {n} elements");
+                    self.panic_if(too_long, &message, inner.span);
+                    self.emit(Inst::CopyOut {
+                        chan: c,
+                        dst: ptr,
+                        len,
+                    });
+                    self.channels[c.0 as usize].bulk_reads = true;
+                    self.access(MemKey::Slot(c));
+                    self.access(mem);
+                }
+                Val::Unit
+            }
             ExprKind::CopyFrom(slot, src) => {
                 self.check_not_copied(slot, inner.span);
                 let (s, v) = (self.expr(slot), self.expr(src));

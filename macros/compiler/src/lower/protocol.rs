@@ -24,9 +24,11 @@ fn first_op(block: &Block) -> First {
     for inst in &block.0 {
         match inst {
             Inst::Recv { chan, site, .. } => return First::Recv(chan.0 as usize, site.0 as usize),
-            Inst::Reserve { .. } | Inst::Send { .. } | Inst::Close { .. } | Inst::CopyIn { .. } => {
-                return First::Other
-            }
+            Inst::Reserve { .. }
+            | Inst::Send { .. }
+            | Inst::Close { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. } => return First::Other,
             Inst::If { then, else_, .. } => {
                 // A branch with a channel operation or a way out of a loop makes the first
                 // operation depend on the condition.

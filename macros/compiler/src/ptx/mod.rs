@@ -428,6 +428,14 @@ impl<'k> Writer<'k> {
         });
         self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
+        let mut copies_out = false;
+        crate::ir::for_each_inst(&r.body, &mut |i| {
+            copies_out |= matches!(i, Inst::CopyOut { .. });
+        });
+        if copies_out {
+            // The role's bulk copies to global memory are complete before its threads leave.
+            self.line("cp.async.bulk.wait_group 0;")?;
+        }
         self.role = None;
         // The role's way out when the kernel aborts, then its panic and timeout paths.
         self.line("bra $exit;")?;
@@ -803,8 +811,14 @@ impl<'k> Writer<'k> {
             Inst::Send { chan } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(self.body, "    // send {chan}")?;
+                if self.k.channel(*chan).bulk_reads {
+                    // The receiver copies the slot out with the async proxy: this thread's
+                    // ordinary writes to it must be visible to that proxy first.
+                    self.line("fence.proxy.async.shared::cta;")?;
+                }
                 self.publish(*chan, &ring, 1)
             }
+            Inst::CopyOut { chan, dst, len } => self.copy_out(*chan, *dst, *len),
             Inst::Close { chan, site } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(
@@ -837,6 +851,11 @@ impl<'k> Writer<'k> {
                 let ring = self.ring(*chan, false)?;
                 let c = self.k.channel(*chan).clone();
                 writeln!(self.body, "    // release {chan}")?;
+                if c.bulk_reads {
+                    // The bulk copies out of the slot must have read it before it is reused
+                    // (only the role's first thread has any; the others wait for none).
+                    self.line("cp.async.bulk.wait_group.read 0;")?;
+                }
                 let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
                 self.warp_arrive(&empty)
             }
@@ -1384,11 +1403,77 @@ impl<'k> Writer<'k> {
         let v = self.tmp(if esize == 8 { Class::B64 } else { Class::B32 });
         let mt = match esize {
             1 => "u8",
+            2 => "u16",
             8 => "b64",
             _ => "b32",
         };
         self.line(format!("ld.global.{mt} {v}, [{gaddr}];"))?;
         self.line(format!("st.shared.{mt} [{saddr}], {v};"))?;
+        self.line(format!("add.u32 {i}, {i}, {threads};"))?;
+        self.line(format!("bra {head};"))?;
+        self.place_label(&end)
+    }
+
+    /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. The role's
+    /// first thread copies the 16-byte-aligned part with one `cp.async.bulk` (a bulk group, which
+    /// the slot's release waits to have been read); the role's threads copy the rest.
+    fn copy_out(&mut self, chan: ChannelId, dst: Value, len: Value) -> fmt::Result {
+        let ring = self.ring(chan, false)?;
+        let c = self.k.channel(chan).clone();
+        let (threads, rtid, leader) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone(), r.leader.clone())
+        };
+        let (dst, len) = (self.reg(dst), self.reg(len));
+        let esize = c.ty.elem.size();
+        writeln!(
+            self.body,
+            "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"
+        )?;
+        let len32 = self.tmp(Class::B32);
+        self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
+        let bytes = self.tmp(Class::B32);
+        self.line(format!("mul.lo.u32 {bytes}, {len32}, {esize};"))?;
+        let low = self.tmp(Class::B64);
+        self.line(format!("and.b64 {low}, {dst}, 15;"))?;
+        let aligned = self.tmp(Class::Pred);
+        self.line(format!("setp.eq.u64 {aligned}, {low}, 0;"))?;
+        let bulk = self.tmp(Class::B32);
+        self.line(format!("and.b32 {bulk}, {bytes}, -16;"))?;
+        self.line(format!("selp.u32 {bulk}, {bulk}, 0, {aligned};"))?;
+        let go = self.tmp(Class::Pred);
+        self.line(format!("setp.ne.u32 {go}, {bulk}, 0;"))?;
+        self.line(format!("and.pred {go}, {go}, {leader};"))?;
+        let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
+        let skip = self.label("bulk_out_done");
+        self.line(format!("@!{go} bra {skip};"))?;
+        self.line(format!(
+            "cp.async.bulk.global.shared::cta.bulk_group [{dst}], [{src}], {bulk};"
+        ))?;
+        self.line("cp.async.bulk.commit_group;")?;
+        self.place_label(&skip)?;
+        let i = self.tmp(Class::B32);
+        let shift = esize.trailing_zeros();
+        self.line(format!("shr.u32 {i}, {bulk}, {shift};"))?;
+        self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
+        let (head, end) = (self.label("tail_out"), self.label("tail_out_end"));
+        self.place_label(&head)?;
+        let p = self.tmp(Class::Pred);
+        self.line(format!("setp.ge.u32 {p}, {i}, {len32};"))?;
+        self.line(format!("@{p} bra {end};"))?;
+        let gaddr = self.tmp(Class::B64);
+        self.line(format!("mad.wide.u32 {gaddr}, {i}, {esize}, {dst};"))?;
+        let saddr = self.tmp(Class::B32);
+        self.line(format!("mad.lo.u32 {saddr}, {i}, {esize}, {src};"))?;
+        let v = self.tmp(if esize == 8 { Class::B64 } else { Class::B32 });
+        let mt = match esize {
+            1 => "u8",
+            2 => "u16",
+            8 => "b64",
+            _ => "b32",
+        };
+        self.line(format!("ld.shared.{mt} {v}, [{saddr}];"))?;
+        self.line(format!("st.global.{mt} [{gaddr}], {v};"))?;
         self.line(format!("add.u32 {i}, {i}, {threads};"))?;
         self.line(format!("bra {head};"))?;
         self.place_label(&end)

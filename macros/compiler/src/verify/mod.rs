@@ -341,6 +341,12 @@ impl Verifier<'_> {
                 self.use_(*src);
                 self.use_(*len);
             }
+            Inst::CopyOut { chan, dst, len } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.use_(*dst);
+                self.use_(*len);
+                self.expect_ty(*dst, Scalar::Usize, "copy_to destination");
+            }
             Inst::Recv { chan, some, site } => {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, false, in_par);

@@ -1,0 +1,94 @@
+//! `y = x` through shared memory: one warp streams tiles of `x` into a 4-slot ring with bulk
+//! copies (`copy_from`), another writes each slot back out to `y` with bulk copies (`copy_to`);
+//! no thread touches the data. The peer is the device's own copy (`cudaMemcpy`).
+//!
+//! ```text
+//! cargo run --release --example copy -- [elements] [blocks per multiprocessor]
+//! ```
+
+use gpu_async::bench::{arg, gb_per_s, median_ms, random_f32};
+use gpu_async::{gpu_async, BackendKind, Device, Grid};
+
+#[gpu_async]
+pub mod copy {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 4096;
+
+    /// `y = x`, tile by tile through shared memory.
+    #[kernel(warps = 2)]
+    pub async fn copy(x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; TILE], 4>();
+        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(rx, y))).await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn store(mut rx: Receiver<[f32; TILE], 4>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            slot.copy_to(&mut y[tile]).await;
+        }
+    }
+}
+
+/// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
+pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
+    Ok(match dev.kind() {
+        BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
+        _ => Grid::blocks(3),
+    })
+}
+
+/// Copies `n` random floats; returns the mismatches.
+pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
+    let xs = random_f32(n, seed);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.alloc::<f32>(n)?;
+    gpu_async::block_on(copy::copy::launch(dev, grid, (&x, &mut y)))?;
+    let got = y.download()?;
+    Ok(got
+        .iter()
+        .zip(&xs)
+        .filter(|(g, x)| g.to_bits() != x.to_bits())
+        .count())
+}
+
+#[allow(dead_code)]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = arg(1, "a number of elements", 5_000_000)?;
+    let blocks_per_sm: u32 = arg(2, "blocks per multiprocessor", 3)?;
+    let dev = Device::default()?;
+    println!("backend: {dev}");
+    let grid = grid_for(&dev, blocks_per_sm)?;
+    let bad = run_and_check(&dev, grid, n, 31)?;
+    println!(
+        "check: {n} elements, {} blocks, {bad} mismatches",
+        grid.block_count()
+    );
+    if bad != 0 {
+        return Err("the copy differs from its source".into());
+    }
+    if dev.kind() == BackendKind::Cuda {
+        let x = dev.upload(&random_f32(n, 32))?;
+        let mut y = dev.alloc::<f32>(n)?;
+        let mut dst = dev.alloc::<f32>(n)?;
+        let kernel_ms = median_ms(&dev, 3, 20, || {
+            copy::copy::launch(&dev, grid, (&x, &mut y)).wait()
+        })?;
+        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&x))?;
+        let (k, c) = (gb_per_s(8 * n, kernel_ms), gb_per_s(8 * n, copy_ms));
+        println!(
+            "bandwidth: copy kernel {k:.0} GB/s ({kernel_ms:.3} ms), device copy {c:.0} GB/s ({copy_ms:.3} ms), ratio {:.2}",
+            k / c
+        );
+    }
+    Ok(())
+}
