@@ -101,3 +101,52 @@ fn local_arrays_on_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+fn run_tuples(dev: &Device, n: usize, seed: u64) -> gpu_async::Result<(Vec<u32>, Vec<u32>)> {
+    let xs = random_f32(n, seed);
+    let x = dev.upload(&xs)?;
+    let (mut y, mut z) = (dev.alloc::<f32>(n)?, dev.alloc::<u32>(n)?);
+    block_on(arrays::tuples::pairs::launch(
+        dev,
+        Grid::blocks(2),
+        (&x, &mut y, &mut z),
+    ))?;
+    Ok((
+        y.download()?.iter().map(|v| v.to_bits()).collect(),
+        z.download()?,
+    ))
+}
+
+#[test]
+fn tuples_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for n in [0, 1, 1000] {
+        let xs = random_f32(n, 7);
+        let want_y: Vec<u32> = xs
+            .iter()
+            .map(|&v| {
+                let (lo, hi) = if v < 0.5 { (v, 0.5) } else { (0.5, v) };
+                (lo * 2.0 + hi * 3.0).to_bits()
+            })
+            .collect();
+        let want_z: Vec<u32> = xs
+            .iter()
+            .map(|v| {
+                let b = v.to_bits();
+                (b & 255).wrapping_mul(3).wrapping_add(b >> 16)
+            })
+            .collect();
+        assert!(run_tuples(&sim, n, 7)? == (want_y, want_z), "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [1, 1000, 1 << 20] {
+            assert!(
+                run_tuples(&gpu, n, 8)? == run_tuples(&sim, n, 8)?,
+                "n = {n}"
+            );
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

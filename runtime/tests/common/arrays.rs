@@ -64,3 +64,38 @@ pub mod arrays {
         });
     }
 }
+
+/// Tuples: built, destructured, returned from helpers (also through an early `return`).
+#[gpu_async]
+pub mod tuples {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn pairs(x: &[f32], y: &mut [f32], z: &mut [u32]) {
+        join!(on_warps(0..1, body(x, y, z))).await;
+    }
+
+    fn order(a: f32, b: f32) -> (f32, f32) {
+        if a < b {
+            return (a, b);
+        }
+        (b, a)
+    }
+
+    fn split(v: u32) -> (u32, u32, u32) {
+        (v & 255, (v >> 8) & 255, v >> 16)
+    }
+
+    async fn body(x: &[f32], y: &mut [f32], z: &mut [u32]) {
+        let scale = (2.0, 3);
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            let (lo, hi) = order(*v, 0.5);
+            let t = (lo * scale.0, hi);
+            *o = t.0 + t.1 * scale.1 as f32;
+        });
+        z.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            let (a, _, c) = split(v.to_bits());
+            *o = a * 3 + c;
+        });
+    }
+}

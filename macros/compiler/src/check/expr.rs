@@ -146,6 +146,14 @@ impl Checker<'_> {
         if let Ty::Scalar(s) = ty {
             fix_literals(e, *s);
         }
+        if let (Ty::Tuple(want), ExprKind::TupleLit(elems)) = (ty, &mut e.kind) {
+            for (x, t) in elems.iter_mut().zip(want) {
+                if let Ty::Scalar(s) = t {
+                    fix_literals(x, *s);
+                }
+            }
+            e.ty = ty.clone();
+        }
     }
 
     fn block(&mut self, block: &mut syn::Block) -> Block {
@@ -232,6 +240,27 @@ impl Checker<'_> {
                 {
                     self.diags.error(value.span, format!("a value of type `{}` cannot be stored in a local: use it where it is made", value.ty));
                 }
+                if let Ty::Tuple(ts) = value.ty.clone() {
+                    let defaults: Vec<Ty> = ts
+                        .iter()
+                        .map(|t| match t {
+                            Ty::IntLit => Ty::Scalar(Scalar::I32),
+                            Ty::FloatLit => Ty::Scalar(Scalar::F32),
+                            t => t.clone(),
+                        })
+                        .collect();
+                    self.expect(&mut value, &Ty::Tuple(defaults));
+                    if ascribed.is_none() {
+                        let span = pi.ident.span();
+                        let names: Vec<syn::Ident> = value_tuple_names(&value.ty, span);
+                        local.pat = syn::Pat::Type(syn::PatType {
+                            attrs: Vec::new(),
+                            pat: Box::new(pat.clone()),
+                            colon_token: Default::default(),
+                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
+                        });
+                    }
+                }
                 if ascribed.is_none() {
                     if let Ty::Array(s, n) = value.ty {
                         // Written in, so that rustc's element type is the checker's.
@@ -267,6 +296,59 @@ impl Checker<'_> {
                 Some(Stmt::Let(LetPattern::Local(id), value))
             }
             syn::Pat::Wild(_) => Some(Stmt::Let(LetPattern::Ignore, value)),
+            syn::Pat::Tuple(t) if matches!(value.ty, Ty::Tuple(ref ts) if ts.len() == t.elems.len()) =>
+            {
+                let Ty::Tuple(ts) = value.ty.clone() else {
+                    return None;
+                };
+                let defaults: Vec<Ty> = ts
+                    .iter()
+                    .map(|t| match t {
+                        Ty::IntLit => Ty::Scalar(Scalar::I32),
+                        Ty::FloatLit => Ty::Scalar(Scalar::F32),
+                        t => t.clone(),
+                    })
+                    .collect();
+                self.expect(&mut value, &Ty::Tuple(defaults.clone()));
+                let mut ids = Vec::new();
+                for (p, ty) in t.elems.iter().zip(defaults) {
+                    match p {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            ids.push(Some(self.declare(
+                                &pi.ident.to_string(),
+                                ty,
+                                pi.mutability.is_some(),
+                                pi.ident.span(),
+                            )));
+                        }
+                        syn::Pat::Wild(_) => ids.push(None),
+                        other => {
+                            self.diags
+                                .error_at(other, "bind each element of the tuple to a name or `_`");
+                            return None;
+                        }
+                    }
+                }
+                // Written in, so that rustc's element types are the checker's.
+                if ascribed.is_none() {
+                    if let Ty::Tuple(ts) = &value.ty {
+                        let span = t.span();
+                        let names: Vec<syn::Ident> = ts
+                            .iter()
+                            .map(|t| {
+                                syn::Ident::new(t.scalar().map_or("i32", |s| s.rust_name()), span)
+                            })
+                            .collect();
+                        local.pat = syn::Pat::Type(syn::PatType {
+                            attrs: Vec::new(),
+                            pat: Box::new(pat.clone()),
+                            colon_token: Default::default(),
+                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
+                        });
+                    }
+                }
+                Some(Stmt::Let(LetPattern::Tuple(ids), value))
+            }
             syn::Pat::Tuple(t) if t.elems.len() == 2 => {
                 let Ty::ChanPair(c) = value.ty else {
                     if value.ty != Ty::Error {
@@ -581,8 +663,8 @@ impl Checker<'_> {
                 fix_literals(&mut a.body, s);
             }
         }
-        if let Ty::Array(..) = ty {
-            self.diags.error(span, "a `match` cannot produce an array yet: declare the array before it and assign it in each arm");
+        if let Ty::Array(..) | Ty::Tuple(_) = ty {
+            self.diags.error(span, format!("a `match` cannot produce a `{ty}` yet: declare it before the `match` and assign its parts in each arm"));
             return err(span);
         }
         mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
@@ -888,11 +970,29 @@ impl Checker<'_> {
                             span,
                         )
                     }
+                    (Ty::Tuple(ts), _) if matches!(f.member, syn::Member::Unnamed(_)) => {
+                        let syn::Member::Unnamed(index) = &f.member else {
+                            return err(span);
+                        };
+                        match ts.get(index.index as usize) {
+                            Some(t) => {
+                                let t = t.clone();
+                                mk(ExprKind::TupleField(Box::new(base), index.index), t, span)
+                            }
+                            None => {
+                                self.diags.error_at(
+                                    &f.member,
+                                    format!("this tuple has {} elements", ts.len()),
+                                );
+                                err(span)
+                            }
+                        }
+                    }
                     (Ty::Error, _) => err(span),
                     _ => {
                         self.diags.error_at(
                             &f.member,
-                            "field access is supported on ranges only (`r.start`, `r.end`) for now",
+                            "field access is supported on ranges (`r.start`, `r.end`) and tuples (`t.0`) for now",
                         );
                         err(span)
                     }
@@ -952,8 +1052,38 @@ impl Checker<'_> {
                 let n = out.len() as u32;
                 mk(ExprKind::ArrayList(out), Ty::Array(s, n), span)
             }
+            syn::Expr::Tuple(t) if !t.elems.is_empty() => {
+                let want: Vec<Option<Ty>> = match expected {
+                    Some(Ty::Tuple(ts)) if ts.len() == t.elems.len() => {
+                        ts.iter().cloned().map(Some).collect()
+                    }
+                    _ => vec![None; t.elems.len()],
+                };
+                let mut elems = Vec::new();
+                for (x, w) in t.elems.iter_mut().zip(&want) {
+                    let e = self.expr(x, w.as_ref());
+                    let mut e = self.auto_deref(e);
+                    if let Some(w) = w {
+                        self.expect(&mut e, w);
+                    }
+                    match e.ty {
+                        Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit => {}
+                        Ty::Error => return err(span),
+                        ref other => {
+                            self.diags.error(
+                                e.span,
+                                format!("tuple elements are scalars; this is a `{other}`"),
+                            );
+                            return err(span);
+                        }
+                    }
+                    elems.push(e);
+                }
+                let ty = Ty::Tuple(elems.iter().map(|e| e.ty.clone()).collect());
+                mk(ExprKind::TupleLit(elems), ty, span)
+            }
             syn::Expr::Tuple(_) | syn::Expr::Struct(_) => {
-                self.diags.error(span, "tuples and structs as values are not supported in kernels yet: use scalars, arrays, slices and channel slots");
+                self.diags.error(span, "structs are not supported in kernels yet: use scalars, tuples, arrays, slices and channel slots");
                 err(span)
             }
             _ => {
@@ -1477,8 +1607,8 @@ impl Checker<'_> {
             }
             e
         });
-        if let Ty::Array(..) = ty {
-            self.diags.error(span, "an `if` cannot produce an array yet: declare the array before it and assign it in each branch");
+        if let Ty::Array(..) | Ty::Tuple(_) = ty {
+            self.diags.error(span, format!("an `if` cannot produce a `{ty}` yet: declare it before the `if` and assign its parts in each branch"));
             return err(span);
         }
         mk(ExprKind::If(Box::new(cond), then, else_), ty, span)
@@ -2874,4 +3004,15 @@ fn memory_order(e: &syn::Expr) -> Option<MemOrder> {
         "SeqCst" => MemOrder::SeqCst,
         _ => return None,
     })
+}
+
+/// The scalar type names of a tuple type, for the shadow code's ascriptions.
+fn value_tuple_names(ty: &Ty, span: Span) -> Vec<syn::Ident> {
+    match ty {
+        Ty::Tuple(ts) => ts
+            .iter()
+            .map(|t| syn::Ident::new(t.scalar().map_or("i32", |s| s.rust_name()), span))
+            .collect(),
+        _ => Vec::new(),
+    }
 }

@@ -232,6 +232,9 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
         (Ty::IntLit, Ty::Scalar(s)) => s.is_int(),
         (Ty::FloatLit, Ty::Scalar(s)) => s.is_float(),
         (Ty::Array(a, n), Ty::Array(b, m)) => a == b && n == m,
+        (Ty::Tuple(a), Ty::Tuple(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| assignable(x, y))
+        }
         (
             Ty::Slice {
                 elem: a,

@@ -95,8 +95,11 @@ pub(crate) fn signature(
         syn::ReturnType::Default => Ty::Unit,
         syn::ReturnType::Type(_, t) => {
             let ty = parse_type(t, consts, diags);
-            if !matches!(ty, Ty::Scalar(_) | Ty::Error) {
-                diags.error_at(t, "a kernel helper returns nothing or a scalar");
+            if !matches!(ty, Ty::Scalar(_) | Ty::Tuple(_) | Ty::Error) {
+                diags.error_at(
+                    t,
+                    "a kernel helper returns nothing, a scalar or a tuple of scalars",
+                );
             }
             if kernel.is_some() {
                 diags.error_at(
@@ -196,6 +199,20 @@ pub(crate) fn parse_type(
         syn::Type::TraitObject(t) => {
             diags.error_at(t, DYN_MESSAGE);
             Ty::Error
+        }
+        syn::Type::Tuple(t) if !t.elems.is_empty() => {
+            let mut elems = Vec::new();
+            for e in &t.elems {
+                match parse_type(e, consts, diags) {
+                    Ty::Scalar(s) => elems.push(Ty::Scalar(s)),
+                    Ty::Error => return Ty::Error,
+                    other => {
+                        diags.error_at(e, format!("tuple elements are scalars; `{other}` is not"));
+                        return Ty::Error;
+                    }
+                }
+            }
+            Ty::Tuple(elems)
         }
         syn::Type::Array(a) => {
             let elem = parse_type(&a.elem, consts, diags);

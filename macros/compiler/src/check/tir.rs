@@ -417,6 +417,10 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `(a, b, ..)`
+    TupleLit(Vec<Expr>),
+    /// `t.0`
+    TupleField(Box<Expr>, u32),
     /// `[value; N]`
     ArrayRepeat(Box<Expr>, u32),
     /// A `static` table of the module (its number in `Program::statics`).
@@ -533,6 +537,8 @@ pub enum LetPattern {
     Local(LocalId),
     /// `let (a, b)`, for `channel()`.
     Pair(LocalId, LocalId),
+    /// `let (a, _, c) = tuple;`
+    Tuple(Vec<Option<LocalId>>),
     /// `let _`
     Ignore,
 }

@@ -241,6 +241,8 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `(a, b, ..)` of scalars (an element may be an untyped literal until context fixes it).
+    Tuple(Vec<Ty>),
     /// `[T; N]`: a local array (registers, or the thread's local memory when it is indexed by
     /// run-time values).
     Array(Scalar, u32),
@@ -322,6 +324,10 @@ impl fmt::Display for Ty {
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
+            Ty::Tuple(ts) => {
+                let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
+                write!(f, "({})", parts.join(", "))
+            }
             Ty::AtomicSlice(s) => write!(f, "&[{}]", atomic_name(*s)),
             Ty::AtomicRef(s) => write!(f, "&{}", atomic_name(*s)),
             Ty::CasResult(s) => write!(f, "Result<{s}, {s}>"),

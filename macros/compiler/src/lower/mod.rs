@@ -71,6 +71,8 @@ enum Val {
     Array(Vec<Value>),
     /// A `static` table of the module, in constant memory.
     ConstTable(u32),
+    /// A tuple of scalars.
+    Tuple(Vec<Value>),
     /// A local array in the thread's local memory: its address.
     LocalArray {
         addr: Value,
@@ -82,6 +84,17 @@ enum Val {
         ok: Value,
         old: Value,
     },
+}
+
+impl Val {
+    /// The scalars a value is made of: one for a scalar, each element of a tuple.
+    fn scalars(&self) -> Vec<Value> {
+        match self {
+            Val::Scalar(v) => vec![*v],
+            Val::Tuple(values) => values.clone(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A shape of zipped parallel sources, mirroring the closure's pattern.
@@ -127,7 +140,7 @@ struct Frame {
     decl_depth: HashMap<LocalId, u32>,
     /// For a function with `return`: the loop its body runs in (left by `return`) and the
     /// value it returns.
-    ret: Option<(LoopId, Option<Value>)>,
+    ret: Option<(LoopId, Vec<Value>)>,
 }
 
 struct ParCtx {
@@ -682,21 +695,31 @@ impl Lowerer<'_> {
         let result = if f.has_return {
             // The body runs in a loop that `return` leaves; the normal end drops and leaves too.
             let id = self.new_loop();
-            let ret = match f.ret {
-                Ty::Scalar(sc) => Some(self.new_value(sc, None)),
-                _ => None,
+            // One result register per scalar of the return type.
+            let ret: Vec<Value> = match &f.ret {
+                Ty::Scalar(sc) => vec![self.new_value(*sc, None)],
+                Ty::Tuple(ts) => ts
+                    .iter()
+                    .map(|t| self.new_value(Self::scalar_ty(t), None))
+                    .collect(),
+                _ => Vec::new(),
             };
-            self.frame().ret = Some((id, ret));
+            self.frame().ret = Some((id, ret.clone()));
+            let results = ret.clone();
             let body = self.sub_block(|l| {
                 let v = l.block_body(&f.body);
-                if let (Some(r), Val::Scalar(v)) = (ret, v) {
-                    l.emit(Inst::Copy { dst: r, src: v });
+                for (r, v) in results.iter().zip(v.scalars()) {
+                    l.emit(Inst::Copy { dst: *r, src: v });
                 }
                 l.exit_scope_drops(0);
                 l.emit(Inst::Break(id));
             });
             self.emit(Inst::Loop { id, body });
-            ret.map_or(Val::Unit, Val::Scalar)
+            match &f.ret {
+                Ty::Scalar(_) => ret.first().map_or(Val::Unit, |r| Val::Scalar(*r)),
+                Ty::Tuple(_) => Val::Tuple(ret),
+                _ => Val::Unit,
+            }
         } else {
             let v = self.block_body(&f.body);
             self.exit_scope_drops(0);
@@ -963,6 +986,16 @@ impl Lowerer<'_> {
     fn bind(&mut self, local: LocalId, v: Val, span: Span) {
         let v = self.materialize(local, v);
         let v = match v {
+            Val::Tuple(values) => Val::Tuple(
+                values
+                    .iter()
+                    .map(|x| {
+                        let c = self.new_value(self.values[x.0 as usize].ty, None);
+                        self.emit(Inst::Copy { dst: c, src: *x });
+                        c
+                    })
+                    .collect(),
+            ),
             Val::Scalar(s) => {
                 let ty = self.values[s.0 as usize].ty;
                 let name = self.func().local(local).name.clone();
@@ -1004,6 +1037,13 @@ impl Lowerer<'_> {
                 let v = self.expr(init);
                 match pat {
                     LetPattern::Local(id) => self.bind(*id, v, init.span),
+                    LetPattern::Tuple(ids) => {
+                        for (id, x) in ids.iter().zip(v.scalars()) {
+                            if let Some(id) = id {
+                                self.bind(*id, Val::Scalar(x), init.span);
+                            }
+                        }
+                    }
                     LetPattern::Ignore => {}
                     LetPattern::Pair(..) => {
                         self.diags
@@ -1445,6 +1485,13 @@ impl Lowerer<'_> {
                 out
             }
             ExprKind::Static(id) => Val::ConstTable(*id),
+            ExprKind::TupleLit(elems) => Val::Tuple(elems.iter().map(|x| self.scalar(x)).collect()),
+            ExprKind::TupleField(base, index) => match self.expr(base) {
+                Val::Tuple(values) => values
+                    .get(*index as usize)
+                    .map_or(Val::Unit, |v| Val::Scalar(*v)),
+                _ => Val::Unit,
+            },
             ExprKind::ArrayRepeat(value, n) => {
                 let v = self.scalar(value);
                 Val::Array(vec![v; *n as usize])
@@ -1545,12 +1592,14 @@ impl Lowerer<'_> {
             }
             ExprKind::Match(scrutinee, arms) => self.match_expr(scrutinee, arms, &e.ty),
             ExprKind::Return(value) => {
-                let v = value.as_deref().map(|v| self.scalar(v));
-                let Some((id, result)) = self.frame().ret else {
+                let v = value.as_deref().map(|v| self.expr(v));
+                let Some((id, result)) = self.frame().ret.clone() else {
                     return Val::Unit;
                 };
-                if let (Some(v), Some(r)) = (v, result) {
-                    self.emit(Inst::Copy { dst: r, src: v });
+                if let Some(v) = v {
+                    for (r, v) in result.iter().zip(v.scalars()) {
+                        self.emit(Inst::Copy { dst: *r, src: v });
+                    }
                 }
                 let top = self.frame().scopes.len();
                 for i in (0..top).rev() {
