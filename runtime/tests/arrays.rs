@@ -150,3 +150,44 @@ fn tuples_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+fn run_structs(dev: &Device, n: usize) -> gpu_async::Result<Vec<u32>> {
+    let xs = random_f32(n, 11);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.alloc::<f32>(n)?;
+    let t = arrays::structs::Affine {
+        scale: 1.5,
+        shift: -0.25,
+        clamp_at: 2,
+    };
+    block_on(arrays::structs::apply::launch(
+        dev,
+        Grid::blocks(3),
+        (t, &x, &mut y),
+    ))?;
+    Ok(y.download()?.iter().map(|v| v.to_bits()).collect())
+}
+
+#[test]
+fn structs_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for n in [0, 5, 3000] {
+        let xs = random_f32(n, 11);
+        let want: Vec<u32> = xs
+            .iter()
+            .map(|v| {
+                let (scale, shift) = (1.5f32 * 1.5, -0.25f32 * 1.5 + -0.25 + 1.0);
+                (v * scale + shift).min(2.0).to_bits()
+            })
+            .collect();
+        assert!(run_structs(&sim, n)? == want, "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [5, 3000, 1 << 20] {
+            assert!(run_structs(&gpu, n)? == run_structs(&sim, n)?, "n = {n}");
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

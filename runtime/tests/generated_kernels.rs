@@ -214,6 +214,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("saxpy_fma64", saxpy_variants::fma64::fma64::PTX),
         ("saxpy_unchecked", saxpy_variants::unchecked::saxpy::PTX),
         ("tuples_pairs", arrays::tuples::pairs::PTX),
+        ("structs_apply", arrays::structs::apply::PTX),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

@@ -144,6 +144,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 items.push(quote!(#c));
             }
             parse::Item::Static(s) => items.push(quote!(#s)),
+            parse::Item::Struct(s) => items.push(quote!(#s)),
             parse::Item::Fn(f) => {
                 let Some(sig) = signatures.next() else {
                     continue;
@@ -157,6 +158,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     launchers.push(shadow::launcher(&shadow::LauncherInput {
                         item: &f.item,
                         sig,
+                        structs: &program.structs,
                         compiled: compiled
                             .filter(|_| ok)
                             .map(|k| (&k.ir, k.ptx.as_str(), k.ir_text.as_str())),

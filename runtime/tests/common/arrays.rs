@@ -99,3 +99,39 @@ pub mod tuples {
         });
     }
 }
+
+/// Structs: a kernel parameter, locals built and updated field by field, helper arguments and
+/// results.
+#[gpu_async]
+pub mod structs {
+    use gpu_async::device::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Affine {
+        pub scale: f32,
+        pub shift: f32,
+        pub clamp_at: i32,
+    }
+
+    #[kernel(warps = 2)]
+    pub async fn apply(t: Affine, x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..2, body(t, x, y))).await;
+    }
+
+    fn compose(a: Affine, b: Affine) -> Affine {
+        Affine {
+            scale: a.scale * b.scale,
+            shift: a.shift * b.scale + b.shift,
+            clamp_at: a.clamp_at.min(b.clamp_at),
+        }
+    }
+
+    async fn body(t: Affine, x: &[f32], y: &mut [f32]) {
+        let mut twice = compose(t, t);
+        twice.shift += 1.0;
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            let r = *v * twice.scale + twice.shift;
+            *o = r.min(twice.clamp_at as f32);
+        });
+    }
+}

@@ -212,7 +212,7 @@ impl Checker<'_> {
         // A user's ascription fixes the type; otherwise the checker infers it and writes it in.
         let (pat, ascribed) = match &local.pat {
             syn::Pat::Type(pt) => {
-                let ty = super::sig::parse_type(&pt.ty, &self.scope.consts, self.diags);
+                let ty = super::sig::parse_type(&pt.ty, self.scope, self.diags);
                 ((*pt.pat).clone(), Some(ty))
             }
             p => (p.clone(), None),
@@ -663,7 +663,7 @@ impl Checker<'_> {
                 fix_literals(&mut a.body, s);
             }
         }
-        if let Ty::Array(..) | Ty::Tuple(_) = ty {
+        if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
             self.diags.error(span, format!("a `match` cannot produce a `{ty}` yet: declare it before the `match` and assign its parts in each arm"));
             return err(span);
         }
@@ -763,7 +763,7 @@ impl Checker<'_> {
                 out
             }
             syn::Expr::Cast(c) => {
-                let target = super::sig::parse_type(&c.ty, &self.scope.consts, self.diags);
+                let target = super::sig::parse_type(&c.ty, self.scope, self.diags);
                 let inner = self.expr(&mut c.expr, None);
                 let inner = self.auto_deref(inner);
                 match (&target, &inner.ty) {
@@ -970,6 +970,23 @@ impl Checker<'_> {
                             span,
                         )
                     }
+                    (Ty::Struct(id, sname), field) if matches!(f.member, syn::Member::Named(_)) => {
+                        let def = &self.scope.struct_defs[*id as usize];
+                        let field = field.to_string();
+                        match def.fields.iter().position(|(n, _)| *n == field) {
+                            Some(i) => {
+                                let t = Ty::Scalar(def.fields[i].1);
+                                mk(ExprKind::TupleField(Box::new(base), i as u32), t, span)
+                            }
+                            None => {
+                                self.diags.error_at(
+                                    &f.member,
+                                    format!("`{sname}` has no field `{field}`"),
+                                );
+                                err(span)
+                            }
+                        }
+                    }
                     (Ty::Tuple(ts), _) if matches!(f.member, syn::Member::Unnamed(_)) => {
                         let syn::Member::Unnamed(index) = &f.member else {
                             return err(span);
@@ -1082,8 +1099,10 @@ impl Checker<'_> {
                 let ty = Ty::Tuple(elems.iter().map(|e| e.ty.clone()).collect());
                 mk(ExprKind::TupleLit(elems), ty, span)
             }
-            syn::Expr::Tuple(_) | syn::Expr::Struct(_) => {
-                self.diags.error(span, "structs are not supported in kernels yet: use scalars, tuples, arrays, slices and channel slots");
+            syn::Expr::Struct(st) => self.struct_lit(st, span),
+            syn::Expr::Tuple(_) => {
+                self.diags
+                    .error(span, "write `()` as a statement's value only");
                 err(span)
             }
             _ => {
@@ -1092,6 +1111,58 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `Name { field: value, .. }` of a struct of the module: every field once, in any order.
+    fn struct_lit(&mut self, st: &mut syn::ExprStruct, span: Span) -> Expr {
+        let name = st
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_default();
+        let Some(&id) = self.scope.structs.get(&name) else {
+            self.diags
+                .error_at(&st.path, format!("`{name}` is not a struct of this module"));
+            return err(span);
+        };
+        if let Some(rest) = &st.rest {
+            self.diags.error_at(
+                rest,
+                "`..base` is not supported in kernels: write every field",
+            );
+            return err(span);
+        }
+        let def = self.scope.struct_defs[id as usize].clone();
+        let mut values: Vec<Option<Expr>> = vec![None; def.fields.len()];
+        for fv in st.fields.iter_mut() {
+            let syn::Member::Named(field) = &fv.member else {
+                self.diags.error_at(&fv.member, "name the field");
+                continue;
+            };
+            let field = field.to_string();
+            let Some(i) = def.fields.iter().position(|(n, _)| *n == field) else {
+                self.diags
+                    .error_at(&fv.member, format!("`{name}` has no field `{field}`"));
+                continue;
+            };
+            let ty = Ty::Scalar(def.fields[i].1);
+            let e = self.expr(&mut fv.expr, Some(&ty));
+            let mut e = self.auto_deref(e);
+            self.expect(&mut e, &ty);
+            values[i] = Some(e);
+        }
+        let mut elems = Vec::new();
+        for (v, (field, _)) in values.into_iter().zip(&def.fields) {
+            match v {
+                Some(v) => elems.push(v),
+                None => {
+                    self.diags
+                        .error(span, format!("missing field `{field}` of `{name}`"));
+                    return err(span);
+                }
+            }
+        }
+        mk(ExprKind::TupleLit(elems), Ty::Struct(id, name), span)
     }
 
     /// An array element: a scalar (an untyped literal takes its default type).
@@ -1480,7 +1551,10 @@ impl Checker<'_> {
                             local.name, local.name
                         ),
                     );
-                } else if !matches!(local.ty, Ty::Scalar(_) | Ty::Array(..) | Ty::Error) {
+                } else if !matches!(
+                    local.ty,
+                    Ty::Scalar(_) | Ty::Array(..) | Ty::Struct(..) | Ty::Tuple(_) | Ty::Error
+                ) {
                     self.diags.error(
                         span,
                         format!(
@@ -1506,6 +1580,26 @@ impl Checker<'_> {
                     },
                     ..place
                 }
+            }
+            ExprKind::TupleField(base, _) if matches!(base.ty, Ty::Struct(..) | Ty::Tuple(_)) => {
+                match base.kind {
+                    ExprKind::Local(id) => {
+                        let local = &self.locals[id.0 as usize];
+                        if self.par_locals_start.is_some_and(|start| id.0 < start) {
+                            self.diags.error(span, format!("a `par_iter` closure cannot assign to a field of the captured `{}`: each thread has its own copy", local.name));
+                        } else if !local.mutable {
+                            self.diags.error(
+                                span,
+                                format!(
+                                    "cannot assign to a field of `{}`: declare it `let mut {}`",
+                                    local.name, local.name
+                                ),
+                            );
+                        }
+                    }
+                    _ => self.diags.error(span, "assign to a field of a local"),
+                }
+                place
             }
             ExprKind::Index(base, _) if matches!(base.ty, Ty::Array(..)) => {
                 match base.kind {
@@ -1607,7 +1701,7 @@ impl Checker<'_> {
             }
             e
         });
-        if let Ty::Array(..) | Ty::Tuple(_) = ty {
+        if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
             self.diags.error(span, format!("an `if` cannot produce a `{ty}` yet: declare it before the `if` and assign its parts in each branch"));
             return err(span);
         }

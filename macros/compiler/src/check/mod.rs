@@ -32,6 +32,17 @@ pub struct Program {
     pub signatures: Vec<Signature>,
     /// The module's `static` tables, indexed by `ExprKind::Static`'s number.
     pub statics: Vec<StaticTable>,
+    /// The module's structs, indexed by `Ty::Struct`'s number.
+    pub structs: Vec<StructDef>,
+}
+
+/// A `#[derive(Clone, Copy)] struct` of the module: named fields of scalars.
+#[derive(Debug, Clone)]
+pub struct StructDef {
+    /// The name.
+    pub name: String,
+    /// The fields, in declaration order.
+    pub fields: Vec<(String, Scalar)>,
 }
 
 /// A `static NAME: [T; N] = [..];` of the module: a table in constant memory.
@@ -62,6 +73,10 @@ pub(crate) struct ModuleScope {
     pub sigs: Vec<Signature>,
     /// `static` tables by name: their number and type.
     pub statics: HashMap<String, (u32, Ty)>,
+    /// The structs by name.
+    pub structs: HashMap<String, u32>,
+    /// The structs, by number.
+    pub struct_defs: Vec<StructDef>,
 }
 
 /// Checks every function of `module`. Errors are collected in `diags`; the functions that have
@@ -73,7 +88,10 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         fns: HashMap::new(),
         sigs: Vec::new(),
         statics: HashMap::new(),
+        structs: HashMap::new(),
+        struct_defs: Vec::new(),
     };
+    struct_defs(module, &mut scope, diags);
     for item in &module.items {
         if let Item::Const(c) = item {
             if let Some(value) = consts::eval_const(&c.item.expr, c.ty, &scope.consts, diags) {
@@ -90,12 +108,8 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
             if scope.fns.insert(name.clone(), id).is_some() {
                 diags.error_at(&f.item.sig.ident, format!("`{name}` is defined twice"));
             }
-            scope.sigs.push(sig::signature(
-                &f.item,
-                f.kernel.as_ref(),
-                &scope.consts,
-                diags,
-            ));
+            let sig = sig::signature(&f.item, f.kernel.as_ref(), &scope, diags);
+            scope.sigs.push(sig);
             fn_items.push(f);
         }
     }
@@ -117,6 +131,55 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         kernels,
         signatures: scope.sigs,
         statics,
+        structs: scope.struct_defs,
+    }
+}
+
+/// Registers the module's structs: named fields of scalars, `Clone` and `Copy` (kernel values
+/// are copied, as on the GPU, where they are registers).
+fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics) {
+    for item in &module.items {
+        let Item::Struct(s) = item else { continue };
+        let name = s.ident.to_string();
+        if s.generics.lifetimes().next().is_some() {
+            diags.error_at(&s.generics, "references stored in structs are not in the kernel language: pass the slice as a kernel or helper parameter of its own");
+            continue;
+        }
+        if !s.generics.params.is_empty() {
+            diags.error_at(
+                &s.generics,
+                "generic structs are not supported in kernels: write the field types out",
+            );
+            continue;
+        }
+        let derives_copy = s.attrs.iter().any(|a| {
+            a.path().is_ident("derive")
+                && a.meta
+                    .require_list()
+                    .is_ok_and(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "Copy"))
+        });
+        if !derives_copy {
+            diags.error_at(&s.ident, format!("a struct of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
+        }
+        let syn::Fields::Named(named) = &s.fields else {
+            diags.error_at(
+                &s.fields,
+                "give the struct's fields names, as in `struct P { x: f32, y: f32 }`",
+            );
+            continue;
+        };
+        let mut fields = Vec::new();
+        for f in &named.named {
+            let field = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
+            match sig::parse_type(&f.ty, scope, diags) {
+                Ty::Scalar(t) => fields.push((field, t)),
+                Ty::Error => {}
+                other => diags.error_at(&f.ty, format!("a struct field in a kernel is a scalar; `{other}` is not (slices are kernel parameters of their own)")),
+            }
+        }
+        let id = scope.struct_defs.len() as u32;
+        scope.structs.insert(name.clone(), id);
+        scope.struct_defs.push(StructDef { name, fields });
     }
 }
 
@@ -134,7 +197,7 @@ fn static_tables(
         let Item::Static(s) = item else { continue };
         first_span.get_or_insert(s.ident.span());
         let name = s.ident.to_string();
-        let (elem, len) = match sig::parse_type(&s.ty, &scope.consts, diags) {
+        let (elem, len) = match sig::parse_type(&s.ty, scope, diags) {
             Ty::Array(elem, len) => (elem, len as usize),
             Ty::Error => continue,
             other => {

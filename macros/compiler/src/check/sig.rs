@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 use super::consts::eval_usize;
 use super::tir::Lit;
 use super::types::{ChanTy, Scalar, Ty};
+use super::ModuleScope;
 use crate::diag::Diagnostics;
 use crate::parse::KernelAttr;
 
@@ -30,7 +31,7 @@ pub struct Signature {
 pub(crate) fn signature(
     f: &syn::ItemFn,
     kernel: Option<&KernelAttr>,
-    consts: &HashMap<String, (Scalar, Lit)>,
+    scope: &ModuleScope,
     diags: &mut Diagnostics,
 ) -> Signature {
     let sig = &f.sig;
@@ -75,16 +76,20 @@ pub(crate) fn signature(
                         continue;
                     }
                 };
-                let ty = parse_type(&pt.ty, consts, diags);
+                let ty = parse_type(&pt.ty, scope, diags);
                 if kernel.is_some()
                     && !matches!(
                         ty,
-                        Ty::Scalar(_) | Ty::Slice { .. } | Ty::AtomicSlice(_) | Ty::Error
+                        Ty::Scalar(_)
+                            | Ty::Slice { .. }
+                            | Ty::AtomicSlice(_)
+                            | Ty::Struct(..)
+                            | Ty::Error
                     )
                 {
                     diags.error_at(
                         &pt.ty,
-                        format!("a kernel parameter is a scalar, `&[T]` or `&mut [T]`; `{ty}` is created inside the kernel instead"),
+                        format!("a kernel parameter is a scalar, a struct of the module, `&[T]`, `&mut [T]` or `&[AtomicU32]`; `{ty}` is created inside the kernel instead"),
                     );
                 }
                 params.push((name, ty, mutable, pt.pat.span()));
@@ -94,11 +99,14 @@ pub(crate) fn signature(
     let ret = match &sig.output {
         syn::ReturnType::Default => Ty::Unit,
         syn::ReturnType::Type(_, t) => {
-            let ty = parse_type(t, consts, diags);
-            if !matches!(ty, Ty::Scalar(_) | Ty::Tuple(_) | Ty::Error) {
+            let ty = parse_type(t, scope, diags);
+            if !matches!(
+                ty,
+                Ty::Scalar(_) | Ty::Tuple(_) | Ty::Struct(..) | Ty::Error
+            ) {
                 diags.error_at(
                     t,
-                    "a kernel helper returns nothing, a scalar or a tuple of scalars",
+                    "a kernel helper returns nothing, a scalar, a tuple of scalars or a struct of the module",
                 );
             }
             if kernel.is_some() {
@@ -132,11 +140,8 @@ pub(crate) fn heap_message(name: &str) -> String {
 pub(crate) const DYN_MESSAGE: &str = "trait objects (`dyn Trait`) are not supported in kernels: the device has no vtables; use a concrete type";
 
 /// Parses a type of the kernel language.
-pub(crate) fn parse_type(
-    ty: &syn::Type,
-    consts: &HashMap<String, (Scalar, Lit)>,
-    diags: &mut Diagnostics,
-) -> Ty {
+pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagnostics) -> Ty {
+    let consts = &scope.consts;
     match ty {
         syn::Type::Path(p) if p.qself.is_none() => {
             let Some(last) = p.path.segments.last() else {
@@ -146,6 +151,11 @@ pub(crate) fn parse_type(
             if let Some(s) = Scalar::from_name(&name) {
                 if p.path.segments.len() == 1 && last.arguments.is_empty() {
                     return Ty::Scalar(s);
+                }
+            }
+            if let Some(&id) = scope.structs.get(&name) {
+                if p.path.segments.len() == 1 {
+                    return Ty::Struct(id, name);
                 }
             }
             if HEAP_TYPES.contains(&name.as_str()) {
@@ -186,7 +196,7 @@ pub(crate) fn parse_type(
                         return Ty::AtomicSlice(atomic);
                     }
                 }
-                if let Ty::Scalar(elem) = parse_type(&s.elem, consts, diags) {
+                if let Ty::Scalar(elem) = parse_type(&s.elem, scope, diags) {
                     return Ty::Slice {
                         elem,
                         mutable: r.mutability.is_some(),
@@ -203,7 +213,7 @@ pub(crate) fn parse_type(
         syn::Type::Tuple(t) if !t.elems.is_empty() => {
             let mut elems = Vec::new();
             for e in &t.elems {
-                match parse_type(e, consts, diags) {
+                match parse_type(e, scope, diags) {
                     Ty::Scalar(s) => elems.push(Ty::Scalar(s)),
                     Ty::Error => return Ty::Error,
                     other => {
@@ -215,7 +225,7 @@ pub(crate) fn parse_type(
             Ty::Tuple(elems)
         }
         syn::Type::Array(a) => {
-            let elem = parse_type(&a.elem, consts, diags);
+            let elem = parse_type(&a.elem, scope, diags);
             let len = super::consts::eval_usize(&a.len, consts);
             match (elem, len) {
                 (Ty::Scalar(s), Ok(n)) if s != Scalar::Bool || n > 0 => Ty::Array(s, n as u32),
@@ -247,8 +257,8 @@ pub(crate) fn parse_type(
             );
             Ty::Error
         }
-        syn::Type::Paren(p) => parse_type(&p.elem, consts, diags),
-        syn::Type::Group(g) => parse_type(&g.elem, consts, diags),
+        syn::Type::Paren(p) => parse_type(&p.elem, scope, diags),
+        syn::Type::Group(g) => parse_type(&g.elem, scope, diags),
         _ => unsupported_type(ty, diags),
     }
 }

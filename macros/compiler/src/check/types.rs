@@ -241,6 +241,8 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// A struct of the module (its number in `Program::structs`, and its name).
+    Struct(u32, String),
     /// `(a, b, ..)` of scalars (an element may be an untyped literal until context fixes it).
     Tuple(Vec<Ty>),
     /// `[T; N]`: a local array (registers, or the thread's local memory when it is indexed by
@@ -324,6 +326,7 @@ impl fmt::Display for Ty {
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
+            Ty::Struct(_, name) => f.write_str(name),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
                 write!(f, "({})", parts.join(", "))

@@ -214,6 +214,22 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 let v = l.new_value(s, Some(&decl.name));
                 (ir::ParamKind::Scalar(v), Val::Scalar(v))
             }
+            Ty::Struct(sid, _) => {
+                // One kernel parameter per field.
+                let fields = prog.structs[sid as usize].fields.clone();
+                let values: Vec<Value> = fields
+                    .iter()
+                    .map(|(field, s)| l.new_value(*s, Some(&format!("{}.{field}", decl.name))))
+                    .collect();
+                for ((field, _), v) in fields.iter().zip(&values) {
+                    params.push(ir::Param {
+                        name: format!("{}.{field}", decl.name),
+                        kind: ir::ParamKind::Scalar(*v),
+                    });
+                }
+                frame.locals.insert(local, Val::Tuple(values));
+                continue;
+            }
             Ty::Slice { .. } | Ty::AtomicSlice(_) => {
                 let (elem, mutable) = match decl.ty {
                     Ty::Slice { elem, mutable } => (elem, mutable),
@@ -702,6 +718,12 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|t| self.new_value(Self::scalar_ty(t), None))
                     .collect(),
+                Ty::Struct(sid, _) => self.prog.structs[*sid as usize]
+                    .fields
+                    .clone()
+                    .iter()
+                    .map(|(_, s)| self.new_value(*s, None))
+                    .collect(),
                 _ => Vec::new(),
             };
             self.frame().ret = Some((id, ret.clone()));
@@ -717,7 +739,7 @@ impl Lowerer<'_> {
             self.emit(Inst::Loop { id, body });
             match &f.ret {
                 Ty::Scalar(_) => ret.first().map_or(Val::Unit, |r| Val::Scalar(*r)),
-                Ty::Tuple(_) => Val::Tuple(ret),
+                Ty::Tuple(_) | Ty::Struct(..) => Val::Tuple(ret),
                 _ => Val::Unit,
             }
         } else {
@@ -1680,6 +1702,16 @@ impl Lowerer<'_> {
                 if let Some(Val::Scalar(reg)) = self.frame().locals.get(id).cloned() {
                     let v = f(self, reg);
                     self.emit(Inst::Copy { dst: reg, src: v });
+                }
+            }
+            ExprKind::TupleField(base, index) => {
+                if let ExprKind::Local(id) = base.kind {
+                    if let Some(Val::Tuple(values)) = self.frame().locals.get(&id).cloned() {
+                        if let Some(&reg) = values.get(*index as usize) {
+                            let v = f(self, reg);
+                            self.emit(Inst::Copy { dst: reg, src: v });
+                        }
+                    }
                 }
             }
             ExprKind::Index(base, index) => {

@@ -25,6 +25,8 @@ pub enum Item {
     Const(ConstItem),
     /// `static NAME: [T; N] = [..];`: a table in constant memory.
     Static(syn::ItemStatic),
+    /// `#[derive(Clone, Copy)] struct Name { field: T, .. }` of scalars.
+    Struct(syn::ItemStruct),
     /// A function: a kernel (with `#[kernel]`), or a helper.
     Fn(FnItem),
 }
@@ -133,13 +135,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
             }
             Some(Item::Static(s))
         }
-        syn::Item::Struct(s) => {
-            diags.error_at(
-                &s.struct_token,
-                "structs are not supported in kernels yet: pass scalars and slices, and use `[T; N]` channel payloads",
-            );
-            None
-        }
+        syn::Item::Struct(s) => Some(Item::Struct(s)),
         other => {
             diags.error_at(
                 &other,

@@ -19,6 +19,8 @@ pub struct LauncherInput<'a> {
     pub item: &'a syn::ItemFn,
     /// Its signature.
     pub sig: &'a Signature,
+    /// The module's structs (a struct parameter travels as one kernel parameter per field).
+    pub structs: &'a [crate::check::StructDef],
     /// The lowered kernel, its PTX and IR text; `None` when compilation failed (a stub is emitted).
     pub compiled: Option<(&'a Kernel, &'a str, &'a str)>,
 }
@@ -73,6 +75,22 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                     sim_args.push(quote!(#arg));
                 }
                 param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
+            }
+            Ty::Struct(id, name) => {
+                let ident = syn::Ident::new(name, span);
+                arg_types.push(quote_spanned!(span=> #ident));
+                sim_args.push(quote!(#arg));
+                for (field, s) in input
+                    .structs
+                    .get(*id as usize)
+                    .map_or(&[][..], |d| &d.fields)
+                {
+                    let f = syn::Ident::new(field, span);
+                    cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg.#f);));
+                    let st = spec_scalar(*s);
+                    let full = syn::LitStr::new(&format!("{pname}.{field}"), span);
+                    param_specs.push(quote!(::gpu_async::ParamSpec { name: #full, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                }
             }
             Ty::AtomicSlice(elem) => {
                 let e = scalar_tokens(*elem, span);

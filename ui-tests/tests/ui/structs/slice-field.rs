@@ -1,0 +1,23 @@
+// References stored in structs are not in the language: slices are kernel parameters of their own.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[derive(Clone, Copy)]
+    pub struct View<'a> {
+        pub data: &'a [f32],
+    }
+
+    #[kernel(warps = 1)]
+    pub async fn views(y: &mut [f32]) {
+        join!(on_warps(0..1, fill(y))).await;
+    }
+
+    async fn fill(y: &mut [f32]) {
+        y.par_iter_mut().for_each(|o| *o = 1.0);
+    }
+}
+
+fn main() {}
