@@ -191,3 +191,60 @@ fn structs_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+type GenericOut = (Vec<u8>, Vec<i64>, Vec<u32>);
+
+fn run_generics(dev: &Device, n: usize) -> gpu_async::Result<GenericOut> {
+    let a: Vec<u8> = (0..n).map(|i| (i * 37) as u8).collect();
+    let b: Vec<i64> = (0..n)
+        .map(|i| (i as i64) * 0x1234_5678_9ABC - (1 << 62))
+        .collect();
+    let c = random_f32(n, 3);
+    let (da, db, dc) = (dev.upload(&a)?, dev.upload(&b)?, dev.upload(&c)?);
+    let (mut ya, mut yb, mut yc) = (
+        dev.alloc::<u8>(n)?,
+        dev.alloc::<i64>(n)?,
+        dev.alloc::<f32>(n)?,
+    );
+    block_on(arrays::generics::mixed::launch(
+        dev,
+        Grid::blocks(2),
+        (&da, &db, &dc, &mut ya, &mut yb, &mut yc),
+    ))?;
+    Ok((
+        ya.download()?,
+        yb.download()?,
+        yc.download()?.iter().map(|v| v.to_bits()).collect(),
+    ))
+}
+
+#[test]
+fn generic_helpers_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for n in [0, 3, 1000] {
+        let got = run_generics(&sim, n)?;
+        let a: Vec<u8> = (0..n).map(|i| (i * 37) as u8).collect();
+        let b: Vec<i64> = (0..n)
+            .map(|i| (i as i64) * 0x1234_5678_9ABC - (1 << 62))
+            .collect();
+        let c = random_f32(n, 3);
+        let want: GenericOut = (
+            a.iter()
+                .map(|v| v.wrapping_mul(7).wrapping_add(*v))
+                .collect(),
+            b.iter()
+                .map(|v| v.wrapping_mul(3).wrapping_sub(5))
+                .collect(),
+            c.iter().map(|v| (v * 0.5 + v).to_bits()).collect(),
+        );
+        assert!(got == want, "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [3, 1000, 1 << 20] {
+            assert!(run_generics(&gpu, n)? == run_generics(&sim, n)?, "n = {n}");
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

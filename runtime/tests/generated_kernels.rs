@@ -215,6 +215,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("saxpy_unchecked", saxpy_variants::unchecked::saxpy::PTX),
         ("tuples_pairs", arrays::tuples::pairs::PTX),
         ("structs_apply", arrays::structs::apply::PTX),
+        ("generics_mixed", arrays::generics::mixed::PTX),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

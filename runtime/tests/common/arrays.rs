@@ -135,3 +135,42 @@ pub mod structs {
         });
     }
 }
+
+/// A generic helper, instantiated for `u8`, `i64` and `f32` (wrapping arithmetic in each).
+#[gpu_async]
+pub mod generics {
+    use core::ops::{Add, Mul};
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn mixed(
+        a: &[u8],
+        b: &[i64],
+        c: &[f32],
+        ya: &mut [u8],
+        yb: &mut [i64],
+        yc: &mut [f32],
+    ) {
+        join!(on_warps(0..1, body(a, b, c, ya, yb, yc))).await;
+    }
+
+    fn mul_add<T: Copy + Add<Output = T> + Mul<Output = T>>(x: T, k: T, d: T) -> T {
+        x * k + d
+    }
+
+    fn twice<T: Copy + Add<Output = T> + Mul<Output = T>>(x: T, k: T) -> T {
+        mul_add(x, k, x)
+    }
+
+    async fn body(a: &[u8], b: &[i64], c: &[f32], ya: &mut [u8], yb: &mut [i64], yc: &mut [f32]) {
+        ya.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, v)| *o = twice(*v, 7));
+        yb.par_iter_mut()
+            .zip(b.par_iter())
+            .for_each(|(o, v)| *o = mul_add(*v, 3, -5));
+        yc.par_iter_mut()
+            .zip(c.par_iter())
+            .for_each(|(o, v)| *o = twice(*v, 0.5));
+    }
+}

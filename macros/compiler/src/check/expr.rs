@@ -2725,7 +2725,120 @@ impl Checker<'_> {
         }
     }
 
+    /// A call of a generic helper: the type parameters are inferred from the arguments, the
+    /// instance is asked for (checked after this function), and the shadow code's call is
+    /// rewritten to the instance.
+    fn generic_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
+        let sig = &self.scope.sigs[id.0 as usize];
+        if sig.params.len() != c.args.len() {
+            self.diags.error_at(
+                &c.func,
+                format!(
+                    "`{}` takes {} arguments, {} given",
+                    sig.name,
+                    sig.params.len(),
+                    c.args.len()
+                ),
+            );
+            return err(span);
+        }
+        let mut types: Vec<Option<Scalar>> = vec![None; sig.generics.len()];
+        let mut conflict = false;
+        let mut args = Vec::new();
+        for (arg, (_, pty, _, _)) in c.args.iter_mut().zip(&sig.params) {
+            let expected = match pty {
+                Ty::Generic(i) => types[*i as usize].map(Ty::Scalar),
+                t => Some(t.clone()),
+            };
+            let a = self.expr(arg, expected.as_ref());
+            let a = self.auto_deref(a);
+            if let (Ty::Generic(i), Ty::Scalar(s)) = (pty, &a.ty) {
+                match types[*i as usize] {
+                    None => types[*i as usize] = Some(*s),
+                    Some(t) if t != *s => {
+                        self.diags.error(a.span, format!("`{}` is `{s}` here but `{t}` in an earlier argument: convert one with `as`", sig.generics[*i as usize]));
+                        conflict = true;
+                    }
+                    _ => {}
+                }
+            }
+            args.push(a);
+        }
+        if conflict {
+            return err(span);
+        }
+        // Literal-only arguments take the default types.
+        for (a, (_, pty, _, _)) in args.iter().zip(&sig.params) {
+            if let Ty::Generic(i) = pty {
+                if types[*i as usize].is_none() {
+                    types[*i as usize] = match a.ty {
+                        Ty::FloatLit => Some(Scalar::F32),
+                        Ty::IntLit => Some(Scalar::I32),
+                        _ => None,
+                    };
+                }
+            }
+        }
+        let Some(types) = types.into_iter().collect::<Option<Vec<Scalar>>>() else {
+            self.diags.error_at(&c.func, format!("the type parameters of `{}` are not known from its arguments: pass an argument of each, or write the types out in a non-generic helper", sig.name));
+            return err(span);
+        };
+        let subst = |t: &Ty| match t {
+            Ty::Generic(i) => Ty::Scalar(types[*i as usize]),
+            t => t.clone(),
+        };
+        for (a, (_, pty, _, _)) in args.iter_mut().zip(&sig.params) {
+            let want = subst(pty);
+            self.expect(a, &want);
+        }
+        let ret = subst(&sig.ret);
+        let is_async = sig.is_async;
+        let name = format!(
+            "{}__{}",
+            sig.name,
+            types
+                .iter()
+                .map(|t| t.rust_name())
+                .collect::<Vec<_>>()
+                .join("_")
+        );
+        let instance = {
+            let mut instances = self.scope.instances.borrow_mut();
+            match instances
+                .iter()
+                .find(|i| i.generic == id && i.types == types)
+            {
+                Some(i) => i.id,
+                None => {
+                    let new = FnId(self.scope.first_instance + instances.len() as u32);
+                    instances.push(super::Instance {
+                        generic: id,
+                        types: types.clone(),
+                        id: new,
+                        name: name.clone(),
+                    });
+                    new
+                }
+            }
+        };
+        // The shadow code calls the instance (which carries the checker's edits, such as
+        // wrapping arithmetic) rather than the generic fn.
+        let call_span = c.func.span();
+        let ident = syn::Ident::new(&name, call_span);
+        *c.func = syn::Expr::Path(syn::parse_quote_spanned!(call_span=> #ident));
+        self.calls.push((instance, call_span));
+        let ty = if is_async {
+            Ty::Future(Box::new(ret))
+        } else {
+            ret
+        };
+        mk(ExprKind::Call(instance, args), ty, span)
+    }
+
     fn helper_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
+        if !self.scope.sigs[id.0 as usize].generics.is_empty() {
+            return self.generic_call(id, c, span);
+        }
         let sig = &self.scope.sigs[id.0 as usize];
         if sig.kernel.is_some() {
             self.diags.error_at(

@@ -34,7 +34,22 @@ pub struct Program {
     pub statics: Vec<StaticTable>,
     /// The module's structs, indexed by `Ty::Struct`'s number.
     pub structs: Vec<StructDef>,
+    /// The instances of generic helpers, with the checker's edits, for the shadow code (the
+    /// calls are rewritten to them).
+    pub instances: Vec<syn::ItemFn>,
 }
+
+/// A generic helper instantiated with scalars; its `FnId` follows the module's functions.
+#[derive(Debug, Clone)]
+pub(crate) struct Instance {
+    pub generic: FnId,
+    pub types: Vec<Scalar>,
+    pub id: FnId,
+    pub name: String,
+}
+
+/// At most this many instances of generic helpers per module.
+const MAX_INSTANCES: usize = 256;
 
 /// A `#[derive(Clone, Copy)] struct` of the module: named fields of scalars.
 #[derive(Debug, Clone)]
@@ -77,6 +92,12 @@ pub(crate) struct ModuleScope {
     pub structs: HashMap<String, u32>,
     /// The structs, by number.
     pub struct_defs: Vec<StructDef>,
+    /// The generic helpers' items, by `FnId`.
+    pub generic_items: HashMap<u32, syn::ItemFn>,
+    /// The instances asked for so far (the checker adds to it while it checks calls).
+    pub instances: std::cell::RefCell<Vec<Instance>>,
+    /// The first `FnId` after the module's own functions.
+    pub first_instance: u32,
 }
 
 /// Checks every function of `module`. Errors are collected in `diags`; the functions that have
@@ -90,6 +111,9 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         statics: HashMap::new(),
         structs: HashMap::new(),
         struct_defs: Vec::new(),
+        generic_items: HashMap::new(),
+        instances: std::cell::RefCell::new(Vec::new()),
+        first_instance: 0,
     };
     struct_defs(module, &mut scope, diags);
     for item in &module.items {
@@ -109,10 +133,14 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                 diags.error_at(&f.item.sig.ident, format!("`{name}` is defined twice"));
             }
             let sig = sig::signature(&f.item, f.kernel.as_ref(), &scope, diags);
+            if !sig.generics.is_empty() {
+                scope.generic_items.insert(id.0, f.item.clone());
+            }
             scope.sigs.push(sig);
             fn_items.push(f);
         }
     }
+    scope.first_instance = scope.sigs.len() as u32;
     let mut functions = Vec::new();
     let mut kernels = Vec::new();
     let mut calls = Vec::new();
@@ -121,9 +149,48 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         if f.kernel.is_some() {
             kernels.push(id);
         }
+        if !scope.sigs[index].generics.is_empty() {
+            // Checked per instance; this entry keeps the numbering.
+            functions.push(Function {
+                name: scope.sigs[index].name.clone(),
+                is_async: scope.sigs[index].is_async,
+                kernel_warps: None,
+                params: Vec::new(),
+                ret: Ty::Unit,
+                locals: Vec::new(),
+                body: tir::Block::default(),
+                has_return: false,
+                span: f.item.sig.ident.span(),
+            });
+            calls.push(Vec::new());
+            continue;
+        }
         let (function, called) = expr::check_function(&mut f.item, id, &scope, diags);
         functions.push(function);
         calls.push(called);
+    }
+    // The instances the calls asked for, in the order of their numbers (an instance's own calls
+    // may ask for more).
+    let mut instance_items = Vec::new();
+    let mut done = 0;
+    loop {
+        let pending: Vec<Instance> = scope.instances.borrow()[done..].to_vec();
+        if pending.is_empty() || done > MAX_INSTANCES {
+            break;
+        }
+        done += pending.len();
+        for inst in pending {
+            let Some(generic) = scope.generic_items.get(&inst.generic.0) else {
+                continue;
+            };
+            let mut item = instantiate(generic, &inst);
+            let sig = sig::signature(&item, None, &scope, diags);
+            scope.sigs.push(sig);
+            let (function, called) = expr::check_function(&mut item, inst.id, &scope, diags);
+            functions.push(function);
+            calls.push(called);
+            instance_items.push(item);
+        }
     }
     report_recursion(&functions, &calls, diags);
     Program {
@@ -132,7 +199,49 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         signatures: scope.sigs,
         statics,
         structs: scope.struct_defs,
+        instances: instance_items,
     }
+}
+
+/// A copy of a generic helper with its type parameters replaced by the instance's scalars, under
+/// the instance's name.
+fn instantiate(generic: &syn::ItemFn, inst: &Instance) -> syn::ItemFn {
+    use syn::visit_mut::VisitMut;
+    struct Substitute<'a> {
+        names: Vec<String>,
+        types: &'a [Scalar],
+    }
+    impl VisitMut for Substitute<'_> {
+        fn visit_type_mut(&mut self, t: &mut syn::Type) {
+            if let syn::Type::Path(p) = t {
+                if let Some(ident) = p.path.get_ident() {
+                    let name = ident.to_string();
+                    if let Some(i) = self.names.iter().position(|n| *n == name) {
+                        let span = ident.span();
+                        let scalar = syn::Ident::new(self.types[i].rust_name(), span);
+                        *t = syn::parse_quote_spanned!(span=> #scalar);
+                        return;
+                    }
+                }
+            }
+            syn::visit_mut::visit_type_mut(self, t);
+        }
+    }
+    let mut item = generic.clone();
+    let names: Vec<String> = item
+        .sig
+        .generics
+        .type_params()
+        .map(|t| t.ident.to_string())
+        .collect();
+    item.sig.generics = syn::Generics::default();
+    item.sig.ident = syn::Ident::new(&inst.name, generic.sig.ident.span());
+    let mut sub = Substitute {
+        names,
+        types: &inst.types,
+    };
+    sub.visit_item_fn_mut(&mut item);
+    item
 }
 
 /// Registers the module's structs: named fields of scalars, `Clone` and `Copy` (kernel values

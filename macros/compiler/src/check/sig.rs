@@ -25,6 +25,9 @@ pub struct Signature {
     pub params: Vec<(String, Ty, bool, Span)>,
     /// The return type.
     pub ret: Ty,
+    /// The names of a generic helper's type parameters (its parameters and result may be
+    /// `Ty::Generic`); each use instantiates it with scalars.
+    pub generics: Vec<String>,
 }
 
 /// Reads a function's signature; reports what the kernel language cannot take.
@@ -35,12 +38,29 @@ pub(crate) fn signature(
     diags: &mut Diagnostics,
 ) -> Signature {
     let sig = &f.sig;
-    if !sig.generics.params.is_empty() {
-        diags.error_at(
-            &sig.generics,
-            "generic kernel functions are not supported yet: write one function per type",
-        );
+    let mut generics = Vec::new();
+    for p in &sig.generics.params {
+        match p {
+            syn::GenericParam::Type(t) if kernel.is_none() => generics.push(t.ident.to_string()),
+            syn::GenericParam::Type(t) => diags.error_at(
+                t,
+                "a kernel is not generic: make a generic helper and call it from one kernel per type",
+            ),
+            other => diags.error_at(
+                other,
+                "only type parameters (`<T>`) are supported on kernel helpers, instantiated with scalars",
+            ),
+        }
     }
+    // A parameter or result of a bare type parameter's type is `Ty::Generic`.
+    let generic_of = |t: &syn::Type| -> Option<Ty> {
+        let syn::Type::Path(p) = t else { return None };
+        let ident = p.path.get_ident()?.to_string();
+        generics
+            .iter()
+            .position(|g| *g == ident)
+            .map(|i| Ty::Generic(i as u32))
+    };
     if let Some(c) = &sig.constness {
         diags.error_at(c, "`const fn` is not supported in kernels: drop `const`");
     }
@@ -76,7 +96,10 @@ pub(crate) fn signature(
                         continue;
                     }
                 };
-                let ty = parse_type(&pt.ty, scope, diags);
+                let ty = match generic_of(&pt.ty) {
+                    Some(g) => g,
+                    None => parse_type(&pt.ty, scope, diags),
+                };
                 if kernel.is_some()
                     && !matches!(
                         ty,
@@ -99,10 +122,13 @@ pub(crate) fn signature(
     let ret = match &sig.output {
         syn::ReturnType::Default => Ty::Unit,
         syn::ReturnType::Type(_, t) => {
-            let ty = parse_type(t, scope, diags);
+            let ty = match generic_of(t) {
+                Some(g) => g,
+                None => parse_type(t, scope, diags),
+            };
             if !matches!(
                 ty,
-                Ty::Scalar(_) | Ty::Tuple(_) | Ty::Struct(..) | Ty::Error
+                Ty::Scalar(_) | Ty::Tuple(_) | Ty::Struct(..) | Ty::Generic(_) | Ty::Error
             ) {
                 diags.error_at(
                     t,
@@ -124,6 +150,7 @@ pub(crate) fn signature(
         kernel: kernel.copied(),
         params,
         ret,
+        generics,
     }
 }
 

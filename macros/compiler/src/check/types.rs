@@ -241,6 +241,8 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// The `i`-th type parameter of a generic helper fn (its instances replace it).
+    Generic(u32),
     /// A struct of the module (its number in `Program::structs`, and its name).
     Struct(u32, String),
     /// `(a, b, ..)` of scalars (an element may be an untyped literal until context fixes it).
@@ -327,6 +329,7 @@ impl fmt::Display for Ty {
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
             Ty::Struct(_, name) => f.write_str(name),
+            Ty::Generic(i) => write!(f, "T{i}"),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
                 write!(f, "({})", parts.join(", "))
