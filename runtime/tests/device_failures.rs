@@ -134,3 +134,72 @@ fn a_deadlock_is_stopped_by_the_watchdog() {
         still_usable(&dev);
     }
 }
+
+#[test]
+fn an_assert_in_a_parallel_loop() {
+    for dev in devices() {
+        let mut xs = vec![4.0f32; 5000];
+        xs[4321] = -1.0;
+        let x = dev.upload(&xs).unwrap();
+        let mut y = dev.alloc::<f32>(xs.len()).unwrap();
+        let err =
+            block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap_err();
+        eprintln!("{dev}: {err}");
+        expect_panic(err, "roots", "negative input", "assert!(*v >= 0.0");
+        still_usable(&dev);
+        let x = dev.upload(&vec![4.0f32; 5000]).unwrap();
+        block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap();
+        assert!(y.download().unwrap().iter().all(|v| *v == 2.0));
+    }
+}
+
+#[test]
+fn panic_unreachable_and_assert_eq_in_role_code() {
+    for dev in devices() {
+        let mut y = dev.alloc::<u32>(64).unwrap();
+        for (mode, message, line) in [
+            (1, "mode one is not allowed", "panic!(\"mode one"),
+            (2, "entered unreachable code", "unreachable!()"),
+            (
+                7,
+                "assertion `left == right` failed",
+                "assert_eq!(mode + 1, 5)",
+            ),
+        ] {
+            let err =
+                block_on(k::modes::launch(&dev, Grid::blocks(2), (mode, &mut y))).unwrap_err();
+            eprintln!("{dev}: {err}");
+            expect_panic(err, "pick", message, line);
+        }
+        still_usable(&dev);
+        block_on(k::modes::launch(&dev, Grid::blocks(2), (4, &mut y))).unwrap();
+        assert_eq!(y.download().unwrap(), vec![20; 64]);
+    }
+}
+
+#[test]
+fn signed_division_overflow_panics() {
+    for dev in devices() {
+        let mut y = dev.alloc::<i32>(32).unwrap();
+        let err = block_on(k::overflow::launch(
+            &dev,
+            Grid::blocks(1),
+            (i32::MIN, -1, &mut y),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        expect_panic(
+            err,
+            "divide_signed",
+            "attempt to divide with overflow",
+            "n / d",
+        );
+        block_on(k::overflow::launch(
+            &dev,
+            Grid::blocks(1),
+            (i32::MIN, 2, &mut y),
+        ))
+        .unwrap();
+        assert_eq!(y.download().unwrap(), vec![i32::MIN / 2; 32]);
+    }
+}

@@ -214,7 +214,7 @@ fn every_unsupported_construct_is_reported_in_one_build() {
                 let b = async { 1 };
                 let c = y.get(0)?;
                 let d = |v: f32| v;
-                panic!("no");
+                println!("no");
             }
         }
     });
@@ -223,7 +223,7 @@ fn every_unsupported_construct_is_reported_in_one_build() {
         "async blocks are not supported yet",
         "the `?` operator",
         "closures are supported only",
-        "`panic!` is not supported",
+        "`println!` is not available on the device",
     ] {
         assert!(
             errs.iter().any(|e| e.contains(needle)),

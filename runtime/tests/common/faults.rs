@@ -1,5 +1,6 @@
 //! Kernels that fail on purpose: a bound broken by some threads of a parallel loop, a division by
-//! zero in role code, an `unwrap()` of `None` in one role of two.
+//! zero in role code, an `unwrap()` of `None` in one role of two, an `assert!` in a parallel loop,
+//! `panic!` and `unreachable!` in role code, `MIN / -1`.
 
 use gpu_async::gpu_async;
 
@@ -58,5 +59,49 @@ pub mod faults {
                 .zip(slot.par_iter())
                 .for_each(|(o, i)| *o = *i);
         }
+    }
+
+    /// `assert!` on every element: fails where an element is negative.
+    #[kernel(warps = 2)]
+    pub async fn checked_sqrt(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..2, roots(x, y))).await;
+    }
+
+    async fn roots(x: &[f32], y: &mut [f32]) {
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            assert!(*v >= 0.0, "negative input");
+            *o = v.sqrt();
+        });
+    }
+
+    /// Role code panics when `mode` is 1, reaches `unreachable!` when it is 2, and checks
+    /// `assert_eq!` when it is 3.
+    #[kernel(warps = 1)]
+    pub async fn modes(mode: u32, y: &mut [u32]) {
+        join!(on_warps(0..1, pick(mode, y))).await;
+    }
+
+    async fn pick(mode: u32, y: &mut [u32]) {
+        let v = match mode {
+            0 => 10u32,
+            1 => panic!("mode one is not allowed"),
+            2 => unreachable!(),
+            _ => {
+                assert_eq!(mode + 1, 5);
+                20
+            }
+        };
+        y.par_iter_mut().for_each(|o| *o = v);
+    }
+
+    /// Signed division that overflows for `i32::MIN / -1`.
+    #[kernel(warps = 1)]
+    pub async fn overflow(n: i32, d: i32, y: &mut [i32]) {
+        join!(on_warps(0..1, divide_signed(n, d, y))).await;
+    }
+
+    async fn divide_signed(n: i32, d: i32, y: &mut [i32]) {
+        let q = n / d;
+        y.par_iter_mut().for_each(|o| *o = q);
     }
 }

@@ -188,7 +188,17 @@ impl Checker<'_> {
                     }
                 }
                 syn::Stmt::Macro(m) => {
-                    self.macro_call(&m.mac, None);
+                    // As an expression statement, so that the macro can be rewritten in place.
+                    let semi = m.semi_token;
+                    let mut e = syn::Expr::Macro(syn::ExprMacro {
+                        attrs: std::mem::take(&mut m.attrs),
+                        mac: m.mac.clone(),
+                    });
+                    let ex = self.expr(&mut e, None);
+                    *stmt = syn::Stmt::Expr(e, semi);
+                    if ex.ty != Ty::Error {
+                        out.stmts.push(Stmt::Expr(ex));
+                    }
                 }
             }
         }
@@ -2941,10 +2951,7 @@ impl Checker<'_> {
                 err(span)
             }
             "panic" | "assert" | "assert_eq" | "assert_ne" | "unreachable" | "todo"
-            | "unimplemented" => {
-                self.diags.error(span, format!("`{name}!` is not supported in kernels yet: device panics come with the full kernel language; check with `if` instead"));
-                err(span)
-            }
+            | "unimplemented" => self.panic_macro(&name, mac, node, span),
             "println" | "print" | "eprintln" | "eprint" | "dbg" => {
                 self.diags.error(span, format!("`{name}!` is not available on the device: write values into an output buffer"));
                 err(span)
@@ -2962,6 +2969,115 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `panic!`, `assert!` and friends: a device panic whose message is Rust's (the format string
+    /// without its arguments, which the GPU cannot format). In the shadow code an assertion is
+    /// rewritten to `if !(cond) { panic!(..) }` with the checked condition, so that its arithmetic
+    /// wraps as on the GPU.
+    fn panic_macro(
+        &mut self,
+        name: &str,
+        mac: &syn::Macro,
+        node: Option<&mut syn::Expr>,
+        span: Span,
+    ) -> Expr {
+        use syn::parse::Parser;
+        let parser = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+        let Ok(args) = parser.parse2(mac.tokens.clone()) else {
+            self.diags
+                .error(span, format!("the arguments of `{name}!` cannot be read"));
+            return err(span);
+        };
+        let mut args: Vec<syn::Expr> = args.into_iter().collect();
+        let literal = |e: Option<&syn::Expr>| match e {
+            Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            })) => Some(s.value()),
+            _ => None,
+        };
+        let bool_ty = Ty::Scalar(Scalar::Bool);
+        let (cond, message, rest) = match name {
+            "panic" => (
+                None,
+                literal(args.first()).unwrap_or_else(|| "explicit panic".to_string()),
+                0,
+            ),
+            "unreachable" => (
+                None,
+                match literal(args.first()) {
+                    Some(m) => format!("internal error: entered unreachable code: {m}"),
+                    None => "internal error: entered unreachable code".to_string(),
+                },
+                0,
+            ),
+            "todo" => (None, "not yet implemented".to_string(), 0),
+            "unimplemented" => (None, "not implemented".to_string(), 0),
+            "assert" => {
+                let Some(c) = args.first_mut() else {
+                    self.diags.error(span, "`assert!` takes a condition");
+                    return err(span);
+                };
+                let text = quote::quote!(#c).to_string();
+                let mut cond = self.expr(c, Some(&bool_ty));
+                self.expect(&mut cond, &bool_ty);
+                let message =
+                    literal(args.get(1)).unwrap_or_else(|| format!("assertion failed: {text}"));
+                (Some(cond), message, 1)
+            }
+            _ => {
+                // assert_eq!(a, b) / assert_ne!(a, b): `a == b` / `a != b`, Rust's message.
+                if args.len() < 2 {
+                    self.diags
+                        .error(span, format!("`{name}!` takes two values"));
+                    return err(span);
+                }
+                let op = if name == "assert_eq" {
+                    syn::BinOp::Eq(Default::default())
+                } else {
+                    syn::BinOp::Ne(Default::default())
+                };
+                let mut cmp = syn::Expr::Binary(syn::ExprBinary {
+                    attrs: Vec::new(),
+                    left: Box::new(args[0].clone()),
+                    op,
+                    right: Box::new(args[1].clone()),
+                });
+                let mut cond = self.expr(&mut cmp, Some(&bool_ty));
+                self.expect(&mut cond, &bool_ty);
+                args[0] = cmp;
+                args.remove(1);
+                let sym = if name == "assert_eq" { "==" } else { "!=" };
+                let message = match literal(args.get(1)) {
+                    Some(m) => format!("assertion `left {sym} right` failed: {m}"),
+                    None => format!("assertion `left {sym} right` failed"),
+                };
+                (Some(cond), message, 1)
+            }
+        };
+        if let (Some(node), Some(_)) = (node, cond.as_ref()) {
+            let c = &args[0];
+            let msg: Vec<&syn::Expr> = args.iter().skip(rest).collect();
+            let panic = if msg.is_empty() {
+                let m = syn::LitStr::new(&message, span);
+                quote_spanned!(span=> ::core::panic!(#m))
+            } else {
+                quote_spanned!(span=> ::core::panic!(#(#msg),*))
+            };
+            *node = syn::Expr::Verbatim(
+                quote_spanned!(span=> if ::core::ops::Not::not(#c) { #panic }),
+            );
+        }
+        mk(
+            ExprKind::Panic(cond.map(Box::new), message),
+            if matches!(name, "assert" | "assert_eq" | "assert_ne") {
+                Ty::Unit
+            } else {
+                Ty::Never
+            },
+            span,
+        )
     }
 
     /// `on_warps(a..b, role(args))`.

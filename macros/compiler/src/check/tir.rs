@@ -417,6 +417,9 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `panic!(..)`, `unreachable!()`, `assert!(cond, ..)`, ...: a device panic with this
+    /// message, when the condition (if any) is false.
+    Panic(Option<Box<Expr>>, String),
     /// `(a, b, ..)`
     TupleLit(Vec<Expr>),
     /// `t.0`

@@ -1521,6 +1521,17 @@ impl Lowerer<'_> {
             ExprKind::ArrayList(items) => {
                 Val::Array(items.iter().map(|x| self.scalar(x)).collect())
             }
+            ExprKind::Panic(cond, message) => {
+                let fails = match cond {
+                    Some(c) => {
+                        let c = self.scalar(c);
+                        self.not(c)
+                    }
+                    None => self.konst(Scalar::Bool, Imm::Bool(true)),
+                };
+                self.panic_if(fails, message, e.span);
+                Val::Unit
+            }
             ExprKind::BlockPosition(count) => {
                 let dst = self.new_value(Scalar::Usize, None);
                 self.emit(Inst::Special {
