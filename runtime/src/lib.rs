@@ -16,6 +16,8 @@ pub use gpu_async_macros::gpu_async;
 /// [`Device::from_cudarc`], [`Device::cudarc_stream`], [`DeviceBuffer::from_cudarc`] and
 /// [`DeviceBuffer::into_cudarc`] uses the same version.
 pub use cudarc;
+/// The `half` crate, whose `f16` and `bf16` are kernel scalars (also in `gpu_async::device`).
+pub use half;
 
 mod abort;
 pub mod bench;

@@ -30,6 +30,10 @@ pub enum ScalarType {
     F32,
     /// `f64`.
     F64,
+    /// `half::f16`.
+    F16,
+    /// `half::bf16`.
+    Bf16,
 }
 
 impl ScalarType {
@@ -37,7 +41,7 @@ impl ScalarType {
     pub const fn size(self) -> usize {
         match self {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
-            ScalarType::I16 | ScalarType::U16 => 2,
+            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
             ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
             ScalarType::I64
             | ScalarType::Isize
@@ -176,4 +180,6 @@ kernel_scalar! {
     usize => Usize, |v| (v as u64).to_ne_bytes().to_vec();
     f32 => F32, |v| v.to_ne_bytes().to_vec();
     f64 => F64, |v| v.to_ne_bytes().to_vec();
+    half::f16 => F16, |v| v.to_bits().to_ne_bytes().to_vec();
+    half::bf16 => Bf16, |v| v.to_bits().to_ne_bytes().to_vec();
 }

@@ -248,3 +248,72 @@ fn generic_helpers_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+use gpu_async::half::{bf16, f16};
+
+type HalfOut = (Vec<u16>, Vec<u16>, Vec<u32>);
+
+fn half_inputs(n: usize) -> (Vec<f16>, Vec<bf16>) {
+    let r = random_f32(2 * n, 21);
+    let x = r[..n]
+        .iter()
+        .map(|v| f16::from_f32((v - 0.5) * 8.0))
+        .collect();
+    let b = r[n..]
+        .iter()
+        .map(|v| bf16::from_f32((v - 0.5) * 1e4))
+        .collect();
+    (x, b)
+}
+
+fn run_halves(dev: &Device, n: usize) -> gpu_async::Result<HalfOut> {
+    let (xs, bs) = half_inputs(n);
+    let (x, b) = (dev.upload(&xs)?, dev.upload(&bs)?);
+    let (mut y, mut z, mut w) = (
+        dev.alloc::<f16>(n)?,
+        dev.alloc::<bf16>(n)?,
+        dev.alloc::<u32>(n)?,
+    );
+    block_on(arrays::halves::mix::launch(
+        dev,
+        Grid::blocks(3),
+        (f16::from_f32(1.5), &x, &b, &mut y, &mut z, &mut w),
+    ))?;
+    Ok((
+        y.download()?.iter().map(|v| v.to_bits()).collect(),
+        z.download()?.iter().map(|v| v.to_bits()).collect(),
+        w.download()?,
+    ))
+}
+
+#[test]
+fn halves_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for n in [0, 1, 257, 3000] {
+        let (xs, bs) = half_inputs(n);
+        let k = f16::from_f32(1.5);
+        let want: HalfOut = (
+            xs.iter()
+                .map(|&v| {
+                    let t = v * k + v;
+                    (if t > k { -t } else { t / k }).to_bits()
+                })
+                .collect(),
+            bs.iter()
+                .map(|&v| (bf16::from_f32(v.to_f32() * 3.0) - v).to_bits())
+                .collect(),
+            bs.iter()
+                .map(|v| v.to_bits() as u32 + f16::from_f32(v.to_f32()).to_bits() as u32 * 65536)
+                .collect(),
+        );
+        assert!(run_halves(&sim, n)? == want, "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [1, 257, 3000, 1 << 20] {
+            assert!(run_halves(&gpu, n)? == run_halves(&sim, n)?, "n = {n}");
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

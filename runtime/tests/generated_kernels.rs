@@ -216,6 +216,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("tuples_pairs", arrays::tuples::pairs::PTX),
         ("structs_apply", arrays::structs::apply::PTX),
         ("generics_mixed", arrays::generics::mixed::PTX),
+        ("halves_mix", arrays::halves::mix::PTX),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

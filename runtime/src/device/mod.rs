@@ -23,6 +23,7 @@ pub use block::{block_count, block_index};
 pub use channel::{
     channel, CopyFrom, CopyTo, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
 };
+pub use half::{bf16, f16};
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use tiles::{block_tiles, BlockTiles};

@@ -174,3 +174,57 @@ pub mod generics {
             .for_each(|(o, v)| *o = twice(*v, 0.5));
     }
 }
+
+/// `f16` and `bf16`: parameters, slices, arithmetic (in `f32`, rounded back), comparisons,
+/// negation, conversions and bits, and a channel of halves.
+#[gpu_async]
+pub mod halves {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 256;
+
+    #[kernel(warps = 2)]
+    pub async fn mix(k: f16, x: &[f16], b: &[bf16], y: &mut [f16], z: &mut [bf16], w: &mut [u32]) {
+        let (tx, rx) = channel::<[f16; TILE], 2>();
+        join!(
+            on_warps(0..1, load(x, tx)),
+            on_warps(1..2, compute(k, rx, b, y, z, w)),
+        )
+        .await;
+    }
+
+    async fn load(x: &[f16], mut tx: Sender<[f16; TILE], 2>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn compute(
+        k: f16,
+        mut rx: Receiver<[f16; TILE], 2>,
+        b: &[bf16],
+        y: &mut [f16],
+        z: &mut [bf16],
+        w: &mut [u32],
+    ) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            y[tile]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(o, v)| {
+                    let t = *v * k + *v;
+                    *o = if t > k { -t } else { t / k };
+                });
+        }
+        z.par_iter_mut().zip(b.par_iter()).for_each(|(o, v)| {
+            *o = bf16::from_f32(v.to_f32() * 3.0) - *v;
+        });
+        w.par_iter_mut().zip(b.par_iter()).for_each(|(o, v)| {
+            *o = v.to_bits() as u32 + f16::from_f32(v.to_f32()).to_bits() as u32 * 65536;
+        });
+    }
+}

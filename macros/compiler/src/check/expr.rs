@@ -784,6 +784,10 @@ impl Checker<'_> {
                             Ty::FloatLit => fix_literals(&mut inner, Scalar::F32),
                             _ => {}
                         }
+                        if t.is_half() || inner.ty.scalar().is_some_and(Scalar::is_half) {
+                            self.diags.error(span, "`as` does not convert the `half` types in Rust: write `f16::from_f32(x)` (or `bf16::`) and `x.to_f32()`");
+                            return err(span);
+                        }
                         if *t == Scalar::Bool && inner.ty != Ty::Scalar(Scalar::Bool) {
                             self.diags.error(span, "casting to `bool` is not allowed in Rust: compare with zero instead, `x != 0`");
                         }
@@ -1445,6 +1449,30 @@ impl Checker<'_> {
     }
 
     fn check_operand_type(&mut self, op: BinOp, s: Scalar, span: Span) {
+        if s.is_half()
+            && !matches!(
+                op,
+                BinOp::Add
+                    | BinOp::Sub
+                    | BinOp::Mul
+                    | BinOp::Div
+                    | BinOp::Lt
+                    | BinOp::Le
+                    | BinOp::Gt
+                    | BinOp::Ge
+                    | BinOp::Eq
+                    | BinOp::Ne
+            )
+        {
+            self.diags.error(
+                span,
+                format!(
+                    "`{}` is not defined for `{s}`: compute in `f32` (`x.to_f32()`)",
+                    op.symbol()
+                ),
+            );
+            return;
+        }
         if op == BinOp::Rem && s.is_float() {
             self.diags.error(span, format!("`%` on `{s}` (the exact `fmod`) is not in the kernel language yet: write `x - (x / y).trunc() * y` where a rounded remainder will do"));
             return;
@@ -1503,7 +1531,9 @@ impl Checker<'_> {
                         self.pending_rewrite = Some(syn::Expr::Verbatim(wrapped));
                         out
                     }
-                    Ty::Scalar(Scalar::F32 | Scalar::F64) | Ty::IntLit | Ty::FloatLit => {
+                    Ty::Scalar(Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::Bf16)
+                    | Ty::IntLit
+                    | Ty::FloatLit => {
                         let ty = inner.ty.clone();
                         mk(ExprKind::Unary(UnOp::Neg, Box::new(inner)), ty, span)
                     }
@@ -2029,6 +2059,32 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
             }
+            ("to_f32" | "to_f64" | "to_bits", Ty::Scalar(h) | Ty::ElemRef { elem: h, .. })
+                if h.is_half() && want_args(self, 0) =>
+            {
+                let h = *h;
+                let receiver = self.auto_deref(receiver);
+                match name.as_str() {
+                    "to_bits" => mk(
+                        ExprKind::HalfBits(Box::new(receiver), Scalar::U16),
+                        Ty::Scalar(Scalar::U16),
+                        span,
+                    ),
+                    "to_f32" => mk(
+                        ExprKind::Cast(Box::new(receiver), Scalar::F32),
+                        Ty::Scalar(Scalar::F32),
+                        span,
+                    ),
+                    _ => {
+                        let _ = h;
+                        mk(
+                            ExprKind::Cast(Box::new(receiver), Scalar::F64),
+                            Ty::Scalar(Scalar::F64),
+                            span,
+                        )
+                    }
+                }
+            }
             (_, Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit)
                 if MathFn::lookup(&name).is_some() =>
             {
@@ -2399,6 +2455,13 @@ impl Checker<'_> {
             self.diags.error(span, "a reduction combines numbers, not `bool`s: map them, as in `.map(|b| *b as u32).sum()`");
             return None;
         }
+        if elem.is_half() {
+            self.diags.error(
+                span,
+                format!("reduce `{elem}` values in `f32`: `.map(|v| v.to_f32()).sum()`"),
+            );
+            return None;
+        }
         Some(elem)
     }
 
@@ -2639,6 +2702,9 @@ impl Checker<'_> {
             self.diags.error_at(&c.func, heap_message(&first));
             return err(span);
         }
+        if segments.len() == 2 && (first == "f16" || first == "bf16") {
+            return self.half_constructor(&first, &name, c, span);
+        }
         let ours =
             segments.len() == 1 || segments.iter().rev().nth(1).is_some_and(|s| s == "device");
         if !ours {
@@ -2843,6 +2909,49 @@ impl Checker<'_> {
             ret
         };
         mk(ExprKind::Call(instance, args), ty, span)
+    }
+
+    /// `f16::from_f32(x)`, `f16::from_f64(x)`, `f16::from_bits(b)` and `bf16::from_f32(x)`,
+    /// `bf16::from_bits(b)`: the `half` crate's conversions (round to nearest even).
+    fn half_constructor(
+        &mut self,
+        ty_name: &str,
+        name: &str,
+        c: &mut syn::ExprCall,
+        span: Span,
+    ) -> Expr {
+        let half = if ty_name == "bf16" {
+            Scalar::Bf16
+        } else {
+            Scalar::F16
+        };
+        let from = match name {
+            "from_f32" => Scalar::F32,
+            "from_f64" if half == Scalar::F16 => Scalar::F64,
+            "from_bits" => Scalar::U16,
+            _ => {
+                self.diags.error_at(&c.func, format!("`{ty_name}::{name}` is not in the kernel language: use `{ty_name}::from_f32` or `from_bits`"));
+                return err(span);
+            }
+        };
+        if c.args.len() != 1 {
+            self.diags
+                .error_at(&c.func, format!("`{ty_name}::{name}` takes one argument"));
+            return err(span);
+        }
+        let want = Ty::Scalar(from);
+        let a = self.expr(&mut c.args[0], Some(&want));
+        let mut a = self.auto_deref(a);
+        self.expect(&mut a, &want);
+        if from == Scalar::U16 {
+            mk(
+                ExprKind::HalfBits(Box::new(a), half),
+                Ty::Scalar(half),
+                span,
+            )
+        } else {
+            mk(ExprKind::Cast(Box::new(a), half), Ty::Scalar(half), span)
+        }
     }
 
     fn helper_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
@@ -3065,9 +3174,8 @@ impl Checker<'_> {
             } else {
                 quote_spanned!(span=> ::core::panic!(#(#msg),*))
             };
-            *node = syn::Expr::Verbatim(
-                quote_spanned!(span=> if ::core::ops::Not::not(#c) { #panic }),
-            );
+            *node =
+                syn::Expr::Verbatim(quote_spanned!(span=> if ::core::ops::Not::not(#c) { #panic }));
         }
         mk(
             ExprKind::Panic(cond.map(Box::new), message),

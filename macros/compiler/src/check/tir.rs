@@ -417,6 +417,8 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// The same 16 bits as another type: `h.to_bits()` (to `u16`), `f16::from_bits(b)`.
+    HalfBits(Box<Expr>, Scalar),
     /// `panic!(..)`, `unreachable!()`, `assert!(cond, ..)`, ...: a device panic with this
     /// message, when the condition (if any) is false.
     Panic(Option<Box<Expr>>, String),

@@ -35,11 +35,15 @@ pub enum Scalar {
     F32,
     /// `f64`
     F64,
+    /// `half::f16` (arithmetic in `f32`, rounded back, as the `half` crate does)
+    F16,
+    /// `half::bf16` (arithmetic in `f32`, rounded back, as the `half` crate does)
+    Bf16,
 }
 
 impl Scalar {
     /// Every scalar, for tests and tables.
-    pub const ALL: [Scalar; 13] = [
+    pub const ALL: [Scalar; 15] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::I16,
@@ -53,6 +57,8 @@ impl Scalar {
         Scalar::Usize,
         Scalar::F32,
         Scalar::F64,
+        Scalar::F16,
+        Scalar::Bf16,
     ];
 
     /// The Rust name.
@@ -71,6 +77,8 @@ impl Scalar {
             Scalar::Usize => "usize",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::Bf16 => "bf16",
         }
     }
 
@@ -83,7 +91,7 @@ impl Scalar {
     pub fn size(self) -> u32 {
         match self {
             Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
-            Scalar::I16 | Scalar::U16 => 2,
+            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::Bf16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
             Scalar::I64 | Scalar::Isize | Scalar::U64 | Scalar::Usize | Scalar::F64 => 8,
         }
@@ -99,7 +107,15 @@ impl Scalar {
 
     /// An integer type.
     pub fn is_int(self) -> bool {
-        !matches!(self, Scalar::Bool | Scalar::F32 | Scalar::F64)
+        !matches!(
+            self,
+            Scalar::Bool | Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::Bf16
+        )
+    }
+
+    /// `f16` or `bf16`: stored in 16 bits, computed in `f32`.
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::Bf16)
     }
 
     /// A floating-point type.
@@ -164,6 +180,8 @@ impl Scalar {
             Scalar::Usize => "Usize",
             Scalar::F32 => "F32",
             Scalar::F64 => "F64",
+            Scalar::F16 => "F16",
+            Scalar::Bf16 => "Bf16",
         }
     }
 }

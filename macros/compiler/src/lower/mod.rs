@@ -1532,6 +1532,12 @@ impl Lowerer<'_> {
                 self.panic_if(fails, message, e.span);
                 Val::Unit
             }
+            ExprKind::HalfBits(a, ty) => {
+                let src = self.scalar(a);
+                let dst = self.new_value(*ty, None);
+                self.emit(Inst::Bitcast { dst, src });
+                Val::Scalar(dst)
+            }
             ExprKind::BlockPosition(count) => {
                 let dst = self.new_value(Scalar::Usize, None);
                 self.emit(Inst::Special {

@@ -45,6 +45,7 @@ pub fn write_kernel(kernel: &Kernel) -> Result<String, fmt::Error> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Class {
     Pred,
+    B16,
     B32,
     B64,
     F32,
@@ -57,6 +58,7 @@ impl Class {
             Scalar::Bool => Class::Pred,
             Scalar::F32 => Class::F32,
             Scalar::F64 => Class::F64,
+            Scalar::F16 | Scalar::Bf16 => Class::B16,
             s if s.is_wide_int() => Class::B64,
             _ => Class::B32,
         }
@@ -65,6 +67,7 @@ impl Class {
     fn prefix(self) -> &'static str {
         match self {
             Class::Pred => "%p",
+            Class::B16 => "%h",
             Class::B32 => "%r",
             Class::B64 => "%rd",
             Class::F32 => "%f",
@@ -75,6 +78,7 @@ impl Class {
     fn decl(self) -> &'static str {
         match self {
             Class::Pred => ".pred",
+            Class::B16 => ".b16",
             Class::B32 => ".b32",
             Class::B64 => ".b64",
             Class::F32 => ".f32",
@@ -143,6 +147,17 @@ fn ptx_ty(s: Scalar) -> &'static str {
         Scalar::U64 | Scalar::Usize => "u64",
         Scalar::F32 => "f32",
         Scalar::F64 => "f64",
+        // Halves are stored and moved as 16 bits; their arithmetic is in `f32`.
+        Scalar::F16 | Scalar::Bf16 => "b16",
+    }
+}
+
+/// The PTX name of a half type, in conversions.
+fn half_name(s: Scalar) -> &'static str {
+    if s == Scalar::Bf16 {
+        "bf16"
+    } else {
+        "f16"
     }
 }
 
@@ -150,6 +165,7 @@ fn ptx_ty(s: Scalar) -> &'static str {
 fn bits_ty(s: Scalar) -> &'static str {
     match Class::of(s) {
         Class::Pred => "pred",
+        Class::B16 => "b16",
         Class::B32 => "b32",
         Class::B64 => "b64",
         Class::F32 => "f32",
@@ -614,6 +630,9 @@ impl<'k> Writer<'k> {
                     (Imm::F32(f), _) => self.line(format!("mov.f32 {d}, 0f{:08X};", f.to_bits())),
                     (Imm::F64(f), _) => self.line(format!("mov.f64 {d}, 0d{:016X};", f.to_bits())),
                     (Imm::Int(v), s) if s.is_wide_int() => self.line(format!("mov.b64 {d}, {v};")),
+                    (Imm::Int(v), s) if s.is_half() => {
+                        self.line(format!("mov.b16 {d}, {};", *v as u16))
+                    }
                     (Imm::Int(v), _) => self.line(format!("mov.b32 {d}, {};", *v as u32)),
                 }
             }
@@ -626,6 +645,8 @@ impl<'k> Writer<'k> {
                 let ty = self.k.ty(*dst);
                 let t = ptx_ty(ty);
                 match op {
+                    // Negating a half flips its sign bit, as the `half` crate does.
+                    UnOp::Neg if ty.is_half() => self.line(format!("xor.b16 {d}, {s}, 0x8000;")),
                     UnOp::Neg if ty.is_float() => self.line(format!("neg.{t} {d}, {s};")),
                     UnOp::Neg => {
                         let signed = if ty.is_wide_int() { "s64" } else { "s32" };
@@ -697,7 +718,13 @@ impl<'k> Writer<'k> {
             }
             Inst::Bitcast { dst, src } => {
                 let (d, s) = (self.reg(*dst), self.reg(*src));
-                self.line(format!("mov.b{} {d}, {s};", self.k.ty(*dst).size() * 8))
+                let (to, from) = (Class::of(self.k.ty(*dst)), Class::of(self.k.ty(*src)));
+                match (from, to) {
+                    // A `u16` lives in a 32-bit register, a half in a 16-bit one.
+                    (Class::B16, Class::B32) => self.line(format!("cvt.u32.u16 {d}, {s};")),
+                    (Class::B32, Class::B16) => self.line(format!("cvt.u16.u32 {d}, {s};")),
+                    _ => self.line(format!("mov.b{} {d}, {s};", self.k.ty(*dst).size() * 8)),
+                }
             }
             Inst::Fma { dst, a, b, c } => {
                 let (d, a, b, c) = (self.reg(*dst), self.reg(*a), self.reg(*b), self.reg(*c));
@@ -1227,6 +1254,30 @@ impl<'k> Writer<'k> {
                 }
             };
         }
+        if ty.is_half() {
+            // In `f32`, rounded back once: the `half` crate's arithmetic, and the correctly
+            // rounded half result (f32 holds twice a half's precision and more).
+            let h = half_name(ty);
+            let (fa, fb) = (self.tmp(Class::F32), self.tmp(Class::F32));
+            self.line(format!("cvt.f32.{h} {fa}, {a};"))?;
+            self.line(format!("cvt.f32.{h} {fb}, {b};"))?;
+            if op.is_comparison() {
+                return self.line(format!(
+                    "setp.{}.f32 {d}, {fa}, {fb};",
+                    cmp_name(op, Scalar::F32)
+                ));
+            }
+            let name = match op {
+                BinOp::Add => "add",
+                BinOp::Sub => "sub",
+                BinOp::Mul => "mul",
+                BinOp::Div => "div",
+                _ => return Err(fmt::Error),
+            };
+            let r = self.tmp(Class::F32);
+            self.line(format!("{name}.rn.f32 {r}, {fa}, {fb};"))?;
+            return self.line(format!("cvt.rn.{h}.f32 {d}, {r};"));
+        }
         if op.is_comparison() {
             return self.line(format!(
                 "setp.{}.{} {d}, {a}, {b};",
@@ -1306,6 +1357,18 @@ impl<'k> Writer<'k> {
             return self.line(format!("mov.{} {d}, {s};", bits_ty(to)));
         }
         match (from, to) {
+            (F16 | Bf16, F32) => self.line(format!("cvt.f32.{} {d}, {s};", half_name(from))),
+            (F16 | Bf16, F64) => {
+                let t = self.tmp(Class::F32);
+                self.line(format!("cvt.f32.{} {t}, {s};", half_name(from)))?;
+                self.line(format!("cvt.f64.f32 {d}, {t};"))
+            }
+            (F32 | F64, F16 | Bf16) => self.line(format!(
+                "cvt.rn.{}.{} {d}, {s};",
+                half_name(to),
+                ptx_ty(from)
+            )),
+            (F16 | Bf16, _) | (_, F16 | Bf16) => Err(fmt::Error),
             (Bool, F32) => self.line(format!("selp.f32 {d}, 0f3F800000, 0f00000000, {s};")),
             (Bool, F64) => self.line(format!(
                 "selp.f64 {d}, 0d3FF0000000000000, 0d0000000000000000, {s};"
@@ -1762,7 +1825,14 @@ impl<'k> Writer<'k> {
         writeln!(out, ")")?;
         writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;
         writeln!(out, "{{")?;
-        for class in [Class::Pred, Class::B32, Class::B64, Class::F32, Class::F64] {
+        for class in [
+            Class::Pred,
+            Class::B16,
+            Class::B32,
+            Class::B64,
+            Class::F32,
+            Class::F64,
+        ] {
             if let Some(n) = self.counts.get(&class) {
                 writeln!(out, "    .reg {} {}<{n}>;", class.decl(), class.prefix())?;
             }

@@ -189,7 +189,7 @@ impl Verifier<'_> {
                 self.use_(*src);
                 let ty = self.ty(*src);
                 let ok = match op {
-                    UnOp::Neg => ty.is_float() || ty.is_signed(),
+                    UnOp::Neg => ty.is_float() || ty.is_signed() || ty.is_half(),
                     UnOp::Not => ty == Scalar::Bool || ty.is_int(),
                     UnOp::Abs => ty.is_float() || ty.is_signed(),
                     UnOp::Sqrt | UnOp::Floor | UnOp::Ceil | UnOp::Trunc => ty.is_float(),
