@@ -317,3 +317,45 @@ fn halves_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+fn run_shared(dev: &Device, n: usize, blocks: u32) -> gpu_async::Result<(Vec<u32>, Vec<u32>)> {
+    let xs = random_f32(n, 5);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.alloc::<f32>(n)?;
+    let mut counts = dev.alloc::<u32>(blocks as usize)?;
+    block_on(arrays::shared_values::count::launch(
+        dev,
+        Grid::blocks(blocks),
+        (&x, &mut y, &mut counts),
+    ))?;
+    Ok((
+        y.download()?.iter().map(|v| v.to_bits()).collect(),
+        counts.download()?,
+    ))
+}
+
+#[test]
+fn shared_values_between_roles() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    for (n, blocks) in [(0, 1), (1, 2), (1000, 3), (128 * 50 + 1, 4)] {
+        let (y, counts) = run_shared(&sim, n, blocks)?;
+        let xs = random_f32(n, 5);
+        assert!(y == xs.iter().map(|v| (v * 2.0).to_bits()).collect::<Vec<_>>());
+        let tiles = n.div_ceil(128) as u32;
+        for (b, c) in counts.iter().enumerate() {
+            let mine = (b as u32..tiles).step_by(blocks as usize).count() as u32;
+            assert_eq!(*c, mine * 1000 + mine, "n = {n}, block {b}");
+        }
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for (n, blocks) in [(1000, 3), (1 << 20, 132)] {
+            assert!(
+                run_shared(&gpu, n, blocks)? == run_shared(&sim, n, blocks)?,
+                "n = {n}"
+            );
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

@@ -217,6 +217,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("structs_apply", arrays::structs::apply::PTX),
         ("generics_mixed", arrays::generics::mixed::PTX),
         ("halves_mix", arrays::halves::mix::PTX),
+        ("shared_values_count", arrays::shared_values::count::PTX),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

@@ -17,6 +17,7 @@ mod block;
 mod channel;
 mod par;
 mod role;
+mod shared;
 mod tiles;
 
 pub use block::{block_count, block_index};
@@ -26,6 +27,7 @@ pub use channel::{
 pub use half::{bf16, f16};
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
+pub use shared::{shared, Shared};
 pub use tiles::{block_tiles, BlockTiles};
 
 /// Float methods the kernel language has beyond the standard library's.

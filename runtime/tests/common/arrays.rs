@@ -228,3 +228,59 @@ pub mod halves {
         });
     }
 }
+
+/// A block-local shared value: the loader counts the tiles it sends and publishes the count
+/// before it closes the channel; the consumer reads it after the channel has closed.
+#[gpu_async]
+pub mod shared_values {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 128;
+
+    #[kernel(warps = 3)]
+    pub async fn count(x: &[f32], y: &mut [f32], counts: &mut [u32]) {
+        let (tx, rx) = channel::<[f32; TILE], 2>();
+        let sent = shared::<u32>();
+        join!(
+            on_warps(0..1, load(x, tx, &sent)),
+            on_warps(1..3, store(rx, y, counts, &sent)),
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>, sent: &Shared<u32>) {
+        let mut n = 0u32;
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+            n += 1;
+        }
+        sent.set(n);
+        drop(tx);
+    }
+
+    async fn store(
+        mut rx: Receiver<[f32; TILE], 2>,
+        y: &mut [f32],
+        counts: &mut [u32],
+        sent: &Shared<u32>,
+    ) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        let mut received = 0u32;
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            y[tile]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(o, v)| *o = *v * 2.0);
+            received += 1;
+        }
+        // The close came after `set`: the count is visible.
+        let n = sent.get();
+        let b = block_index();
+        counts[b..b + 1]
+            .par_iter_mut()
+            .for_each(|c| *c = n * 1000 + received);
+    }
+}

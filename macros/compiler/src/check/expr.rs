@@ -865,9 +865,21 @@ impl Checker<'_> {
                         };
                         Expr { ty, ..inner }
                     }
+                    Ty::Shared(s) if r.mutability.is_none() => mk(
+                        ExprKind::Block(Block {
+                            stmts: Vec::new(),
+                            tail: Some(Box::new(inner)),
+                        }),
+                        Ty::SharedRef(s),
+                        span,
+                    ),
+                    Ty::Shared(_) => {
+                        self.diags.error(span, "a shared value is updated through `&Shared<T>`: write `&cell`, not `&mut cell`");
+                        err(span)
+                    }
                     Ty::Error => err(span),
                     _ => {
-                        self.diags.error(span, "references are supported to slices only, as in `&x[range]`: pass scalars by value");
+                        self.diags.error(span, "references are supported to slices and shared values only, as in `&x[range]`: pass scalars by value");
                         err(span)
                     }
                 }
@@ -1923,6 +1935,26 @@ impl Checker<'_> {
                 let ty = inner.ty.clone();
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
+            ("get", Ty::SharedRef(s) | Ty::Shared(s)) if want_args(self, 0) => {
+                let s = *s;
+                mk(ExprKind::SharedGet(Box::new(receiver)), Ty::Scalar(s), span)
+            }
+            ("set", Ty::SharedRef(s) | Ty::Shared(s)) if want_args(self, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() {
+                    self.diags.error(m.method.span(), "`set` on a shared value is role code: every iteration of a parallel loop would write it");
+                    return err(span);
+                }
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::SharedSet(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
             ("len", Ty::Array(_, n)) if want_args(self, 0) => mk(
                 ExprKind::Lit(Lit::Int(u128::from(*n))),
                 Ty::Scalar(Scalar::Usize),
@@ -2737,6 +2769,32 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::Channel(chan), Ty::ChanPair(chan), span)
             }
+            "shared" => {
+                let syn::PathArguments::AngleBracketed(args) = &last_seg.arguments else {
+                    self.diags
+                        .error_at(&c.func, "name the value's type: `shared::<f32>()`");
+                    return err(span);
+                };
+                let ty = match args.args.first() {
+                    Some(syn::GenericArgument::Type(t)) => {
+                        super::sig::parse_type(t, self.scope, self.diags)
+                    }
+                    _ => Ty::Error,
+                };
+                let Ty::Scalar(s) = ty else {
+                    if ty != Ty::Error {
+                        self.diags.error_at(
+                            &c.func,
+                            format!("a shared value is a scalar; `{ty}` is not"),
+                        );
+                    }
+                    return err(span);
+                };
+                if !self.is_kernel() {
+                    self.diags.error_at(&c.func, "shared values are made in the kernel body, before `join!`, and passed to the roles as `&cell`");
+                }
+                mk(ExprKind::SharedNew(s), Ty::Shared(s), span)
+            }
             "block_index" | "block_count" => {
                 if !c.args.is_empty() {
                     self.diags
@@ -3281,7 +3339,11 @@ impl Checker<'_> {
         let mut joins = 0;
         for (i, stmt) in body.stmts.iter().enumerate() {
             match stmt {
-                Stmt::Let(_, e) if matches!(e.ty, Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Error) => {}
+                Stmt::Let(_, e)
+                    if matches!(
+                        e.ty,
+                        Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Shared(_) | Ty::Error
+                    ) => {}
                 Stmt::Expr(e) if matches!(&e.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Join(_))) => {
                     joins += 1;
                     if i + 1 != body.stmts.len() {

@@ -212,6 +212,21 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 diags.error_at(&r.elem, DYN_MESSAGE);
                 return Ty::Error;
             }
+            if let syn::Type::Path(p) = &*r.elem {
+                if let Some(last) = p.path.segments.last() {
+                    if last.ident == "Shared" {
+                        if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                            if let Some(syn::GenericArgument::Type(t)) = a.args.first() {
+                                if let Ty::Scalar(s) = parse_type(t, scope, diags) {
+                                    return Ty::SharedRef(s);
+                                }
+                            }
+                        }
+                        diags.error_at(r, "write `&Shared<T>` with a scalar `T`");
+                        return Ty::Error;
+                    }
+                }
+            }
             if let syn::Type::Slice(s) = &*r.elem {
                 if let syn::Type::Path(p) = &*s.elem {
                     let last = p.path.segments.last().map(|s| s.ident.to_string());

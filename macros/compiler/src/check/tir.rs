@@ -417,6 +417,12 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `shared::<T>()` in the kernel body.
+    SharedNew(Scalar),
+    /// `cell.get()`
+    SharedGet(Box<Expr>),
+    /// `cell.set(value)`
+    SharedSet(Box<Expr>, Box<Expr>),
     /// The same 16 bits as another type: `h.to_bits()` (to `u16`), `f16::from_bits(b)`.
     HalfBits(Box<Expr>, Scalar),
     /// `panic!(..)`, `unreachable!()`, `assert!(cond, ..)`, ...: a device panic with this

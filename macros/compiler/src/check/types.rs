@@ -259,6 +259,10 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `Shared<T>`: a block-local value in shared memory, made in the kernel body.
+    Shared(Scalar),
+    /// `&Shared<T>`, as roles take it.
+    SharedRef(Scalar),
     /// The `i`-th type parameter of a generic helper fn (its instances replace it).
     Generic(u32),
     /// A struct of the module (its number in `Program::structs`, and its name).
@@ -348,6 +352,8 @@ impl fmt::Display for Ty {
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
             Ty::Struct(_, name) => f.write_str(name),
             Ty::Generic(i) => write!(f, "T{i}"),
+            Ty::Shared(s) => write!(f, "Shared<{s}>"),
+            Ty::SharedRef(s) => write!(f, "&Shared<{s}>"),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
                 write!(f, "({})", parts.join(", "))

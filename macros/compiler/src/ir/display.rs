@@ -95,6 +95,13 @@ impl Display for Kernel {
                 writeln!(f, "  role{i} barrier @{o}")?;
             }
         }
+        for (i, t) in self.shared_cells.iter().enumerate() {
+            writeln!(
+                f,
+                "  shared value {i}: {t} @{}",
+                self.cells_offset + 8 * i as u32
+            )?;
+        }
         for t in &self.const_tables {
             writeln!(
                 f,
@@ -217,6 +224,12 @@ impl Kernel {
                 self.val(*value)
             )?,
             Inst::LocalAddr { dst, offset } => write!(line, "{} = local_addr {offset}", def(*dst))?,
+            Inst::LoadCell { dst, cell } => {
+                write!(line, "{} = load_shared_value {cell}", def(*dst))?
+            }
+            Inst::StoreCell { cell, value } => {
+                write!(line, "store_shared_value {cell}, {}", self.val(*value))?
+            }
             Inst::ConstAddr { dst, table } => {
                 let name = self
                     .const_tables

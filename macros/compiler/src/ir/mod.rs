@@ -79,6 +79,11 @@ pub struct Kernel {
     pub local_bytes: u32,
     /// The module's `static` tables this kernel reads, in constant memory.
     pub const_tables: Vec<ConstTable>,
+    /// The block's shared values (`shared::<T>()`): their types; cell `k` is at
+    /// `cells_offset + 8 k` in shared memory.
+    pub shared_cells: Vec<Scalar>,
+    /// See `shared_cells`.
+    pub cells_offset: u32,
 }
 
 impl Kernel {
@@ -322,6 +327,10 @@ pub enum Inst {
     LocalAddr { dst: Value, offset: u32 },
     /// `dst` = the address of the kernel's constant table `table`.
     ConstAddr { dst: Value, table: u32 },
+    /// `dst` = the block's shared value `cell`.
+    LoadCell { dst: Value, cell: u32 },
+    /// The role's first thread writes `value` into the block's shared value `cell`.
+    StoreCell { cell: u32, value: Value },
     /// `dst = if cond { if_true } else { if_false }`, without a branch.
     Select {
         dst: Value,

@@ -20,9 +20,10 @@ pub(crate) fn lay_out(
     channels: &mut [Channel],
     role_needs_barrier: &[bool],
     role_scratch_bytes: &[u32],
+    cells: u32,
     spans: &[Span],
     diags: &mut Diagnostics,
-) -> (u32, Vec<Option<u32>>, Vec<Option<u32>>) {
+) -> (u32, Vec<Option<u32>>, Vec<Option<u32>>, u32) {
     let mut offset: u64 = 0;
     let mut breakdown = Vec::new();
     for c in channels.iter_mut() {
@@ -59,6 +60,11 @@ pub(crate) fn lay_out(
         }
         offset += u64::from(bytes);
     }
+    let cells_offset = offset as u32;
+    if cells > 0 {
+        breakdown.push(format!("shared values: {} B", 8 * cells));
+    }
+    offset += 8 * u64::from(cells);
     for c in channels.iter_mut() {
         c.state_offset = offset as u32;
         offset += 4 * u64::from(c.ty.depth);
@@ -73,7 +79,7 @@ pub(crate) fn lay_out(
                 breakdown.join("; ")
             ),
         );
-        return (0, role_barriers, scratch);
+        return (0, role_barriers, scratch, cells_offset);
     }
-    (total as u32, role_barriers, scratch)
+    (total as u32, role_barriers, scratch, cells_offset)
 }

@@ -73,6 +73,8 @@ enum Val {
     ConstTable(u32),
     /// A tuple of scalars.
     Tuple(Vec<Value>),
+    /// A block-local shared value: its cell.
+    SharedCell(u32),
     /// A local array in the thread's local memory: its address.
     LocalArray {
         addr: Value,
@@ -163,6 +165,8 @@ struct Lowerer<'p> {
     local_bytes: u32,
     /// The `static` tables read so far: module number -> kernel table number.
     const_tables: Vec<u32>,
+    /// The block's shared values made so far, by cell number.
+    shared_cells: Vec<Scalar>,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -197,6 +201,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         unchecked: false,
         local_bytes: 0,
         const_tables: Vec::new(),
+        shared_cells: Vec::new(),
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -360,10 +365,11 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
             }
         })
         .collect();
-    let (shared_bytes, role_barriers, reduce_scratch) = layout::lay_out(
+    let (shared_bytes, role_barriers, reduce_scratch, cells_offset) = layout::lay_out(
         &mut l.channels,
         &role_needs_barrier,
         &role_scratch,
+        l.shared_cells.len() as u32,
         &l.channel_spans,
         l.diags,
     );
@@ -382,6 +388,8 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         role_barriers,
         reduce_scratch,
         sites: l.sites,
+        shared_cells: l.shared_cells,
+        cells_offset,
         local_bytes: l.local_bytes,
         const_tables: l
             .const_tables
@@ -1537,6 +1545,38 @@ impl Lowerer<'_> {
                 let dst = self.new_value(*ty, None);
                 self.emit(Inst::Bitcast { dst, src });
                 Val::Scalar(dst)
+            }
+            ExprKind::SharedNew(s) => {
+                self.shared_cells.push(*s);
+                Val::SharedCell(self.shared_cells.len() as u32 - 1)
+            }
+            ExprKind::SharedGet(cell) => match self.expr(cell) {
+                Val::SharedCell(k) => {
+                    let dst = self.new_value(self.shared_cells[k as usize], None);
+                    self.emit(Inst::LoadCell { dst, cell: k });
+                    Val::Scalar(dst)
+                }
+                _ => Val::Unit,
+            },
+            ExprKind::SharedSet(cell, value) => {
+                let v = self.scalar(value);
+                if let Val::SharedCell(k) = self.expr(cell) {
+                    if self.role.is_none() {
+                        self.diags.error(
+                            e.span,
+                            "`set` on a shared value is role code: call it inside a role",
+                        );
+                    }
+                    self.emit(Inst::StoreCell { cell: k, value: v });
+                    // The role reads its own write: its threads meet after it.
+                    let site = self.site(
+                        SiteKind::Wait,
+                        "the role barrier after `set` on a shared value".to_string(),
+                        e.span,
+                    );
+                    self.emit(Inst::RoleBarrier { site });
+                }
+                Val::Unit
             }
             ExprKind::BlockPosition(count) => {
                 let dst = self.new_value(Scalar::Usize, None);

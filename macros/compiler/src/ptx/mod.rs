@@ -331,7 +331,10 @@ impl<'k> Writer<'k> {
         self.line(format!("setp.ne.u64 {on}, {watchdog}, 0;"))?;
         self.line(format!("mov.u32 {tid}, %tid.x;"))?;
         self.line(format!("mov.u32 {smem}, gpu_async_smem;"))?;
-        if !k.channels.is_empty() || k.role_barriers.iter().any(Option::is_some) {
+        if !k.channels.is_empty()
+            || k.role_barriers.iter().any(Option::is_some)
+            || !k.shared_cells.is_empty()
+        {
             // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
             // warps for `empty`.
             let skip = self.label("init_done");
@@ -364,6 +367,13 @@ impl<'k> Writer<'k> {
                         "mbarrier.init.shared::cta.b64 [gpu_async_smem+{offset}], {warps};"
                     ))?;
                 }
+            }
+            // Shared values start at zero, as the simulator's `T::default()`.
+            for cell in 0..k.shared_cells.len() as u32 {
+                self.line(format!(
+                    "st.shared.u64 [gpu_async_smem+{}], 0;",
+                    k.cells_offset + 8 * cell
+                ))?;
             }
             self.line("fence.mbarrier_init.release.cluster;")?;
             self.place_label(&skip)?;
@@ -687,6 +697,27 @@ impl<'k> Writer<'k> {
                 let d = self.reg(*dst);
                 self.line(format!("mov.u64 {d}, gpu_async_local;"))?;
                 self.line(format!("add.u64 {d}, {d}, {offset};"))
+            }
+            Inst::LoadCell { dst, cell } => {
+                let smem = self.smem.clone();
+                let a = self.tmp(Class::B32);
+                let offset = self.k.cells_offset + 8 * cell;
+                self.line(format!("add.u32 {a}, {smem}, {offset};"))?;
+                self.load(*dst, Space::Shared, &a)
+            }
+            Inst::StoreCell { cell, value } => {
+                // The role's first thread writes; the role barrier that follows publishes it.
+                let leader = self.role()?.leader.clone();
+                let smem = self.smem.clone();
+                let a = self.tmp(Class::B32);
+                let offset = self.k.cells_offset + 8 * cell;
+                self.line(format!("add.u32 {a}, {smem}, {offset};"))?;
+                let skip = self.label("cell_stored");
+                self.line(format!("@!{leader} bra {skip};"))?;
+                let v = self.reg(*value);
+                let ty = self.k.ty(*value);
+                self.store(&v, ty, Space::Shared, &a)?;
+                self.place_label(&skip)
             }
             Inst::ConstAddr { dst, table } => {
                 let d = self.reg(*dst);

@@ -294,6 +294,28 @@ impl Verifier<'_> {
                 }
                 self.expect_ty(*addr, Scalar::Usize, "address");
             }
+            Inst::LoadCell { dst, cell } => {
+                match self.k.shared_cells.get(*cell as usize) {
+                    Some(t) => self.expect_ty(*dst, *t, "shared value"),
+                    None => self
+                        .errors
+                        .push(format!("shared value {cell} does not exist")),
+                }
+                self.def(*dst);
+            }
+            Inst::StoreCell { cell, value } => {
+                self.use_(*value);
+                if in_par || role.is_none() {
+                    self.errors
+                        .push("a shared value is written outside role code".into());
+                }
+                match self.k.shared_cells.get(*cell as usize) {
+                    Some(t) => self.expect_ty(*value, *t, "shared value"),
+                    None => self
+                        .errors
+                        .push(format!("shared value {cell} does not exist")),
+                }
+            }
             Inst::ConstAddr { dst, table } => {
                 if *table as usize >= self.k.const_tables.len() {
                     self.errors
