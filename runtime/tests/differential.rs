@@ -173,6 +173,7 @@ macro_rules! int_case {
                 let (mut arith, mut bits, mut shifts, mut div, mut sat) =
                     (out::<$t>(dev), out(dev), out(dev), out(dev), out(dev));
                 let (mut counts, mut cmp) = (out::<u32>(dev), out::<u32>(dev));
+                let mut checked = out::<$t>(dev);
                 block_on(scalars::$m::ops::launch(
                     dev,
                     grid(dev),
@@ -187,6 +188,7 @@ macro_rules! int_case {
                         &mut sat,
                         &mut counts,
                         &mut cmp,
+                        &mut checked,
                     ),
                 ))?;
                 let mut outs: Outputs = vec![
@@ -197,6 +199,7 @@ macro_rules! int_case {
                     ("saturating", bits_of(sat.download()?)),
                     ("counts", bits_of(counts.download()?)),
                     ("cmp", bits_of(cmp.download()?)),
+                    ("checked", bits_of(checked.download()?)),
                 ];
                 outs.extend(casts(dev, &a)?);
                 outs.extend(neg(dev, &a)?);
@@ -237,7 +240,28 @@ macro_rules! int_case {
                         v.wrapping_shr(k)
                     })
                     .collect();
-                vec![("arith", bits_of(arith)), ("shifts", bits_of(shifts))]
+                let checked = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| {
+                        let s = x.checked_add(y);
+                        let m = x.checked_mul(y);
+                        let mut v = s.unwrap_or(1) ^ x.checked_sub(y).unwrap_or(2) ^ m.unwrap_or(3);
+                        v ^= x.checked_div(y).unwrap_or(4) ^ x.checked_rem(y).unwrap_or(5);
+                        if s.is_none() {
+                            v ^= 64;
+                        }
+                        if m.is_some() {
+                            v ^= 32;
+                        }
+                        v
+                    })
+                    .collect();
+                vec![
+                    ("arith", bits_of(arith)),
+                    ("shifts", bits_of(shifts)),
+                    ("checked", bits_of(checked)),
+                ]
             }
         }
     };

@@ -24,10 +24,11 @@ macro_rules! int_kernel {
                 sat: &mut [$t],
                 counts: &mut [u32],
                 cmp: &mut [u32],
+                checked: &mut [$t],
             ) {
                 join!(on_warps(
                     0..2,
-                    body(avoid, a, b, arith, bits, shifts, div, sat, counts, cmp)
+                    body(avoid, a, b, arith, bits, shifts, div, sat, counts, cmp, checked)
                 ))
                 .await;
             }
@@ -44,7 +45,28 @@ macro_rules! int_kernel {
                 sat: &mut [$t],
                 counts: &mut [u32],
                 cmp: &mut [u32],
+                checked: &mut [$t],
             ) {
+                checked
+                    .par_iter_mut()
+                    .zip(a.par_iter())
+                    .zip(b.par_iter())
+                    .for_each(|((o, x), y)| {
+                        let s = x.checked_add(*y);
+                        let d = x.checked_sub(*y);
+                        let m = x.checked_mul(*y);
+                        let q = x.checked_div(*y);
+                        let r = x.checked_rem(*y);
+                        let mut v = s.unwrap_or(1) ^ d.unwrap_or(2) ^ m.unwrap_or(3);
+                        v ^= q.unwrap_or(4) ^ r.unwrap_or(5);
+                        if s.is_none() {
+                            v ^= 64;
+                        }
+                        if m.is_some() {
+                            v ^= 32;
+                        }
+                        *o = v;
+                    });
                 arith
                     .par_iter_mut()
                     .zip(a.par_iter())

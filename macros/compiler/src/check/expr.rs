@@ -1955,6 +1955,30 @@ impl Checker<'_> {
                     span,
                 )
             }
+            ("is_some" | "is_none", Ty::Opt(_)) if want_args(self, 0) => mk(
+                ExprKind::OptIsSome(Box::new(receiver), name == "is_some"),
+                Ty::Scalar(Scalar::Bool),
+                span,
+            ),
+            ("unwrap", Ty::Opt(s)) if want_args(self, 0) => {
+                let s = *s;
+                mk(
+                    ExprKind::OptUnwrap(Box::new(receiver), None),
+                    Ty::Scalar(s),
+                    span,
+                )
+            }
+            ("unwrap_or", Ty::Opt(s)) if want_args(self, 1) => {
+                let want = Ty::Scalar(*s);
+                let d = self.expr(&mut m.args[0], Some(&want));
+                let mut d = self.auto_deref(d);
+                self.expect(&mut d, &want);
+                mk(
+                    ExprKind::OptUnwrap(Box::new(receiver), Some(Box::new(d))),
+                    want,
+                    span,
+                )
+            }
             ("len", Ty::Array(_, n)) if want_args(self, 0) => mk(
                 ExprKind::Lit(Lit::Int(u128::from(*n))),
                 Ty::Scalar(Scalar::Usize),
@@ -2241,13 +2265,12 @@ impl Checker<'_> {
                 self.custom_reduce(receiver, elem, id_arg, op_arg, span)
             }
             (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
-                if s.is_int()
-                    && (name.starts_with("checked_") || name.starts_with("overflowing_")) =>
+                if s.is_int() && name.starts_with("overflowing_") =>
             {
                 let op = name.split_once('_').map_or("", |(_, op)| op);
                 self.diags.error(
                     m.method.span(),
-                    format!("`{name}` returns an `Option` or a tuple, which kernels have no values of yet: use `wrapping_{op}` or `saturating_{op}`, or test the operands with `if`"),
+                    format!("`{name}` returns a tuple with an overflow flag, which the kernel language does not have: use `checked_{op}`, `wrapping_{op}` or `saturating_{op}`"),
                 );
                 err(span)
             }
@@ -2323,6 +2346,16 @@ impl Checker<'_> {
             let mut e = self.auto_deref(e);
             self.expect(&mut e, &Ty::Scalar(arg_ty));
             args.push(e);
+        }
+        if matches!(
+            f,
+            MathFn::CheckedAdd
+                | MathFn::CheckedSub
+                | MathFn::CheckedMul
+                | MathFn::CheckedDiv
+                | MathFn::CheckedRem
+        ) {
+            return mk(ExprKind::Math(f, args), Ty::Opt(ty), span);
         }
         let result = match f {
             MathFn::IsNan => Scalar::Bool,

@@ -191,6 +191,16 @@ pub enum MathFn {
     WrappingSub,
     /// `x.wrapping_mul(y)`
     WrappingMul,
+    /// `x.checked_add(y)`, `Option<T>`
+    CheckedAdd,
+    /// `x.checked_sub(y)`
+    CheckedSub,
+    /// `x.checked_mul(y)`
+    CheckedMul,
+    /// `x.checked_div(y)`
+    CheckedDiv,
+    /// `x.checked_rem(y)`
+    CheckedRem,
     /// `x.saturating_add(y)`
     SaturatingAdd,
     /// `x.saturating_sub(y)`
@@ -249,6 +259,11 @@ impl MathFn {
             "wrapping_add" => (MathFn::WrappingAdd, 1, D::Int),
             "wrapping_sub" => (MathFn::WrappingSub, 1, D::Int),
             "wrapping_mul" => (MathFn::WrappingMul, 1, D::Int),
+            "checked_add" => (MathFn::CheckedAdd, 1, D::Int),
+            "checked_sub" => (MathFn::CheckedSub, 1, D::Int),
+            "checked_mul" => (MathFn::CheckedMul, 1, D::Int),
+            "checked_div" => (MathFn::CheckedDiv, 1, D::Int),
+            "checked_rem" => (MathFn::CheckedRem, 1, D::Int),
             "saturating_add" => (MathFn::SaturatingAdd, 1, D::Int),
             "saturating_sub" => (MathFn::SaturatingSub, 1, D::Int),
             "count_ones" => (MathFn::CountOnes, 0, D::Int),
@@ -417,6 +432,10 @@ pub enum ExprKind {
     TilesNext(Box<Expr>),
     /// `block_index()` (`false`) or `block_count()` (`true`).
     BlockPosition(bool),
+    /// `opt.is_some()` (`true`) or `opt.is_none()` (`false`) of a `checked_*` result.
+    OptIsSome(Box<Expr>, bool),
+    /// `opt.unwrap()` (`None`: no default, a device panic) or `opt.unwrap_or(default)`.
+    OptUnwrap(Box<Expr>, Option<Box<Expr>>),
     /// `shared::<T>()` in the kernel body.
     SharedNew(Scalar),
     /// `cell.get()`

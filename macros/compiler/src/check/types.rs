@@ -259,6 +259,8 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `Option<T>` of a scalar, from the `checked_*` methods.
+    Opt(Scalar),
     /// `Shared<T>`: a block-local value in shared memory, made in the kernel body.
     Shared(Scalar),
     /// `&Shared<T>`, as roles take it.
@@ -353,6 +355,7 @@ impl fmt::Display for Ty {
             Ty::Struct(_, name) => f.write_str(name),
             Ty::Generic(i) => write!(f, "T{i}"),
             Ty::Shared(s) => write!(f, "Shared<{s}>"),
+            Ty::Opt(s) => write!(f, "Option<{s}>"),
             Ty::SharedRef(s) => write!(f, "&Shared<{s}>"),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();

@@ -123,6 +123,8 @@ impl Lowerer<'_> {
             M::SaturatingAdd | M::SaturatingSub => {
                 self.saturating(f == M::SaturatingAdd, x, args[1])
             }
+            // The `checked_*` methods are lowered by `checked` (they give two values).
+            M::CheckedAdd | M::CheckedSub | M::CheckedMul | M::CheckedDiv | M::CheckedRem => x,
             M::CountOnes | M::LeadingZeros | M::TrailingZeros => self.bit_count(f, x),
             M::Exp | M::Exp2 => {
                 let xd = self.cast_to(x, Scalar::F64);
@@ -256,6 +258,109 @@ impl Lowerer<'_> {
             self.set_if(under, out, zero);
         }
         out
+    }
+
+    /// `checked_add/sub/mul/div/rem`: whether the result fits (`Some`), and the wrapped result
+    /// (the value of `Some`). Division and remainder by zero, and signed `MIN / -1`, are `None`
+    /// and never divide.
+    pub(super) fn checked(&mut self, f: MathFn, a: Value, b: Value) -> (Value, Value) {
+        use MathFn as M;
+        let ty = self.values[a.0 as usize].ty;
+        let (lo, hi) = ty.int_range().unwrap_or((0, 0));
+        let zero = self.iconst(ty, 0);
+        let one = self.iconst(ty, 1);
+        let signed = ty.is_signed();
+        match f {
+            M::CheckedAdd | M::CheckedSub => {
+                let op = if f == M::CheckedAdd {
+                    BinOp::Add
+                } else {
+                    BinOp::Sub
+                };
+                let wrapped = self.binary(op, a, b);
+                let bad = if signed {
+                    let b_pos = self.binary(BinOp::Gt, b, zero);
+                    let b_neg = self.binary(BinOp::Lt, b, zero);
+                    let (up_when, down_when) = if f == M::CheckedAdd {
+                        (b_pos, b_neg)
+                    } else {
+                        (b_neg, b_pos)
+                    };
+                    let below = self.binary(BinOp::Lt, wrapped, a);
+                    let above = self.binary(BinOp::Gt, wrapped, a);
+                    let up = self.binary(BinOp::And, up_when, below);
+                    let down = self.binary(BinOp::And, down_when, above);
+                    self.binary(BinOp::Or, up, down)
+                } else if f == M::CheckedAdd {
+                    self.binary(BinOp::Lt, wrapped, a)
+                } else {
+                    self.binary(BinOp::Lt, a, b)
+                };
+                (self.not(bad), wrapped)
+            }
+            M::CheckedMul if ty.size() <= 4 => {
+                // Exactly, in 64 bits.
+                let wrapped = self.binary(BinOp::Mul, a, b);
+                let wide = if signed { Scalar::I64 } else { Scalar::U64 };
+                let (wa, wb) = (self.cast_to(a, wide), self.cast_to(b, wide));
+                let p = self.binary(BinOp::Mul, wa, wb);
+                let (l, h) = (self.iconst(wide, lo), self.iconst(wide, hi));
+                let under = self.binary(BinOp::Lt, p, l);
+                let over = self.binary(BinOp::Gt, p, h);
+                let bad = self.binary(BinOp::Or, under, over);
+                (self.not(bad), wrapped)
+            }
+            M::CheckedMul => {
+                // 64 bits: the product overflowed when dividing it back by `b` does not give
+                // `a`. `b` = 0 never overflows; `b` = -1 overflows only for `a` = MIN (and is
+                // not divided by, so that MIN / -1 never runs).
+                let wrapped = self.binary(BinOp::Mul, a, b);
+                let b_zero = self.binary(BinOp::Eq, b, zero);
+                let safe = self.var(b);
+                self.set_if(b_zero, safe, one);
+                let divides = self.not(b_zero);
+                let mut bad_special = self.binary(BinOp::Ne, zero, zero);
+                let mut divides = divides;
+                if signed {
+                    let minus_one = self.iconst(ty, -1);
+                    let min = self.iconst(ty, lo);
+                    let b_m1 = self.binary(BinOp::Eq, b, minus_one);
+                    let a_min = self.binary(BinOp::Eq, a, min);
+                    bad_special = self.binary(BinOp::And, b_m1, a_min);
+                    self.set_if(b_m1, safe, one);
+                    let not_m1 = self.not(b_m1);
+                    divides = self.binary(BinOp::And, divides, not_m1);
+                }
+                let q = self.binary(BinOp::Div, wrapped, safe);
+                let differs = self.binary(BinOp::Ne, q, a);
+                let bad = self.binary(BinOp::And, differs, divides);
+                let bad = self.binary(BinOp::Or, bad, bad_special);
+                (self.not(bad), wrapped)
+            }
+            _ => {
+                // Division and remainder: None for a zero divisor and for signed MIN / -1.
+                let b_zero = self.binary(BinOp::Eq, b, zero);
+                let mut bad = b_zero;
+                let safe = self.var(b);
+                self.set_if(b_zero, safe, one);
+                if signed {
+                    let minus_one = self.iconst(ty, -1);
+                    let min = self.iconst(ty, lo);
+                    let b_m1 = self.binary(BinOp::Eq, b, minus_one);
+                    let a_min = self.binary(BinOp::Eq, a, min);
+                    let ov = self.binary(BinOp::And, b_m1, a_min);
+                    bad = self.binary(BinOp::Or, bad, ov);
+                    self.set_if(ov, safe, one);
+                }
+                let op = if f == M::CheckedDiv {
+                    BinOp::Div
+                } else {
+                    BinOp::Rem
+                };
+                let r = self.binary(op, a, safe);
+                (self.not(bad), r)
+            }
+        }
     }
 
     /// `count_ones`, `leading_zeros`, `trailing_zeros` as loops over the bits: portable IR that

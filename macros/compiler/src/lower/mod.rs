@@ -1361,10 +1361,42 @@ impl Lowerer<'_> {
                 Val::Scalar(dst)
             }
             ExprKind::Binary(op, a, b) => Val::Scalar(self.binary_expr(*op, a, b, e.span)),
+            ExprKind::Math(f, args) if matches!(e.ty, Ty::Opt(_)) => {
+                let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                let (some, value) = self.checked(*f, vals[0], vals[1]);
+                Val::Tuple(vec![some, value])
+            }
             ExprKind::Math(f, args) => {
                 let vals: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
                 Val::Scalar(self.math(*f, &vals, e.span))
             }
+            ExprKind::OptIsSome(opt, want_some) => match self.expr(opt) {
+                Val::Tuple(v) if v.len() == 2 && *want_some => Val::Scalar(v[0]),
+                Val::Tuple(v) if v.len() == 2 => Val::Scalar(self.not(v[0])),
+                _ => Val::Unit,
+            },
+            ExprKind::OptUnwrap(opt, default) => match self.expr(opt) {
+                Val::Tuple(v) if v.len() == 2 => match default {
+                    Some(d) => {
+                        let d = self.scalar(d);
+                        let out = self.new_value(self.values[v[1].0 as usize].ty, None);
+                        self.emit(Inst::Select {
+                            dst: out,
+                            cond: v[0],
+                            if_true: v[1],
+                            if_false: d,
+                        });
+                        Val::Scalar(out)
+                    }
+                    None => {
+                        let none = self.not(v[0]);
+                        self.panic_if(none, "called `Option::unwrap()` on a `None` value", e.span);
+                        Val::Scalar(v[1])
+                    }
+                },
+                _ => Val::Unit,
+            },
+
             ExprKind::Cast(a, ty) => {
                 let src = self.scalar(a);
                 let dst = self.new_value(*ty, None);

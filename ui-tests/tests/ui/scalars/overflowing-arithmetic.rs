@@ -1,4 +1,4 @@
-// `checked_*` returns an `Option`, which the kernel language has no values of yet.
+// `overflowing_*` returns a tuple with a flag, which the kernel language does not have.
 use gpu_async::gpu_async;
 
 #[gpu_async]
@@ -11,7 +11,7 @@ mod kernels {
     }
 
     async fn add(y: &mut [u32]) {
-        y.par_iter_mut().for_each(|v| *v = v.checked_add(1).unwrap_or(0));
+        y.par_iter_mut().for_each(|v| *v = v.overflowing_add(1).0);
     }
 }
 
