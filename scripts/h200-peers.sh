@@ -61,6 +61,10 @@ for round in $(seq 1 "${PEERS_ROUNDS:-2}"); do
   done
 done
 
+echo "=== channel handoff (issue 4): hand-written mbarriers and __syncthreads, then the generated kernels"
+if has handoff; then timeout "$limit" "$bin/handoff" 100000 || rc=1; fi
+if [ -x .gpu/bin/handoff ]; then timeout "$limit" .gpu/bin/handoff 100000 | grep handoff || rc=1; fi
+
 echo "=== PyTorch peers"
 PYTHONUNBUFFERED=1 timeout "$limit" python3 examples/peers/torch_peers.py "$n" "$ncopy" ${PEERS_TORCH_COMPILE:+--compile} || rc=1
 echo "=== h200-peers: exit $rc"
