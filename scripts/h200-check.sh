@@ -10,6 +10,11 @@ status=0
 for t in test-examples test-language test-differential test-reductions test-arrays test-device_failures test-abort_protocol test-executors test-streams test-buffer_lifetimes test-cuda_backend test-simulator test-gpu_async-lib test-cuda_fault; do
   echo "=== $t"
   timeout 240 ".gpu/bin/$t" --include-ignored 2>&1 | tee "$out/$t.log" | grep -E "^test |test result|panicked" || status=1
+  # A failing test prints its result line too: the status must come from the result itself.
+  if grep -q "test result: FAILED" "$out/$t.log" || ! grep -q "test result: ok" "$out/$t.log"; then
+    echo "FAILED: $t"
+    status=1
+  fi
 done
 for ex in saxpy pipeline; do
   for n in 5000000 268435456; do
