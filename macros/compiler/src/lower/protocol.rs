@@ -95,15 +95,21 @@ pub(crate) fn check_wait_cycles(
                     for &r in cycle {
                         reported[r] = true;
                         if let Some((waited, site, chan)) = waits_on[r] {
-                            diags.error(
-                                sites[site].span,
+                            let message = if waited == r {
+                                // A role that holds both ends and receives before it sends.
+                                format!(
+                                    "this `recv()` on `{chan}` can never complete: role `{}` holds both ends of the channel and waits here for an item that only it can send, later; send (or drop the sender) before receiving",
+                                    roles[r].name
+                                )
+                            } else {
                                 format!(
                                     "this `recv()` on `{chan}` can never complete: role `{}` waits here for role `{}` to send, and the roles {} each wait for the next before sending anything; send (or drop the sender) before receiving in one of them",
                                     roles[r].name,
                                     roles[waited].name,
                                     names.join(" -> ")
-                                ),
-                            );
+                                )
+                            };
+                            diags.error(sites[site].span, message);
                         }
                     }
                 }

@@ -1,0 +1,18 @@
+// A role on no warps never runs.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn fills(y: &mut [f32]) {
+        join!(on_warps(0..0, fill(y))).await;
+    }
+
+    async fn fill(y: &mut [f32]) {
+        y.par_iter_mut().for_each(|o| *o = 1.0);
+    }
+}
+
+fn main() {}
