@@ -426,6 +426,6 @@ fn a_role_that_first_waits_on_its_own_channel_is_reported() {
                 }
             }
         },
-        "the roles `selfish` -> `selfish` each wait",
+        "role `selfish` holds both ends of the channel",
     );
 }
