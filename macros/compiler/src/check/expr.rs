@@ -955,7 +955,7 @@ impl Checker<'_> {
                 err(span)
             }
             syn::Expr::Closure(c) => {
-                self.diags.error_at(&c.or1_token, "closures are supported only as the argument of `for_each` on a parallel iterator");
+                self.diags.error_at(&c.or1_token, "closures are supported only as the arguments of `for_each`, `map` and `reduce` on a parallel iterator: write a helper fn instead");
                 err(span)
             }
             syn::Expr::Async(a) => {
@@ -2263,6 +2263,10 @@ impl Checker<'_> {
                     return err(span);
                 };
                 self.custom_reduce(receiver, elem, id_arg, op_arg, span)
+            }
+            ("as_ptr" | "as_mut_ptr" | "as_ptr_range" | "as_mut_ptr_range", _) => {
+                self.diags.error(m.method.span(), "raw pointers are not in the kernel language: index the slice (the index is checked), or use `get_unchecked` in an `unsafe` block");
+                err(span)
             }
             (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
                 if s.is_int() && name.starts_with("overflowing_") =>

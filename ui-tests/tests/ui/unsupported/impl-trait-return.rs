@@ -1,0 +1,22 @@
+// A helper returning `impl Trait` has no concrete type the device can hold.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn k(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..1, role(x, y))).await;
+    }
+
+    fn make() -> impl Copy {
+        1.0f32
+    }
+
+    async fn role(x: &[f32], y: &mut [f32]) {
+        y.par_iter_mut().for_each(|o| *o = 1.0);
+    }
+}
+
+fn main() {}
