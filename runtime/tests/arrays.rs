@@ -359,3 +359,27 @@ fn shared_values_between_roles() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn async_blocks_run_in_place() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    if let Ok(gpu) = Device::cuda(0) {
+        devices.push(gpu);
+    }
+    for dev in devices {
+        for n in [0, 1, 63, 64, 65, 5000] {
+            let xs = random_f32(n, 13);
+            let x = dev.upload(&xs)?;
+            let mut y = dev.alloc::<f32>(n)?;
+            block_on(arrays::async_blocks::relay::launch(
+                &dev,
+                Grid::blocks(3),
+                (&x, &mut y),
+            ))?;
+            let want: Vec<u32> = xs.iter().map(|v| (v * 2.0).to_bits()).collect();
+            let got: Vec<u32> = y.download()?.iter().map(|v| v.to_bits()).collect();
+            assert!(got == want, "{dev}: n = {n}");
+        }
+    }
+    Ok(())
+}

@@ -284,3 +284,40 @@ pub mod shared_values {
             .for_each(|c| *c = n * 1000 + received);
     }
 }
+
+/// Async blocks awaited where they are written: run in place, in the role.
+#[gpu_async]
+pub mod async_blocks {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 64;
+
+    #[kernel(warps = 2)]
+    pub async fn relay(x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; TILE], 2>();
+        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(rx, y))).await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
+        for tile in block_tiles(x.len(), TILE) {
+            async {
+                let mut slot = tx.reserve().await;
+                slot.copy_from(&x[tile]).await;
+                slot.send();
+            }
+            .await;
+        }
+    }
+
+    async fn store(mut rx: Receiver<[f32; TILE], 2>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), TILE);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            let scale = async { 2.0f32 }.await;
+            y[tile]
+                .par_iter_mut()
+                .zip(slot.par_iter())
+                .for_each(|(o, v)| *o = *v * scale);
+        }
+    }
+}

@@ -30,6 +30,7 @@ pub(crate) fn check_function(
         loops: Vec::new(),
         has_return: false,
         in_unsafe: false,
+        in_async_block: false,
         pending_rewrite: None,
         calls: Vec::new(),
     };
@@ -95,6 +96,8 @@ struct Checker<'a> {
     has_return: bool,
     /// Inside an `unsafe` block (where `get_unchecked` is allowed).
     in_unsafe: bool,
+    /// Inside an `async { .. }` block awaited in place (where `return` would leave the block).
+    in_async_block: bool,
     /// The shadow code's replacement for the expression just checked (a wrapping negation).
     pending_rewrite: Option<syn::Expr>,
     calls: Vec<(FnId, Span)>,
@@ -808,6 +811,21 @@ impl Checker<'_> {
             }
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
+            syn::Expr::Await(a) if matches!(&*a.base, syn::Expr::Async(_)) => {
+                // `async { .. }.await`: the block runs in place, in the enclosing role.
+                let syn::Expr::Async(block) = &mut *a.base else {
+                    return err(span);
+                };
+                if self.par_locals_start.is_some() || !self.sig.is_async {
+                    self.diags.error(a.await_token.span, "an async block is awaited in an async fn's role code, not in a parallel loop");
+                    return err(span);
+                }
+                let outer = std::mem::replace(&mut self.in_async_block, true);
+                let body = self.block(&mut block.block);
+                self.in_async_block = outer;
+                let ty = body.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+                mk(ExprKind::Block(body), ty, span)
+            }
             syn::Expr::Await(a) => {
                 let inner = self.expr(&mut a.base, None);
                 if self.par_locals_start.is_some() {
@@ -921,6 +939,10 @@ impl Checker<'_> {
             }
             syn::Expr::Match(m) => self.match_expr(m, expected),
             syn::Expr::Return(r) => {
+                if self.in_async_block {
+                    self.diags.error_at(&r.return_token, "`return` in an async block leaves the block, not the function, in Rust: give the block a value instead");
+                    return err(span);
+                }
                 if self.par_locals_start.is_some() {
                     self.diags.error_at(&r.return_token, "`return` inside a `par_iter` closure: the closure's value is its last expression");
                     return err(span);
@@ -961,7 +983,7 @@ impl Checker<'_> {
             syn::Expr::Async(a) => {
                 self.diags.error_at(
                     &a.async_token,
-                    "async blocks are not supported yet: move the code into an async helper fn",
+                    "an async block is supported when it is awaited where it is written (`async { .. }.await`); concurrency inside a role (`join!` of futures) is not in the language yet: use roles",
                 );
                 err(span)
             }
