@@ -383,3 +383,40 @@ fn async_blocks_run_in_place() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn enums_without_payloads() -> gpu_async::Result<()> {
+    use arrays::enums::Op;
+    let mut devices = vec![Device::simulator()];
+    if let Ok(gpu) = Device::cuda(0) {
+        devices.push(gpu);
+    }
+    let xs: Vec<i32> = (0..3000).map(|i| i * 7 - 9000).collect();
+    let combine = |op: Op, a: i32, b: i32| match op {
+        Op::Add => a.wrapping_add(b),
+        Op::Mul => a.wrapping_mul(b),
+        Op::Max => a.max(b),
+    };
+    for dev in devices {
+        for op in [Op::Add, Op::Mul, Op::Max] {
+            let x = dev.upload(&xs)?;
+            let mut y = dev.alloc::<i32>(xs.len())?;
+            block_on(arrays::enums::apply::launch(
+                &dev,
+                Grid::blocks(2),
+                (op, &x, &mut y),
+            ))?;
+            let other = if op == Op::Max { Op::Add } else { Op::Max };
+            let want: Vec<i32> = xs
+                .iter()
+                .map(|&v| {
+                    combine(op, v, 3)
+                        .wrapping_add(combine(other, v, 2))
+                        .wrapping_add(op as i32)
+                })
+                .collect();
+            assert!(y.download()? == want, "{dev}: {op:?}");
+        }
+    }
+    Ok(())
+}

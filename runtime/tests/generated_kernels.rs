@@ -219,6 +219,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("halves_mix", arrays::halves::mix::PTX),
         ("shared_values_count", arrays::shared_values::count::PTX),
         ("async_blocks_relay", arrays::async_blocks::relay::PTX),
+        ("enums_apply", arrays::enums::apply::PTX),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

@@ -145,6 +145,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             }
             parse::Item::Static(s) => items.push(quote!(#s)),
             parse::Item::Struct(s) => items.push(quote!(#s)),
+            parse::Item::Enum(e) => items.push(quote!(#e)),
             parse::Item::Fn(f) => {
                 let Some(sig) = signatures.next() else {
                     continue;

@@ -321,3 +321,45 @@ pub mod async_blocks {
         }
     }
 }
+
+/// Enums without payloads: a kernel parameter, `match` on the variants, `==`, an `if` that
+/// yields a variant, a helper that returns one, and `as i32`.
+#[gpu_async]
+pub mod enums {
+    use gpu_async::device::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum Op {
+        Add,
+        Mul = 4,
+        Max,
+    }
+
+    #[kernel(warps = 1)]
+    pub async fn apply(op: Op, x: &[i32], y: &mut [i32]) {
+        join!(on_warps(0..1, body(op, x, y))).await;
+    }
+
+    fn combine(op: Op, a: i32, b: i32) -> i32 {
+        match op {
+            Op::Add => a + b,
+            Op::Mul => a * b,
+            Op::Max => a.max(b),
+        }
+    }
+
+    fn next(op: Op) -> Op {
+        if op == Op::Max {
+            Op::Add
+        } else {
+            Op::Max
+        }
+    }
+
+    async fn body(op: Op, x: &[i32], y: &mut [i32]) {
+        let other = next(op);
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            *o = combine(op, *v, 3) + combine(other, *v, 2) + op as i32;
+        });
+    }
+}

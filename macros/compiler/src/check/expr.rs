@@ -601,6 +601,8 @@ impl Checker<'_> {
         }
         let int = match scrutinee.ty {
             Ty::Scalar(s) if s.is_int() => s,
+            // An enum without payloads is matched on its discriminant.
+            Ty::Enum(..) => Scalar::U32,
             Ty::Error => return err(span),
             ref other => {
                 self.diags.error(scrutinee.span, format!("`match` works over integers in kernels; this is a `{other}` (use `if`/`else`)"));
@@ -685,11 +687,18 @@ impl Checker<'_> {
 
     fn match_patterns(&mut self, pat: &syn::Pat, int: Scalar, out: &mut Vec<MatchPat>) {
         let value = |this: &mut Self, e: &syn::Expr| -> Option<u64> {
+            if let syn::Expr::Path(p) = e {
+                if let Some(v) = this.enum_value(&p.path) {
+                    return match v.kind {
+                        ExprKind::Lit(Lit::Int(d)) => Some(int.int_bits(d as i128)),
+                        _ => None,
+                    };
+                }
+            }
             match super::consts::eval_const(e, int, &this.scope.consts, this.diags) {
-                Some(Lit::Int(v)) => Some(match int {
-                    Scalar::Usize => v as u64,
-                    _ => u64::from(v as u32),
-                }),
+                // The bits the lowering gives a constant of this type (all 64 of them for the
+                // 64-bit types).
+                Some(Lit::Int(v)) => Some(int.int_bits(v as i128)),
                 _ => None,
             }
         };
@@ -794,6 +803,9 @@ impl Checker<'_> {
                         if *t == Scalar::Bool && inner.ty != Ty::Scalar(Scalar::Bool) {
                             self.diags.error(span, "casting to `bool` is not allowed in Rust: compare with zero instead, `x != 0`");
                         }
+                        mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
+                    }
+                    (Ty::Scalar(t), Ty::Enum(..)) if t.is_int() => {
                         mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
                     }
                     (Ty::Error, _) | (_, Ty::Error) => err(span),
@@ -1300,6 +1312,9 @@ impl Checker<'_> {
 
     fn path_expr(&mut self, p: &syn::ExprPath) -> Expr {
         let span = p.span();
+        if let Some(e) = self.enum_value(&p.path) {
+            return e;
+        }
         let Some(ident) = p.path.get_ident() else {
             let last = p
                 .path
@@ -1330,6 +1345,29 @@ impl Checker<'_> {
         }
         self.diags.error(span, format!("cannot find `{name}` in this kernel: a kernel sees its parameters, its locals and the `const`s of its module"));
         err(span)
+    }
+
+    /// `Enum::Variant` of an enum of the module: its discriminant, typed as the enum.
+    fn enum_value(&mut self, path: &syn::Path) -> Option<Expr> {
+        if path.segments.len() != 2 {
+            return None;
+        }
+        let enum_name = path.segments[0].ident.to_string();
+        let (id, variants) = self.scope.enums.get(&enum_name)?;
+        let variant = path.segments[1].ident.to_string();
+        let span = path.segments[1].ident.span();
+        match variants.iter().find(|(n, _)| *n == variant) {
+            Some((_, d)) => Some(mk(
+                ExprKind::Lit(Lit::Int(*d as u128)),
+                Ty::Enum(*id, enum_name),
+                span,
+            )),
+            None => {
+                self.diags
+                    .error(span, format!("`{enum_name}` has no variant `{variant}`"));
+                Some(err(span))
+            }
+        }
     }
 
     fn auto_deref(&mut self, e: Expr) -> Expr {
@@ -1454,6 +1492,16 @@ impl Checker<'_> {
         let ty = match (&l.ty, &r.ty) {
             (Ty::Error, _) | (_, Ty::Error) => return err(span),
             (Ty::Scalar(a), Ty::Scalar(b)) if a == b => Ty::Scalar(*a),
+            (Ty::Enum(a, name), Ty::Enum(b, _))
+                if a == b && matches!(op, BinOp::Eq | BinOp::Ne) =>
+            {
+                let _ = name;
+                return mk(
+                    ExprKind::Binary(op, Box::new(l), Box::new(r)),
+                    Ty::Scalar(Scalar::Bool),
+                    span,
+                );
+            }
             (Ty::Scalar(a), Ty::IntLit | Ty::FloatLit) => {
                 let a = *a;
                 self.expect(&mut r, &Ty::Scalar(a));

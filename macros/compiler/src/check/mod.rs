@@ -92,6 +92,8 @@ pub(crate) struct ModuleScope {
     pub structs: HashMap<String, u32>,
     /// The structs, by number.
     pub struct_defs: Vec<StructDef>,
+    /// The enums by name: their number and their variants' names and discriminants.
+    pub enums: HashMap<String, (u32, Vec<(String, i128)>)>,
     /// The generic helpers' items, by `FnId`.
     pub generic_items: HashMap<u32, syn::ItemFn>,
     /// The instances asked for so far (the checker adds to it while it checks calls).
@@ -111,11 +113,13 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         statics: HashMap::new(),
         structs: HashMap::new(),
         struct_defs: Vec::new(),
+        enums: HashMap::new(),
         generic_items: HashMap::new(),
         instances: std::cell::RefCell::new(Vec::new()),
         first_instance: 0,
     };
     struct_defs(module, &mut scope, diags);
+    enum_defs(module, &mut scope, diags);
     for item in &module.items {
         if let Item::Const(c) = item {
             if let Some(value) = consts::eval_const(&c.item.expr, c.ty, &scope.consts, diags) {
@@ -242,6 +246,45 @@ fn instantiate(generic: &syn::ItemFn, inst: &Instance) -> syn::ItemFn {
     };
     sub.visit_item_fn_mut(&mut item);
     item
+}
+
+/// Registers the module's enums: variants without payloads, whose discriminants fit a `u32`
+/// (Rust's, including explicit `= value`s), `Clone` and `Copy`.
+fn enum_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics) {
+    for item in &module.items {
+        let Item::Enum(e) = item else { continue };
+        let name = e.ident.to_string();
+        let derives_copy = e.attrs.iter().any(|a| {
+            a.path().is_ident("derive")
+                && a.meta
+                    .require_list()
+                    .is_ok_and(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "Copy"))
+        });
+        if !derives_copy {
+            diags.error_at(&e.ident, format!("an enum of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
+        }
+        let mut variants = Vec::new();
+        let mut next: i128 = 0;
+        for v in &e.variants {
+            if !matches!(v.fields, syn::Fields::Unit) {
+                diags.error_at(&v.fields, "enum variants with data are not in the kernel language: use a struct, or an enum without payloads and the data beside it");
+                continue;
+            }
+            let value = match &v.discriminant {
+                Some((_, expr)) => {
+                    match consts::eval_const(expr, Scalar::U32, &scope.consts, diags) {
+                        Some(Lit::Int(d)) => d as i128,
+                        _ => continue,
+                    }
+                }
+                None => next,
+            };
+            next = value + 1;
+            variants.push((v.ident.to_string(), value));
+        }
+        let id = scope.enums.len() as u32;
+        scope.enums.insert(name, (id, variants));
+    }
 }
 
 /// Registers the module's structs: named fields of scalars, `Clone` and `Copy` (kernel values

@@ -107,6 +107,7 @@ pub(crate) fn signature(
                             | Ty::Slice { .. }
                             | Ty::AtomicSlice(_)
                             | Ty::Struct(..)
+                            | Ty::Enum(..)
                             | Ty::Error
                     )
                 {
@@ -128,7 +129,12 @@ pub(crate) fn signature(
             };
             if !matches!(
                 ty,
-                Ty::Scalar(_) | Ty::Tuple(_) | Ty::Struct(..) | Ty::Generic(_) | Ty::Error
+                Ty::Scalar(_)
+                    | Ty::Tuple(_)
+                    | Ty::Struct(..)
+                    | Ty::Enum(..)
+                    | Ty::Generic(_)
+                    | Ty::Error
             ) {
                 diags.error_at(
                     t,
@@ -178,6 +184,11 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
             if let Some(s) = Scalar::from_name(&name) {
                 if p.path.segments.len() == 1 && last.arguments.is_empty() {
                     return Ty::Scalar(s);
+                }
+            }
+            if let Some((id, _)) = scope.enums.get(&name) {
+                if p.path.segments.len() == 1 {
+                    return Ty::Enum(*id, name);
                 }
             }
             if let Some(&id) = scope.structs.get(&name) {

@@ -267,6 +267,9 @@ pub enum Ty {
     SharedRef(Scalar),
     /// The `i`-th type parameter of a generic helper fn (its instances replace it).
     Generic(u32),
+    /// An enum of the module without payloads (its number and name); a `u32` discriminant on
+    /// the device.
+    Enum(u32, String),
     /// A struct of the module (its number in `Program::structs`, and its name).
     Struct(u32, String),
     /// `(a, b, ..)` of scalars (an element may be an untyped literal until context fixes it).
@@ -352,7 +355,7 @@ impl fmt::Display for Ty {
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
-            Ty::Struct(_, name) => f.write_str(name),
+            Ty::Struct(_, name) | Ty::Enum(_, name) => f.write_str(name),
             Ty::Generic(i) => write!(f, "T{i}"),
             Ty::Shared(s) => write!(f, "Shared<{s}>"),
             Ty::Opt(s) => write!(f, "Option<{s}>"),

@@ -219,6 +219,10 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 let v = l.new_value(s, Some(&decl.name));
                 (ir::ParamKind::Scalar(v), Val::Scalar(v))
             }
+            Ty::Enum(..) => {
+                let v = l.new_value(Scalar::U32, Some(&decl.name));
+                (ir::ParamKind::Scalar(v), Val::Scalar(v))
+            }
             Ty::Struct(sid, _) => {
                 // One kernel parameter per field.
                 let fields = prog.structs[sid as usize].fields.clone();
@@ -722,6 +726,7 @@ impl Lowerer<'_> {
             // One result register per scalar of the return type.
             let ret: Vec<Value> = match &f.ret {
                 Ty::Scalar(sc) => vec![self.new_value(*sc, None)],
+                Ty::Enum(..) => vec![self.new_value(Scalar::U32, None)],
                 Ty::Tuple(ts) => ts
                     .iter()
                     .map(|t| self.new_value(Self::scalar_ty(t), None))
@@ -746,7 +751,7 @@ impl Lowerer<'_> {
             });
             self.emit(Inst::Loop { id, body });
             match &f.ret {
-                Ty::Scalar(_) => ret.first().map_or(Val::Unit, |r| Val::Scalar(*r)),
+                Ty::Scalar(_) | Ty::Enum(..) => ret.first().map_or(Val::Unit, |r| Val::Scalar(*r)),
                 Ty::Tuple(_) | Ty::Struct(..) => Val::Tuple(ret),
                 _ => Val::Unit,
             }
@@ -861,6 +866,7 @@ impl Lowerer<'_> {
         let int = self.values[x.0 as usize].ty;
         let result = match ty {
             Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
+            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
             _ => None,
         };
         let matched = self.konst(Scalar::Bool, Imm::Bool(false));
@@ -1323,6 +1329,8 @@ impl Lowerer<'_> {
     fn scalar_ty(ty: &Ty) -> Scalar {
         match ty {
             Ty::Scalar(s) => *s,
+            // An enum without payloads is its `u32` discriminant.
+            Ty::Enum(..) => Scalar::U32,
             Ty::ElemRef { elem, .. } => *elem,
             Ty::FloatLit => Scalar::F32,
             _ => Scalar::I32,
@@ -1683,6 +1691,7 @@ impl Lowerer<'_> {
                 let id = self.new_loop();
                 let result = match e.ty {
                     Ty::Scalar(sc) => Some(self.new_value(sc, None)),
+                    Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
                     _ => None,
                 };
                 self.cond_depth += 1;
@@ -2314,6 +2323,7 @@ impl Lowerer<'_> {
         let c = self.scalar(cond);
         let result = match ty {
             Ty::Scalar(s) => Some(self.new_value(*s, None)),
+            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
             _ => None,
         };
         self.cond_depth += 1;

@@ -27,6 +27,8 @@ pub enum Item {
     Static(syn::ItemStatic),
     /// `#[derive(Clone, Copy)] struct Name { field: T, .. }` of scalars.
     Struct(syn::ItemStruct),
+    /// `#[derive(Clone, Copy)] enum Name { A, B = 3, .. }` without payloads.
+    Enum(syn::ItemEnum),
     /// A function: a kernel (with `#[kernel]`), or a helper.
     Fn(FnItem),
 }
@@ -136,6 +138,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
             Some(Item::Static(s))
         }
         syn::Item::Struct(s) => Some(Item::Struct(s)),
+        syn::Item::Enum(e) => Some(Item::Enum(e)),
         other => {
             diags.error_at(
                 &other,

@@ -76,6 +76,14 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 }
                 param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
             }
+            Ty::Enum(_, name) => {
+                let ident = syn::Ident::new(name, span);
+                arg_types.push(quote_spanned!(span=> #ident));
+                sim_args.push(quote!(#arg));
+                // The discriminant, as a `u32` parameter.
+                cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg as u32);));
+                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(::gpu_async::ScalarType::U32) }));
+            }
             Ty::Struct(id, name) => {
                 let ident = syn::Ident::new(name, span);
                 arg_types.push(quote_spanned!(span=> #ident));
