@@ -87,6 +87,14 @@ impl Class {
     }
 }
 
+/// The registers of [`Writer::bulk_split`]: the copy's length in elements, the bytes of its
+/// bulk part, and whether this thread issues the bulk copy.
+struct BulkSplit {
+    len32: String,
+    bulk: String,
+    go: String,
+}
+
 /// Registers of one channel end, owned by the role that holds it.
 #[derive(Debug, Clone)]
 struct Ring {
@@ -1449,66 +1457,29 @@ impl<'k> Writer<'k> {
     fn copy_in(&mut self, chan: ChannelId, src: Value, len: Value) -> fmt::Result {
         let ring = self.ring(chan, true)?;
         let c = self.k.channel(chan).clone();
-        let (threads, rtid, leader) = {
-            let r = self.role()?;
-            (r.threads, r.rtid.clone(), r.leader.clone())
-        };
         let (src, len) = (self.reg(src), self.reg(len));
         let esize = c.ty.elem.size();
         writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
-        let len32 = self.tmp(Class::B32);
-        self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
-        let bytes = self.tmp(Class::B32);
-        self.line(format!("mul.lo.u32 {bytes}, {len32}, {esize};"))?;
-        let low = self.tmp(Class::B64);
-        self.line(format!("and.b64 {low}, {src}, 15;"))?;
-        let aligned = self.tmp(Class::Pred);
-        self.line(format!("setp.eq.u64 {aligned}, {low}, 0;"))?;
-        let bulk = self.tmp(Class::B32);
-        self.line(format!("and.b32 {bulk}, {bytes}, -16;"))?;
-        self.line(format!("selp.u32 {bulk}, {bulk}, 0, {aligned};"))?;
-        let go = self.tmp(Class::Pred);
-        self.line(format!("setp.ne.u32 {go}, {bulk}, 0;"))?;
-        self.line(format!("and.pred {go}, {go}, {leader};"))?;
+        let split = self.bulk_split(&src, &len, esize)?;
         let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         if c.generic_writes {
             self.line("fence.proxy.async.shared::cta;")?;
         }
         let skip = self.label("bulk_done");
-        self.line(format!("@!{go} bra {skip};"))?;
+        self.line(format!("@!{} bra {skip};", split.go))?;
         self.line(format!(
-            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {bulk};"
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {};",
+            split.bulk
         ))?;
-        self.line(format!("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{src}], {bulk}, [{full}];"))?;
+        self.line(format!(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [{dst}], [{src}], {}, [{full}];",
+            split.bulk
+        ))?;
         self.place_label(&skip)?;
         // The tail (and everything, for an unaligned source): ordinary loads and stores, which
         // the warps' arrivals at `send` publish.
-        let i = self.tmp(Class::B32);
-        let shift = esize.trailing_zeros();
-        self.line(format!("shr.u32 {i}, {bulk}, {shift};"))?;
-        self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
-        let (head, end) = (self.label("tail"), self.label("tail_end"));
-        self.place_label(&head)?;
-        let p = self.tmp(Class::Pred);
-        self.line(format!("setp.ge.u32 {p}, {i}, {len32};"))?;
-        self.line(format!("@{p} bra {end};"))?;
-        let gaddr = self.tmp(Class::B64);
-        self.line(format!("mad.wide.u32 {gaddr}, {i}, {esize}, {src};"))?;
-        let saddr = self.tmp(Class::B32);
-        self.line(format!("mad.lo.u32 {saddr}, {i}, {esize}, {dst};"))?;
-        let v = self.tmp(if esize == 8 { Class::B64 } else { Class::B32 });
-        let mt = match esize {
-            1 => "u8",
-            2 => "u16",
-            8 => "b64",
-            _ => "b32",
-        };
-        self.line(format!("ld.global.{mt} {v}, [{gaddr}];"))?;
-        self.line(format!("st.shared.{mt} [{saddr}], {v};"))?;
-        self.line(format!("add.u32 {i}, {i}, {threads};"))?;
-        self.line(format!("bra {head};"))?;
-        self.place_label(&end)
+        self.copy_tail(&split, esize, &src, &dst, true, "tail")
     }
 
     /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. The role's
@@ -1517,22 +1488,36 @@ impl<'k> Writer<'k> {
     fn copy_out(&mut self, chan: ChannelId, dst: Value, len: Value) -> fmt::Result {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
-        let (threads, rtid, leader) = {
-            let r = self.role()?;
-            (r.threads, r.rtid.clone(), r.leader.clone())
-        };
         let (dst, len) = (self.reg(dst), self.reg(len));
         let esize = c.ty.elem.size();
         writeln!(
             self.body,
             "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"
         )?;
+        let split = self.bulk_split(&dst, &len, esize)?;
+        let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
+        let skip = self.label("bulk_out_done");
+        self.line(format!("@!{} bra {skip};", split.go))?;
+        self.line(format!(
+            "cp.async.bulk.global.shared::cta.bulk_group [{dst}], [{src}], {};",
+            split.bulk
+        ))?;
+        self.line("cp.async.bulk.commit_group;")?;
+        self.place_label(&skip)?;
+        self.copy_tail(&split, esize, &dst, &src, false, "tail_out")
+    }
+
+    /// The split of a copy of `len` elements between global memory at `global` and a slot: the
+    /// bytes of the 16-byte-aligned part that one bulk copy moves (0 when `global` is not
+    /// aligned), and whether this thread (the role's first) issues it.
+    fn bulk_split(&mut self, global: &str, len: &str, esize: u32) -> Result<BulkSplit, fmt::Error> {
+        let leader = self.role()?.leader.clone();
         let len32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
         let bytes = self.tmp(Class::B32);
         self.line(format!("mul.lo.u32 {bytes}, {len32}, {esize};"))?;
         let low = self.tmp(Class::B64);
-        self.line(format!("and.b64 {low}, {dst}, 15;"))?;
+        self.line(format!("and.b64 {low}, {global}, 15;"))?;
         let aligned = self.tmp(Class::Pred);
         self.line(format!("setp.eq.u64 {aligned}, {low}, 0;"))?;
         let bulk = self.tmp(Class::B32);
@@ -1541,27 +1526,38 @@ impl<'k> Writer<'k> {
         let go = self.tmp(Class::Pred);
         self.line(format!("setp.ne.u32 {go}, {bulk}, 0;"))?;
         self.line(format!("and.pred {go}, {go}, {leader};"))?;
-        let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
-        let skip = self.label("bulk_out_done");
-        self.line(format!("@!{go} bra {skip};"))?;
-        self.line(format!(
-            "cp.async.bulk.global.shared::cta.bulk_group [{dst}], [{src}], {bulk};"
-        ))?;
-        self.line("cp.async.bulk.commit_group;")?;
-        self.place_label(&skip)?;
+        Ok(BulkSplit { len32, bulk, go })
+    }
+
+    /// The elements after the bulk part, copied by the role's threads with ordinary loads and
+    /// stores: from global memory into the slot (`into_slot`), or out of it.
+    fn copy_tail(
+        &mut self,
+        split: &BulkSplit,
+        esize: u32,
+        global: &str,
+        slot: &str,
+        into_slot: bool,
+        label: &str,
+    ) -> fmt::Result {
+        let (threads, rtid) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone())
+        };
+        let (bulk, len32) = (&split.bulk, &split.len32);
         let i = self.tmp(Class::B32);
         let shift = esize.trailing_zeros();
         self.line(format!("shr.u32 {i}, {bulk}, {shift};"))?;
         self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
-        let (head, end) = (self.label("tail_out"), self.label("tail_out_end"));
+        let (head, end) = (self.label(label), self.label(&format!("{label}_end")));
         self.place_label(&head)?;
         let p = self.tmp(Class::Pred);
         self.line(format!("setp.ge.u32 {p}, {i}, {len32};"))?;
         self.line(format!("@{p} bra {end};"))?;
         let gaddr = self.tmp(Class::B64);
-        self.line(format!("mad.wide.u32 {gaddr}, {i}, {esize}, {dst};"))?;
+        self.line(format!("mad.wide.u32 {gaddr}, {i}, {esize}, {global};"))?;
         let saddr = self.tmp(Class::B32);
-        self.line(format!("mad.lo.u32 {saddr}, {i}, {esize}, {src};"))?;
+        self.line(format!("mad.lo.u32 {saddr}, {i}, {esize}, {slot};"))?;
         let v = self.tmp(if esize == 8 { Class::B64 } else { Class::B32 });
         let mt = match esize {
             1 => "u8",
@@ -1569,8 +1565,13 @@ impl<'k> Writer<'k> {
             8 => "b64",
             _ => "b32",
         };
-        self.line(format!("ld.shared.{mt} {v}, [{saddr}];"))?;
-        self.line(format!("st.global.{mt} [{gaddr}], {v};"))?;
+        if into_slot {
+            self.line(format!("ld.global.{mt} {v}, [{gaddr}];"))?;
+            self.line(format!("st.shared.{mt} [{saddr}], {v};"))?;
+        } else {
+            self.line(format!("ld.shared.{mt} {v}, [{saddr}];"))?;
+            self.line(format!("st.global.{mt} [{gaddr}], {v};"))?;
+        }
         self.line(format!("add.u32 {i}, {i}, {threads};"))?;
         self.line(format!("bra {head};"))?;
         self.place_label(&end)
