@@ -2125,21 +2125,10 @@ impl Checker<'_> {
                 if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
             {
                 self.local_of(&receiver, "copy_from");
-                let src = self.expr(&mut m.args[0], None);
-                match src.ty {
-                    Ty::Slice { elem, .. } if elem == c.elem => {}
-                    Ty::Error => return err(span),
-                    ref t => {
-                        self.diags.error(
-                            src.span,
-                            format!(
-                                "`copy_from` takes a `&[{}]` slice of global memory, found `{t}`",
-                                c.elem
-                            ),
-                        );
-                        return err(span);
-                    }
-                }
+                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", c.elem, false)
+                else {
+                    return err(span);
+                };
                 mk(
                     ExprKind::CopyFrom(Box::new(receiver), Box::new(src)),
                     Ty::Future(Box::new(Ty::Unit)),
@@ -2150,24 +2139,9 @@ impl Checker<'_> {
                 if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
             {
                 self.local_of(&receiver, "copy_to");
-                let dst = self.expr(&mut m.args[0], None);
-                match dst.ty {
-                    Ty::Slice {
-                        elem,
-                        mutable: true,
-                    } if elem == c.elem => {}
-                    Ty::Error => return err(span),
-                    ref t => {
-                        self.diags.error(
-                            dst.span,
-                            format!(
-                                "`copy_to` takes a `&mut [{}]` slice of global memory, found `{t}`",
-                                c.elem
-                            ),
-                        );
-                        return err(span);
-                    }
-                }
+                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", c.elem, true) else {
+                    return err(span);
+                };
                 mk(
                     ExprKind::CopyTo(Box::new(receiver), Box::new(dst)),
                     Ty::Future(Box::new(Ty::Unit)),
@@ -2497,6 +2471,32 @@ impl Checker<'_> {
             Ty::Unit,
             span,
         )
+    }
+
+    /// The slice of global memory `copy_from` reads (`&[elem]`) or `copy_to` writes
+    /// (`&mut [elem]`); `None` after reporting anything else.
+    fn copy_slice_arg(
+        &mut self,
+        arg: &mut syn::Expr,
+        method: &str,
+        elem: Scalar,
+        writes: bool,
+    ) -> Option<Expr> {
+        let slice = self.expr(arg, None);
+        match slice.ty {
+            Ty::Slice { elem: e, mutable } if e == elem && (mutable || !writes) => Some(slice),
+            Ty::Error => None,
+            ref t => {
+                let want = if writes { "&mut " } else { "&" };
+                self.diags.error(
+                    slice.span,
+                    format!(
+                        "`{method}` takes a `{want}[{elem}]` slice of global memory, found `{t}`"
+                    ),
+                );
+                None
+            }
+        }
     }
 
     /// `x[i].fetch_add(v, Ordering::Relaxed)` and the other atomic methods.

@@ -248,19 +248,23 @@ fn instantiate(generic: &syn::ItemFn, inst: &Instance) -> syn::ItemFn {
     item
 }
 
+/// Whether `#[derive(..)]` among `attrs` derives `Copy`.
+fn derives_copy(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("derive")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "Copy"))
+    })
+}
+
 /// Registers the module's enums: variants without payloads, whose discriminants fit a `u32`
 /// (Rust's, including explicit `= value`s), `Clone` and `Copy`.
 fn enum_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics) {
     for item in &module.items {
         let Item::Enum(e) = item else { continue };
         let name = e.ident.to_string();
-        let derives_copy = e.attrs.iter().any(|a| {
-            a.path().is_ident("derive")
-                && a.meta
-                    .require_list()
-                    .is_ok_and(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "Copy"))
-        });
-        if !derives_copy {
+        if !derives_copy(&e.attrs) {
             diags.error_at(&e.ident, format!("an enum of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
         }
         let mut variants = Vec::new();
@@ -304,13 +308,7 @@ fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics
             );
             continue;
         }
-        let derives_copy = s.attrs.iter().any(|a| {
-            a.path().is_ident("derive")
-                && a.meta
-                    .require_list()
-                    .is_ok_and(|l| l.tokens.to_string().split(',').any(|t| t.trim() == "Copy"))
-        });
-        if !derives_copy {
+        if !derives_copy(&s.attrs) {
             diags.error_at(&s.ident, format!("a struct of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
         }
         let syn::Fields::Named(named) = &s.fields else {
