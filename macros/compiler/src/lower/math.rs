@@ -231,13 +231,34 @@ impl Lowerer<'_> {
     fn saturating(&mut self, add: bool, a: Value, b: Value) -> Value {
         let ty = self.values[a.0 as usize].ty;
         let (lo, hi) = ty.int_range().unwrap_or((0, 0));
+        let (wrapped, up, down) = self.add_sub_overflow(add, a, b);
+        let out = self.var(wrapped);
+        if let Some(up) = up {
+            let max = self.iconst(ty, hi);
+            self.set_if(up, out, max);
+        }
+        if let Some(down) = down {
+            let min = self.iconst(ty, lo);
+            self.set_if(down, out, min);
+        }
+        out
+    }
+
+    /// `a + b` (or `a - b`) wrapped, and whether it overflowed up past `MAX` and down past
+    /// `MIN`, for the directions the type allows.
+    fn add_sub_overflow(
+        &mut self,
+        add: bool,
+        a: Value,
+        b: Value,
+    ) -> (Value, Option<Value>, Option<Value>) {
+        let ty = self.values[a.0 as usize].ty;
         let op = if add { BinOp::Add } else { BinOp::Sub };
         let wrapped = self.binary(op, a, b);
-        let out = self.var(wrapped);
-        let zero = self.iconst(ty, 0);
         if ty.is_signed() {
             // Overflow only when the operands' signs make it possible and the result's sign
             // is wrong: a + b with b > 0 overflows up when the result is below a.
+            let zero = self.iconst(ty, 0);
             let b_pos = self.binary(BinOp::Gt, b, zero);
             let b_neg = self.binary(BinOp::Lt, b, zero);
             let (up_when, down_when) = if add { (b_pos, b_neg) } else { (b_neg, b_pos) };
@@ -245,19 +266,14 @@ impl Lowerer<'_> {
             let above = self.binary(BinOp::Gt, wrapped, a);
             let up = self.binary(BinOp::And, up_when, below);
             let down = self.binary(BinOp::And, down_when, above);
-            let max = self.iconst(ty, hi);
-            let min = self.iconst(ty, lo);
-            self.set_if(up, out, max);
-            self.set_if(down, out, min);
+            (wrapped, Some(up), Some(down))
         } else if add {
             let over = self.binary(BinOp::Lt, wrapped, a);
-            let max = self.iconst(ty, hi);
-            self.set_if(over, out, max);
+            (wrapped, Some(over), None)
         } else {
             let under = self.binary(BinOp::Lt, a, b);
-            self.set_if(under, out, zero);
+            (wrapped, None, Some(under))
         }
-        out
     }
 
     /// `checked_add/sub/mul/div/rem`: whether the result fits (`Some`), and the wrapped result
@@ -272,29 +288,11 @@ impl Lowerer<'_> {
         let signed = ty.is_signed();
         match f {
             M::CheckedAdd | M::CheckedSub => {
-                let op = if f == M::CheckedAdd {
-                    BinOp::Add
-                } else {
-                    BinOp::Sub
-                };
-                let wrapped = self.binary(op, a, b);
-                let bad = if signed {
-                    let b_pos = self.binary(BinOp::Gt, b, zero);
-                    let b_neg = self.binary(BinOp::Lt, b, zero);
-                    let (up_when, down_when) = if f == M::CheckedAdd {
-                        (b_pos, b_neg)
-                    } else {
-                        (b_neg, b_pos)
-                    };
-                    let below = self.binary(BinOp::Lt, wrapped, a);
-                    let above = self.binary(BinOp::Gt, wrapped, a);
-                    let up = self.binary(BinOp::And, up_when, below);
-                    let down = self.binary(BinOp::And, down_when, above);
-                    self.binary(BinOp::Or, up, down)
-                } else if f == M::CheckedAdd {
-                    self.binary(BinOp::Lt, wrapped, a)
-                } else {
-                    self.binary(BinOp::Lt, a, b)
+                let (wrapped, up, down) = self.add_sub_overflow(f == M::CheckedAdd, a, b);
+                let bad = match (up, down) {
+                    (Some(u), Some(d)) => self.binary(BinOp::Or, u, d),
+                    (Some(x), None) | (None, Some(x)) => x,
+                    (None, None) => self.binary(BinOp::Ne, zero, zero),
                 };
                 (self.not(bad), wrapped)
             }
