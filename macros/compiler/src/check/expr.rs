@@ -2162,7 +2162,6 @@ impl Checker<'_> {
             ("to_f32" | "to_f64" | "to_bits", Ty::Scalar(h) | Ty::ElemRef { elem: h, .. })
                 if h.is_half() && want_args(self, 0) =>
             {
-                let h = *h;
                 let receiver = self.auto_deref(receiver);
                 match name.as_str() {
                     "to_bits" => mk(
@@ -2175,14 +2174,11 @@ impl Checker<'_> {
                         Ty::Scalar(Scalar::F32),
                         span,
                     ),
-                    _ => {
-                        let _ = h;
-                        mk(
-                            ExprKind::Cast(Box::new(receiver), Scalar::F64),
-                            Ty::Scalar(Scalar::F64),
-                            span,
-                        )
-                    }
+                    _ => mk(
+                        ExprKind::Cast(Box::new(receiver), Scalar::F64),
+                        Ty::Scalar(Scalar::F64),
+                        span,
+                    ),
                 }
             }
             (_, Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit)

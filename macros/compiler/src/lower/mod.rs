@@ -775,9 +775,10 @@ impl Lowerer<'_> {
         iter: &Expr,
         body: &tir::Block,
     ) {
-        let (range, step, rev) = match &iter.kind {
-            ExprKind::StepBy(r, k) => (r, Some(k), false),
-            ExprKind::Rev(r) => (r, None, true),
+        // `step` is `None` exactly for `.rev()`.
+        let (range, step) = match &iter.kind {
+            ExprKind::StepBy(r, k) => (r, Some(k)),
+            ExprKind::Rev(r) => (r, None),
             _ => return,
         };
         let Val::Range { start, end, .. } = self.expr(range) else {
@@ -833,12 +834,12 @@ impl Lowerer<'_> {
         let loop_body = self.sub_block(|l| {
             let done = l.binary(BinOp::Ge, i, count);
             l.break_if(done, id);
-            let v = match (k, rev) {
-                (Some(k), _) => {
+            let v = match k {
+                Some(k) => {
                     let off = l.binary(BinOp::Mul, i, k);
                     l.binary(BinOp::Add, start, off)
                 }
-                (None, _) => {
+                None => {
                     let last = l.binary(BinOp::Sub, end, one);
                     l.binary(BinOp::Sub, last, i)
                 }
