@@ -6,16 +6,24 @@
 #[path = "common/host_kernels.rs"]
 mod host_kernels;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use gpu_async::cudarc::driver::{CudaContext, CudaSlice};
 use gpu_async::{block_on, Device, DeviceBuffer, Error, Result};
 use host_kernels::{affine, spin_write};
 
-fn gpu() -> Option<Device> {
+/// The tests of this file run one at a time: the overlap test times two launches, and another
+/// test's allocation or free in parallel (`cuMemFree` synchronizes the device) would serialize
+/// them and make the timeline measure the other test instead.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
+    let alone = ALONE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     match Device::cuda(0) {
-        Ok(device) => Some(device),
+        Ok(device) => Some((device, alone)),
         Err(e) => {
             eprintln!("skipping: no CUDA device: {e}");
             None
@@ -29,7 +37,9 @@ fn cudarc_error(e: gpu_async::cudarc::driver::DriverError) -> Error {
 
 #[test]
 fn events_time_and_order_work_across_streams() -> Result<()> {
-    let Some(device) = gpu() else { return Ok(()) };
+    let Some((device, _alone)) = gpu() else {
+        return Ok(());
+    };
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     assert!(!a.is_default() && device.default_stream().is_default());
     assert_eq!(a.device().name(), device.name());
@@ -64,7 +74,9 @@ fn events_time_and_order_work_across_streams() -> Result<()> {
 
 #[test]
 fn a_buffer_used_on_two_streams_is_ordered() -> Result<()> {
-    let Some(device) = gpu() else { return Ok(()) };
+    let Some((device, _alone)) = gpu() else {
+        return Ok(());
+    };
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     let n = 1 << 20;
     let xs: Vec<u32> = (0..n as u32).collect();
@@ -85,7 +97,9 @@ fn a_buffer_used_on_two_streams_is_ordered() -> Result<()> {
 
 #[test]
 fn cudarc_slices_pass_through_launches() -> Result<()> {
-    let Some(_) = gpu() else { return Ok(()) };
+    let Some((_device, _alone)) = gpu() else {
+        return Ok(());
+    };
     let ctx = CudaContext::new(0).map_err(cudarc_error)?;
     let cstream = ctx.new_stream().map_err(cudarc_error)?;
     let device = Device::from_cudarc(Arc::clone(&cstream))?;
@@ -168,7 +182,9 @@ fn cudarc_slices_pass_through_launches() -> Result<()> {
 /// Two independent launches on two streams run at the same time: a timeline from events.
 #[test]
 fn independent_launches_on_two_streams_overlap() -> Result<()> {
-    let Some(device) = gpu() else { return Ok(()) };
+    let Some((device, _alone)) = gpu() else {
+        return Ok(());
+    };
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     let (mut out_a, mut out_b) = (device.alloc::<u32>(1 << 16)?, device.alloc::<u32>(1 << 16)?);
     // Warm both paths (module load) first.
