@@ -57,6 +57,10 @@ mod histogram;
 #[path = "common/scalars.rs"]
 mod scalars;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/warps.rs"]
+mod warps;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -97,6 +101,12 @@ fn kernels() -> Vec<Generated> {
             ptx: histogram::histogram::count::PTX,
             ir: histogram::histogram::count::IR,
             spec: &histogram::histogram::count::SPEC,
+        },
+        Generated {
+            name: "warps_warp_ops",
+            ptx: warps::warps::warp_ops::PTX,
+            ir: warps::warps::warp_ops::IR,
+            spec: &warps::warps::warp_ops::SPEC,
         },
         Generated {
             name: "reductions_reduce",
@@ -220,6 +230,12 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("shared_values_count", arrays::shared_values::count::PTX),
         ("async_blocks_relay", arrays::async_blocks::relay::PTX),
         ("enums_apply", arrays::enums::apply::PTX),
+        ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
+        ("warps_partial_warp", warps::warps::partial_warp::PTX),
+        (
+            "warps_lane_out_of_bounds",
+            warps::warps::lane_out_of_bounds::PTX,
+        ),
         (
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,

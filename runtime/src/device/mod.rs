@@ -15,6 +15,7 @@
 
 mod block;
 mod channel;
+mod lanes;
 mod par;
 mod role;
 mod shared;
@@ -25,6 +26,7 @@ pub use channel::{
     channel, CopyFrom, CopyTo, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
 };
 pub use half::{bf16, f16};
+pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use shared::{shared, Shared};

@@ -34,7 +34,7 @@ impl<T> ParSliceMut<T> for [T] {
 /// A parallel iterator: its iterations are independent and may run in any order.
 #[derive(Debug)]
 #[must_use = "a parallel iterator does nothing until `for_each` consumes it"]
-pub struct ParIter<I>(I);
+pub struct ParIter<I>(pub(super) I);
 
 impl<I: Iterator> ParIter<I> {
     /// Pairs the elements of two parallel iterators; the shorter one sets the length.
@@ -131,29 +131,44 @@ pub fn reduction_order<T: Copy>(
         partial[t] = op(partial[t], v);
     }
     let mut totals = Vec::with_capacity(threads / 32);
-    for lanes in partial.chunks_mut(32) {
-        let mut k = 16;
-        while k > 0 {
-            let old = lanes.to_vec();
-            for (l, lane) in lanes.iter_mut().enumerate() {
-                let p = l ^ k;
-                if p < old.len() {
-                    *lane = if l & k == 0 {
-                        op(old[l], old[p])
-                    } else {
-                        op(old[p], old[l])
-                    };
-                }
-            }
-            k /= 2;
-        }
-        totals.push(lanes[0]);
+    for lanes in partial.chunks(32) {
+        let mut warp = [identity; 32];
+        warp[..lanes.len()].copy_from_slice(lanes);
+        totals.push(butterfly_prefix(warp, lanes.len(), &op));
     }
     let mut total = totals[0];
     for &t in &totals[1..] {
         total = op(total, t);
     }
     total
+}
+
+/// The 32 lanes' values combined by the warp butterfly of the language's reductions: partners
+/// at distance 16, 8, 4, 2, 1, the lower lane's value always on the left. Every lane ends with
+/// the same value; this is lane 0's.
+pub(crate) fn butterfly<T: Copy>(lanes: [T; 32], op: impl Fn(T, T) -> T) -> T {
+    butterfly_prefix(lanes, 32, &op)
+}
+
+/// [`butterfly`] over the first `live` lanes (a role narrower than a warp has no partners
+/// past them).
+fn butterfly_prefix<T: Copy>(mut lanes: [T; 32], live: usize, op: &impl Fn(T, T) -> T) -> T {
+    let mut k = 16;
+    while k > 0 {
+        let old = lanes;
+        for (l, lane) in lanes[..live].iter_mut().enumerate() {
+            let p = l ^ k;
+            if p < live {
+                *lane = if l & k == 0 {
+                    op(old[l], old[p])
+                } else {
+                    op(old[p], old[l])
+                };
+            }
+        }
+        k /= 2;
+    }
+    lanes[0]
 }
 
 mod sealed {

@@ -12,6 +12,7 @@ pub mod types;
 mod consts;
 mod expr;
 mod sig;
+mod uniform;
 
 use std::collections::HashMap;
 

@@ -337,6 +337,76 @@ pub enum MemOrder {
     SeqCst,
 }
 
+/// A warp operation of a `for_each_lane` body: every lane of the warp takes part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarpOp {
+    /// `shuffle(v, src)`: lane `src % 32`'s value.
+    Shuffle,
+    /// `shuffle_xor(v, mask)`: lane `id ^ (mask % 32)`'s value.
+    ShuffleXor,
+    /// `shuffle_up(v, d)`: lane `id - d % 32`'s value, or the lane's own.
+    ShuffleUp,
+    /// `shuffle_down(v, d)`: lane `id + d % 32`'s value, or the lane's own.
+    ShuffleDown,
+    /// `ballot(p)`: bit `l` set when `p` holds on lane `l`.
+    Ballot,
+    /// `all(p)`
+    All,
+    /// `any(p)`
+    Any,
+    /// `sum(v)` in the reductions' butterfly order.
+    Sum,
+    /// `min(v)`
+    Min,
+    /// `max(v)`
+    Max,
+}
+
+impl WarpOp {
+    /// The method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WarpOp::Shuffle => "shuffle",
+            WarpOp::ShuffleXor => "shuffle_xor",
+            WarpOp::ShuffleUp => "shuffle_up",
+            WarpOp::ShuffleDown => "shuffle_down",
+            WarpOp::Ballot => "ballot",
+            WarpOp::All => "all",
+            WarpOp::Any => "any",
+            WarpOp::Sum => "sum",
+            WarpOp::Min => "min",
+            WarpOp::Max => "max",
+        }
+    }
+
+    /// The operation of the method `name`.
+    pub fn from_name(name: &str) -> Option<WarpOp> {
+        [
+            WarpOp::Shuffle,
+            WarpOp::ShuffleXor,
+            WarpOp::ShuffleUp,
+            WarpOp::ShuffleDown,
+            WarpOp::Ballot,
+            WarpOp::All,
+            WarpOp::Any,
+            WarpOp::Sum,
+            WarpOp::Min,
+            WarpOp::Max,
+        ]
+        .into_iter()
+        .find(|op| op.name() == name)
+    }
+
+    /// Whether every lane gets the same result (so it may steer control flow around later warp
+    /// operations).
+    pub fn is_uniform(self) -> bool {
+        !matches!(
+            self,
+            WarpOp::Shuffle | WarpOp::ShuffleXor | WarpOp::ShuffleUp | WarpOp::ShuffleDown
+        )
+    }
+}
+
 /// What a parallel reduction combines its items with.
 #[derive(Debug, Clone)]
 pub enum Reduction {
@@ -477,8 +547,13 @@ pub enum ExprKind {
     Zip(Box<Expr>, Box<Expr>),
     /// `a.enumerate()`
     Enumerate(Box<Expr>),
-    /// `iter.for_each(|pattern| body)`
-    ForEach(Box<Expr>, ParBinding, Block),
+    /// `iter.for_each(|pattern| body)`, or `iter.for_each_lane(async |lane, pattern| body)`
+    /// with the lane's local.
+    ForEach(Box<Expr>, ParBinding, Block, Option<LocalId>),
+    /// `lane.id()` (`false`) or `lane.warp()` (`true`) in a `for_each_lane` body.
+    LanePosition(bool),
+    /// `lane.shuffle(v, src)`, `lane.sum(v)`, ...: a warp operation (its operands), awaited.
+    Warp(WarpOp, Vec<Expr>),
     /// `iter.map(|pattern| body)`: the body's value is the item.
     ParMap(Box<Expr>, ParBinding, Block),
     /// `iter.sum()`, `.min()`, `.max()`, `.reduce(|| identity, |a, b| op)`.

@@ -307,6 +307,8 @@ pub enum Ty {
     ParIter(ParShape),
     /// `on_warps(..)`.
     Role,
+    /// The `lane` of a `for_each_lane` closure.
+    Lane,
     /// The type of `return`, `break` and `continue`, which never produce a value.
     Never,
     /// A type the checker already reported an error for.
@@ -344,6 +346,7 @@ impl fmt::Display for Ty {
             }
             Ty::Range => f.write_str("Range<usize>"),
             Ty::Tiles => f.write_str("BlockTiles"),
+            Ty::Lane => f.write_str("Lane"),
             Ty::OptRange => f.write_str("Option<Range<usize>>"),
             Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
             Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),

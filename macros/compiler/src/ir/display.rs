@@ -214,6 +214,21 @@ impl Kernel {
                 self.val(*c)
             )?,
             Inst::Special { dst, reg } => write!(line, "{} = {reg:?}", def(*dst))?,
+            Inst::Shuffle {
+                dst,
+                mode,
+                value,
+                operand,
+            } => write!(
+                line,
+                "{} = shuffle.{mode:?} {}, {}",
+                def(*dst),
+                self.val(*value),
+                self.val(*operand)
+            )?,
+            Inst::Vote { dst, mode, pred } => {
+                write!(line, "{} = vote.{mode:?} {}", def(*dst), self.val(*pred))?
+            }
             Inst::Load { dst, space, addr } => {
                 write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
             }
@@ -284,7 +299,8 @@ impl Kernel {
             Inst::Release { chan } => write!(line, "release {chan}")?,
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::ParFor(p) => {
-                write!(f, "{pad}par_for len {}", self.val(p.len))?;
+                let kind = if p.lanes { "lane_for" } else { "par_for" };
+                write!(f, "{pad}{kind} len {}", self.val(p.len))?;
                 if let Some(i) = p.index {
                     write!(f, ", index {}", def(i))?;
                 }

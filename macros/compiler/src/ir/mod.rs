@@ -267,6 +267,34 @@ pub enum Special {
     BlockIdx,
     /// Blocks in the grid (`usize`).
     GridDim,
+    /// The thread's lane in its warp (`u32`, `%laneid`).
+    LaneId,
+    /// The thread's warp in its role (`u32`).
+    RoleWarp,
+}
+
+/// Where a [`Inst::Shuffle`] takes each lane's value from (the operand taken modulo 32).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShuffleMode {
+    /// Lane `operand`.
+    Idx,
+    /// Lane `lane ^ operand`.
+    Xor,
+    /// Lane `lane - operand`, or the lane itself when that is below 0.
+    Up,
+    /// Lane `lane + operand`, or the lane itself when that is past 31.
+    Down,
+}
+
+/// What a [`Inst::Vote`] computes over the warp's predicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VoteMode {
+    /// Bit `l` of a `u32` set when lane `l`'s predicate holds.
+    Ballot,
+    /// Whether it holds on every lane.
+    All,
+    /// Whether it holds on some lane.
+    Any,
 }
 
 /// A memory space.
@@ -398,6 +426,20 @@ pub enum Inst {
     Release { chan: ChannelId },
     /// A data-parallel loop spread over the role's threads.
     ParFor(ParFor),
+    /// `dst` = `value` of another lane of the warp (every lane of the warp executes it; only
+    /// in a lane loop).
+    Shuffle {
+        dst: Value,
+        mode: ShuffleMode,
+        value: Value,
+        operand: Value,
+    },
+    /// `dst` = a vote over the warp's `pred`s (every lane executes it; only in a lane loop).
+    Vote {
+        dst: Value,
+        mode: VoteMode,
+        pred: Value,
+    },
     /// All threads of the role meet, ordering their memory accesses.
     RoleBarrier { site: SiteId },
 }
@@ -416,6 +458,11 @@ pub struct ParFor {
     pub body: Block,
     /// For a reduction: how the items the body produces are combined.
     pub reduce: Option<ParReduce>,
+    /// A lane loop (`for_each_lane`): iteration `i` on role thread `i % T` in warp-uniform
+    /// steps (the length is a multiple of 32, checked before), so the body's warp operations
+    /// have every lane of the warp; never vectorized; a failing check stops its thread (`exit`),
+    /// which warp operations no longer wait for.
+    pub lanes: bool,
 }
 
 /// The reduction of a [`ParFor`], in the order the language defines: item `i` goes to the

@@ -23,7 +23,7 @@ use crate::check::Program;
 use crate::diag::Diagnostics;
 use crate::ir::{
     self, BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParSource, RoleId,
-    Site, SiteId, SiteKind, Space, Special, UnOp, Value, ValueInfo,
+    ShuffleMode, Site, SiteId, SiteKind, Space, Special, UnOp, Value, ValueInfo, VoteMode,
 };
 
 /// Where a memory access goes, for deciding which parallel loops need a barrier after them.
@@ -1683,10 +1683,21 @@ impl Lowerer<'_> {
                 );
                 Val::Unit
             }
-            ExprKind::ForEach(iter, binding, body) => {
-                self.for_each(iter, binding, body, e.span);
+            ExprKind::ForEach(iter, binding, body, lane) => {
+                self.for_each(iter, binding, body, lane.is_some(), e.span);
                 Val::Unit
             }
+            ExprKind::LanePosition(warp) => {
+                let dst = self.new_value(Scalar::U32, None);
+                let reg = if *warp {
+                    Special::RoleWarp
+                } else {
+                    Special::LaneId
+                };
+                self.emit(Inst::Special { dst, reg });
+                Val::Scalar(dst)
+            }
+            ExprKind::Warp(op, args) => Val::Scalar(self.warp_op(*op, args)),
             ExprKind::Block(b) => self.scoped_block(b, None),
             ExprKind::Loop(label, body) => {
                 let id = self.new_loop();
@@ -2479,7 +2490,14 @@ impl Lowerer<'_> {
         }
     }
 
-    fn for_each(&mut self, iter: &Expr, binding: &ParBinding, body: &tir::Block, span: Span) {
+    fn for_each(
+        &mut self,
+        iter: &Expr,
+        binding: &ParBinding,
+        body: &tir::Block,
+        lanes: bool,
+        span: Span,
+    ) {
         let mut sources = Vec::new();
         let mut index = None;
         let leaf = self.par_sources(iter, &mut sources, &mut index);
@@ -2491,6 +2509,13 @@ impl Lowerer<'_> {
             len = self.binary(BinOp::Min, len, s.1);
         }
         self.bind_par(binding, &leaf, index);
+        if lanes {
+            let mask = self.usize_const(31);
+            let rem = self.binary(BinOp::And, len, mask);
+            let zero = self.usize_const(0);
+            let partial = self.binary(BinOp::Ne, rem, zero);
+            self.panic_if(partial, LANE_COUNT_MESSAGE, span);
+        }
         let outer = self.par.replace(ParCtx {
             sources: sources.iter().map(|s| s.0.clone()).collect(),
         });
@@ -2517,6 +2542,7 @@ impl Lowerer<'_> {
             sources: par_sources,
             body: body_block,
             reduce: None,
+            lanes,
         }));
         if !writes.is_empty() && self.role.is_some() {
             self.barrier_requests.push(writes);
@@ -2653,8 +2679,94 @@ impl Lowerer<'_> {
                 combine,
                 site,
             }),
+            lanes: false,
         }));
         acc
+    }
+}
+
+/// The panic of a lane loop whose item count is not a multiple of 32 (the simulator's is the
+/// same text).
+const LANE_COUNT_MESSAGE: &str =
+    "`for_each_lane` needs a multiple of 32 items, so that every lane of a warp takes part";
+
+impl Lowerer<'_> {
+    /// A warp operation of a lane loop: one shuffle or vote, or for `sum`/`min`/`max` the
+    /// reductions' butterfly (partners at distance 16, 8, 4, 2, 1, the lower lane's value on the
+    /// left), so that the result has the same bits on every lane and on the simulator.
+    fn warp_op(&mut self, op: tir::WarpOp, args: &[Expr]) -> Value {
+        use tir::WarpOp as W;
+        let values: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+        let Some(&value) = values.first() else {
+            return self.konst(Scalar::U32, Imm::Int(0));
+        };
+        let ty = self.values[value.0 as usize].ty;
+        let shuffle = |l: &mut Self, mode: ShuffleMode, value: Value, operand: Value| {
+            let dst = l.new_value(ty, None);
+            l.emit(Inst::Shuffle {
+                dst,
+                mode,
+                value,
+                operand,
+            });
+            dst
+        };
+        let vote = |l: &mut Self, mode: VoteMode, out: Scalar| {
+            let dst = l.new_value(out, None);
+            l.emit(Inst::Vote {
+                dst,
+                mode,
+                pred: value,
+            });
+            dst
+        };
+        let operand = values.get(1).copied();
+        match (op, operand) {
+            (W::Shuffle, Some(o)) => shuffle(self, ShuffleMode::Idx, value, o),
+            (W::ShuffleXor, Some(o)) => shuffle(self, ShuffleMode::Xor, value, o),
+            (W::ShuffleUp, Some(o)) => shuffle(self, ShuffleMode::Up, value, o),
+            (W::ShuffleDown, Some(o)) => shuffle(self, ShuffleMode::Down, value, o),
+            (W::Ballot, _) => vote(self, VoteMode::Ballot, Scalar::U32),
+            (W::All, _) => vote(self, VoteMode::All, Scalar::Bool),
+            (W::Any, _) => vote(self, VoteMode::Any, Scalar::Bool),
+            (W::Sum | W::Min | W::Max, _) => {
+                let combine = match op {
+                    W::Sum => BinOp::Add,
+                    W::Min => BinOp::Min,
+                    _ => BinOp::Max,
+                };
+                let lane = self.new_value(Scalar::U32, None);
+                self.emit(Inst::Special {
+                    dst: lane,
+                    reg: Special::LaneId,
+                });
+                let zero = self.konst(Scalar::U32, Imm::Int(0));
+                let mut acc = value;
+                for k in [16u64, 8, 4, 2, 1] {
+                    let distance = self.konst(Scalar::U32, Imm::Int(k));
+                    let partner = shuffle(self, ShuffleMode::Xor, acc, distance);
+                    let bit = self.binary(BinOp::And, lane, distance);
+                    let lower = self.binary(BinOp::Eq, bit, zero);
+                    let (left, right) = (self.new_value(ty, None), self.new_value(ty, None));
+                    self.emit(Inst::Select {
+                        dst: left,
+                        cond: lower,
+                        if_true: acc,
+                        if_false: partner,
+                    });
+                    self.emit(Inst::Select {
+                        dst: right,
+                        cond: lower,
+                        if_true: partner,
+                        if_false: acc,
+                    });
+                    acc = self.binary(combine, left, right);
+                }
+                acc
+            }
+            // The checker gives shuffles their operand.
+            (W::Shuffle | W::ShuffleXor | W::ShuffleUp | W::ShuffleDown, None) => value,
+        }
     }
 }
 

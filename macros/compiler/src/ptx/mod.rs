@@ -17,8 +17,8 @@ use std::fmt::{self, Write};
 use crate::check::tir::{AtomicOp, MemOrder};
 use crate::check::types::Scalar;
 use crate::ir::{
-    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role, SiteId, Space,
-    Special, UnOp, Value,
+    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role, ShuffleMode,
+    SiteId, Space, Special, UnOp, Value, VoteMode,
 };
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
@@ -775,13 +775,64 @@ impl<'k> Writer<'k> {
             }
             Inst::Special { dst, reg } => {
                 let d = self.reg(*dst);
-                let t = self.tmp(Class::B32);
                 let sreg = match reg {
                     Special::BlockIdx => "%ctaid.x",
                     Special::GridDim => "%nctaid.x",
+                    Special::LaneId => return self.line(format!("mov.u32 {d}, %laneid;")),
+                    Special::RoleWarp => {
+                        let rtid = self.role()?.rtid.clone();
+                        return self.line(format!("shr.u32 {d}, {rtid}, 5;"));
+                    }
                 };
+                let t = self.tmp(Class::B32);
                 self.line(format!("mov.u32 {t}, {sreg};"))?;
                 self.line(format!("cvt.u64.u32 {d}, {t};"))
+            }
+            Inst::Shuffle {
+                dst,
+                mode,
+                value,
+                operand,
+            } => {
+                let (d, v, o) = (self.reg(*dst), self.reg(*value), self.reg(*operand));
+                // The clamp operand: lanes past 31 (down, idx, xor) or below 0 (up) keep their
+                // own value; PTX takes the lane operand's low 5 bits, the language's `% 32`.
+                let (name, clamp) = match mode {
+                    ShuffleMode::Idx => ("idx", 31),
+                    ShuffleMode::Xor => ("bfly", 31),
+                    ShuffleMode::Up => ("up", 0),
+                    ShuffleMode::Down => ("down", 31),
+                };
+                let class = Class::of(self.k.ty(*dst));
+                if matches!(class, Class::B64 | Class::F64) {
+                    let (lo, hi, lo2, hi2) = (
+                        self.tmp(Class::B32),
+                        self.tmp(Class::B32),
+                        self.tmp(Class::B32),
+                        self.tmp(Class::B32),
+                    );
+                    self.line(format!("mov.b64 {{{lo}, {hi}}}, {v};"))?;
+                    self.line(format!(
+                        "shfl.sync.{name}.b32 {lo2}, {lo}, {o}, {clamp}, -1;"
+                    ))?;
+                    self.line(format!(
+                        "shfl.sync.{name}.b32 {hi2}, {hi}, {o}, {clamp}, -1;"
+                    ))?;
+                    self.line(format!("mov.b64 {d}, {{{lo2}, {hi2}}};"))
+                } else {
+                    let (x, y) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                    self.line(format!("mov.b32 {x}, {v};"))?;
+                    self.line(format!("shfl.sync.{name}.b32 {y}, {x}, {o}, {clamp}, -1;"))?;
+                    self.line(format!("mov.b32 {d}, {y};"))
+                }
+            }
+            Inst::Vote { dst, mode, pred } => {
+                let (d, p) = (self.reg(*dst), self.reg(*pred));
+                match mode {
+                    VoteMode::Ballot => self.line(format!("vote.sync.ballot.b32 {d}, {p}, -1;")),
+                    VoteMode::All => self.line(format!("vote.sync.all.pred {d}, {p}, -1;")),
+                    VoteMode::Any => self.line(format!("vote.sync.any.pred {d}, {p}, -1;")),
+                }
             }
             Inst::Load { dst, space, addr } => {
                 let a = self.reg(*addr);
@@ -1610,16 +1661,29 @@ impl<'k> Writer<'k> {
             (r.threads, r.rtid.clone())
         };
         let len = self.reg(p.len);
-        let vectorizable = p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body);
+        // A lane loop keeps one item per thread per step, so that its warps' lanes meet.
+        let vectorizable =
+            !p.lanes && p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body);
         writeln!(
             self.body,
-            "    // par_for over {} source(s)",
+            "    // {} over {} source(s)",
+            if p.lanes { "lane loop" } else { "par_for" },
             p.sources.len()
         )?;
         let start = self.tmp(Class::B64);
         let scalar_entry = self.label("par_scalar");
         let done = self.label("par_done");
-        let outer_exit = self.par_exit.replace(done.clone());
+        // A thread that fails in a lane loop exits: its warp's later warp operations then wait
+        // only for the lanes still running (they wait for non-exited threads), instead of for a
+        // lane that left the loop.
+        let exit = if p.lanes {
+            let exit = self.label("lane_exit");
+            self.stubs.push_str(&format!("{exit}:\n    exit;\n"));
+            exit
+        } else {
+            done.clone()
+        };
+        let outer_exit = self.par_exit.replace(exit);
         if vectorizable {
             // Runtime check: every base 16-byte aligned, else everything takes the scalar loop.
             let mut misaligned = None::<String>;

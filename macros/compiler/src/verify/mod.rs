@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use crate::check::types::Scalar;
 use crate::ir::{
     BinOp, Block, Inst, Kernel, LoopId, ParamKind, RoleId, SiteId, SiteKind, Space, UnOp, Value,
+    VoteMode,
 };
 
 /// Checks `k`; returns every violated invariant.
@@ -16,6 +17,7 @@ pub fn verify(k: &Kernel) -> Vec<String> {
         k,
         errors: Vec::new(),
         defined: HashSet::new(),
+        in_lanes: false,
     };
     v.kernel();
     v.errors
@@ -25,6 +27,8 @@ struct Verifier<'k> {
     k: &'k Kernel,
     errors: Vec<String>,
     defined: HashSet<Value>,
+    /// Inside a lane loop, where shuffles and votes belong.
+    in_lanes: bool,
 }
 
 impl Verifier<'_> {
@@ -177,6 +181,34 @@ impl Verifier<'_> {
     fn inst(&mut self, inst: &Inst, role: Option<RoleId>, loops: &mut Vec<LoopId>, in_par: bool) {
         match inst {
             Inst::Const { dst, .. } | Inst::Special { dst, .. } => self.def(*dst),
+            Inst::Shuffle {
+                dst,
+                value,
+                operand,
+                ..
+            } => {
+                self.use_(*value);
+                self.use_(*operand);
+                self.expect_ty(*operand, Scalar::U32, "shuffle operand");
+                self.expect_ty(*dst, self.ty(*value), "shuffle result");
+                if !self.in_lanes {
+                    self.errors.push("a shuffle outside a lane loop".into());
+                }
+                self.def(*dst);
+            }
+            Inst::Vote { dst, mode, pred } => {
+                self.use_(*pred);
+                self.expect_ty(*pred, Scalar::Bool, "vote predicate");
+                let want = match mode {
+                    VoteMode::Ballot => Scalar::U32,
+                    VoteMode::All | VoteMode::Any => Scalar::Bool,
+                };
+                self.expect_ty(*dst, want, "vote result");
+                if !self.in_lanes {
+                    self.errors.push("a vote outside a lane loop".into());
+                }
+                self.def(*dst);
+            }
             Inst::Copy { dst, src } => {
                 self.use_(*src);
                 if self.ty(*dst) != self.ty(*src) {
@@ -428,7 +460,12 @@ impl Verifier<'_> {
                     self.use_(r.identity);
                     self.def(r.acc);
                 }
+                if p.lanes && p.reduce.is_some() {
+                    self.errors.push("a lane loop with a reduction".into());
+                }
+                let outer = std::mem::replace(&mut self.in_lanes, p.lanes);
                 self.block(&p.body, role, &mut inner_loops, true);
+                self.in_lanes = outer;
                 if let Some(r) = &p.reduce {
                     self.use_(r.item);
                     self.def(r.lhs);

@@ -1,0 +1,333 @@
+//! Warp operations in a `for_each_lane` body must be reached by every lane of the warp: a
+//! `shfl.sync` or `vote.sync` that some lanes skip is undefined on the GPU (it may hang). This
+//! pass finds the warp operations whose reaching could differ between lanes and reports them.
+//!
+//! A value is *uniform* when it is the same on every lane of a warp: literals, values captured
+//! from role code (role code is uniform), `lane.warp()`, the results of `sum`, `min`, `max`,
+//! `all`, `any` and `ballot`, and anything computed from uniform values only. The items, the
+//! lane's `id()`, shuffles, atomics and shared values are *varying*, and so is a local assigned
+//! a varying value or assigned under a varying condition. A warp operation may sit under an
+//! `if`, `match`, `while`, `for` or `&&`/`||` only when their conditions are uniform, and in a
+//! loop only when no `break`/`continue` of it depends on a varying condition. Locals start
+//! uniform and become varying until nothing changes (a fixpoint over the body), then the body
+//! is walked once more to report.
+
+use std::collections::HashSet;
+
+use proc_macro2::Span;
+
+use super::tir::{BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
+use crate::diag::Diagnostics;
+
+/// Checks a `for_each_lane` body whose own locals are those numbered `first_local` and up;
+/// `items` are the item bindings (varying from the start).
+pub(crate) fn check_lane_body(
+    body: &Block,
+    first_local: u32,
+    items: &[u32],
+    diags: &mut Diagnostics,
+) {
+    let mut u = Uniformity {
+        first_local,
+        varying: items.iter().copied().collect(),
+        varying_loops: HashSet::new(),
+        changed: false,
+        exit_varying: false,
+        errors: None,
+    };
+    loop {
+        u.changed = false;
+        u.block(body, false);
+        if !u.changed {
+            break;
+        }
+    }
+    u.errors = Some(Vec::new());
+    u.block(body, false);
+    for (span, op) in u.errors.unwrap_or_default() {
+        diags.error(
+            span,
+            format!(
+                "`lane.{}` may be reached by some lanes of the warp and not others: it is under a condition (or after a `break`/`continue`) that can differ between lanes. Every lane must reach each warp operation: compute it before the condition, or make the condition uniform (from captured values, `lane.warp()`, or `lane.any`/`all`/`ballot`/`sum` results)",
+                op.name()
+            ),
+        );
+    }
+}
+
+struct Uniformity {
+    first_local: u32,
+    /// Locals of the body known to differ between lanes.
+    varying: HashSet<u32>,
+    /// Loops (by their body's address) left or continued under a varying condition.
+    varying_loops: HashSet<usize>,
+    changed: bool,
+    /// A `break` or `continue` was met under a varying condition in the current loop.
+    exit_varying: bool,
+    /// `Some` on the reporting walk.
+    errors: Option<Vec<(Span, WarpOp)>>,
+}
+
+impl Uniformity {
+    fn make_varying(&mut self, local: u32) {
+        if local >= self.first_local && self.varying.insert(local) {
+            self.changed = true;
+        }
+    }
+
+    /// Whether `e`'s value is the same on every lane.
+    fn uniform(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Lit(_) | ExprKind::Static(_) | ExprKind::BlockPosition(_) => true,
+            ExprKind::Local(id) => id.0 < self.first_local || !self.varying.contains(&id.0),
+            ExprKind::LanePosition(warp) => *warp,
+            ExprKind::Warp(op, _) => op.is_uniform(),
+            ExprKind::SharedGet(_) | ExprKind::Atomic(..) => false,
+            ExprKind::Block(b) => self.block_uniform(b),
+            ExprKind::If(c, then, else_) => {
+                self.uniform(c)
+                    && self.block_uniform(then)
+                    && else_.as_ref().is_none_or(|e| self.uniform(e))
+            }
+            ExprKind::Match(s, arms) => {
+                self.uniform(s)
+                    && arms.iter().all(|a| {
+                        a.guard.as_ref().is_none_or(|g| self.uniform(g)) && self.uniform(&a.body)
+                    })
+            }
+            ExprKind::Loop(..) => false,
+            _ => children(e).iter().all(|c| self.uniform(c)),
+        }
+    }
+
+    fn block_uniform(&self, b: &Block) -> bool {
+        b.tail.as_ref().is_none_or(|t| self.uniform(t))
+    }
+
+    fn block(&mut self, b: &Block, varying_ctx: bool) {
+        for s in &b.stmts {
+            self.stmt(s, varying_ctx);
+        }
+        if let Some(t) = &b.tail {
+            self.expr(t, varying_ctx);
+        }
+    }
+
+    /// Walks a loop's body (and its condition, through `head`): the loop is varying when its
+    /// context or condition is, or when a `break`/`continue` in it depends on a varying
+    /// condition.
+    fn loop_body(&mut self, body: &Block, varying_ctx: bool, head: impl Fn(&mut Self, bool)) {
+        let key = body as *const Block as usize;
+        let ctx = varying_ctx || self.varying_loops.contains(&key);
+        let outer = std::mem::replace(&mut self.exit_varying, false);
+        head(self, ctx);
+        self.block(body, ctx);
+        if self.exit_varying && self.varying_loops.insert(key) {
+            self.changed = true;
+        }
+        // A labeled break may leave the enclosing loop too: keep the flag for it.
+        self.exit_varying |= outer;
+    }
+
+    fn stmt(&mut self, s: &Stmt, varying_ctx: bool) {
+        match s {
+            Stmt::Let(pat, init) => {
+                self.expr(init, varying_ctx);
+                if varying_ctx || !self.uniform(init) {
+                    for id in pat_locals(pat) {
+                        self.make_varying(id);
+                    }
+                }
+            }
+            Stmt::Expr(e) => self.expr(e, varying_ctx),
+            Stmt::For(_, var, iter, body) | Stmt::WhileLet(_, var, iter, body) => {
+                self.expr(iter, varying_ctx);
+                let iter_varying = !self.uniform(iter);
+                self.loop_body(body, varying_ctx || iter_varying, |u, ctx| {
+                    if ctx {
+                        u.make_varying(var.0);
+                    }
+                });
+            }
+            Stmt::While(_, cond, body) => {
+                // A varying condition decides how often each lane runs the body.
+                let cond_varying = !self.uniform(cond);
+                self.loop_body(body, varying_ctx || cond_varying, |u, ctx| {
+                    u.expr(cond, ctx)
+                });
+            }
+            Stmt::Break(_, value, _) => {
+                if let Some(v) = value {
+                    self.expr(v, varying_ctx);
+                }
+                if varying_ctx {
+                    self.exit_varying = true;
+                }
+            }
+            Stmt::Continue(..) => {
+                if varying_ctx {
+                    self.exit_varying = true;
+                }
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr, varying_ctx: bool) {
+        match &e.kind {
+            ExprKind::Warp(op, args) => {
+                for a in args {
+                    self.expr(a, varying_ctx);
+                }
+                if varying_ctx {
+                    if let Some(errors) = self.errors.as_mut() {
+                        errors.push((e.span, *op));
+                    }
+                }
+            }
+            ExprKind::If(c, then, else_) => {
+                self.expr(c, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(c);
+                self.block(then, ctx);
+                if let Some(else_) = else_ {
+                    self.expr(else_, ctx);
+                }
+            }
+            ExprKind::Match(s, arms) => {
+                self.expr(s, varying_ctx);
+                let mut ctx = varying_ctx || !self.uniform(s);
+                for MatchArm {
+                    binding,
+                    guard,
+                    body,
+                    ..
+                } in arms
+                {
+                    if let Some(b) = binding {
+                        if ctx {
+                            self.make_varying(b.0);
+                        }
+                    }
+                    if let Some(g) = guard {
+                        self.expr(g, ctx);
+                        // A varying guard decides which later arm runs on each lane.
+                        ctx |= !self.uniform(g);
+                    }
+                    self.expr(body, ctx);
+                }
+            }
+            ExprKind::Binary(BinOp::LogicAnd | BinOp::LogicOr, l, r) => {
+                self.expr(l, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(l);
+                self.expr(r, ctx);
+            }
+            ExprKind::Assign(place, value) | ExprKind::CompoundAssign(_, place, value) => {
+                self.expr(value, varying_ctx);
+                self.expr(place, varying_ctx);
+                if varying_ctx || !self.uniform(value) {
+                    if let Some(id) = place_local(place) {
+                        self.make_varying(id);
+                    }
+                }
+            }
+            ExprKind::Block(b) => self.block(b, varying_ctx),
+            ExprKind::Loop(_, body) => self.loop_body(body, varying_ctx, |_, _| {}),
+            _ => {
+                for c in children(e) {
+                    self.expr(c, varying_ctx);
+                }
+            }
+        }
+    }
+}
+
+/// The local a place expression writes (`x`, `x.0`, `x[i]`).
+fn place_local(e: &Expr) -> Option<u32> {
+    match &e.kind {
+        ExprKind::Local(id) => Some(id.0),
+        ExprKind::TupleField(inner, _) | ExprKind::Index(inner, _) | ExprKind::Deref(inner) => {
+            place_local(inner)
+        }
+        _ => None,
+    }
+}
+
+fn pat_locals(p: &super::tir::LetPattern) -> Vec<u32> {
+    use super::tir::LetPattern;
+    match p {
+        LetPattern::Local(id) => vec![id.0],
+        LetPattern::Pair(a, b) => vec![a.0, b.0],
+        LetPattern::Tuple(ids) => ids.iter().flatten().map(|id| id.0).collect(),
+        LetPattern::Ignore => Vec::new(),
+    }
+}
+
+/// The sub-expressions of `e` that are not in blocks (blocks are walked by the caller).
+fn children(e: &Expr) -> Vec<&Expr> {
+    use ExprKind as K;
+    match &e.kind {
+        K::Lit(_)
+        | K::Local(_)
+        | K::Channel(_)
+        | K::BlockPosition(_)
+        | K::SharedNew(_)
+        | K::Static(_)
+        | K::LanePosition(_)
+        | K::Return(None)
+        | K::Block(_)
+        | K::Loop(..)
+        | K::ForEach(..)
+        | K::ParMap(..) => Vec::new(),
+        K::Unary(_, a)
+        | K::Cast(a, _)
+        | K::Deref(a)
+        | K::Len(a)
+        | K::RangeBound(a, _)
+        | K::Await(a)
+        | K::Reserve(a)
+        | K::Recv(a)
+        | K::Send(a)
+        | K::Drop(a)
+        | K::TilesNext(a)
+        | K::OptIsSome(a, _)
+        | K::OptUnwrap(a, None)
+        | K::SharedGet(a)
+        | K::HalfBits(a, _)
+        | K::Panic(Some(a), _)
+        | K::TupleField(a, _)
+        | K::ArrayRepeat(a, _)
+        | K::Unchecked(a)
+        | K::CasIsOk(a, _)
+        | K::CasValue(a)
+        | K::Unwrap(a)
+        | K::ParSource(a)
+        | K::Enumerate(a)
+        | K::Rev(a)
+        | K::Return(Some(a))
+        | K::ParReduce(a, _) => vec![a],
+        K::Panic(None, _) => Vec::new(),
+        K::Binary(_, a, b)
+        | K::Index(a, b)
+        | K::SubSlice(a, b)
+        | K::Range(a, b)
+        | K::CopyFrom(a, b)
+        | K::CopyTo(a, b)
+        | K::BlockTiles(a, b)
+        | K::OptUnwrap(a, Some(b))
+        | K::SharedSet(a, b)
+        | K::AtomicIndex(a, b)
+        | K::Zip(a, b)
+        | K::StepBy(a, b)
+        | K::Assign(a, b)
+        | K::CompoundAssign(_, a, b) => vec![a, b],
+        K::Math(_, args)
+        | K::Call(_, args)
+        | K::TupleLit(args)
+        | K::ArrayList(args)
+        | K::Join(args)
+        | K::Warp(_, args) => args.iter().collect(),
+        K::Atomic(a, _, args, _) => std::iter::once(&**a).chain(args).collect(),
+        K::OnWarps { call, .. } => vec![call],
+        K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
+        K::Match(s, _) => vec![s],
+    }
+}

@@ -1,0 +1,23 @@
+// Warp operations exchange numbers: a bool goes through `as u32`, or through `ballot`.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn lanes(x: &[i32], y: &mut [i32]) {
+        join!(on_warps(0..1, role(x, y))).await;
+    }
+
+    async fn role(x: &[i32], y: &mut [i32]) {
+        x.par_iter()
+            .zip(y.par_iter_mut())
+            .for_each_lane(async |lane, (v, o)| {
+                let up = lane.shuffle(*v > 0, 0).await;
+                *o = up as i32;
+            });
+    }
+}
+
+fn main() {}

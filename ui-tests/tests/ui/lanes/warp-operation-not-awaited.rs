@@ -1,0 +1,22 @@
+// A warp operation is a meeting of the lanes: it must be awaited.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn lanes(x: &[i32], y: &mut [i32]) {
+        join!(on_warps(0..1, role(x, y))).await;
+    }
+
+    async fn role(x: &[i32], y: &mut [i32]) {
+        x.par_iter()
+            .zip(y.par_iter_mut())
+            .for_each_lane(async |lane, (v, o)| {
+                *o = lane.sum(*v);
+            });
+    }
+}
+
+fn main() {}
