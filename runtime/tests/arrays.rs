@@ -420,3 +420,74 @@ fn enums_without_payloads() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+fn run_struct_payloads(
+    dev: &Device,
+    n: usize,
+) -> gpu_async::Result<(Vec<u32>, Vec<u32>, Vec<u64>)> {
+    use arrays::struct_payloads::{step, TILE};
+    let xs: Vec<f32> = random_f32(n, 21).iter().map(|v| v - 0.5).collect();
+    let vs: Vec<f64> = random_f32(n, 22)
+        .iter()
+        .map(|&v| f64::from(v) * 3.0)
+        .collect();
+    let (x, v) = (dev.upload(&xs)?, dev.upload(&vs)?);
+    let tiles = n.div_ceil(TILE);
+    let (mut y, mut ids, mut sums) = (
+        dev.alloc::<f32>(n)?,
+        dev.alloc::<u32>(n)?,
+        dev.alloc::<f64>(tiles)?,
+    );
+    block_on(step::launch(
+        dev,
+        Grid::blocks(2),
+        (&x, &v, &mut y, &mut ids, &mut sums),
+    ))?;
+    Ok((
+        y.download()?.iter().map(|v| v.to_bits()).collect(),
+        ids.download()?,
+        sums.download()?.iter().map(|v| v.to_bits()).collect(),
+    ))
+}
+
+#[test]
+fn structs_travel_through_channels_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    use arrays::struct_payloads::TILE;
+    let sim = Device::simulator();
+    for n in [5, 256, 1000] {
+        let xs: Vec<f32> = random_f32(n, 21).iter().map(|v| v - 0.5).collect();
+        let vs: Vec<f64> = random_f32(n, 22)
+            .iter()
+            .map(|&v| f64::from(v) * 3.0)
+            .collect();
+        let want_y: Vec<u32> = xs
+            .iter()
+            .zip(&vs)
+            .map(|(&a, &b)| if a > 0.0 { a + b as f32 } else { -1.0 }.to_bits())
+            .collect();
+        let want_ids: Vec<u32> = (0..n).map(|i| i as u16 as u32).collect();
+        let want_sums: Vec<u64> = vs
+            .chunks(TILE)
+            .map(|c| {
+                let mut padded = c.to_vec();
+                padded.resize(TILE, 0.0);
+                gpu_async::device::reduction_order(padded, 0.0f64, 64, |a, b| a + b).to_bits()
+            })
+            .collect();
+        let (y, ids, sums) = run_struct_payloads(&sim, n)?;
+        assert_eq!(y, want_y, "n = {n}");
+        assert_eq!(ids, want_ids, "n = {n}");
+        assert_eq!(sums, want_sums, "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [5, 1000, 1 << 20] {
+            assert!(
+                run_struct_payloads(&gpu, n)? == run_struct_payloads(&sim, n)?,
+                "n = {n}"
+            );
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

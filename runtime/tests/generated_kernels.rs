@@ -231,6 +231,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("async_blocks_relay", arrays::async_blocks::relay::PTX),
         ("enums_apply", arrays::enums::apply::PTX),
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
+        ("struct_payloads_step", arrays::struct_payloads::step::PTX),
         ("warps_partial_warp", warps::warps::partial_warp::PTX),
         (
             "warps_lane_out_of_bounds",

@@ -144,7 +144,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 items.push(quote!(#c));
             }
             parse::Item::Static(s) => items.push(quote!(#s)),
-            parse::Item::Struct(s) => items.push(quote!(#s)),
+            parse::Item::Struct(s) => {
+                items.push(quote!(#s));
+                // With errors (a struct without `Copy`, say) it would only add rustc's own.
+                if ok {
+                    items.push(shadow::payload_elem_impl(s));
+                }
+            }
             parse::Item::Enum(e) => items.push(quote!(#e)),
             parse::Item::Fn(f) => {
                 let Some(sig) = signatures.next() else {

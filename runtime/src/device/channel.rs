@@ -27,15 +27,16 @@ use std::task::{Context, Poll};
 
 use crate::spec::KernelScalar;
 
-/// A type that can travel through a channel: an array of scalars, which lives in shared memory.
+/// A type that can travel through a channel: an array of scalars or of the module's structs,
+/// which lives in shared memory.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot travel through a gpu-async channel",
     label = "not a channel payload",
-    note = "a channel payload is an array `[T; N]` of bool, u32, i32, f32 or usize that lives in shared memory; references, `Vec` and other heap types cannot be sent"
+    note = "a channel payload is an array `[T; N]` of scalars or of `#[derive(Clone, Copy)]` structs of the module, which lives in shared memory; references, `Vec` and other heap types cannot be sent"
 )]
 pub trait Payload: Copy + 'static {
     /// The element type.
-    type Elem: KernelScalar;
+    type Elem: PayloadElem;
     /// The payload with every element zero (what a slot holds before its first use).
     fn zeroed() -> Self;
     /// The elements, in order.
@@ -44,10 +45,23 @@ pub trait Payload: Copy + 'static {
     fn elems_mut(&mut self) -> &mut [Self::Elem];
 }
 
-impl<E: KernelScalar, const N: usize> Payload for [E; N] {
+/// An element of a channel payload: a kernel scalar, or a `#[derive(Clone, Copy)]` struct of a
+/// `#[gpu_async]` module (the macro implements this for each of them).
+pub trait PayloadElem: Copy + 'static {
+    /// The element with every field zero (what a slot holds before its first use).
+    fn zeroed() -> Self;
+}
+
+impl<T: KernelScalar> PayloadElem for T {
+    fn zeroed() -> T {
+        T::default()
+    }
+}
+
+impl<E: PayloadElem, const N: usize> Payload for [E; N] {
     type Elem = E;
     fn zeroed() -> Self {
-        [E::default(); N]
+        [E::zeroed(); N]
     }
     fn elems(&self) -> &[E] {
         self

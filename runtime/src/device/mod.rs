@@ -23,7 +23,8 @@ mod tiles;
 
 pub use block::{block_count, block_index};
 pub use channel::{
-    channel, CopyFrom, CopyTo, Payload, Receiver, Recv, RecvSlot, Reserve, SendSlot, Sender,
+    channel, CopyFrom, CopyTo, Payload, PayloadElem, Receiver, Recv, RecvSlot, Reserve, SendSlot,
+    Sender,
 };
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};

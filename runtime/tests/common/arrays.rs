@@ -363,3 +363,93 @@ pub mod enums {
         });
     }
 }
+
+/// Structs through a channel: the producer writes whole elements and single fields, the
+/// consumer reads fields, whole copies and a struct-typed `let`; a field is reduced.
+#[gpu_async]
+pub mod struct_payloads {
+    use gpu_async::device::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Particle {
+        pub position: f32,
+        pub speed: f64,
+        pub id: u16,
+        pub alive: bool,
+    }
+
+    pub const TILE: usize = 256;
+
+    #[kernel(warps = 3)]
+    pub async fn step(x: &[f32], v: &[f64], y: &mut [f32], ids: &mut [u32], sums: &mut [f64]) {
+        let (tx, rx) = channel::<[Particle; TILE], 2>();
+        join!(
+            on_warps(0..1, produce(x, v, tx)),
+            on_warps(1..3, consume(rx, y, ids, sums)),
+        )
+        .await;
+    }
+
+    async fn produce(x: &[f32], v: &[f64], mut tx: Sender<[Particle; TILE], 2>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            let n = tile.end - tile.start;
+            slot.par_iter_mut()
+                .zip(
+                    x[tile.start..tile.end]
+                        .par_iter()
+                        .zip(v[tile.start..tile.end].par_iter()),
+                )
+                .enumerate()
+                .for_each(|(i, (p, (a, b)))| {
+                    *p = Particle {
+                        position: *a,
+                        speed: *b,
+                        id: (tile.start + i) as u16,
+                        alive: false,
+                    };
+                    p.alive = *a > 0.0;
+                });
+            // The tail of the last tile: elements past the input are marked dead.
+            slot.par_iter_mut().enumerate().for_each(|(i, p)| {
+                if i >= n {
+                    p.alive = false;
+                    p.position = 0.0;
+                    p.speed = 0.0;
+                }
+            });
+            slot.send();
+        }
+    }
+
+    async fn consume(
+        mut rx: Receiver<[Particle; TILE], 2>,
+        y: &mut [f32],
+        ids: &mut [u32],
+        sums: &mut [f64],
+    ) {
+        let mut k = block_index();
+        while let Some(slot) = rx.recv().await {
+            let start = k * TILE;
+            let end = (start + TILE).min(y.len());
+            let total = slot.par_iter().map(|p| p.speed).sum();
+            slot.par_iter()
+                .zip(
+                    y[start..end]
+                        .par_iter_mut()
+                        .zip(ids[start..end].par_iter_mut()),
+                )
+                .for_each(|(p, (o, id))| {
+                    let q = *p;
+                    *o = if q.alive {
+                        q.position + p.speed as f32
+                    } else {
+                        -1.0
+                    };
+                    *id = q.id as u32;
+                });
+            sums[k..k + 1].par_iter_mut().for_each(|s| *s = total);
+            k += block_count();
+        }
+    }
+}

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 
 use super::sig::{chan_args, heap_message, Signature};
 use super::tir::*;
-use super::types::{ParShape, Scalar, Ty};
+use super::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
 use super::{assignable, ModuleScope};
 use crate::diag::Diagnostics;
 
@@ -366,7 +366,7 @@ impl Checker<'_> {
                 Some(Stmt::Let(LetPattern::Tuple(ids), value))
             }
             syn::Pat::Tuple(t) if t.elems.len() == 2 => {
-                let Ty::ChanPair(c) = value.ty else {
+                let Ty::ChanPair(c) = value.ty.clone() else {
                     if value.ty != Ty::Error {
                         self.diags.error_at(
                             &pat,
@@ -386,9 +386,9 @@ impl Checker<'_> {
                     match p {
                         syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                             let ty = if i == 0 {
-                                Ty::Sender(c)
+                                Ty::Sender(c.clone())
                             } else {
-                                Ty::Receiver(c)
+                                Ty::Receiver(c.clone())
                             };
                             ids.push(self.declare(
                                 &pi.ident.to_string(),
@@ -506,7 +506,7 @@ impl Checker<'_> {
                 if let syn::Expr::Let(l) = &mut *w.cond {
                     let scrutinee = self.expr(&mut l.expr, None);
                     let item_ty = match &scrutinee.ty {
-                        Ty::OptRecvSlot(c) => Ty::RecvSlot(*c),
+                        Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
                         Ty::OptRange => Ty::Range,
                         Ty::Error => Ty::Error,
                         other => {
@@ -1041,6 +1041,39 @@ impl Checker<'_> {
                             Ty::Scalar(Scalar::Usize),
                             span,
                         )
+                    }
+                    (
+                        Ty::StructRef {
+                            id,
+                            name: sname,
+                            mutable,
+                        },
+                        field,
+                    ) if matches!(f.member, syn::Member::Named(_)) => {
+                        // `p.x` of a slot element: the element's field, read in place (or
+                        // written, through `place`).
+                        let def = &self.scope.struct_defs[*id as usize];
+                        match def.fields.iter().position(|(n, _)| n == field) {
+                            Some(i) => {
+                                let elem = def.fields[i].1;
+                                let field_ref = mk(
+                                    ExprKind::TupleField(Box::new(base.clone()), i as u32),
+                                    Ty::ElemRef {
+                                        elem,
+                                        mutable: *mutable,
+                                    },
+                                    span,
+                                );
+                                mk(ExprKind::Deref(Box::new(field_ref)), Ty::Scalar(elem), span)
+                            }
+                            None => {
+                                self.diags.error_at(
+                                    &f.member,
+                                    format!("`{sname}` has no field `{field}`"),
+                                );
+                                err(span)
+                            }
+                        }
                     }
                     (Ty::Struct(id, sname), field) if matches!(f.member, syn::Member::Named(_)) => {
                         let def = &self.scope.struct_defs[*id as usize];
@@ -1593,6 +1626,10 @@ impl Checker<'_> {
                     Ty::ElemRef { elem, .. } => {
                         mk(ExprKind::Deref(Box::new(inner)), Ty::Scalar(elem), span)
                     }
+                    Ty::StructRef { id, ref name, .. } => {
+                        let ty = Ty::Struct(id, name.clone());
+                        mk(ExprKind::Deref(Box::new(inner)), ty, span)
+                    }
                     Ty::Error => err(span),
                     _ => {
                         self.diags
@@ -1695,6 +1732,15 @@ impl Checker<'_> {
                             "only scalar locals can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
+                    );
+                }
+                place
+            }
+            ExprKind::Deref(inner) if matches!(inner.ty, Ty::StructRef { .. }) => {
+                if !matches!(inner.ty, Ty::StructRef { mutable: true, .. }) {
+                    self.diags.error(
+                        span,
+                        "cannot assign through a shared reference: iterate with `par_iter_mut()`",
                     );
                 }
                 place
@@ -1909,7 +1955,10 @@ impl Checker<'_> {
                 err(span)
             }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), _) => {
-                let elem = c.elem;
+                let Some(elem) = c.elem.scalar() else {
+                    self.diags.error(span, format!("an element of a slot of `{}` is read through `slot.par_iter()` (indexing a struct slot is not supported yet)", c.elem));
+                    return err(span);
+                };
                 self.expect(&mut index, &usize_ty);
                 mk(
                     ExprKind::Index(Box::new(base), Box::new(index)),
@@ -2114,7 +2163,7 @@ impl Checker<'_> {
                 self.local_of(&receiver, "reserve");
                 mk(
                     ExprKind::Reserve(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::SendSlot(*c))),
+                    Ty::Future(Box::new(Ty::SendSlot(c.clone()))),
                     span,
                 )
             }
@@ -2124,7 +2173,7 @@ impl Checker<'_> {
                 self.local_of(&receiver, "recv");
                 mk(
                     ExprKind::Recv(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::OptRecvSlot(*c))),
+                    Ty::Future(Box::new(Ty::OptRecvSlot(c.clone()))),
                     span,
                 )
             }
@@ -2138,7 +2187,10 @@ impl Checker<'_> {
                 if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
             {
                 self.local_of(&receiver, "copy_from");
-                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", c.elem, false)
+                let Some(elem) = self.copy_payload_elem(c, "copy_from", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", elem, false)
                 else {
                     return err(span);
                 };
@@ -2152,7 +2204,10 @@ impl Checker<'_> {
                 if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
             {
                 self.local_of(&receiver, "copy_to");
-                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", c.elem, true) else {
+                let Some(elem) = self.copy_payload_elem(c, "copy_to", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", elem, true) else {
                     return err(span);
                 };
                 mk(
@@ -2247,7 +2302,24 @@ impl Checker<'_> {
                     );
                 }
                 self.local_of(&receiver, &name);
-                self.par_source(receiver, c.elem, want_mut, span)
+                match &c.elem {
+                    ChanElem::Scalar(elem) => self.par_source(receiver, *elem, want_mut, span),
+                    ChanElem::Struct { id, name, .. } => {
+                        let shape = ParShape::Structs {
+                            id: *id,
+                            name: name.clone(),
+                            mutable: want_mut,
+                        };
+                        if self.par_locals_start.is_some() {
+                            return self.par_source(receiver, Scalar::U32, want_mut, span);
+                        }
+                        mk(
+                            ExprKind::ParSource(Box::new(receiver)),
+                            Ty::ParIter(shape),
+                            span,
+                        )
+                    }
+                }
             }
             ("zip", Ty::ParIter(a)) if want_args(self, 1) => {
                 let other = self.expr(&mut m.args[0], None);
@@ -2639,6 +2711,18 @@ impl Checker<'_> {
         mk(ExprKind::Warp(op, args), Ty::Scalar(out), method)
     }
 
+    /// The scalar of a payload that `copy_from`/`copy_to` move; `None` after reporting a struct
+    /// payload (its slot is stored field by field on the GPU, not as the host's array).
+    fn copy_payload_elem(&mut self, c: &ChanTy, what: &str, span: Span) -> Option<Scalar> {
+        match &c.elem {
+            ChanElem::Scalar(s) => Some(*s),
+            ChanElem::Struct { name, .. } => {
+                self.diags.error(span, format!("`{what}` copies arrays of scalars; a slot of `{name}` is written with `slot.par_iter_mut()` and read with `slot.par_iter()`"));
+                None
+            }
+        }
+    }
+
     /// The slice of global memory `copy_from` reads (`&[elem]`) or `copy_to` writes
     /// (`&mut [elem]`); `None` after reporting anything else.
     fn copy_slice_arg(
@@ -2753,6 +2837,10 @@ impl Checker<'_> {
             ParShape::Source { elem, .. } | ParShape::Mapped(elem) => *elem,
             ParShape::Zip(..) | ParShape::Enumerate(..) => {
                 self.diags.error(span, "the items are tuples: map them to one scalar first, as in `.map(|(a, b)| *a * *b).sum()`");
+                return None;
+            }
+            ParShape::Structs { .. } => {
+                self.diags.error(span, "the items are structs: map them to one scalar first, as in `.map(|p| p.x).sum()`");
                 return None;
             }
         };
@@ -2940,6 +3028,11 @@ impl Checker<'_> {
                         elem: *elem,
                         mutable: *mutable,
                     },
+                    ParShape::Structs { id, name, mutable } => Ty::StructRef {
+                        id: *id,
+                        name: name.clone(),
+                        mutable: *mutable,
+                    },
                     _ => {
                         self.diags
                             .error_at(pi, "this item is a tuple: destructure it, as in `|(a, b)|`");
@@ -2969,7 +3062,7 @@ impl Checker<'_> {
                     };
                     ParBinding::Pair(Box::new(index), Box::new(self.par_binding(&t.elems[1], a)))
                 }
-                ParShape::Source { .. } | ParShape::Mapped(_) => {
+                ParShape::Source { .. } | ParShape::Mapped(_) | ParShape::Structs { .. } => {
                     self.diags
                         .error_at(t, "this item is a single element, not a tuple");
                     ParBinding::Ignore
@@ -3033,14 +3126,13 @@ impl Checker<'_> {
                     self.diags.error_at(&c.args, "`channel` takes no arguments");
                 }
                 let generic: Vec<&syn::GenericArgument> = args.args.iter().collect();
-                let Some(chan) = chan_args(&generic, &self.scope.consts, self.diags, &args.args)
-                else {
+                let Some(chan) = chan_args(&generic, self.scope, self.diags, &args.args) else {
                     return err(span);
                 };
                 if !self.is_kernel() {
                     self.diags.error_at(&c.func, "channels are created in the kernel body, before `join!`, and passed to the roles");
                 }
-                mk(ExprKind::Channel(chan), Ty::ChanPair(chan), span)
+                mk(ExprKind::Channel(chan.clone()), Ty::ChanPair(chan), span)
             }
             "shared" => {
                 let syn::PathArguments::AngleBracketed(args) = &last_seg.arguments else {

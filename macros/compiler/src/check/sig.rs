@@ -1,13 +1,10 @@
 //! Function signatures: parameter and return types.
 
-use std::collections::HashMap;
-
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 use super::consts::eval_usize;
-use super::tir::Lit;
-use super::types::{ChanTy, Scalar, Ty};
+use super::types::{ChanElem, ChanTy, Scalar, Ty};
 use super::ModuleScope;
 use crate::diag::Diagnostics;
 use crate::parse::KernelAttr;
@@ -207,7 +204,7 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 };
                 return match chan_args(
                     args.args.iter().collect::<Vec<_>>().as_slice(),
-                    consts,
+                    scope,
                     diags,
                     last,
                 ) {
@@ -327,29 +324,41 @@ fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
 /// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
 pub(crate) fn chan_args(
     args: &[&syn::GenericArgument],
-    consts: &HashMap<String, (Scalar, Lit)>,
+    scope: &ModuleScope,
     diags: &mut Diagnostics,
     whole: &dyn quote::ToTokens,
 ) -> Option<ChanTy> {
+    let consts = &scope.consts;
     if args.len() != 2 {
         diags.error_at(whole, "a channel takes two arguments: the payload `[T; N]` and the depth, as in `channel::<[f32; 1024], 3>()`");
         return None;
     }
     let (elem, len) = match args[0] {
         syn::GenericArgument::Type(syn::Type::Array(a)) => {
-            let elem = match &*a.elem {
-                syn::Type::Path(p) => p
-                    .path
-                    .get_ident()
-                    .and_then(|i| Scalar::from_name(&i.to_string())),
+            let name = match &*a.elem {
+                syn::Type::Path(p) => p.path.get_ident().map(|i| i.to_string()),
                 _ => None,
             };
-            let Some(elem) = elem else {
-                diags.error_at(
-                    &a.elem,
-                    "a channel payload's elements are scalars: bool, u32, i32, f32 or usize",
-                );
-                return None;
+            let scalar = name.as_deref().and_then(Scalar::from_name);
+            let strukt = name.as_ref().and_then(|n| scope.structs.get(n).copied());
+            let elem = match (scalar, strukt, name) {
+                (Some(s), _, _) => ChanElem::Scalar(s),
+                (None, Some(id), Some(name)) => ChanElem::Struct {
+                    id,
+                    name,
+                    fields: scope.struct_defs[id as usize]
+                        .fields
+                        .iter()
+                        .map(|f| f.1)
+                        .collect(),
+                },
+                _ => {
+                    diags.error_at(
+                        &a.elem,
+                        "a channel payload's elements are scalars (integers, `bool`, `f32`, `f64`) or `#[derive(Clone, Copy)]` structs of the module",
+                    );
+                    return None;
+                }
             };
             match eval_usize(&a.len, consts) {
                 Ok(0) => {

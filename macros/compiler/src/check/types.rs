@@ -193,20 +193,80 @@ impl fmt::Display for Scalar {
 }
 
 /// A channel's shape: `[elem; len]` payloads in a ring of `depth` slots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChanTy {
     /// Payload element type.
-    pub elem: Scalar,
+    pub elem: ChanElem,
     /// Elements per payload.
     pub len: u32,
     /// Slots in the ring.
     pub depth: u32,
 }
 
+/// The element of a channel payload.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ChanElem {
+    /// A scalar: the payload is an array of them.
+    Scalar(Scalar),
+    /// A struct of the module: on the GPU the payload is stored field by field (an array per
+    /// field, each 16-byte aligned), so that parallel loops over one field stay contiguous.
+    Struct {
+        /// Its number in `Program::structs`.
+        id: u32,
+        /// Its name.
+        name: String,
+        /// Its fields' types, in declaration order.
+        fields: Vec<Scalar>,
+    },
+}
+
+impl ChanElem {
+    /// The scalar of a scalar payload.
+    pub fn scalar(&self) -> Option<Scalar> {
+        match self {
+            ChanElem::Scalar(s) => Some(*s),
+            ChanElem::Struct { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for ChanElem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChanElem::Scalar(s) => write!(f, "{s}"),
+            ChanElem::Struct { name, .. } => f.write_str(name),
+        }
+    }
+}
+
 impl ChanTy {
+    /// Byte offset of each field's array in a struct payload (`[0]` for a scalar payload).
+    pub fn field_offsets(&self) -> Vec<u64> {
+        match &self.elem {
+            ChanElem::Scalar(_) => vec![0],
+            ChanElem::Struct { fields, .. } => {
+                let mut offset = 0;
+                fields
+                    .iter()
+                    .map(|f| {
+                        let here = offset;
+                        offset += (u64::from(self.len) * u64::from(f.size())).div_ceil(16) * 16;
+                        here
+                    })
+                    .collect()
+            }
+        }
+    }
+
     /// Bytes of one payload.
     pub fn payload_bytes(&self) -> u64 {
-        u64::from(self.len) * u64::from(self.elem.size())
+        match &self.elem {
+            ChanElem::Scalar(s) => u64::from(self.len) * u64::from(s.size()),
+            ChanElem::Struct { fields, .. } => fields
+                .iter()
+                .map(|f| (u64::from(self.len) * u64::from(f.size())).div_ceil(16) * 16)
+                .sum(),
+        }
     }
 }
 
@@ -232,6 +292,15 @@ pub enum ParShape {
     Enumerate(Box<ParShape>),
     /// `a.map(f)`: items are the scalars `f` returns.
     Mapped(Scalar),
+    /// A slot of structs: items are `&S` or `&mut S`.
+    Structs {
+        /// The struct's number.
+        id: u32,
+        /// Its name.
+        name: String,
+        /// `par_iter_mut`.
+        mutable: bool,
+    },
 }
 
 /// The type of an expression.
@@ -309,6 +378,16 @@ pub enum Ty {
     Role,
     /// The `lane` of a `for_each_lane` closure.
     Lane,
+    /// `&S` or `&mut S`: an element of a channel slot of structs, handed out by a parallel
+    /// iterator.
+    StructRef {
+        /// The struct's number.
+        id: u32,
+        /// Its name.
+        name: String,
+        /// `&mut`.
+        mutable: bool,
+    },
     /// The type of `return`, `break` and `continue`, which never produce a value.
     Never,
     /// A type the checker already reported an error for.
@@ -347,6 +426,9 @@ impl fmt::Display for Ty {
             Ty::Range => f.write_str("Range<usize>"),
             Ty::Tiles => f.write_str("BlockTiles"),
             Ty::Lane => f.write_str("Lane"),
+            Ty::StructRef { name, mutable, .. } => {
+                write!(f, "&{}{name}", if *mutable { "mut " } else { "" })
+            }
             Ty::OptRange => f.write_str("Option<Range<usize>>"),
             Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
             Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),

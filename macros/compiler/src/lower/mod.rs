@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use proc_macro2::Span;
 
 use crate::check::tir::{self, Expr, ExprKind, FnId, LetPattern, Lit, LocalId, ParBinding, Stmt};
-use crate::check::types::{ChanTy, Scalar, Ty};
+use crate::check::types::{ChanElem, ChanTy, Scalar, Ty};
 use crate::check::Program;
 use crate::diag::Diagnostics;
 use crate::ir::{
@@ -65,6 +65,8 @@ enum Val {
     SendSlot(ChannelId),
     RecvSlot(ChannelId),
     ElemRef(usize),
+    /// An element of a struct slot in a parallel loop: the source of each field.
+    StructRef(Vec<usize>),
     /// An element of an atomic slice: its global address.
     AtomicRef(Value),
     /// A local array in registers (indexed by constants only): one value per element.
@@ -102,6 +104,8 @@ impl Val {
 /// A shape of zipped parallel sources, mirroring the closure's pattern.
 enum Leaf {
     Source(usize),
+    /// An element of a struct slot: one source per field.
+    Struct(Vec<usize>),
     Index,
     Pair(Box<Leaf>, Box<Leaf>),
 }
@@ -277,8 +281,8 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
     for stmt in &f.body.stmts {
         match stmt {
             Stmt::Let(LetPattern::Pair(tx, rx), e) => {
-                if let ExprKind::Channel(ty) = e.kind {
-                    let c = l.new_channel(ty, f, *tx, *rx, e.span);
+                if let ExprKind::Channel(ty) = &e.kind {
+                    let c = l.new_channel(ty.clone(), f, *tx, *rx, e.span);
                     let frame = l.frame();
                     frame.locals.insert(*tx, Val::Sender(c));
                     frame.locals.insert(*rx, Val::Receiver(c));
@@ -1420,6 +1424,21 @@ impl Lowerer<'_> {
                     }
                     None => Val::Unit,
                 },
+                Val::StructRef(ks) => {
+                    // `*p`: a copy of every field, as a struct value.
+                    let mut fields = Vec::new();
+                    for k in ks {
+                        let Some(src) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) else {
+                            return Val::Unit;
+                        };
+                        src.read = true;
+                        let (ty, v) = (src.elem, src.elem_value);
+                        let copy = self.new_value(ty, None);
+                        self.emit(Inst::Copy { dst: copy, src: v });
+                        fields.push(copy);
+                    }
+                    Val::Tuple(fields)
+                }
                 other => other,
             },
             ExprKind::Len(a) => match self.expr(a) {
@@ -1561,6 +1580,9 @@ impl Lowerer<'_> {
                 Val::Tuple(values) => values
                     .get(*index as usize)
                     .map_or(Val::Unit, |v| Val::Scalar(*v)),
+                Val::StructRef(sources) => sources
+                    .get(*index as usize)
+                    .map_or(Val::Unit, |k| Val::ElemRef(*k)),
                 _ => Val::Unit,
             },
             ExprKind::ArrayRepeat(value, n) => {
@@ -1769,6 +1791,25 @@ impl Lowerer<'_> {
                             }
                         }
                         _ => {}
+                    }
+                }
+                Val::Unit
+            }
+            ExprKind::Assign(place, value) if matches!(&place.kind, ExprKind::Deref(r) if matches!(r.ty, Ty::StructRef { .. })) =>
+            {
+                // `*p = value` of a struct slot's element: every field.
+                let v = self.expr(value);
+                let ExprKind::Deref(r) = &place.kind else {
+                    return Val::Unit;
+                };
+                if let (Val::StructRef(ks), Val::Tuple(values)) = (self.expr(r), v) {
+                    for (k, value) in ks.into_iter().zip(values) {
+                        let Some(src) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) else {
+                            continue;
+                        };
+                        src.write = true;
+                        let dst = src.elem_value;
+                        self.emit(Inst::Copy { dst, src: value });
                     }
                 }
                 Val::Unit
@@ -2209,7 +2250,10 @@ impl Lowerer<'_> {
                 self.check_not_copied(base, span);
                 self.access(MemKey::Slot(c));
                 let send = matches!(b, Val::SendSlot(_));
-                let ty = self.channels[c.0 as usize].ty;
+                let ty = self.channels[c.0 as usize].ty.clone();
+                let Some(elem) = ty.elem.scalar() else {
+                    return Val::Unit;
+                };
                 let n = self.usize_const(u64::from(ty.len));
                 let oob = self.binary(BinOp::Ge, i, n);
                 self.panic_if(oob, "index out of bounds", span);
@@ -2221,10 +2265,10 @@ impl Lowerer<'_> {
                 });
                 let i32v = self.new_value(Scalar::U32, None);
                 self.emit(Inst::Cast { dst: i32v, src: i });
-                let size = self.konst(Scalar::U32, Imm::Int(u64::from(ty.elem.size())));
+                let size = self.konst(Scalar::U32, Imm::Int(u64::from(elem.size())));
                 let off = self.binary(BinOp::Mul, i32v, size);
                 let addr = self.binary(BinOp::Add, base_addr, off);
-                Val::Scalar(self.load(ty.elem, Space::Shared, addr))
+                Val::Scalar(self.load(elem, Space::Shared, addr))
             }
             _ => Val::Unit,
         }
@@ -2411,17 +2455,21 @@ impl Lowerer<'_> {
             ExprKind::ParSource(base) => {
                 let mutable = matches!(
                     e.ty,
-                    Ty::ParIter(crate::check::types::ParShape::Source { mutable: true, .. })
+                    Ty::ParIter(
+                        crate::check::types::ParShape::Source { mutable: true, .. }
+                            | crate::check::types::ParShape::Structs { mutable: true, .. }
+                    )
                 );
                 let v = self.expr(base);
-                let (space, addr, len, elem, key, tiles) = match v {
+                // One part per source: the slot of a struct payload is one array per field.
+                let parts = match v {
                     Val::Slice {
                         ptr,
                         len,
                         elem,
                         mem,
                         tiles,
-                    } => (Space::Global, ptr, len, elem, mem, tiles),
+                    } => vec![(Space::Global, ptr, len, elem, mem, tiles)],
                     Val::SendSlot(c) | Val::RecvSlot(c) => {
                         self.check_not_copied(base, e.span);
                         let send = matches!(v, Val::SendSlot(_));
@@ -2431,31 +2479,56 @@ impl Lowerer<'_> {
                             chan: c,
                             send,
                         });
-                        let ty = self.channels[c.0 as usize].ty;
+                        let ty = self.channels[c.0 as usize].ty.clone();
                         if mutable {
                             self.channels[c.0 as usize].generic_writes = true;
                         }
                         let len = self.usize_const(u64::from(ty.len));
-                        (Space::Shared, addr, len, ty.elem, MemKey::Slot(c), true)
+                        let slot = MemKey::Slot(c);
+                        match &ty.elem {
+                            ChanElem::Scalar(elem) => {
+                                vec![(Space::Shared, addr, len, *elem, slot, true)]
+                            }
+                            ChanElem::Struct { fields, .. } => {
+                                let offsets = ty.field_offsets();
+                                let mut parts = Vec::new();
+                                for (f, off) in fields.iter().zip(offsets) {
+                                    let off = self.konst(Scalar::U32, Imm::Int(off));
+                                    let field = self.binary(BinOp::Add, addr, off);
+                                    parts.push((Space::Shared, field, len, *f, slot, true));
+                                }
+                                parts
+                            }
+                        }
                     }
                     _ => return Leaf::Index,
                 };
-                let elem_value = self.new_value(elem, None);
-                let k = sources.len();
-                sources.push((
-                    ParSource {
-                        space,
-                        base: addr,
-                        elem,
-                        elem_value,
-                        read: false,
-                        write: false,
-                    },
-                    len,
-                    key,
-                    tiles,
-                ));
-                Leaf::Source(k)
+                let is_struct = matches!(
+                    e.ty,
+                    Ty::ParIter(crate::check::types::ParShape::Structs { .. })
+                );
+                let mut ks = Vec::new();
+                for (space, addr, len, elem, key, tiles) in parts {
+                    let elem_value = self.new_value(elem, None);
+                    ks.push(sources.len());
+                    sources.push((
+                        ParSource {
+                            space,
+                            base: addr,
+                            elem,
+                            elem_value,
+                            read: false,
+                            write: false,
+                        },
+                        len,
+                        key,
+                        tiles,
+                    ));
+                }
+                match (is_struct, ks.as_slice()) {
+                    (false, [k]) => Leaf::Source(*k),
+                    _ => Leaf::Struct(ks),
+                }
             }
             ExprKind::Zip(a, b) => {
                 let a = self.par_sources(a, sources, index);
@@ -2476,6 +2549,9 @@ impl Lowerer<'_> {
         match (binding, leaf) {
             (ParBinding::Local(id), Leaf::Source(k)) => {
                 self.frame().locals.insert(*id, Val::ElemRef(*k));
+            }
+            (ParBinding::Local(id), Leaf::Struct(ks)) => {
+                self.frame().locals.insert(*id, Val::StructRef(ks.clone()));
             }
             (ParBinding::Local(id), Leaf::Index) => {
                 if let Some(i) = index {

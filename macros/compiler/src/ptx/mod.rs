@@ -1509,7 +1509,10 @@ impl<'k> Writer<'k> {
         let ring = self.ring(chan, true)?;
         let c = self.k.channel(chan).clone();
         let (src, len) = (self.reg(src), self.reg(len));
-        let esize = c.ty.elem.size();
+        // The checker allows bulk copies of scalar payloads only.
+        let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
+            return Err(fmt::Error);
+        };
         writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
         let split = self.bulk_split(&src, &len, esize)?;
         let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
@@ -1540,7 +1543,10 @@ impl<'k> Writer<'k> {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         let (dst, len) = (self.reg(dst), self.reg(len));
-        let esize = c.ty.elem.size();
+        // The checker allows bulk copies of scalar payloads only.
+        let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
+            return Err(fmt::Error);
+        };
         writeln!(
             self.body,
             "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"

@@ -272,3 +272,23 @@ fn launcher_doc(k: &Kernel) -> String {
     }
     doc
 }
+
+/// `impl PayloadElem` for a struct of the module, so that arrays of it can travel through the
+/// simulator's channels (a slot starts with every field zero, as on the GPU).
+pub fn payload_elem_impl(s: &syn::ItemStruct) -> TokenStream {
+    let syn::Fields::Named(named) = &s.fields else {
+        return TokenStream::new();
+    };
+    if !s.generics.params.is_empty() {
+        return TokenStream::new();
+    }
+    let name = &s.ident;
+    let fields = named.named.iter().filter_map(|f| f.ident.as_ref());
+    quote! {
+        impl gpu_async::device::PayloadElem for #name {
+            fn zeroed() -> Self {
+                #name { #(#fields: gpu_async::device::PayloadElem::zeroed()),* }
+            }
+        }
+    }
+}
