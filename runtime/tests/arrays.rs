@@ -491,3 +491,52 @@ fn structs_travel_through_channels_on_the_simulator_and_the_gpu() -> gpu_async::
     }
     Ok(())
 }
+
+fn run_struct_arrays(dev: &Device, n: usize) -> gpu_async::Result<Vec<u32>> {
+    use arrays::struct_arrays::{eval, Poly};
+    let xs: Vec<f32> = random_f32(n, 31).iter().map(|v| v * 4.0 - 2.0).collect();
+    let x = dev.upload(&xs)?;
+    let mut y = dev.alloc::<f32>(n)?;
+    let p = Poly {
+        coeffs: [0.5, -1.25, 2.0, 0.75],
+        scale: 1.5,
+    };
+    block_on(eval::launch(dev, Grid::blocks(2), (p, &x, &mut y)))?;
+    Ok(y.download()?.iter().map(|v| v.to_bits()).collect())
+}
+
+#[test]
+fn structs_with_array_fields_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    let c = [0.5f32, -1.25, 2.0, 0.75];
+    for n in [5, 128, 1000] {
+        let xs: Vec<f32> = random_f32(n, 31).iter().map(|v| v * 4.0 - 2.0).collect();
+        let want: Vec<u32> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let mut acc = 0.0f32;
+                for k in 0..4 {
+                    acc = acc * v + c[3 - k];
+                }
+                let taps = [v, acc * 1.5, v * 2.0];
+                let center = (i % 128) % 3;
+                let mut local = taps;
+                local[center] += c[0];
+                (local[0] + local[1] * 0.5 + taps[center]).to_bits()
+            })
+            .collect();
+        assert_eq!(run_struct_arrays(&sim, n)?, want, "n = {n}");
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        for n in [5, 1000, 1 << 20] {
+            assert!(
+                run_struct_arrays(&gpu, n)? == run_struct_arrays(&sim, n)?,
+                "n = {n}"
+            );
+        }
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

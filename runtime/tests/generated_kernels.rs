@@ -232,6 +232,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("enums_apply", arrays::enums::apply::PTX),
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
         ("struct_payloads_step", arrays::struct_payloads::step::PTX),
+        ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("warps_partial_warp", warps::warps::partial_warp::PTX),
         (
             "warps_lane_out_of_bounds",

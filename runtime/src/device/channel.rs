@@ -58,6 +58,13 @@ impl<T: KernelScalar> PayloadElem for T {
     }
 }
 
+/// An array field of a struct payload.
+impl<E: PayloadElem, const N: usize> PayloadElem for [E; N] {
+    fn zeroed() -> Self {
+        [E::zeroed(); N]
+    }
+}
+
 impl<E: PayloadElem, const N: usize> Payload for [E; N] {
     type Elem = E;
     fn zeroed() -> Self {

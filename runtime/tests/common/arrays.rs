@@ -453,3 +453,82 @@ pub mod struct_payloads {
         }
     }
 }
+
+/// Structs with array fields: a kernel parameter (one PTX parameter per element), locals
+/// written at constant and run-time indices, a helper's result, and a channel payload.
+#[gpu_async]
+pub mod struct_arrays {
+    use gpu_async::device::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Poly {
+        pub coeffs: [f32; 4],
+        pub scale: f32,
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub struct Window {
+        pub taps: [f32; 3],
+        pub center: i32,
+    }
+
+    pub const TILE: usize = 128;
+
+    #[kernel(warps = 2)]
+    pub async fn eval(p: Poly, x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[Window; TILE], 2>();
+        join!(
+            on_warps(0..1, produce(p, x, tx)),
+            on_warps(1..2, consume(p, rx, y)),
+        )
+        .await;
+    }
+
+    fn horner(p: Poly, v: f32) -> f32 {
+        let mut acc = 0.0f32;
+        for k in 0..4 {
+            acc = acc * v + p.coeffs[3 - k];
+        }
+        acc * p.scale
+    }
+
+    fn reversed(p: Poly) -> Poly {
+        let mut q = p;
+        for k in 0..4 {
+            q.coeffs[k] = p.coeffs[3 - k];
+        }
+        q
+    }
+
+    async fn produce(p: Poly, x: &[f32], mut tx: Sender<[Window; TILE], 2>) {
+        let q = reversed(reversed(p));
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.par_iter_mut()
+                .zip(x[tile.start..tile.end].par_iter())
+                .enumerate()
+                .for_each(|(i, (w, v))| {
+                    w.taps = [*v, horner(q, *v), 0.0];
+                    w.taps[2] = *v * 2.0;
+                    w.center = (i % 3) as i32;
+                });
+            slot.send();
+        }
+    }
+
+    async fn consume(p: Poly, mut rx: Receiver<[Window; TILE], 2>, y: &mut [f32]) {
+        let mut k = block_index();
+        while let Some(slot) = rx.recv().await {
+            let start = k * TILE;
+            let end = (start + TILE).min(y.len());
+            slot.par_iter()
+                .zip(y[start..end].par_iter_mut())
+                .for_each(|(w, o)| {
+                    let mut local = *w;
+                    local.taps[local.center as usize] += p.coeffs[0];
+                    *o = local.taps[0] + local.taps[1] * 0.5 + w.taps[w.center as usize];
+                });
+            k += block_count();
+        }
+    }
+}

@@ -1053,8 +1053,13 @@ impl Checker<'_> {
                         // `p.x` of a slot element: the element's field, read in place (or
                         // written, through `place`).
                         let def = &self.scope.struct_defs[*id as usize];
-                        match def.fields.iter().position(|(n, _)| n == field) {
-                            Some(i) => {
+                        match def.field(field) {
+                            Some((first, Some(len))) => mk(
+                                ExprKind::StructArray(Box::new(base.clone()), first as u32, len),
+                                Ty::Array(def.fields[first].1, len),
+                                span,
+                            ),
+                            Some((i, None)) => {
                                 let elem = def.fields[i].1;
                                 let field_ref = mk(
                                     ExprKind::TupleField(Box::new(base.clone()), i as u32),
@@ -1078,8 +1083,13 @@ impl Checker<'_> {
                     (Ty::Struct(id, sname), field) if matches!(f.member, syn::Member::Named(_)) => {
                         let def = &self.scope.struct_defs[*id as usize];
                         let field = field.to_string();
-                        match def.fields.iter().position(|(n, _)| *n == field) {
-                            Some(i) => {
+                        match def.field(&field) {
+                            Some((first, Some(len))) => mk(
+                                ExprKind::StructArray(Box::new(base), first as u32, len),
+                                Ty::Array(def.fields[first].1, len),
+                                span,
+                            ),
+                            Some((i, None)) => {
                                 let t = Ty::Scalar(def.fields[i].1);
                                 mk(ExprKind::TupleField(Box::new(base), i as u32), t, span)
                             }
@@ -1238,26 +1248,33 @@ impl Checker<'_> {
             return err(span);
         }
         let def = self.scope.struct_defs[id as usize].clone();
-        let mut values: Vec<Option<Expr>> = vec![None; def.fields.len()];
+        // One expression per declared field (an array field's value is an array; the lowering
+        // flattens it into its components).
+        let mut values: Vec<Option<Expr>> = vec![None; def.declared.len()];
         for fv in st.fields.iter_mut() {
             let syn::Member::Named(field) = &fv.member else {
                 self.diags.error_at(&fv.member, "name the field");
                 continue;
             };
             let field = field.to_string();
-            let Some(i) = def.fields.iter().position(|(n, _)| *n == field) else {
+            let Some(i) = def.declared.iter().position(|(n, ..)| *n == field) else {
                 self.diags
                     .error_at(&fv.member, format!("`{name}` has no field `{field}`"));
                 continue;
             };
-            let ty = Ty::Scalar(def.fields[i].1);
+            let (_, first, len) = def.declared[i];
+            let elem = def.fields[first].1;
+            let ty = match len {
+                Some(n) => Ty::Array(elem, n),
+                None => Ty::Scalar(elem),
+            };
             let e = self.expr(&mut fv.expr, Some(&ty));
             let mut e = self.auto_deref(e);
             self.expect(&mut e, &ty);
             values[i] = Some(e);
         }
         let mut elems = Vec::new();
-        for (v, (field, _)) in values.into_iter().zip(&def.fields) {
+        for (v, (field, ..)) in values.into_iter().zip(&def.declared) {
             match v {
                 Some(v) => elems.push(v),
                 None => {
@@ -1781,6 +1798,14 @@ impl Checker<'_> {
                 }
                 place
             }
+            ExprKind::StructArray(..) => {
+                self.struct_field_place(&place);
+                place
+            }
+            ExprKind::Index(base, _) if matches!(base.kind, ExprKind::StructArray(..)) => {
+                self.struct_field_place(base);
+                place
+            }
             ExprKind::Index(base, _) if matches!(base.ty, Ty::Array(..)) => {
                 match base.kind {
                     ExprKind::Local(id) => {
@@ -1812,6 +1837,37 @@ impl Checker<'_> {
                 self.diags.error(span, "this cannot be assigned to");
                 err(span)
             }
+        }
+    }
+
+    /// An array field of a struct as the target of a write: a field of a mutable local, or of
+    /// a `&mut` slot element.
+    fn struct_field_place(&mut self, field: &Expr) {
+        let ExprKind::StructArray(base, ..) = &field.kind else {
+            return;
+        };
+        let span = field.span;
+        match (&base.kind, &base.ty) {
+            (_, Ty::StructRef { mutable: true, .. }) => {}
+            (_, Ty::StructRef { .. }) => self.diags.error(
+                span,
+                "cannot assign through a shared reference: iterate with `par_iter_mut()`",
+            ),
+            (ExprKind::Local(id), _) => {
+                let local = &self.locals[id.0 as usize];
+                if self.par_locals_start.is_some_and(|start| id.0 < start) {
+                    self.diags.error(span, format!("a `par_iter` closure cannot assign to a field of the captured `{}`: each thread has its own copy", local.name));
+                } else if !local.mutable {
+                    self.diags.error(
+                        span,
+                        format!(
+                            "cannot assign to a field of `{}`: declare it `let mut {}`",
+                            local.name, local.name
+                        ),
+                    );
+                }
+            }
+            _ => self.diags.error(span, "assign to a field of a local"),
         }
     }
 

@@ -52,13 +52,27 @@ pub(crate) struct Instance {
 /// At most this many instances of generic helpers per module.
 const MAX_INSTANCES: usize = 256;
 
-/// A `#[derive(Clone, Copy)] struct` of the module: named fields of scalars.
+/// A `#[derive(Clone, Copy)] struct` of the module: named fields of scalars and arrays of
+/// scalars. A value of it is its *components* in order: one per scalar field, `N` per array
+/// field `[T; N]` (named `field[k]`).
 #[derive(Debug, Clone)]
 pub struct StructDef {
     /// The name.
     pub name: String,
-    /// The fields, in declaration order.
+    /// The components, in declaration order.
     pub fields: Vec<(String, Scalar)>,
+    /// The declared fields: name, first component, and `Some(N)` for an array field.
+    pub declared: Vec<(String, usize, Option<u32>)>,
+}
+
+impl StructDef {
+    /// The declared field `name`: its first component and array length.
+    pub fn field(&self, name: &str) -> Option<(usize, Option<u32>)> {
+        self.declared
+            .iter()
+            .find(|(n, ..)| n == name)
+            .map(|(_, first, len)| (*first, *len))
+    }
 }
 
 /// A `static NAME: [T; N] = [..];` of the module: a table in constant memory.
@@ -320,17 +334,31 @@ fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics
             continue;
         };
         let mut fields = Vec::new();
+        let mut declared = Vec::new();
         for f in &named.named {
             let field = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
             match sig::parse_type(&f.ty, scope, diags) {
-                Ty::Scalar(t) => fields.push((field, t)),
+                Ty::Scalar(t) => {
+                    declared.push((field.clone(), fields.len(), None));
+                    fields.push((field, t));
+                }
+                Ty::Array(t, n) => {
+                    declared.push((field.clone(), fields.len(), Some(n)));
+                    for k in 0..n {
+                        fields.push((format!("{field}[{k}]"), t));
+                    }
+                }
                 Ty::Error => {}
-                other => diags.error_at(&f.ty, format!("a struct field in a kernel is a scalar; `{other}` is not (slices are kernel parameters of their own)")),
+                other => diags.error_at(&f.ty, format!("a struct field in a kernel is a scalar or an array of scalars; `{other}` is not (slices are kernel parameters of their own)")),
             }
         }
         let id = scope.struct_defs.len() as u32;
         scope.structs.insert(name.clone(), id);
-        scope.struct_defs.push(StructDef { name, fields });
+        scope.struct_defs.push(StructDef {
+            name,
+            fields,
+            declared,
+        });
     }
 }
 

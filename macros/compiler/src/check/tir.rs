@@ -519,8 +519,10 @@ pub enum ExprKind {
     Panic(Option<Box<Expr>>, String),
     /// `(a, b, ..)`
     TupleLit(Vec<Expr>),
-    /// `t.0`
+    /// `t.0`, or a scalar field of a struct (its component).
     TupleField(Box<Expr>, u32),
+    /// An array field of a struct: the struct, its first component and the length.
+    StructArray(Box<Expr>, u32, u32),
     /// `[value; N]`
     ArrayRepeat(Box<Expr>, u32),
     /// A `static` table of the module (its number in `Program::statics`).

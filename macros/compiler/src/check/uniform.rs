@@ -294,6 +294,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::HalfBits(a, _)
         | K::Panic(Some(a), _)
         | K::TupleField(a, _)
+        | K::StructArray(a, ..)
         | K::ArrayRepeat(a, _)
         | K::Unchecked(a)
         | K::CasIsOk(a, _)

@@ -1575,7 +1575,45 @@ impl Lowerer<'_> {
                 out
             }
             ExprKind::Static(id) => Val::ConstTable(*id),
-            ExprKind::TupleLit(elems) => Val::Tuple(elems.iter().map(|x| self.scalar(x)).collect()),
+            ExprKind::TupleLit(elems) => {
+                // A struct's array fields are flattened into its components.
+                let mut out = Vec::new();
+                for x in elems {
+                    match self.expr(x) {
+                        Val::Array(values) => out.extend(values),
+                        Val::LocalArray { addr, elem, len } => {
+                            for k in 0..len {
+                                out.push(self.local_elem_load(addr, elem, k));
+                            }
+                        }
+                        Val::ConstTable(t) => out.extend(self.table_values(t)),
+                        Val::Scalar(v) => out.push(v),
+                        _ => {}
+                    }
+                }
+                Val::Tuple(out)
+            }
+            ExprKind::StructArray(base, first, len) => {
+                let range = *first as usize..(*first + *len) as usize;
+                match self.expr(base) {
+                    // The struct's own registers: an element write goes to the struct.
+                    Val::Tuple(values) => {
+                        Val::Array(values.get(range).unwrap_or_default().to_vec())
+                    }
+                    Val::StructRef(ks) => {
+                        let mut regs = Vec::new();
+                        for k in ks.get(range).unwrap_or_default() {
+                            if let Some(src) = self.par.as_mut().and_then(|p| p.sources.get_mut(*k))
+                            {
+                                src.read = true;
+                                regs.push(src.elem_value);
+                            }
+                        }
+                        Val::Array(regs)
+                    }
+                    _ => Val::Unit,
+                }
+            }
             ExprKind::TupleField(base, index) => match self.expr(base) {
                 Val::Tuple(values) => values
                     .get(*index as usize)
@@ -1764,6 +1802,38 @@ impl Lowerer<'_> {
             }
             ExprKind::StepBy(..) | ExprKind::Rev(_) => Val::Unit,
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
+            ExprKind::Assign(place, value)
+                if matches!(value.ty, Ty::Array(..))
+                    && matches!(place.kind, ExprKind::StructArray(..)) =>
+            {
+                // `s.v = array` of a struct's array field: into its components.
+                let v = self.expr(value);
+                self.mark_struct_field_written(place);
+                let src = match v {
+                    Val::Array(values) => values,
+                    Val::LocalArray { addr, elem, len } => (0..len)
+                        .map(|k| self.local_elem_load(addr, elem, k))
+                        .collect(),
+                    Val::ConstTable(t) => self.table_values(t),
+                    _ => Vec::new(),
+                };
+                // Read the sources before writing: `s.v = t.v` may overlap nothing, but a
+                // copy keeps `s.v = [s.v[1], s.v[0]]` right.
+                let src: Vec<Value> = src
+                    .iter()
+                    .map(|x| {
+                        let c = self.new_value(self.values[x.0 as usize].ty, None);
+                        self.emit(Inst::Copy { dst: c, src: *x });
+                        c
+                    })
+                    .collect();
+                if let Val::Array(dst) = self.expr(place) {
+                    for (d, s) in dst.iter().zip(src) {
+                        self.emit(Inst::Copy { dst: *d, src: s });
+                    }
+                }
+                Val::Unit
+            }
             ExprKind::Assign(place, value) if matches!(value.ty, Ty::Array(..)) => {
                 // `a = b` of arrays: element by element into `a`'s layout.
                 let v = self.expr(value);
@@ -1842,6 +1912,26 @@ impl Lowerer<'_> {
 
     /// Assigns to a local or a parallel element: `dst = f(old value)`.
     /// `reads_old`: `f` uses the old value (compound assignment), so an element must be loaded.
+    /// Before a write into an array field of a struct slot's element (`p.v[i] = x`,
+    /// `p.v = ..`): the field's sources are written back after the body.
+    fn mark_struct_field_written(&mut self, e: &Expr) {
+        let ExprKind::StructArray(base, first, len) = &e.kind else {
+            return;
+        };
+        if !matches!(base.ty, Ty::StructRef { .. }) {
+            return;
+        }
+        if let Val::StructRef(ks) = self.expr(base) {
+            let range = *first as usize..(*first + *len) as usize;
+            for k in ks.get(range).unwrap_or_default() {
+                if let Some(src) = self.par.as_mut().and_then(|p| p.sources.get_mut(*k)) {
+                    src.write = true;
+                    src.read = true;
+                }
+            }
+        }
+    }
+
     fn store_place(
         &mut self,
         place: &Expr,
@@ -1866,6 +1956,7 @@ impl Lowerer<'_> {
                 }
             }
             ExprKind::Index(base, index) => {
+                self.mark_struct_field_written(base);
                 let b = self.expr(base);
                 let i = self.scalar(index);
                 match b {

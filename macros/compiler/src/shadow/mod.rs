@@ -88,16 +88,24 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 let ident = syn::Ident::new(name, span);
                 arg_types.push(quote_spanned!(span=> #ident));
                 sim_args.push(quote!(#arg));
-                for (field, s) in input
-                    .structs
-                    .get(*id as usize)
-                    .map_or(&[][..], |d| &d.fields)
-                {
-                    let f = syn::Ident::new(field, span);
-                    cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg.#f);));
-                    let st = spec_scalar(*s);
-                    let full = syn::LitStr::new(&format!("{pname}.{field}"), span);
-                    param_specs.push(quote!(::gpu_async::ParamSpec { name: #full, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                // One parameter per component: a scalar field, or each element of an array field.
+                if let Some(def) = input.structs.get(*id as usize) {
+                    for (field, first, len) in &def.declared {
+                        let f = syn::Ident::new(field, span);
+                        let s = def.fields[*first].1;
+                        let st = spec_scalar(s);
+                        let accesses: Vec<(TokenStream, String)> = match len {
+                            None => vec![(quote!(#arg.#f), field.clone())],
+                            Some(n) => (0..*n as usize)
+                                .map(|k| (quote!(#arg.#f[#k]), format!("{field}[{k}]")))
+                                .collect(),
+                        };
+                        for (access, name) in accesses {
+                            cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#access);));
+                            let full = syn::LitStr::new(&format!("{pname}.{name}"), span);
+                            param_specs.push(quote!(::gpu_async::ParamSpec { name: #full, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                        }
+                    }
                 }
             }
             Ty::AtomicSlice(elem) => {
