@@ -106,6 +106,19 @@ impl<I: Iterator> ParIter<I> {
     }
 }
 
+impl<I: Iterator> ParIter<I> {
+    /// The same as [`reduce`](Self::reduce): each thread folds its items into `identity()` with
+    /// `op`, then the threads' partial results are combined with `op` too, so `op` must be
+    /// associative and the accumulator has the items' type (unlike rayon's `fold`, this returns
+    /// the combined value).
+    pub fn fold<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
+    where
+        I::Item: ParItem<Scalar = T>,
+    {
+        self.reduce(identity, op)
+    }
+}
+
 /// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads.
 fn reduce_in_order<T: Copy>(
     items: impl Iterator<Item = T>,

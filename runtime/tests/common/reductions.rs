@@ -68,7 +68,9 @@ pub mod reductions {
             let xr = k[tile.start..tile.end]
                 .par_iter()
                 .reduce(|| 0, |a, b| a ^ b);
-            let m = k[tile.start..tile.end].par_iter().max();
+            let m = k[tile.start..tile.end]
+                .par_iter()
+                .fold(|| i32::MIN, |a, b| a.max(b));
             let s = x[tile.start..tile.end].par_iter().sum();
             wide_sums[t..t + 1].par_iter_mut().for_each(|o| *o = w);
             xors[t..t + 1].par_iter_mut().for_each(|o| *o = xr);

@@ -71,6 +71,9 @@ fn eval(expr: &syn::Expr, consts: &HashMap<String, (Scalar, Lit)>) -> Result<Lit
             syn::Lit::Bool(b) => Ok(Lit::Bool(b.value)),
             _ => Err(unsupported()),
         },
+        syn::Expr::Path(p) if p.path.get_ident().is_none() => {
+            assoc_const(&p.path).map(|(_, v)| v).ok_or_else(unsupported)
+        }
         syn::Expr::Path(p) => {
             let name = p
                 .path
@@ -118,5 +121,148 @@ fn eval(expr: &syn::Expr, consts: &HashMap<String, (Scalar, Lit)>) -> Result<Lit
             }
         }
         _ => Err(unsupported()),
+    }
+}
+
+/// The constants of the scalar types a kernel may name by path: `i32::MIN`, `u64::MAX`,
+/// `u8::BITS`, `f32::INFINITY`, `f64::NAN`, `f32::EPSILON`, ... and the mathematical
+/// constants `f32::consts::PI` (also through `std::` or `core::`), with their type.
+pub(crate) fn assoc_const(path: &syn::Path) -> Option<(Scalar, Lit)> {
+    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let names = match names.as_slice() {
+        ["std" | "core", rest @ ..] => rest,
+        all => all,
+    };
+    match names {
+        [ty, name] => {
+            let ty = Scalar::from_name(ty)?;
+            let lit = if let Some((lo, hi)) = ty.int_range() {
+                match *name {
+                    "MIN" => Lit::Int(lo as u128),
+                    "MAX" => Lit::Int(hi as u128),
+                    "BITS" => return Some((Scalar::U32, Lit::Int(u128::from(ty.bits())))),
+                    _ => return None,
+                }
+            } else if ty == Scalar::F32 {
+                Lit::Float(f64::from(match *name {
+                    "MIN" => f32::MIN,
+                    "MAX" => f32::MAX,
+                    "INFINITY" => f32::INFINITY,
+                    "NEG_INFINITY" => f32::NEG_INFINITY,
+                    "NAN" => f32::NAN,
+                    "EPSILON" => f32::EPSILON,
+                    "MIN_POSITIVE" => f32::MIN_POSITIVE,
+                    _ => return None,
+                }))
+            } else if ty == Scalar::F64 {
+                Lit::Float(match *name {
+                    "MIN" => f64::MIN,
+                    "MAX" => f64::MAX,
+                    "INFINITY" => f64::INFINITY,
+                    "NEG_INFINITY" => f64::NEG_INFINITY,
+                    "NAN" => f64::NAN,
+                    "EPSILON" => f64::EPSILON,
+                    "MIN_POSITIVE" => f64::MIN_POSITIVE,
+                    _ => return None,
+                })
+            } else {
+                return None;
+            };
+            Some((ty, lit))
+        }
+        [ty @ ("f32" | "f64"), "consts", name] => {
+            use std::f64::consts as c;
+            let v = match *name {
+                "PI" => c::PI,
+                "TAU" => c::TAU,
+                "E" => c::E,
+                "SQRT_2" => c::SQRT_2,
+                "FRAC_1_SQRT_2" => c::FRAC_1_SQRT_2,
+                "FRAC_PI_2" => c::FRAC_PI_2,
+                "FRAC_PI_3" => c::FRAC_PI_3,
+                "FRAC_PI_4" => c::FRAC_PI_4,
+                "FRAC_PI_6" => c::FRAC_PI_6,
+                "FRAC_PI_8" => c::FRAC_PI_8,
+                "FRAC_1_PI" => c::FRAC_1_PI,
+                "FRAC_2_PI" => c::FRAC_2_PI,
+                "FRAC_2_SQRT_PI" => c::FRAC_2_SQRT_PI,
+                "LN_2" => c::LN_2,
+                "LN_10" => c::LN_10,
+                "LOG2_E" => c::LOG2_E,
+                "LOG10_E" => c::LOG10_E,
+                "LOG2_10" => c::LOG2_10,
+                "LOG10_2" => c::LOG10_2,
+                _ => return None,
+            };
+            let ty = Scalar::from_name(ty)?;
+            // The f32 constant is the f64 one rounded once, as std's f32 constants are.
+            let v = if ty == Scalar::F32 {
+                f64::from(v as f32)
+            } else {
+                v
+            };
+            Some((ty, Lit::Float(v)))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(path: &str) -> (Scalar, Lit) {
+        let p: syn::Path = syn::parse_str(path).unwrap();
+        assoc_const(&p).unwrap_or_else(|| panic!("{path}"))
+    }
+
+    #[test]
+    fn scalar_constants_have_std_values() {
+        assert!(
+            matches!(value("i32::MIN"), (Scalar::I32, Lit::Int(v)) if v as i128 == i32::MIN as i128)
+        );
+        assert!(
+            matches!(value("u64::MAX"), (Scalar::U64, Lit::Int(v)) if v == u128::from(u64::MAX))
+        );
+        assert!(matches!(value("i8::BITS"), (Scalar::U32, Lit::Int(8))));
+        assert!(
+            matches!(value("f32::MIN_POSITIVE"), (Scalar::F32, Lit::Float(v)) if v as f32 == f32::MIN_POSITIVE)
+        );
+        assert!(matches!(value("std::f64::NAN"), (Scalar::F64, Lit::Float(v)) if v.is_nan()));
+        let f32s = [
+            ("PI", std::f32::consts::PI),
+            ("TAU", std::f32::consts::TAU),
+            ("E", std::f32::consts::E),
+            ("SQRT_2", std::f32::consts::SQRT_2),
+            ("FRAC_1_SQRT_2", std::f32::consts::FRAC_1_SQRT_2),
+            ("FRAC_PI_2", std::f32::consts::FRAC_PI_2),
+            ("FRAC_PI_3", std::f32::consts::FRAC_PI_3),
+            ("FRAC_PI_4", std::f32::consts::FRAC_PI_4),
+            ("FRAC_PI_6", std::f32::consts::FRAC_PI_6),
+            ("FRAC_PI_8", std::f32::consts::FRAC_PI_8),
+            ("FRAC_1_PI", std::f32::consts::FRAC_1_PI),
+            ("FRAC_2_PI", std::f32::consts::FRAC_2_PI),
+            ("FRAC_2_SQRT_PI", std::f32::consts::FRAC_2_SQRT_PI),
+            ("LN_2", std::f32::consts::LN_2),
+            ("LN_10", std::f32::consts::LN_10),
+            ("LOG2_E", std::f32::consts::LOG2_E),
+            ("LOG10_E", std::f32::consts::LOG10_E),
+            ("LOG2_10", std::f32::consts::LOG2_10),
+            ("LOG10_2", std::f32::consts::LOG10_2),
+        ];
+        for (name, want) in f32s {
+            let (ty, lit) = value(&format!("core::f32::consts::{name}"));
+            assert_eq!(ty, Scalar::F32);
+            assert!(
+                matches!(lit, Lit::Float(v) if (v as f32).to_bits() == want.to_bits()),
+                "{name}"
+            );
+        }
+        assert!(
+            matches!(value("f64::consts::PI"), (Scalar::F64, Lit::Float(v)) if v == std::f64::consts::PI)
+        );
+        let p: syn::Path = syn::parse_str("f32::BITS").unwrap();
+        assert!(assoc_const(&p).is_none());
     }
 }

@@ -1377,6 +1377,9 @@ impl Checker<'_> {
         if let Some(e) = self.enum_value(&p.path) {
             return e;
         }
+        if let Some((ty, value)) = super::consts::assoc_const(&p.path) {
+            return mk(ExprKind::Lit(value), Ty::Scalar(ty), span);
+        }
         let Some(ident) = p.path.get_ident() else {
             let last = p
                 .path
@@ -2440,7 +2443,9 @@ impl Checker<'_> {
                     span,
                 )
             }
-            ("reduce", Ty::ParIter(shape)) if want_args(self, 2) => {
+            // `fold` is `reduce` under the name some users reach for first: the accumulator and
+            // the items have one type, and `op` also combines partial results (associative).
+            ("reduce" | "fold", Ty::ParIter(shape)) if want_args(self, 2) => {
                 let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
                     return err(span);
                 };
