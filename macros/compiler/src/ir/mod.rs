@@ -515,6 +515,82 @@ pub struct ParSource {
     pub write: bool,
 }
 
+impl Inst {
+    /// The values this instruction itself writes (not those of nested blocks; a parallel loop's
+    /// own element, index and reduction values are its).
+    pub fn defs(&self) -> Vec<Value> {
+        match self {
+            Inst::Const { dst, .. }
+            | Inst::Copy { dst, .. }
+            | Inst::Unary { dst, .. }
+            | Inst::Binary { dst, .. }
+            | Inst::Fma { dst, .. }
+            | Inst::Cast { dst, .. }
+            | Inst::LocalAddr { dst, .. }
+            | Inst::ConstAddr { dst, .. }
+            | Inst::LoadCell { dst, .. }
+            | Inst::Select { dst, .. }
+            | Inst::Bitcast { dst, .. }
+            | Inst::Special { dst, .. }
+            | Inst::Load { dst, .. }
+            | Inst::SlotAddr { dst, .. }
+            | Inst::Shuffle { dst, .. }
+            | Inst::Vote { dst, .. } => vec![*dst],
+            Inst::Atomic { dst, .. } => dst.iter().copied().collect(),
+            Inst::Recv { some, .. } => vec![*some],
+            Inst::ParFor(p) => {
+                let mut out: Vec<Value> = p.sources.iter().map(|s| s.elem_value).collect();
+                out.extend(p.index);
+                if let Some(r) = &p.reduce {
+                    out.extend([r.acc, r.lhs, r.rhs]);
+                }
+                out
+            }
+            Inst::Store { .. }
+            | Inst::StoreCell { .. }
+            | Inst::PanicIf { .. }
+            | Inst::If { .. }
+            | Inst::Loop { .. }
+            | Inst::Break(_)
+            | Inst::Continue(_)
+            | Inst::Reserve { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. }
+            | Inst::Send { .. }
+            | Inst::Close { .. }
+            | Inst::Release { .. }
+            | Inst::RoleBarrier { .. } => Vec::new(),
+        }
+    }
+}
+
+/// The integer constants of `block` (nested blocks included): values whose only definition is
+/// an integer `Const`.
+pub fn integer_constants<'b>(
+    blocks: impl IntoIterator<Item = &'b Block>,
+) -> std::collections::HashMap<Value, u64> {
+    let mut defs: std::collections::HashMap<Value, (u32, Option<u64>)> = Default::default();
+    let mut visit = |inst: &Inst| {
+        let imm = match inst {
+            Inst::Const {
+                imm: Imm::Int(v), ..
+            } => Some(*v),
+            _ => None,
+        };
+        for d in inst.defs() {
+            let e = defs.entry(d).or_insert((0, None));
+            e.0 += 1;
+            e.1 = imm;
+        }
+    };
+    for block in blocks {
+        for_each_inst(block, &mut visit);
+    }
+    defs.into_iter()
+        .filter_map(|(v, (n, imm))| if n == 1 { imm.map(|i| (v, i)) } else { None })
+        .collect()
+}
+
 /// Visits every block of `block`, nested ones included, mutably, in program order.
 pub fn for_each_inst_mut(block: &mut Block, f: &mut impl FnMut(&mut Inst)) {
     for inst in block.0.iter_mut() {

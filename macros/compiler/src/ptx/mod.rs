@@ -143,6 +143,8 @@ pub struct Writer<'k> {
     par_exit: Option<String>,
     /// Out-of-line code (panic and timeout paths) written after the current role.
     stubs: String,
+    /// Values that are integer constants (defined once, by a `Const`).
+    constants: HashMap<Value, u64>,
 }
 
 /// The type of a register holding `s` in arithmetic: narrow integers compute as 32-bit ones.
@@ -232,6 +234,9 @@ impl<'k> Writer<'k> {
             abort_label: "$exit".to_string(),
             par_exit: None,
             stubs: String::new(),
+            constants: crate::ir::integer_constants(
+                std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body)),
+            ),
         }
     }
 
@@ -1676,6 +1681,19 @@ impl<'k> Writer<'k> {
             if p.lanes { "lane loop" } else { "par_for" },
             p.sources.len()
         )?;
+        // A loop over a constant count that every thread covers in one step (a channel slot):
+        // no alignment test, no loop.
+        let const_len = self.constants.get(&p.len).copied();
+        if let (Some(n), false) = (const_len, p.lanes) {
+            let shared = p.sources.iter().all(|s| s.space == Space::Shared);
+            if n <= u64::from(threads) {
+                return self.par_single_step(p, false);
+            }
+            // Slots (and their field arrays) start 16-byte aligned: whole groups of four.
+            if vectorizable && shared && n % 4 == 0 && n / 4 <= u64::from(threads) {
+                return self.par_single_step(p, true);
+            }
+        }
         let start = self.tmp(Class::B64);
         let scalar_entry = self.label("par_scalar");
         let done = self.label("par_done");
@@ -1786,6 +1804,53 @@ impl<'k> Writer<'k> {
         }
         self.line(format!("add.u64 {i}, {i}, {threads};"))?;
         self.line(format!("bra {head};"))?;
+        self.par_exit = outer_exit;
+        self.place_label(&done)
+    }
+
+    /// A parallel loop of one step: thread `t` takes element `t` (or, `vector`, the group of
+    /// four elements `4t..4t + 4`) when it exists.
+    fn par_single_step(&mut self, p: &ParFor, vector: bool) -> fmt::Result {
+        let (threads, rtid) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone())
+        };
+        let done = self.label("par_done");
+        let outer_exit = self.par_exit.replace(done.clone());
+        let len = self.reg(p.len);
+        let i = self.tmp(Class::B64);
+        self.line(format!("cvt.u64.u32 {i}, {rtid};"))?;
+        let past = self.tmp(Class::Pred);
+        if vector {
+            let groups = self.tmp(Class::B64);
+            self.line(format!("shr.u64 {groups}, {len}, 2;"))?;
+            self.line(format!("setp.ge.u64 {past}, {i}, {groups};"))?;
+            self.line(format!("@{past} bra {done};"))?;
+            self.vector_groups(p, &i, threads, 1)?;
+        } else {
+            self.line(format!("setp.ge.u64 {past}, {i}, {len};"))?;
+            self.line(format!("@{past} bra {done};"))?;
+            let mut addrs = Vec::new();
+            for s in &p.sources {
+                let b = self.reg(s.base);
+                let a = self.elem_addr(s.space, &b, &i, s.elem.size())?;
+                if s.read {
+                    self.load(s.elem_value, s.space, &a)?;
+                }
+                addrs.push(a);
+            }
+            if let Some(ix) = p.index {
+                let r = self.reg(ix);
+                self.line(format!("mov.u64 {r}, {i};"))?;
+            }
+            self.block(&p.body)?;
+            for (k, s) in p.sources.iter().enumerate() {
+                if s.write {
+                    let e = self.reg(s.elem_value);
+                    self.store(&e, s.elem, s.space, &addrs[k])?;
+                }
+            }
+        }
         self.par_exit = outer_exit;
         self.place_label(&done)
     }
