@@ -540,3 +540,35 @@ fn structs_with_array_fields_on_the_simulator_and_the_gpu() -> gpu_async::Result
     }
     Ok(())
 }
+
+fn run_conditional_writes(dev: &Device, n: usize) -> gpu_async::Result<Vec<u32>> {
+    let xs = random_f32(n, 41);
+    let before: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
+    let x = dev.upload(&xs)?;
+    let mut y = dev.upload(&before)?;
+    block_on(arrays::conditional_writes::keep_large::launch(
+        dev,
+        Grid::blocks(3),
+        (&x, &mut y),
+    ))?;
+    Ok(y.download()?.iter().map(|v| v.to_bits()).collect())
+}
+
+#[test]
+fn conditional_writes_keep_the_other_elements() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    let n = 3001;
+    let xs = random_f32(n, 41);
+    let want: Vec<u32> = xs
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| if v > 0.5 { v } else { -(i as f32) }.to_bits())
+        .collect();
+    assert_eq!(run_conditional_writes(&sim, n)?, want);
+    if let Ok(gpu) = Device::cuda(0) {
+        assert_eq!(run_conditional_writes(&gpu, n)?, want);
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
+    }
+    Ok(())
+}

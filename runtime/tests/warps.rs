@@ -155,11 +155,17 @@ fn reference(warps: u32, n: usize, seed: u64) -> Outputs {
     out
 }
 
-/// NaNs compare as one value (the GPU's `max.f64` returns the canonical NaN).
+/// NaNs compare as one value: the GPU's float arithmetic returns the canonical NaN where the
+/// host keeps Rust's (a warp sum over a NaN lane, say).
 fn canonical(mut o: Outputs) -> Outputs {
     for v in o.3.iter_mut() {
         if f64::from_bits(*v).is_nan() {
             *v = u64::MAX;
+        }
+    }
+    for v in o.5.iter_mut() {
+        if f32::from_bits(*v).is_nan() {
+            *v = u32::MAX;
         }
     }
     o

@@ -532,3 +532,24 @@ pub mod struct_arrays {
         }
     }
 }
+
+/// Writes under a condition in a parallel loop: where the condition is false the element
+/// keeps its value (the GPU loads it before the body, since the store after the body is
+/// unconditional).
+#[gpu_async]
+pub mod conditional_writes {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 2)]
+    pub async fn keep_large(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..2, body(x, y))).await;
+    }
+
+    async fn body(x: &[f32], y: &mut [f32]) {
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| {
+            if *v > 0.5 {
+                *o = *v;
+            }
+        });
+    }
+}

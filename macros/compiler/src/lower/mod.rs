@@ -151,6 +151,8 @@ struct Frame {
 
 struct ParCtx {
     sources: Vec<ParSource>,
+    /// `cond_depth` at the top of the body: a write deeper than this is conditional.
+    body_depth: u32,
 }
 
 struct Lowerer<'p> {
@@ -1874,11 +1876,11 @@ impl Lowerer<'_> {
                 };
                 if let (Val::StructRef(ks), Val::Tuple(values)) = (self.expr(r), v) {
                     for (k, value) in ks.into_iter().zip(values) {
-                        let Some(src) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) else {
+                        let Some(dst) = self.par.as_ref().and_then(|p| p.sources.get(k)) else {
                             continue;
                         };
-                        src.write = true;
-                        let dst = src.elem_value;
+                        let dst = dst.elem_value;
+                        self.element_written(k, false);
                         self.emit(Inst::Copy { dst, src: value });
                     }
                 }
@@ -1912,6 +1914,21 @@ impl Lowerer<'_> {
 
     /// Assigns to a local or a parallel element: `dst = f(old value)`.
     /// `reads_old`: `f` uses the old value (compound assignment), so an element must be loaded.
+    /// Element `k` of the current parallel loop is written (and read, with `reads_old`). The
+    /// element is stored after the body whatever path the body took, so a write under a
+    /// condition (or in a loop) loads the element first: where the write does not happen, the
+    /// store puts the same value back.
+    fn element_written(&mut self, k: usize, reads_old: bool) {
+        let depth = self.cond_depth;
+        if let Some(p) = self.par.as_mut() {
+            let conditional = depth > p.body_depth;
+            if let Some(s) = p.sources.get_mut(k) {
+                s.write = true;
+                s.read |= reads_old || conditional;
+            }
+        }
+    }
+
     /// Before a write into an array field of a struct slot's element (`p.v[i] = x`,
     /// `p.v = ..`): the field's sources are written back after the body.
     fn mark_struct_field_written(&mut self, e: &Expr) {
@@ -2015,10 +2032,7 @@ impl Lowerer<'_> {
                     if let Some(reg) = reg {
                         let v = f(self, reg);
                         self.emit(Inst::Copy { dst: reg, src: v });
-                        if let Some(s) = self.par.as_mut().and_then(|p| p.sources.get_mut(k)) {
-                            s.write = true;
-                            s.read |= reads_old;
-                        }
+                        self.element_written(k, reads_old);
                     }
                 }
             }
@@ -2685,6 +2699,7 @@ impl Lowerer<'_> {
         }
         let outer = self.par.replace(ParCtx {
             sources: sources.iter().map(|s| s.0.clone()).collect(),
+            body_depth: self.cond_depth + 1,
         });
         if outer.is_some() {
             self.diags.error(span, "parallel loops cannot nest");
@@ -2762,6 +2777,7 @@ impl Lowerer<'_> {
         }
         let outer = self.par.replace(ParCtx {
             sources: sources.iter().map(|s| s.0.clone()).collect(),
+            body_depth: self.cond_depth + 1,
         });
         if outer.is_some() {
             self.diags.error(span, "parallel loops cannot nest");
