@@ -523,6 +523,13 @@ impl<'k> Writer<'k> {
         let p = self.tmp(Class::Pred);
         let deadline = self.tmp(Class::B64);
         let spins = self.tmp(Class::B32);
+        // The first test is out of the loop, so that a wait that finds its phase complete (the
+        // common case in a streaming pipeline) costs three instructions.
+        self.line(format!(
+            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+        ))?;
+        self.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+        self.line(format!("@{p} bra {done};"))?;
         self.line(format!("mov.u64 {deadline}, 0;"))?;
         self.line(format!("mov.u32 {spins}, 0;"))?;
         self.place_label(&l)?;
@@ -607,6 +614,10 @@ impl<'k> Writer<'k> {
     }
 
     fn advance(&mut self, ring: &Ring, depth: u32) -> fmt::Result {
+        if depth == 1 {
+            // One slot: the position stays 0 and every step completes a lap.
+            return self.line(format!("xor.b32 {}, {}, 1;", ring.phase, ring.phase));
+        }
         let p = self.tmp(Class::Pred);
         self.line(format!("add.u32 {}, {}, 1;", ring.slot, ring.slot))?;
         self.line(format!("setp.eq.u32 {p}, {}, {depth};", ring.slot))?;
