@@ -572,3 +572,24 @@ fn conditional_writes_keep_the_other_elements() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn idle_warps_when_asked_for() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(gpu) => devices.push(gpu),
+        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
+    }
+    for dev in devices {
+        let n = 5000;
+        let mut y = dev.alloc::<u32>(n)?;
+        block_on(arrays::idle_warps::fill::launch(
+            &dev,
+            Grid::blocks(3),
+            (&mut y,),
+        ))?;
+        let want: Vec<u32> = (0..n as u32).map(|i| i * 3).collect();
+        assert_eq!(y.download()?, want, "{dev}");
+    }
+    Ok(())
+}

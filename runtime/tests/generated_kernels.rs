@@ -233,6 +233,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
         ("struct_payloads_step", arrays::struct_payloads::step::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
+        ("idle_warps", arrays::idle_warps::fill::PTX),
         (
             "conditional_writes",
             arrays::conditional_writes::keep_large::PTX,

@@ -553,3 +553,23 @@ pub mod conditional_writes {
         });
     }
 }
+
+/// Warps that run no role, on purpose: the block has 4 warps and the one role uses 2.
+#[gpu_async]
+pub mod idle_warps {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 4, idle_warps)]
+    pub async fn fill(y: &mut [u32]) {
+        join!(on_warps(1..3, body(y))).await;
+    }
+
+    async fn body(y: &mut [u32]) {
+        for tile in block_tiles(y.len(), 512) {
+            y[tile.start..tile.end]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = (tile.start + i) as u32 * 3);
+        }
+    }
+}

@@ -59,6 +59,7 @@ pub(crate) fn check_function(
         name: sig.name.clone(),
         is_async: sig.is_async,
         kernel_warps: sig.kernel.map(|k| k.warps),
+        idle_warps: sig.kernel.is_some_and(|k| k.idle_warps),
         params,
         ret: sig.ret.clone(),
         locals: checker.locals,

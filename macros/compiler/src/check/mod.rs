@@ -174,6 +174,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                 name: scope.sigs[index].name.clone(),
                 is_async: scope.sigs[index].is_async,
                 kernel_warps: None,
+                idle_warps: false,
                 params: Vec::new(),
                 ret: Ty::Unit,
                 locals: Vec::new(),

@@ -37,6 +37,8 @@ pub struct Function {
     pub is_async: bool,
     /// `warps = N` for kernels.
     pub kernel_warps: Option<u32>,
+    /// `idle_warps` for kernels: warps without a role are intended.
+    pub idle_warps: bool,
     /// Parameters, as locals `0..params`.
     pub params: Vec<LocalId>,
     /// The return type.

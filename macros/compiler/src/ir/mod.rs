@@ -56,6 +56,8 @@ pub struct Kernel {
     pub name: String,
     /// Warps per block.
     pub warps: u32,
+    /// Warps without a role are intended (`#[kernel(.., idle_warps)]`); they leave at once.
+    pub idle_warps: bool,
     /// The parameters, in order.
     pub params: Vec<Param>,
     /// The type (and a name hint) of every value.

@@ -308,7 +308,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
     }
     let prologue = Block(l.blocks.pop().unwrap_or_default());
     // After a role failed, idle warps and unowned channel ends are consequences, not news.
-    if !role_failed {
+    if !role_failed && !f.idle_warps {
         check_warp_coverage(&roles, warps, f.span, l.diags);
     }
     for (i, c) in l.channels.iter().enumerate().filter(|_| !role_failed) {
@@ -389,6 +389,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
     Some(Kernel {
         name: f.name.clone(),
         warps,
+        idle_warps: f.idle_warps,
         params,
         values: l.values,
         channels: l.channels,
@@ -433,7 +434,7 @@ fn check_warp_coverage(roles: &[ir::Role], warps: u32, span: Span, diags: &mut D
             while w < warps && !covered[w as usize] {
                 w += 1;
             }
-            diags.error(span, format!("warps {start}..{w} run no role: give them a role in `join!`, or lower `warps` in `#[kernel(warps = ..)]`"));
+            diags.error(span, format!("warps {start}..{w} run no role: give them a role in `join!`, lower `warps` in `#[kernel(warps = ..)]`, or say that they are meant to idle with `#[kernel(warps = {warps}, idle_warps)]`"));
         }
         w += 1;
     }

@@ -54,6 +54,8 @@ pub struct FnItem {
 pub struct KernelAttr {
     /// Warps per block.
     pub warps: u32,
+    /// `idle_warps`: warps that run no role are intended (otherwise they are an error).
+    pub idle_warps: bool,
     /// The span of the attribute, for errors about warps.
     pub span: Span,
 }
@@ -117,6 +119,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
                         // Still a kernel for the next phases, so that its body gets checked.
                         kernel = Some(KernelAttr {
                             warps: 1,
+                            idle_warps: true,
                             span: attr.span(),
                         });
                     }
@@ -159,8 +162,12 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
         return None;
     }
     let mut warps = None;
+    let mut idle_warps = false;
     let result = attr.parse_nested_meta(|meta| {
-        if meta.path.is_ident("warps") {
+        if meta.path.is_ident("idle_warps") {
+            idle_warps = true;
+            Ok(())
+        } else if meta.path.is_ident("warps") {
             let lit: syn::LitInt = meta.value()?.parse()?;
             let n: u32 = lit.base10_parse()?;
             if n == 0 || n > MAX_WARPS {
@@ -172,7 +179,7 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
             warps = Some(n);
             Ok(())
         } else {
-            Err(meta.error("unknown kernel option: the only option is `warps = N`"))
+            Err(meta.error("unknown kernel option: the options are `warps = N` and `idle_warps`"))
         }
     });
     if let Err(e) = result {
@@ -180,7 +187,11 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
         return None;
     }
     match warps {
-        Some(warps) => Some(KernelAttr { warps, span }),
+        Some(warps) => Some(KernelAttr {
+            warps,
+            idle_warps,
+            span,
+        }),
         None => {
             diags.error(
                 span,
