@@ -548,7 +548,7 @@ fn run_conditional_writes(dev: &Device, n: usize) -> gpu_async::Result<Vec<u32>>
     let mut y = dev.upload(&before)?;
     block_on(arrays::conditional_writes::keep_large::launch(
         dev,
-        Grid::blocks(3),
+        Grid::blocks(1),
         (&x, &mut y),
     ))?;
     Ok(y.download()?.iter().map(|v| v.to_bits()).collect())
@@ -590,6 +590,90 @@ fn idle_warps_when_asked_for() -> gpu_async::Result<()> {
         ))?;
         let want: Vec<u32> = (0..n as u32).map(|i| i * 3).collect();
         assert_eq!(y.download()?, want, "{dev}");
+    }
+    Ok(())
+}
+
+type Shapes = (Vec<i32>, Vec<i32>, Vec<i32>);
+
+fn run_body_control_flow(dev: &Device, n: usize) -> gpu_async::Result<Shapes> {
+    let xs: Vec<i32> = random_f32(n, 51)
+        .iter()
+        .map(|v| (v * 2000.0) as i32 - 1000)
+        .collect();
+    let init = |k: i32| (0..n as i32).map(|i| i * k).collect::<Vec<_>>();
+    let x = dev.upload(&xs)?;
+    let (mut a, mut b, mut c) = (
+        dev.upload(&init(7))?,
+        dev.upload(&init(-5))?,
+        dev.upload(&init(3))?,
+    );
+    // One block: the body runs over every element (no tiles), once.
+    block_on(arrays::body_control_flow::shapes::launch(
+        dev,
+        Grid::blocks(1),
+        (&x, &mut a, &mut b, &mut c),
+    ))?;
+    Ok((a.download()?, b.download()?, c.download()?))
+}
+
+#[test]
+fn writes_under_control_flow_in_parallel_bodies() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    let n = 1000;
+    let xs: Vec<i32> = random_f32(n, 51)
+        .iter()
+        .map(|v| (v * 2000.0) as i32 - 1000)
+        .collect();
+    let (mut a, mut b, mut c): Shapes = (
+        (0..n as i32).map(|i| i * 7).collect(),
+        (0..n as i32).map(|i| i * -5).collect(),
+        (0..n as i32).map(|i| i * 3).collect(),
+    );
+    for i in 0..n {
+        let v = xs[i];
+        if v % 3 == 0 {
+            a[i] = v;
+        } else if v % 3 == 1 {
+            b[i] = -v;
+        } else {
+            a[i] += 1;
+            b[i] -= 1;
+        }
+        match v & 7 {
+            0 | 1 => a[i] *= 2,
+            5 => {}
+            _ => b[i] += 10,
+        }
+        for k in 0..(v & 3) {
+            if k == 1 {
+                a[i] ^= 0x100;
+            }
+        }
+    }
+    let m = n / 32 * 32;
+    for w in 0..m / 32 {
+        let total: i32 = xs[32 * w..32 * w + 32].iter().sum();
+        for l in (1..32).step_by(2) {
+            c[32 * w + l] = total;
+        }
+    }
+    let got = run_body_control_flow(&sim, n)?;
+    for (name, g, w) in [("a", &got.0, &a), ("b", &got.1, &b), ("c", &got.2, &c)] {
+        if let Some(i) = (0..n).find(|&i| g[i] != w[i]) {
+            panic!(
+                "{name}[{i}]: simulator {}, expected {} (x = {})",
+                g[i], w[i], xs[i]
+            );
+        }
+    }
+    if let Ok(gpu) = Device::cuda(0) {
+        assert_eq!(
+            run_body_control_flow(&gpu, n)?,
+            run_body_control_flow(&sim, n)?
+        );
+    } else {
+        eprintln!("skipping the GPU half: no CUDA device");
     }
     Ok(())
 }

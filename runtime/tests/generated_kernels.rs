@@ -234,6 +234,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("struct_payloads_step", arrays::struct_payloads::step::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("idle_warps", arrays::idle_warps::fill::PTX),
+        ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",
             arrays::conditional_writes::keep_large::PTX,

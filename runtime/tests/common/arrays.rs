@@ -573,3 +573,52 @@ pub mod idle_warps {
         }
     }
 }
+
+/// Parallel bodies whose writes depend on control flow: `if`/`else` writing different
+/// elements, a `match`, a loop that writes on some iterations, compound assignments under a
+/// condition, and a write in a lane loop under a lane-dependent condition.
+#[gpu_async]
+pub mod body_control_flow {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 2)]
+    pub async fn shapes(x: &[i32], a: &mut [i32], b: &mut [i32], c: &mut [i32]) {
+        join!(on_warps(0..2, body(x, a, b, c))).await;
+    }
+
+    async fn body(x: &[i32], a: &mut [i32], b: &mut [i32], c: &mut [i32]) {
+        a.par_iter_mut()
+            .zip(b.par_iter_mut())
+            .zip(x.par_iter())
+            .for_each(|((p, q), v)| {
+                if *v % 3 == 0 {
+                    *p = *v;
+                } else if *v % 3 == 1 {
+                    *q = -*v;
+                } else {
+                    *p += 1;
+                    *q -= 1;
+                }
+                match *v & 7 {
+                    0 | 1 => *p *= 2,
+                    5 => {}
+                    _ => *q += 10,
+                }
+                for k in 0..(*v & 3) as usize {
+                    if k == 1 {
+                        *p ^= 0x100;
+                    }
+                }
+            });
+        let n = c.len() / 32 * 32;
+        c[0..n]
+            .par_iter_mut()
+            .zip(x[0..n].par_iter())
+            .for_each_lane(async |lane, (o, v)| {
+                let total = lane.sum(*v).await;
+                if lane.id() % 2 == 1 {
+                    *o = total;
+                }
+            });
+    }
+}

@@ -3824,9 +3824,13 @@ fn wrapping_form(b: &syn::ExprBinary, checked: &Expr) -> Option<syn::Expr> {
         _ => return None,
     };
     let operand = |syn_side: &syn::Expr, typed: &Expr| {
-        let derefs = matches!(typed.kind, ExprKind::Deref(_))
-            && !matches!(syn_side, syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)));
-        if derefs || (compound && matches!(typed.ty, Ty::ElemRef { .. })) {
+        // The typed side reads an element the user's tokens do not dereference (Rust's auto
+        // deref of `v + 1` where `v: &i32`, or a compound assignment's `*p` place read as a
+        // value): the wrapping call takes the value, so the shadow adds the `*`.
+        let explicit =
+            matches!(syn_side, syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)));
+        let derefs = matches!(typed.kind, ExprKind::Deref(_)) && !explicit;
+        if derefs || (compound && !explicit && matches!(typed.ty, Ty::ElemRef { .. })) {
             quote::quote!((*#syn_side))
         } else {
             quote::quote!((#syn_side))
