@@ -1538,6 +1538,7 @@ impl Checker<'_> {
                     | BinOp::Sub
                     | BinOp::Mul
                     | BinOp::Div
+                    | BinOp::Rem
                     | BinOp::Lt
                     | BinOp::Le
                     | BinOp::Gt
@@ -1553,10 +1554,6 @@ impl Checker<'_> {
                     op.symbol()
                 ),
             );
-            return;
-        }
-        if op == BinOp::Rem && s.is_float() {
-            self.diags.error(span, format!("`%` on `{s}` (the exact `fmod`) is not in the kernel language yet: write `x - (x / y).trunc() * y` where a rounded remainder will do"));
             return;
         }
         let ok = match op {

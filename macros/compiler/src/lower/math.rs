@@ -6,9 +6,11 @@
 //! rounded once to `f32`: their error before that rounding is below 2^-40, so the result is the
 //! correctly rounded one except in rare near-halfway cases, where it may differ from the host's
 //! libm by one ulp. The `f64` functions (`double`) have no wider type to lean on and carry
-//! double-doubles instead. `docs/language.md` has the measured tables.
+//! double-doubles instead; float `%` is `fmod`, exactly. `docs/language.md` has the measured
+//! tables.
 
 mod double;
+mod fmod;
 
 use proc_macro2::Span;
 

@@ -1770,7 +1770,13 @@ impl Lowerer<'_> {
             ExprKind::CompoundAssign(op, place, value) => {
                 let v = self.scalar(value);
                 let op = bin_op(*op);
-                self.store_place(place, true, |l, old| l.binary(op, old, v));
+                self.store_place(place, true, |l, old| {
+                    if op == BinOp::Rem {
+                        l.rem_op(old, v)
+                    } else {
+                        l.binary(op, old, v)
+                    }
+                });
                 Val::Unit
             }
         }
@@ -1948,6 +1954,9 @@ impl Lowerer<'_> {
                             span,
                         );
                     }
+                }
+                if op == BinOp::Rem {
+                    return self.rem_op(lhs, rhs);
                 }
                 self.binary(op, lhs, rhs)
             }
