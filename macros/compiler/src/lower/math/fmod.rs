@@ -5,8 +5,9 @@
 //! and no implicit bit), `|x| >= |y|` implies `ex >= ey`, and
 //! `|x| mod |y| = ((mx 2^(ex - ey)) mod my) 2^ey`. The integer remainder is taken in `u64`, a
 //! chunk of the exponent difference at a time (`r = (r << k) % my` with `k` at most 11 bits for
-//! `f64`, 40 for `f32`, so `r << k` stays below 2^64): at most 191 steps for `f64` and 7 for
-//! `f32`, each one `rem.u64`; the usual case (`|x| < 2^11 |y|`) takes one. The remainder,
+//! `f64`, 40 for `f32`, so `r << k` stays below 2^64), after a first `mx % my`: at most 186
+//! steps for `f64` (`ex - ey <= 2045`) and 7 for `f32`, each one `rem.u64`; `|x| < 2^11 |y|`
+//! takes one step, `|x| < 2 |y|` none. The remainder,
 //! below `my`, converts exactly, and the scaling by `2^ey` is exact. `f16`/`bf16` compute in
 //! `f32` and round back, exactly (the `half` crate's `Rem`, and exact since the result is
 //! representable in the half type too).
