@@ -921,3 +921,49 @@ fn the_f32_functions_are_within_an_ulp_of_the_correctly_rounded_result() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// What stays out.
+
+#[test]
+fn what_float_remainder_and_the_functions_do_not_take_is_an_error_that_says_why() {
+    let cases = [
+        // `%` is a loop, and a reduction's combining closure must not loop.
+        (
+            quote! { let s = x.par_iter().reduce(|| 0.0, |a, b| a % b); },
+            "float `%`, `powi` and the bit counts are loops too",
+        ),
+        (
+            quote! { y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| *o = *v % 2.0f32); },
+            "`%` needs both sides of one type; found `f64` and `f32`",
+        ),
+        (
+            quote! { y.par_iter_mut().zip(h.par_iter()).for_each(|(o, v)| *o = v.ln().to_f64()); },
+            "`ln` is not available on `f16`: compute in `f32` and round back, as in `f16::from_f32(x.to_f32().ln())`",
+        ),
+        (
+            quote! { y.par_iter_mut().zip(h.par_iter()).for_each(|(o, v)| *o = v.powf(*v).to_f64()); },
+            "`f16::from_f32(x.to_f32().powf(..))`",
+        ),
+    ];
+    for (body, needle) in cases {
+        let module = quote! {
+            mod k {
+                use gpu_async::device::*;
+                #[kernel(warps = 1)]
+                pub async fn f(x: &[f64], h: &[f16], y: &mut [f64]) {
+                    join!(on_warps(0..1, g(x, h, y))).await;
+                }
+                async fn g(x: &[f64], h: &[f16], y: &mut [f64]) { #body }
+            }
+        };
+        let errs = match compile(module) {
+            Ok(_) => Vec::new(),
+            Err(d) => d.messages(),
+        };
+        assert!(
+            errs.iter().any(|e| e.contains(needle)),
+            "no error containing {needle:?} in {errs:#?}"
+        );
+    }
+}

@@ -2637,7 +2637,7 @@ impl Lowerer<'_> {
             loops |= matches!(i, Inst::Loop { .. });
         });
         if loops {
-            self.diags.error(span, "the `reduce` closure must not loop (it runs at each step of the reduction's tree): compute the loop in `map` instead");
+            self.diags.error(span, "the `reduce` closure must not loop (it runs at each step of the reduction's tree; float `%`, `powi` and the bit counts are loops too): compute the loop in `map` instead");
         }
         let (Some(item), Some(out)) = (item, out) else {
             return identity;
