@@ -6,11 +6,11 @@
 //! with Rust's `%`; the `f32` and `f64` functions are compared in ulps with the host's `f64`
 //! functions (glibc's, within about half an ulp of the correctly rounded result).
 //!
-//! `GPU_ASYNC_MATH_SAMPLES=N` sets the random inputs per function (default 20,000; the numbers
+//! `GPU_ASYNC_MATH_SAMPLES=N` sets the random inputs per function (default 20,000). The numbers
 //! in `docs/language.md` come from `cargo test --release -p gpu-async-compiler --test math_ir`
-//! with N = 2,000,000). `GPU_ASYNC_MATH_DUMP=DIR` writes every function's inputs and results
-//! there (`NAME.txt`: hex bits per line) for `scripts/math-ulps.py`, which measures the error
-//! against the correctly rounded result with mpmath.
+//! with N = 2,000,000 (against the host), and with N = 500,000 and `GPU_ASYNC_MATH_DUMP=DIR`,
+//! which writes every `f64` function's inputs and results there (`NAME.txt`, hex bits per line)
+//! for `scripts/math-ulps.py DIR`: the error against mpmath's correctly rounded result.
 
 use std::collections::HashMap;
 
