@@ -2,9 +2,11 @@
 //! the simulator over random inputs and edge values (0, -0.0, NaN, infinities, MIN, MAX,
 //! subnormals), where the operations the shadow code rewrites (wrapping arithmetic, negation,
 //! `abs`) are also checked against plain Rust; where there is a GPU, it runs there too and is
-//! compared with the simulator: bit for bit for integers and exactly rounded float operations,
-//! within the documented ulp for the `f32` functions computed through series. Every kernel is
-//! assembled with ptxas.
+//! compared with the simulator: bit for bit for integers, exactly rounded float operations and
+//! float `%` (of `f32`, `f64`, `f16` and `bf16`), within the documented ulp for the `f32` and
+//! `f64` functions computed through series. Every kernel is assembled with ptxas. (The IR of
+//! the float functions and of `%` is also run on the host by the compiler's `tests/math_ir.rs`,
+//! which needs no GPU.)
 
 #[allow(dead_code, clippy::all)]
 #[path = "common/scalars.rs"]
@@ -347,7 +349,7 @@ int_case!(case_u64, ops_u64, none, casts_u64, u64, 0);
 int_case!(case_usize, ops_usize, none, casts_usize, usize, 0);
 
 macro_rules! float_case {
-    ($name:ident, $m:ident, $casts:ident, $t:ident, $bits:ident) => {
+    ($name:ident, $m:ident, $casts:ident, $rem:ident, $t:ident, $bits:ident) => {
         mod $name {
             use super::*;
 
@@ -383,6 +385,7 @@ macro_rules! float_case {
                     ("cmp", bits_of(cmp.download()?)),
                 ];
                 outs.extend(cast_outputs(dev, &a)?);
+                outs.extend(rem_outputs!(dev, &a, &db, $rem));
                 Ok(outs)
             }
 
@@ -390,10 +393,11 @@ macro_rules! float_case {
                 cast_outputs!(dev, a, $casts)
             }
 
-            /// What plain Rust computes for `round` and `powi`, which the lowering builds from
-            /// several instructions.
+            /// What plain Rust computes for `round`, `powi` and `%`, which the lowering builds
+            /// from several instructions.
             pub fn reference(seed: u64) -> Outputs {
-                let (a, _) = inputs::<$t>(seed);
+                let (a, b) = inputs::<$t>(seed);
+                let rem: Vec<$t> = a.iter().zip(&b).map(|(x, y)| x % y).collect();
                 let mut r = StdRng::seed_from_u64(seed ^ 77);
                 let n: Vec<i32> = (0..N).map(|_| r.random_range(-40..40)).collect();
                 let rounding = a
@@ -401,14 +405,84 @@ macro_rules! float_case {
                     .map(|x| x.floor() * 8.0 + x.ceil() * 4.0 - x.trunc() * 2.0 + x.round())
                     .collect();
                 let powi = a.iter().zip(&n).map(|(x, k)| x.powi(*k)).collect();
-                vec![("rounding", bits_of(rounding)), ("powi", bits_of(powi))]
+                vec![
+                    ("rounding", bits_of(rounding)),
+                    ("powi", bits_of(powi)),
+                    ("%", bits_of(rem.clone())),
+                    ("%=", bits_of(rem)),
+                ]
             }
         }
     };
 }
 
-float_case!(case_f32, ops_f32, casts_f32, f32, u32);
-float_case!(case_f64, ops_f64, casts_f64, f64, u64);
+/// `x % y` and `y %= ..` of one float type: the `rem_*` kernel of `common/scalars.rs`, whose
+/// `%=` output starts as a copy of `x`.
+macro_rules! rem_outputs {
+    ($dev:expr, $a:expr, $db:expr, $rem:ident) => {{
+        let dev = $dev;
+        let da = dev.upload($a)?;
+        let mut rem = out(dev);
+        let mut assign = dev.upload($a)?;
+        block_on(scalars::$rem::rem::launch(
+            dev,
+            grid(dev),
+            (&da, $db, &mut rem, &mut assign),
+        ))?;
+        vec![
+            ("%", bits_of(rem.download()?)),
+            ("%=", bits_of(assign.download()?)),
+        ]
+    }};
+}
+
+float_case!(case_f32, ops_f32, casts_f32, rem_f32, f32, u32);
+float_case!(case_f64, ops_f64, casts_f64, rem_f64, f64, u64);
+
+/// `%` of a half type: computed in `f32` and rounded back, as the `half` crate's `Rem`.
+macro_rules! half_case {
+    ($name:ident, $rem:ident, $t:ident) => {
+        mod $name {
+            use super::*;
+            use gpu_async::half::$t;
+
+            impl Bits for $t {
+                fn bits(self) -> u64 {
+                    if self.is_nan() {
+                        u64::MAX
+                    } else {
+                        u64::from(self.to_bits())
+                    }
+                }
+                fn edges() -> Vec<$t> {
+                    f32::edges().into_iter().map($t::from_f32).collect()
+                }
+                fn random(r: &mut StdRng) -> $t {
+                    match r.random_range(0..3) {
+                        0 => $t::from_bits(r.random()),
+                        1 => $t::from_f32(r.random_range(-100.0..100.0)),
+                        _ => $t::from_f32(r.random_range(0.0..2.0)),
+                    }
+                }
+            }
+
+            pub fn run(dev: &Device, seed: u64) -> gpu_async::Result<Outputs> {
+                let (a, b) = inputs::<$t>(seed);
+                let db = dev.upload(&b)?;
+                Ok(rem_outputs!(dev, &a, &db, $rem))
+            }
+
+            pub fn reference(seed: u64) -> Outputs {
+                let (a, b) = inputs::<$t>(seed);
+                let rem: Vec<$t> = a.iter().zip(&b).map(|(x, y)| *x % *y).collect();
+                vec![("%", bits_of(rem.clone())), ("%=", bits_of(rem))]
+            }
+        }
+    };
+}
+
+half_case!(case_f16, rem_f16, f16);
+half_case!(case_bf16, rem_bf16, bf16);
 
 type Case = (
     &'static str,
@@ -416,7 +490,7 @@ type Case = (
     fn(u64) -> Outputs,
 );
 
-const CASES: [Case; 12] = [
+const CASES: [Case; 14] = [
     ("i8", case_i8::run, case_i8::reference),
     ("i16", case_i16::run, case_i16::reference),
     ("i32", case_i32::run, case_i32::reference),
@@ -429,6 +503,8 @@ const CASES: [Case; 12] = [
     ("usize", case_usize::run, case_usize::reference),
     ("f32", case_f32::run, case_f32::reference),
     ("f64", case_f64::run, case_f64::reference),
+    ("f16", case_f16::run, case_f16::reference),
+    ("bf16", case_bf16::run, case_bf16::reference),
 ];
 
 fn first_difference(a: &[u64], b: &[u64]) -> Option<(usize, u64, u64)> {
@@ -603,6 +679,158 @@ fn the_f32_functions_are_within_an_ulp_of_the_host() -> gpu_async::Result<()> {
     Ok(())
 }
 
+/// The distance in units in the last place between two `f64`s (NaNs equal each other).
+fn ulps64(a: f64, b: f64) -> u64 {
+    if a.is_nan() || b.is_nan() {
+        return if a.is_nan() && b.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
+    }
+    let key = |x: f64| {
+        let b = x.to_bits() as i128;
+        if b & (1 << 63) != 0 {
+            -(b & 0x7FFF_FFFF_FFFF_FFFF)
+        } else {
+            b
+        }
+    };
+    key(a).abs_diff(key(b)) as u64
+}
+
+/// Inputs of the `f64` functions: edge values, then values over the ranges that matter (exp's
+/// overflow at 709.8 and underflow to subnormals, exp2's at 1024 and -1074, the logarithm's
+/// whole range, sin and cos below and above 2^20 pi/2, where the reduction changes method).
+fn transcendental64_inputs(seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let mut r = StdRng::seed_from_u64(seed);
+    let (mut a, mut b) = inputs::<f64>(seed);
+    for (x, y) in a.iter_mut().zip(b.iter_mut()).skip(256) {
+        *x = match r.random_range(0..6) {
+            0 => r.random_range(-1.0..1.0),
+            1 => r.random_range(-750.0..750.0),
+            2 => r.random_range(0.0..2e6),
+            3 => r.random_range(-1e20..1e20),
+            4 => r.random_range(-1080.0..1030.0),
+            _ => f64::from_bits(r.random::<u64>() & 0x7FFF_FFFF_FFFF_FFFF),
+        };
+        *y = match r.random_range(0..3) {
+            0 => r.random_range(-4.0..4.0),
+            1 => r.random_range(-30.0..30.0) as i32 as f64,
+            _ => r.random_range(-200.0..200.0),
+        };
+    }
+    (a, b)
+}
+
+/// Documented accuracy of the `f64` functions against the host's (the simulator's), in ulps.
+/// The IR is within 0.75 ulp of the correctly rounded result (`docs/language.md`, measured by
+/// the compiler's `tests/math_ir.rs`), and glibc's functions within about half an ulp, except
+/// `tanh`, which is within 2.
+const MAX_ULPS_F64: [(&str, u64); 8] = [
+    ("exp", 1),
+    ("exp2", 1),
+    ("ln", 1),
+    ("log2", 1),
+    ("sin", 1),
+    ("cos", 1),
+    ("tanh", 2),
+    ("powf", 1),
+];
+
+fn transcendental64(dev: &Device, a: &[f64], b: &[f64]) -> gpu_async::Result<Vec<Vec<f64>>> {
+    let (da, db) = (dev.upload(a)?, dev.upload(b)?);
+    let mut outs: Vec<DeviceBuffer<f64>> = (0..8).map(|_| out(dev)).collect();
+    let [exp, exp2, ln, log2, sin, cos, tanh, powf] = &mut outs[..] else {
+        unreachable!()
+    };
+    block_on(scalars::transcendental64::funcs::launch(
+        dev,
+        grid(dev),
+        (&da, &db, exp, exp2, ln, log2, sin, cos, tanh, powf),
+    ))?;
+    outs.iter().map(|o| o.download()).collect()
+}
+
+#[test]
+fn the_simulator_runs_the_hosts_f64_functions() -> gpu_async::Result<()> {
+    let (a, b) = transcendental64_inputs(10);
+    let got = transcendental64(&Device::simulator(), &a, &b)?;
+    for ((name, f), values) in HOST64.iter().zip(&got) {
+        for (i, v) in values.iter().enumerate() {
+            let want = f(a[i], b[i]);
+            assert!(
+                ulps64(*v, want) == 0,
+                "{name}({:e}, {:e}): simulator {v:e}, host {want:e}",
+                a[i],
+                b[i]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The host's functions, in the order of `transcendental64`'s outputs.
+const HOST64: [(&str, HostFn64); 8] = [
+    ("exp", |x, _| x.exp()),
+    ("exp2", |x, _| x.exp2()),
+    ("ln", |x, _| x.ln()),
+    ("log2", |x, _| x.log2()),
+    ("sin", |x, _| x.sin()),
+    ("cos", |x, _| x.cos()),
+    ("tanh", |x, _| x.tanh()),
+    ("powf", |x, y| x.powf(y)),
+];
+
+#[test]
+fn the_f64_functions_are_within_their_bound_of_the_simulator() -> gpu_async::Result<()> {
+    let gpu = match Device::cuda(0) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return Ok(());
+        }
+    };
+    let sim = Device::simulator();
+    let mut failures = Vec::new();
+    for seed in [10, 11] {
+        let (a, b) = transcendental64_inputs(seed);
+        let (on_gpu, on_sim) = (
+            transcendental64(&gpu, &a, &b)?,
+            transcendental64(&sim, &a, &b)?,
+        );
+        for (((name, bound), g), s) in MAX_ULPS_F64.iter().zip(&on_gpu).zip(&on_sim) {
+            let (mut worst, mut at, mut differ) = (0u64, 0usize, 0usize);
+            for (i, (x, y)) in g.iter().zip(s).enumerate() {
+                let d = ulps64(*x, *y);
+                if d > 0 {
+                    differ += 1;
+                }
+                if d > worst {
+                    worst = d;
+                    at = i;
+                }
+            }
+            println!(
+                "{name} (seed {seed}): {worst} ulp max from the simulator (x = {:e}, y = {:e}: gpu {:e}, simulator {:e}), {differ} of {N} not bit-identical",
+                a[at], b[at], g[at], s[at]
+            );
+            if worst > *bound {
+                failures.push(format!(
+                    "{name} (seed {seed}): {worst} ulp at x = {:e} ({:#x}), y = {:e}: gpu {:e}, simulator {:e}",
+                    a[at],
+                    a[at].to_bits(),
+                    b[at],
+                    g[at],
+                    s[at]
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
 /// Every kernel of the suite, for ptxas.
 fn kernels() -> Vec<(&'static str, &'static str)> {
     vec![
@@ -636,6 +864,11 @@ fn kernels() -> Vec<(&'static str, &'static str)> {
         ("ops_f32", scalars::ops_f32::ops::PTX),
         ("ops_f64", scalars::ops_f64::ops::PTX),
         ("transcendental", scalars::transcendental::funcs::PTX),
+        ("rem_f32", scalars::rem_f32::rem::PTX),
+        ("rem_f64", scalars::rem_f64::rem::PTX),
+        ("rem_f16", scalars::rem_f16::rem::PTX),
+        ("rem_bf16", scalars::rem_bf16::rem::PTX),
+        ("transcendental64", scalars::transcendental64::funcs::PTX),
     ]
 }
 

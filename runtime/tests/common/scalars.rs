@@ -477,3 +477,102 @@ pub mod transcendental {
             .for_each(|((o, x), y)| *o = x.powf(*y));
     }
 }
+
+/// Float `%` (the exact `fmod`) of one float type: `x % y`, and `%=` on the output element
+/// (which starts as a copy of `x`).
+macro_rules! rem_kernel {
+    ($m:ident, $t:ident) => {
+        #[gpu_async]
+        pub mod $m {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 2)]
+            pub async fn rem(a: &[$t], b: &[$t], rem: &mut [$t], assign: &mut [$t]) {
+                join!(on_warps(0..2, body(a, b, rem, assign))).await;
+            }
+
+            async fn body(a: &[$t], b: &[$t], rem: &mut [$t], assign: &mut [$t]) {
+                rem.par_iter_mut()
+                    .zip(a.par_iter())
+                    .zip(b.par_iter())
+                    .for_each(|((o, x), y)| *o = *x % *y);
+                assign
+                    .par_iter_mut()
+                    .zip(b.par_iter())
+                    .for_each(|(o, y)| *o %= *y);
+            }
+        }
+    };
+}
+
+rem_kernel!(rem_f32, f32);
+rem_kernel!(rem_f64, f64);
+rem_kernel!(rem_f16, f16);
+rem_kernel!(rem_bf16, bf16);
+
+/// The `f64` functions (fdlibm's algorithms with double-double steps, `lower/math/double.rs`).
+#[gpu_async]
+pub mod transcendental64 {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 2)]
+    #[allow(clippy::too_many_arguments)]
+    pub async fn funcs(
+        a: &[f64],
+        b: &[f64],
+        exp: &mut [f64],
+        exp2: &mut [f64],
+        ln: &mut [f64],
+        log2: &mut [f64],
+        sin: &mut [f64],
+        cos: &mut [f64],
+        tanh: &mut [f64],
+        powf: &mut [f64],
+    ) {
+        join!(on_warps(
+            0..2,
+            body(a, b, exp, exp2, ln, log2, sin, cos, tanh, powf)
+        ))
+        .await;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn body(
+        a: &[f64],
+        b: &[f64],
+        exp: &mut [f64],
+        exp2: &mut [f64],
+        ln: &mut [f64],
+        log2: &mut [f64],
+        sin: &mut [f64],
+        cos: &mut [f64],
+        tanh: &mut [f64],
+        powf: &mut [f64],
+    ) {
+        exp.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.exp());
+        exp2.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.exp2());
+        ln.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.ln());
+        log2.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.log2());
+        sin.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.sin());
+        cos.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.cos());
+        tanh.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.tanh());
+        powf.par_iter_mut()
+            .zip(a.par_iter())
+            .zip(b.par_iter())
+            .for_each(|((o, x), y)| *o = x.powf(*y));
+    }
+}

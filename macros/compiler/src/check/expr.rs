@@ -1604,6 +1604,7 @@ impl Checker<'_> {
                     | BinOp::Sub
                     | BinOp::Mul
                     | BinOp::Div
+                    | BinOp::Rem
                     | BinOp::Lt
                     | BinOp::Le
                     | BinOp::Gt
@@ -1619,10 +1620,6 @@ impl Checker<'_> {
                     op.symbol()
                 ),
             );
-            return;
-        }
-        if op == BinOp::Rem && s.is_float() {
-            self.diags.error(span, format!("`%` on `{s}` (the exact `fmod`) is not in the kernel language yet: write `x - (x / y).trunc() * y` where a rounded remainder will do"));
             return;
         }
         let ok = match op {
@@ -2524,14 +2521,16 @@ impl Checker<'_> {
         };
         let ok = match domain {
             MathDomain::Float => ty.is_float(),
-            MathDomain::F32 => ty == Scalar::F32,
             MathDomain::Int => ty.is_int(),
             MathDomain::Signed => ty.is_float() || ty.is_signed(),
             MathDomain::Number => ty != Scalar::Bool,
         };
         if !ok {
             let what = match domain {
-                MathDomain::F32 if ty == Scalar::F64 => format!("`{name}` is available on `f32` only for now: compute in `f32` (`(x as f32).{name}()`) or write the series yourself"),
+                MathDomain::Float if ty.is_half() => {
+                    let args = if argc == 0 { "" } else { ".." };
+                    format!("`{name}` is not available on `{ty}`: compute in `f32` and round back, as in `{ty}::from_f32(x.to_f32().{name}({args}))`")
+                }
                 _ => format!("`{name}` is not available on `{ty}` in kernels"),
             };
             self.diags.error(m.method.span(), what);

@@ -220,8 +220,6 @@ pub enum MathFn {
 pub enum MathDomain {
     /// `f32` and `f64`.
     Float,
-    /// `f32` only (the approximated functions).
-    F32,
     /// Integers.
     Int,
     /// Floats and signed integers.
@@ -248,14 +246,14 @@ impl MathFn {
             "mul_add" => (MathFn::MulAdd, 2, D::Float),
             "clamp" => (MathFn::Clamp, 2, D::Number),
             "powi" => (MathFn::Powi, 1, D::Float),
-            "exp" => (MathFn::Exp, 0, D::F32),
-            "exp2" => (MathFn::Exp2, 0, D::F32),
-            "ln" => (MathFn::Ln, 0, D::F32),
-            "log2" => (MathFn::Log2, 0, D::F32),
-            "sin" => (MathFn::Sin, 0, D::F32),
-            "cos" => (MathFn::Cos, 0, D::F32),
-            "tanh" => (MathFn::Tanh, 0, D::F32),
-            "powf" => (MathFn::Powf, 1, D::F32),
+            "exp" => (MathFn::Exp, 0, D::Float),
+            "exp2" => (MathFn::Exp2, 0, D::Float),
+            "ln" => (MathFn::Ln, 0, D::Float),
+            "log2" => (MathFn::Log2, 0, D::Float),
+            "sin" => (MathFn::Sin, 0, D::Float),
+            "cos" => (MathFn::Cos, 0, D::Float),
+            "tanh" => (MathFn::Tanh, 0, D::Float),
+            "powf" => (MathFn::Powf, 1, D::Float),
             "is_nan" => (MathFn::IsNan, 0, D::Float),
             "to_bits" => (MathFn::ToBits, 0, D::Float),
             "wrapping_add" => (MathFn::WrappingAdd, 1, D::Int),

@@ -5,7 +5,12 @@
 //! `f64` at half the `f32` rate) from a logarithm and an exponential written here as series, then
 //! rounded once to `f32`: their error before that rounding is below 2^-40, so the result is the
 //! correctly rounded one except in rare near-halfway cases, where it may differ from the host's
-//! libm by one ulp. `docs/language.md` has the measured table.
+//! libm by one ulp. The `f64` functions (`double`) have no wider type to lean on and carry
+//! double-doubles instead; float `%` is `fmod`, exactly. `docs/language.md` has the measured
+//! tables.
+
+mod double;
+mod fmod;
 
 use proc_macro2::Span;
 
@@ -126,6 +131,11 @@ impl Lowerer<'_> {
             // The `checked_*` methods are lowered by `checked` (they give two values).
             M::CheckedAdd | M::CheckedSub | M::CheckedMul | M::CheckedDiv | M::CheckedRem => x,
             M::CountOnes | M::LeadingZeros | M::TrailingZeros => self.bit_count(f, x),
+            M::Exp | M::Exp2 if ty == Scalar::F64 => self.exp_f64(f == M::Exp2, x),
+            M::Ln | M::Log2 if ty == Scalar::F64 => self.ln_f64(f == M::Log2, x),
+            M::Sin | M::Cos if ty == Scalar::F64 => self.sin_cos_f64(f == M::Cos, x),
+            M::Tanh if ty == Scalar::F64 => self.tanh_f64(x),
+            M::Powf if ty == Scalar::F64 => self.pow_f64(x, args[1]),
             M::Exp | M::Exp2 => {
                 let xd = self.cast_to(x, Scalar::F64);
                 let p = if f == M::Exp {

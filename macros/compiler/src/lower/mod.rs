@@ -1895,7 +1895,13 @@ impl Lowerer<'_> {
             ExprKind::CompoundAssign(op, place, value) => {
                 let v = self.scalar(value);
                 let op = bin_op(*op);
-                self.store_place(place, true, |l, old| l.binary(op, old, v));
+                self.store_place(place, true, |l, old| {
+                    if op == BinOp::Rem {
+                        l.rem_op(old, v)
+                    } else {
+                        l.binary(op, old, v)
+                    }
+                });
                 Val::Unit
             }
         }
@@ -2106,6 +2112,9 @@ impl Lowerer<'_> {
                             span,
                         );
                     }
+                }
+                if op == BinOp::Rem {
+                    return self.rem_op(lhs, rhs);
                 }
                 self.binary(op, lhs, rhs)
             }
@@ -2838,7 +2847,7 @@ impl Lowerer<'_> {
             loops |= matches!(i, Inst::Loop { .. });
         });
         if loops {
-            self.diags.error(span, "the `reduce` closure must not loop (it runs at each step of the reduction's tree): compute the loop in `map` instead");
+            self.diags.error(span, "the `reduce` closure must not loop (it runs at each step of the reduction's tree; float `%`, `powi` and the bit counts are loops too): compute the loop in `map` instead");
         }
         let (Some(item), Some(out)) = (item, out) else {
             return identity;

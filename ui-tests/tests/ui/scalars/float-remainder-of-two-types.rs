@@ -1,4 +1,4 @@
-// `%` on floats is the exact fmod, which the kernel language does not have yet.
+// `%` on floats is the exact `fmod`, between two values of one type.
 use gpu_async::gpu_async;
 
 #[gpu_async]
@@ -11,7 +11,7 @@ mod kernels {
     }
 
     async fn wrap(y: &mut [f32]) {
-        y.par_iter_mut().for_each(|v| *v = *v % 6.25);
+        y.par_iter_mut().for_each(|v| *v = *v % 6.25f64);
     }
 }
 

@@ -1,4 +1,4 @@
-// `exp`, `ln`, `sin`, ... are computed for `f32` only.
+// `exp`, `ln`, `sin`, ... are computed for `f32` and `f64`; a half type says how to use them.
 use gpu_async::gpu_async;
 
 #[gpu_async]
@@ -6,11 +6,11 @@ mod kernels {
     use gpu_async::device::*;
 
     #[kernel(warps = 1)]
-    pub async fn grows(y: &mut [f64]) {
+    pub async fn grows(y: &mut [f16]) {
         join!(on_warps(0..1, grow(y))).await;
     }
 
-    async fn grow(y: &mut [f64]) {
+    async fn grow(y: &mut [f16]) {
         y.par_iter_mut().for_each(|v| *v = v.exp());
     }
 }
