@@ -178,6 +178,35 @@ fn panic_unreachable_and_assert_eq_in_role_code() {
 }
 
 #[test]
+fn compound_division_checks_its_divisor() {
+    for dev in devices() {
+        let mut y = dev.alloc::<i32>(32).unwrap();
+        let err = block_on(k::compound::launch(&dev, Grid::blocks(1), (7, 0, &mut y))).unwrap_err();
+        expect_panic(
+            err,
+            "divide_compound",
+            "attempt to divide by zero",
+            "q /= d",
+        );
+        let err = block_on(k::compound::launch(
+            &dev,
+            Grid::blocks(1),
+            (i32::MIN, -1, &mut y),
+        ))
+        .unwrap_err();
+        expect_panic(
+            err,
+            "divide_compound",
+            "attempt to divide with overflow",
+            "q /= d",
+        );
+        block_on(k::compound::launch(&dev, Grid::blocks(1), (-7, 2, &mut y))).unwrap();
+        assert_eq!(y.download().unwrap(), vec![-1; 32], "{dev}");
+        still_usable(&dev);
+    }
+}
+
+#[test]
 fn signed_division_overflow_panics() {
     for dev in devices() {
         let mut y = dev.alloc::<i32>(32).unwrap();

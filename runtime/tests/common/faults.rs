@@ -104,4 +104,19 @@ pub mod faults {
         let q = n / d;
         y.par_iter_mut().for_each(|o| *o = q);
     }
+
+    /// The same checks on the compound forms, in a parallel loop: `/=` then `%=`.
+    #[kernel(warps = 1)]
+    pub async fn compound(n: i32, d: i32, y: &mut [i32]) {
+        join!(on_warps(0..1, divide_compound(n, d, y))).await;
+    }
+
+    async fn divide_compound(n: i32, d: i32, y: &mut [i32]) {
+        y.par_iter_mut().for_each(|o| {
+            let mut q = n;
+            q /= d;
+            *o = q;
+            *o %= d;
+        });
+    }
 }

@@ -1895,13 +1895,8 @@ impl Lowerer<'_> {
             ExprKind::CompoundAssign(op, place, value) => {
                 let v = self.scalar(value);
                 let op = bin_op(*op);
-                self.store_place(place, true, |l, old| {
-                    if op == BinOp::Rem {
-                        l.rem_op(old, v)
-                    } else {
-                        l.binary(op, old, v)
-                    }
-                });
+                let span = e.span;
+                self.store_place(place, true, |l, old| l.arithmetic(op, old, v, span));
                 Val::Unit
             }
         }
@@ -2079,46 +2074,50 @@ impl Lowerer<'_> {
             _ => {
                 let lhs = self.scalar(a);
                 let rhs = self.scalar(b);
-                let op = bin_op(op);
-                if matches!(op, BinOp::Div | BinOp::Rem) && self.values[lhs.0 as usize].ty.is_int()
-                {
-                    let ty = self.values[rhs.0 as usize].ty;
-                    let zero = self.konst(ty, Imm::Int(0));
-                    let is_zero = self.binary(BinOp::Eq, rhs, zero);
-                    let div = op == BinOp::Div;
-                    self.panic_if(
-                        is_zero,
-                        if div {
-                            "attempt to divide by zero"
-                        } else {
-                            "attempt to calculate the remainder with a divisor of zero"
-                        },
-                        span,
-                    );
-                    // `MIN / -1` overflows, and Rust panics on it in every build.
-                    if let Some((min, _)) = ty.int_range().filter(|_| ty.is_signed()) {
-                        let minus_one = self.konst(ty, Imm::Int(ty.int_bits(-1)));
-                        let min = self.konst(ty, Imm::Int(ty.int_bits(min)));
-                        let by_minus_one = self.binary(BinOp::Eq, rhs, minus_one);
-                        let is_min = self.binary(BinOp::Eq, lhs, min);
-                        let overflow = self.binary(BinOp::And, by_minus_one, is_min);
-                        self.panic_if(
-                            overflow,
-                            if div {
-                                "attempt to divide with overflow"
-                            } else {
-                                "attempt to calculate the remainder with overflow"
-                            },
-                            span,
-                        );
-                    }
-                }
-                if op == BinOp::Rem {
-                    return self.rem_op(lhs, rhs);
-                }
-                self.binary(op, lhs, rhs)
+                self.arithmetic(bin_op(op), lhs, rhs, span)
             }
         }
+    }
+
+    /// `lhs op rhs` of an operator or a compound assignment: integer `/` and `%` check their
+    /// divisor (zero, and `MIN / -1`) and panic as Rust does; float `%` is the exact `fmod`.
+    fn arithmetic(&mut self, op: BinOp, lhs: Value, rhs: Value, span: Span) -> Value {
+        if matches!(op, BinOp::Div | BinOp::Rem) && self.values[lhs.0 as usize].ty.is_int() {
+            let ty = self.values[rhs.0 as usize].ty;
+            let zero = self.konst(ty, Imm::Int(0));
+            let is_zero = self.binary(BinOp::Eq, rhs, zero);
+            let div = op == BinOp::Div;
+            self.panic_if(
+                is_zero,
+                if div {
+                    "attempt to divide by zero"
+                } else {
+                    "attempt to calculate the remainder with a divisor of zero"
+                },
+                span,
+            );
+            // `MIN / -1` overflows, and Rust panics on it in every build.
+            if let Some((min, _)) = ty.int_range().filter(|_| ty.is_signed()) {
+                let minus_one = self.konst(ty, Imm::Int(ty.int_bits(-1)));
+                let min = self.konst(ty, Imm::Int(ty.int_bits(min)));
+                let by_minus_one = self.binary(BinOp::Eq, rhs, minus_one);
+                let is_min = self.binary(BinOp::Eq, lhs, min);
+                let overflow = self.binary(BinOp::And, by_minus_one, is_min);
+                self.panic_if(
+                    overflow,
+                    if div {
+                        "attempt to divide with overflow"
+                    } else {
+                        "attempt to calculate the remainder with overflow"
+                    },
+                    span,
+                );
+            }
+        }
+        if op == BinOp::Rem {
+            return self.rem_op(lhs, rhs);
+        }
+        self.binary(op, lhs, rhs)
     }
 
     fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
