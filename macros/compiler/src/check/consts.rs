@@ -13,7 +13,9 @@ pub(crate) fn eval_const(
     consts: &HashMap<String, (Scalar, Lit)>,
     diags: &mut Diagnostics,
 ) -> Option<Lit> {
-    match eval(expr, consts) {
+    // An `f32` constant is computed as rustc computes it: every literal and every operation
+    // rounded to `f32` (computing in `f64` and rounding once can differ: `16777217.0 + 1.0`).
+    match eval_in(expr, consts, ty == Scalar::F32) {
         Ok(Lit::Int(v)) if ty.is_int() => {
             if fits(v, ty) {
                 Some(Lit::Int(v))
@@ -58,6 +60,27 @@ fn fits(v: u128, ty: Scalar) -> bool {
 
 /// Integers are evaluated as `i128` carried in a `u128`; a `const` must fit its type.
 fn eval(expr: &syn::Expr, consts: &HashMap<String, (Scalar, Lit)>) -> Result<Lit, syn::Error> {
+    eval_in(expr, consts, false)
+}
+
+/// [`eval`], rounding every float to `f32` when `single`.
+fn eval_in(
+    expr: &syn::Expr,
+    consts: &HashMap<String, (Scalar, Lit)>,
+    single: bool,
+) -> Result<Lit, syn::Error> {
+    match eval_step(expr, consts, single)? {
+        Lit::Float(v) if single => Ok(Lit::Float(f64::from(v as f32))),
+        other => Ok(other),
+    }
+}
+
+fn eval_step(
+    expr: &syn::Expr,
+    consts: &HashMap<String, (Scalar, Lit)>,
+    single: bool,
+) -> Result<Lit, syn::Error> {
+    let eval = |e: &syn::Expr, c: &HashMap<String, (Scalar, Lit)>| eval_in(e, c, single);
     let unsupported = || {
         syn::Error::new_spanned(
             expr,
@@ -115,6 +138,8 @@ fn eval(expr: &syn::Expr, consts: &HashMap<String, (Scalar, Lit)>) -> Result<Lit
                     syn::BinOp::Sub(_) => l - r,
                     syn::BinOp::Mul(_) => l * r,
                     syn::BinOp::Div(_) => l / r,
+                    // Exact, as Rust's float `%` is.
+                    syn::BinOp::Rem(_) => l % r,
                     _ => return Err(unsupported()),
                 })),
                 _ => Err(unsupported()),
@@ -215,6 +240,25 @@ mod tests {
     fn value(path: &str) -> (Scalar, Lit) {
         let p: syn::Path = syn::parse_str(path).unwrap();
         assoc_const(&p).unwrap_or_else(|| panic!("{path}"))
+    }
+
+    #[test]
+    fn f32_constants_round_every_step_as_rustc_does() {
+        let consts = HashMap::new();
+        let mut diags = Diagnostics::default();
+        let e: syn::Expr = syn::parse_str("16777217.0 + 1.0").unwrap();
+        let v = eval_const(&e, Scalar::F32, &consts, &mut diags);
+        const RUSTC: f32 = 16777217.0 + 1.0;
+        assert!(
+            matches!(v, Some(Lit::Float(v)) if v as f32 == RUSTC),
+            "{v:?}"
+        );
+        let e: syn::Expr = syn::parse_str("0.1 + 0.2").unwrap();
+        let v = eval_const(&e, Scalar::F64, &consts, &mut diags);
+        assert!(matches!(v, Some(Lit::Float(v)) if v == 0.1 + 0.2), "{v:?}");
+        let e: syn::Expr = syn::parse_str("7.5 % 2.0").unwrap();
+        let v = eval_const(&e, Scalar::F32, &consts, &mut diags);
+        assert!(matches!(v, Some(Lit::Float(v)) if v == 1.5), "{v:?}");
     }
 
     #[test]
