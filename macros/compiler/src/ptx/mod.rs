@@ -399,10 +399,22 @@ impl<'k> Writer<'k> {
         let mut order: Vec<usize> = (0..k.roles.len()).collect();
         order.sort_by_key(|&i| k.roles[i].first_warp);
         let role_labels: Vec<String> = (0..k.roles.len()).map(|i| format!("$role_{i}")).collect();
+        // Warps before a role's first one that no earlier role took are idle
+        // (`#[kernel(.., idle_warps)]`): they leave.
+        let mut next = 0;
         for &i in &order {
+            if k.roles[i].first_warp > next {
+                let p = self.tmp(Class::Pred);
+                self.line(format!(
+                    "setp.lt.u32 {p}, {warp}, {};",
+                    k.roles[i].first_warp
+                ))?;
+                self.line(format!("@{p} bra $exit;"))?;
+            }
             let p = self.tmp(Class::Pred);
             self.line(format!("setp.lt.u32 {p}, {warp}, {};", k.roles[i].end_warp))?;
             self.line(format!("@{p} bra {};", role_labels[i]))?;
+            next = k.roles[i].end_warp;
         }
         self.line("bra $exit;")?;
         for (i, r) in k.roles.iter().enumerate() {
