@@ -109,6 +109,24 @@ fn kernels() -> Vec<Generated> {
             spec: &warps::warps::warp_ops::SPEC,
         },
         Generated {
+            name: "struct_payloads_step",
+            ptx: arrays::struct_payloads::step::PTX,
+            ir: arrays::struct_payloads::step::IR,
+            spec: &arrays::struct_payloads::step::SPEC,
+        },
+        Generated {
+            name: "scalars_transcendental64",
+            ptx: scalars::transcendental64::funcs::PTX,
+            ir: scalars::transcendental64::funcs::IR,
+            spec: &scalars::transcendental64::funcs::SPEC,
+        },
+        Generated {
+            name: "scalars_rem_f32",
+            ptx: scalars::rem_f32::rem::PTX,
+            ir: scalars::rem_f32::rem::IR,
+            spec: &scalars::rem_f32::rem::SPEC,
+        },
+        Generated {
             name: "reductions_reduce",
             ptx: reductions::reductions::reduce::PTX,
             ir: reductions::reductions::reduce::IR,
@@ -231,7 +249,6 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("async_blocks_relay", arrays::async_blocks::relay::PTX),
         ("enums_apply", arrays::enums::apply::PTX),
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
-        ("struct_payloads_step", arrays::struct_payloads::step::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("idle_warps", arrays::idle_warps::fill::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
