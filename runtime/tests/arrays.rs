@@ -677,3 +677,31 @@ fn writes_under_control_flow_in_parallel_bodies() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn loops_over_typed_and_inclusive_ranges() -> gpu_async::Result<()> {
+    let (n, k) = (37i32, 200u8);
+    let mut want = vec![
+        (-n..n).map(|i| i as i64 * 3).sum::<i64>(),
+        (k..=u8::MAX).filter(|v| v % 7 != 0).map(i64::from).sum(),
+        (i8::MIN..=i8::MAX).map(|v| v as i64 * v as i64).sum(),
+        0,
+        (0..=10).sum(),
+    ];
+    want.extend((5..40u16).map(|i| (0..=i).map(i64::from).sum::<i64>()));
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(gpu) => devices.push(gpu),
+        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
+    }
+    for dev in devices {
+        let mut out = dev.alloc::<i64>(40)?;
+        block_on(arrays::typed_ranges::sums::launch(
+            &dev,
+            Grid::blocks(1),
+            (n, k, &mut out),
+        ))?;
+        assert_eq!(out.download()?, want, "{dev}");
+    }
+    Ok(())
+}

@@ -251,6 +251,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("idle_warps", arrays::idle_warps::fill::PTX),
+        ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

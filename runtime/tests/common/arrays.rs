@@ -622,3 +622,58 @@ pub mod body_control_flow {
             });
     }
 }
+
+/// `for` loops over ranges of any integer type, and inclusive ranges up to the type's `MAX`
+/// (which must stop without stepping past it), with `continue` and `break`.
+#[gpu_async]
+pub mod typed_ranges {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn sums(n: i32, k: u8, out: &mut [i64]) {
+        join!(on_warps(0..1, body(n, k, out))).await;
+    }
+
+    async fn body(n: i32, k: u8, out: &mut [i64]) {
+        let mut a = 0i64;
+        for i in -n..n {
+            a += i as i64 * 3;
+        }
+        let mut b = 0i64;
+        for v in k..=u8::MAX {
+            if v % 7 == 0 {
+                continue;
+            }
+            b += v as i64;
+        }
+        let mut c = 0i64;
+        for v in i8::MIN..=i8::MAX {
+            c += v as i64 * v as i64;
+        }
+        let mut d = 0i64;
+        for v in 5u32..=4 {
+            d += v as i64;
+        }
+        let mut e = 0i64;
+        for v in 0..=n {
+            if v > 10 {
+                break;
+            }
+            e += v as i64;
+        }
+        out.par_iter_mut().enumerate().for_each(|(i, o)| {
+            let mut f = 0i64;
+            for j in 0..=(i as u16) {
+                f += j as i64;
+            }
+            *o = match i {
+                0 => a,
+                1 => b,
+                2 => c,
+                3 => d,
+                4 => e,
+                _ => f,
+            };
+        });
+    }
+}

@@ -471,11 +471,17 @@ impl Checker<'_> {
         match e {
             syn::Expr::ForLoop(f) => {
                 let label = label_name(&f.label);
-                let iter = self.expr(&mut f.expr, None);
+                let mut head = &mut *f.expr;
+                while let syn::Expr::Paren(p) = head {
+                    head = &mut *p.expr;
+                }
+                let iter = match head {
+                    syn::Expr::Range(r) => self.loop_range(r),
+                    other => self.expr(other, None),
+                };
                 let var_ty = match (&iter.kind, &iter.ty) {
-                    (ExprKind::Range(..) | ExprKind::StepBy(..) | ExprKind::Rev(..), _) => {
-                        Ty::Scalar(Scalar::Usize)
-                    }
+                    (ExprKind::Range(a, _) | ExprKind::InclusiveRange(a, _), _) => a.ty.clone(),
+                    (ExprKind::StepBy(..) | ExprKind::Rev(..), _) => Ty::Scalar(Scalar::Usize),
                     (_, Ty::Tiles) => Ty::Range,
                     (_, Ty::Error) => Ty::Error,
                     (_, other) => {
@@ -2624,6 +2630,47 @@ impl Checker<'_> {
             Ty::Unit,
             span,
         )
+    }
+
+    /// The range of a `for` loop's head: `a..b` or `a..=b` over any integer type (the ends'
+    /// type; `usize` when both are untyped literals).
+    fn loop_range(&mut self, r: &mut syn::ExprRange) -> Expr {
+        let span = r.span();
+        let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
+        let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
+            self.diags.error(
+                span,
+                "a `for` loop runs over a range with both ends, `a..b`",
+            );
+            return err(span);
+        };
+        let s = self.expr(start, None);
+        let mut s = self.auto_deref(s);
+        let t = self.expr(end, None);
+        let mut t = self.auto_deref(t);
+        let ty = match (&s.ty, &t.ty) {
+            (Ty::Scalar(a), _) if a.is_int() => *a,
+            (_, Ty::Scalar(b)) if b.is_int() => *b,
+            (Ty::IntLit, Ty::IntLit) => Scalar::Usize,
+            (Ty::Error, _) | (_, Ty::Error) => return err(span),
+            (a, b) => {
+                let other = if matches!(a, Ty::IntLit) { b } else { a };
+                self.diags.error(
+                    span,
+                    format!("a `for` loop counts over integers, not `{other}`"),
+                );
+                return err(span);
+            }
+        };
+        let want = Ty::Scalar(ty);
+        self.expect(&mut s, &want);
+        self.expect(&mut t, &want);
+        let kind = if inclusive {
+            ExprKind::InclusiveRange(Box::new(s), Box::new(t))
+        } else {
+            ExprKind::Range(Box::new(s), Box::new(t))
+        };
+        mk(kind, Ty::Range, span)
     }
 
     /// `iter.for_each_lane(async |lane, item| body)`: a parallel loop whose lanes meet at warp

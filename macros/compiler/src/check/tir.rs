@@ -474,6 +474,8 @@ pub enum ExprKind {
     SubSlice(Box<Expr>, Box<Expr>),
     /// `a..b`
     Range(Box<Expr>, Box<Expr>),
+    /// `a..=b`, as a `for` loop's range.
+    InclusiveRange(Box<Expr>, Box<Expr>),
     /// A scalar method: the receiver first, then the arguments.
     Math(MathFn, Vec<Expr>),
     /// `r.start` (`false`) or `r.end` (`true`) of a range.

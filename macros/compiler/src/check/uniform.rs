@@ -310,6 +310,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::Index(a, b)
         | K::SubSlice(a, b)
         | K::Range(a, b)
+        | K::InclusiveRange(a, b)
         | K::CopyFrom(a, b)
         | K::CopyTo(a, b)
         | K::BlockTiles(a, b)

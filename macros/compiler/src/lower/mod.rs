@@ -775,6 +775,56 @@ impl Lowerer<'_> {
     /// `for v in (a..b).step_by(k)` and `for v in (a..b).rev()`: a counted loop over
     /// `n` = the number of items (no overflow near the top of the range), with
     /// `v = a + i * k` or `v = b - 1 - i`.
+    /// `for v in a..=b`: the counter stops at `b` without stepping past it (`b` may be the
+    /// type's `MAX`), and `continue` finds it already advanced.
+    fn for_inclusive(
+        &mut self,
+        label: &Option<String>,
+        var: LocalId,
+        iter: &Expr,
+        body: &tir::Block,
+    ) {
+        let ExprKind::InclusiveRange(a, b) = &iter.kind else {
+            return;
+        };
+        let start = self.scalar(a);
+        let end = self.scalar(b);
+        let ty = self.values[start.0 as usize].ty;
+        let i = self.new_value(ty, None);
+        self.emit(Inst::Copy { dst: i, src: start });
+        let exhausted = self.new_value(Scalar::Bool, None);
+        let empty = self.binary(BinOp::Gt, start, end);
+        self.emit(Inst::Copy {
+            dst: exhausted,
+            src: empty,
+        });
+        let id = self.new_loop();
+        self.cond_depth += 1;
+        let loop_body = self.sub_block(|l| {
+            l.break_if(exhausted, id);
+            l.bind(var, Val::Scalar(i), iter.span);
+            let last = l.binary(BinOp::Eq, i, end);
+            l.emit(Inst::Copy {
+                dst: exhausted,
+                src: last,
+            });
+            let one = l.konst(ty, Imm::Int(1));
+            let next = l.binary(BinOp::Add, i, one);
+            l.emit(Inst::Select {
+                dst: i,
+                cond: last,
+                if_true: i,
+                if_false: next,
+            });
+            l.scoped_block(body, LoopScope::new(id, label));
+        });
+        self.emit(Inst::Loop {
+            id,
+            body: loop_body,
+        });
+        self.cond_depth -= 1;
+    }
+
     fn for_stepped(
         &mut self,
         label: &Option<String>,
@@ -1103,13 +1153,20 @@ impl Lowerer<'_> {
             {
                 self.for_stepped(label, *var, iter, body);
             }
+            Stmt::For(label, var, iter, body)
+                if matches!(iter.kind, ExprKind::InclusiveRange(..)) =>
+            {
+                self.for_inclusive(label, *var, iter, body);
+            }
             Stmt::For(label, var, iter, body) => {
                 let it = self.expr(iter);
                 let id = self.new_loop();
                 self.cond_depth += 1;
                 match it {
                     Val::Range { start, end, tiles } => {
-                        let i = self.new_value(Scalar::Usize, None);
+                        // The counter has the range's type (any integer in a loop head).
+                        let ty = self.values[start.0 as usize].ty;
+                        let i = self.new_value(ty, None);
                         self.emit(Inst::Copy { dst: i, src: start });
                         let var = *var;
                         let loop_body = self.sub_block(|l| {
@@ -1125,7 +1182,7 @@ impl Lowerer<'_> {
                                 }
                             };
                             l.bind(var, item, iter.span);
-                            let one = l.usize_const(1);
+                            let one = l.konst(ty, Imm::Int(1));
                             l.emit(Inst::Binary {
                                 dst: i,
                                 op: BinOp::Add,
@@ -1459,6 +1516,8 @@ impl Lowerer<'_> {
                 } => Val::Scalar(if *end { stop } else { start }),
                 _ => Val::Unit,
             },
+            // Only a `for` loop's head (`for_inclusive`).
+            ExprKind::InclusiveRange(..) => Val::Unit,
             ExprKind::Range(a, b) => {
                 let start = self.scalar(a);
                 let end = self.scalar(b);
