@@ -29,6 +29,10 @@ mod copy;
 #[path = "../../examples/saxpy_variants.rs"]
 mod saxpy_variants;
 
+#[allow(dead_code)]
+#[path = "../../examples/async_demos.rs"]
+mod async_demos;
+
 use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
@@ -244,5 +248,20 @@ fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
     assert_eq!(bad, 0, "saxpy: {bad} mismatches, n = {n}");
     let bad = pipeline::run_and_check(&dev, pipeline::grid_for(&dev, 4)?, n, 10)?;
     assert_eq!(bad, 0, "pipeline: {bad} mismatches, n = {n}");
+    Ok(())
+}
+
+#[test]
+fn async_demos_on_both_backends() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    devices.extend(gpu());
+    for dev in devices {
+        for &n in &[0, 1, 255, 256, 257, 5000] {
+            for blocks in [1, 3] {
+                let bad = async_demos::run_and_check(&dev, Grid::blocks(blocks), n)?;
+                assert_eq!(bad, 0, "{dev}: {bad} mismatches, n = {n}, {blocks} blocks");
+            }
+        }
+    }
     Ok(())
 }

@@ -53,6 +53,10 @@ mod softmax;
 #[path = "../../examples/histogram.rs"]
 mod histogram;
 
+#[allow(dead_code)]
+#[path = "../../examples/async_demos.rs"]
+mod async_demos;
+
 #[allow(dead_code, clippy::all)]
 #[path = "common/scalars.rs"]
 mod scalars;
@@ -251,6 +255,16 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("idle_warps", arrays::idle_warps::fill::PTX),
+        ("async_demos_chained", async_demos::demos::chained::PTX),
+        (
+            "async_demos_conditional",
+            async_demos::demos::conditional::PTX,
+        ),
+        ("async_demos_block", async_demos::demos::block::PTX),
+        (
+            "async_demos_three_tasks",
+            async_demos::demos::three_tasks::PTX,
+        ),
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (

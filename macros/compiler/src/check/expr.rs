@@ -2337,6 +2337,17 @@ impl Checker<'_> {
             ("unwrap", Ty::OptRange) if want_args(self, 0) => {
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
             }
+            // `rx.recv().await.unwrap()`: the next slot, or a device panic once the channel is
+            // closed (the slot's channel must be known where it is received).
+            ("unwrap", Ty::OptRecvSlot(c)) if want_args(self, 0) => {
+                let c = c.clone();
+                let is_recv = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
+                if !is_recv {
+                    self.diags.error(m.method.span(), "`unwrap` takes the slot of `rx.recv().await` directly: write `rx.recv().await.unwrap()`, or `while let Some(slot) = rx.recv().await`");
+                    return err(span);
+                }
+                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::RecvSlot(c), span)
+            }
             (
                 "par_iter" | "par_iter_mut",
                 Ty::Slice { elem, mutable } | Ty::ElemRef { elem, mutable },

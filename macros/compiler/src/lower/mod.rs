@@ -1791,6 +1791,12 @@ impl Lowerer<'_> {
                         tiles: true,
                     }
                 }
+                // `rx.recv().await.unwrap()`: the wait was emitted; `some` says it got a slot.
+                Val::Scalar(some) if matches!(opt.ty, Ty::OptRecvSlot(_)) => {
+                    let none = self.not(some);
+                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", e.span);
+                    self.recv_slot_of(opt)
+                }
                 _ => Val::Unit,
             },
             ExprKind::ParSource(_) | ExprKind::Zip(..) | ExprKind::Enumerate(_) => Val::Unit,
