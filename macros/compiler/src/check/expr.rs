@@ -3637,7 +3637,7 @@ impl Checker<'_> {
         let parser = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
         let Ok(args) = parser.parse2(mac.tokens.clone()) else {
             self.diags
-                .error(span, format!("the arguments of `{name}!` cannot be read"));
+                .error(span, format!("the arguments of `{name}!` cannot be read: write a string literal and values separated by commas, as in `{name}!(\"bad index {{}}\", i)`"));
             return err(span);
         };
         let mut args: Vec<syn::Expr> = args.into_iter().collect();
