@@ -705,3 +705,54 @@ fn loops_over_typed_and_inclusive_ranges() -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn if_let_over_checked_results() -> gpu_async::Result<()> {
+    let n = 2000;
+    let a: Vec<i32> = random_f32(n, 61)
+        .iter()
+        .map(|v| (v.to_bits() as i32).wrapping_mul(7))
+        .collect();
+    let b: Vec<i32> = random_f32(n, 62)
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if i % 3 == 0 {
+                (v * 100.0) as i32
+            } else {
+                v.to_bits() as i32
+            }
+        })
+        .collect();
+    let want_sums: Vec<i32> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| x.checked_add(*y).unwrap_or(-1))
+        .collect();
+    let want_products: Vec<i32> = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| match x.checked_mul(*y) {
+            Some(v) => v.wrapping_add(1),
+            None if x.checked_sub(*y).is_none() => -2,
+            None => -3,
+        })
+        .collect();
+    let mut devices = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(gpu) => devices.push(gpu),
+        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
+    }
+    for dev in devices {
+        let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+        let (mut s, mut p) = (dev.alloc::<i32>(n)?, dev.alloc::<i32>(n)?);
+        block_on(arrays::option_if_let::checked::launch(
+            &dev,
+            Grid::blocks(1),
+            (&da, &db, &mut s, &mut p),
+        ))?;
+        assert_eq!(s.download()?, want_sums, "{dev}");
+        assert_eq!(p.download()?, want_products, "{dev}");
+    }
+    Ok(())
+}

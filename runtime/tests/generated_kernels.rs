@@ -266,6 +266,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             async_demos::demos::three_tasks::PTX,
         ),
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
+        ("option_if_let", arrays::option_if_let::checked::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

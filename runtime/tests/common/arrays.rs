@@ -677,3 +677,36 @@ pub mod typed_ranges {
         });
     }
 }
+
+/// `if let Some(v) = ..` over the `Option` of the checked methods, as a statement and as a
+/// value.
+#[gpu_async]
+pub mod option_if_let {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn checked(a: &[i32], b: &[i32], sums: &mut [i32], products: &mut [i32]) {
+        join!(on_warps(0..1, body(a, b, sums, products))).await;
+    }
+
+    async fn body(a: &[i32], b: &[i32], sums: &mut [i32], products: &mut [i32]) {
+        sums.par_iter_mut()
+            .zip(products.par_iter_mut())
+            .zip(a.par_iter().zip(b.par_iter()))
+            .for_each(|((s, p), (x, y))| {
+                if let Some(v) = x.checked_add(*y) {
+                    *s = v;
+                } else {
+                    *s = -1;
+                }
+                *p = if let Some(mut v) = x.checked_mul(*y) {
+                    v += 1;
+                    v
+                } else if x.checked_sub(*y).is_none() {
+                    -2
+                } else {
+                    -3
+                };
+            });
+    }
+}

@@ -1881,16 +1881,88 @@ impl Checker<'_> {
     fn if_expr(&mut self, i: &mut syn::ExprIf, expected: Option<&Ty>) -> Expr {
         let span = i.span();
         let bool_ty = Ty::Scalar(Scalar::Bool);
-        if let syn::Expr::Let(l) = &*i.cond {
-            self.diags.error_at(
-                &l.let_token,
-                "`if let` is not supported yet: use `while let` over a channel, or `if`",
+        // `if let Some(v) = opt { .. }`: `let tmp = opt; if tmp.is_some() { let v = ..; .. }`.
+        let mut if_let = None;
+        let (cond, mut then) = if let syn::Expr::Let(l) = &mut *i.cond {
+            let scrutinee = self.expr(&mut l.expr, None);
+            let s = match scrutinee.ty {
+                Ty::Opt(s) => s,
+                Ty::Error => return err(span),
+                Ty::OptRecvSlot(_) => {
+                    self.diags.error_at(&l.let_token, "`if let` over a receive is not supported: write `while let Some(slot) = rx.recv().await`, or `let slot = rx.recv().await.unwrap();`");
+                    return err(span);
+                }
+                ref other => {
+                    self.diags.error(
+                        scrutinee.span,
+                        format!("`if let` takes the `Option` of a `checked_*` method here, not a `{other}`"),
+                    );
+                    return err(span);
+                }
+            };
+            let name = match &*l.pat {
+                syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                    match &ts.elems[0] {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            Some((
+                                pi.ident.to_string(),
+                                pi.mutability.is_some(),
+                                pi.ident.span(),
+                            ))
+                        }
+                        syn::Pat::Wild(_) => None,
+                        other => {
+                            self.diags
+                                .error_at(other, "bind the value to a name, as in `Some(v)`");
+                            return err(span);
+                        }
+                    }
+                }
+                other => {
+                    self.diags.error_at(
+                        other,
+                        "write `if let Some(v) = ..` (use `.is_none()` for the other case)",
+                    );
+                    return err(span);
+                }
+            };
+            let tmp = self.declare("__gpu_async_option", Ty::Opt(s), false, span);
+            let tmp_expr = mk(ExprKind::Local(tmp), Ty::Opt(s), span);
+            let cond = mk(
+                ExprKind::OptIsSome(Box::new(tmp_expr.clone()), true),
+                bool_ty.clone(),
+                span,
             );
-            return err(span);
-        }
-        let mut cond = self.expr(&mut i.cond, Some(&bool_ty));
-        self.expect(&mut cond, &bool_ty);
-        let mut then = self.block(&mut i.then_branch);
+            self.names.push(HashMap::new());
+            let mut bound = Vec::new();
+            if let Some((name, mutable, at)) = name {
+                let v = self.declare(&name, Ty::Scalar(s), mutable, at);
+                // The value where it is `Some` (the `unwrap_or` default is never taken there).
+                let zero = mk(ExprKind::Lit(Lit::Int(0)), Ty::Scalar(s), span);
+                let zero = if s.is_float() {
+                    mk(ExprKind::Lit(Lit::Float(0.0)), Ty::Scalar(s), span)
+                } else {
+                    zero
+                };
+                let value = mk(
+                    ExprKind::OptUnwrap(Box::new(tmp_expr), Some(Box::new(zero))),
+                    Ty::Scalar(s),
+                    span,
+                );
+                bound.push(Stmt::Let(LetPattern::Local(v), value));
+            }
+            let mut then = self.block(&mut i.then_branch);
+            self.names.pop();
+            bound.append(&mut then.stmts);
+            then.stmts = bound;
+            if_let = Some((tmp, scrutinee));
+            (cond, then)
+        } else {
+            let mut cond = self.expr(&mut i.cond, Some(&bool_ty));
+            self.expect(&mut cond, &bool_ty);
+            let then = self.block(&mut i.then_branch);
+            (cond, then)
+        };
         let else_ = i
             .else_branch
             .as_mut()
@@ -1948,7 +2020,18 @@ impl Checker<'_> {
             self.diags.error(span, format!("an `if` cannot produce a `{ty}` yet: declare it before the `if` and assign its parts in each branch"));
             return err(span);
         }
-        mk(ExprKind::If(Box::new(cond), then, else_), ty, span)
+        let if_expr = mk(ExprKind::If(Box::new(cond), then, else_), ty.clone(), span);
+        match if_let {
+            Some((tmp, scrutinee)) => mk(
+                ExprKind::Block(Block {
+                    stmts: vec![Stmt::Let(LetPattern::Local(tmp), scrutinee)],
+                    tail: Some(Box::new(if_expr)),
+                }),
+                ty,
+                span,
+            ),
+            None => if_expr,
+        }
     }
 
     fn index(&mut self, ix: &mut syn::ExprIndex) -> Expr {
