@@ -65,6 +65,10 @@ mod scalars;
 #[path = "common/warps.rs"]
 mod warps;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/barriers.rs"]
+mod barriers;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -129,6 +133,12 @@ fn kernels() -> Vec<Generated> {
             ptx: scalars::rem_f32::rem::PTX,
             ir: scalars::rem_f32::rem::IR,
             spec: &scalars::rem_f32::rem::SPEC,
+        },
+        Generated {
+            name: "barriers_rounds",
+            ptx: barriers::barriers::rounds::PTX,
+            ir: barriers::barriers::rounds::IR,
+            spec: &barriers::barriers::rounds::SPEC,
         },
         Generated {
             name: "reductions_reduce",
@@ -267,6 +277,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ),
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("option_if_let", arrays::option_if_let::checked::PTX),
+        ("barriers_uneven", barriers::barriers::uneven::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

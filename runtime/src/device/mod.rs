@@ -13,6 +13,7 @@
 //! let (tx, rx) = channel::<[f32; 2048], 3>();   // a 3-slot ring of 8 KiB slots
 //! ```
 
+mod barrier;
 mod block;
 mod channel;
 mod lanes;
@@ -21,6 +22,7 @@ mod role;
 mod shared;
 mod tiles;
 
+pub use barrier::{barrier, Barrier, BarrierWait};
 pub use block::{block_count, block_index};
 pub use channel::{
     channel, CopyFrom, CopyTo, Payload, PayloadElem, Receiver, Recv, RecvSlot, Reserve, SendSlot,

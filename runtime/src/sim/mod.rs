@@ -159,6 +159,8 @@ pub(crate) enum WaitKind {
     Recv,
     /// A free slot for the end-of-stream marker of a dropped sender.
     Close,
+    /// The other roles of a barrier, in `wait()`.
+    Barrier,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -748,6 +750,13 @@ impl BlockState {
                 format!("waits for a full slot in `recv()`{on}"),
                 at(wait.at),
             ),
+            WaitKind::Barrier => (
+                format!(
+                    "waits for the other roles in `wait()` on the barrier created at {}",
+                    at(created)
+                ),
+                at(wait.at),
+            ),
             WaitKind::Close => {
                 let (what, location) = match &name {
                     Some(n) => (format!("is closing channel `{n}`"), self.close_sites(n)),
@@ -786,7 +795,7 @@ impl BlockState {
                     let prefix = match kind {
                         WaitKind::Reserve => "`reserve()` on channel `",
                         WaitKind::Recv => "`recv()` on channel `",
-                        WaitKind::Close => continue,
+                        WaitKind::Close | WaitKind::Barrier => continue,
                     };
                     let here: BTreeSet<&str> = spec
                         .sites

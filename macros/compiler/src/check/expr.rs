@@ -926,6 +926,14 @@ impl Checker<'_> {
                         self.diags.error(span, "a shared value is updated through `&Shared<T>`: write `&cell`, not `&mut cell`");
                         err(span)
                     }
+                    Ty::Barrier if r.mutability.is_none() => mk(
+                        ExprKind::Block(Block {
+                            stmts: Vec::new(),
+                            tail: Some(Box::new(inner)),
+                        }),
+                        Ty::BarrierRef,
+                        span,
+                    ),
                     Ty::Error => err(span),
                     _ => {
                         self.diags.error(span, "references are supported to slices and shared values only, as in `&x[range]`: pass scalars by value");
@@ -2213,6 +2221,17 @@ impl Checker<'_> {
                 let ty = inner.ty.clone();
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
+            ("wait", Ty::BarrierRef | Ty::Barrier) if want_args(self, 0) => {
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`wait()` on a barrier is role code: await it in a role (the kernel body and parallel loops cannot wait)");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::BarrierWait(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
             ("get", Ty::SharedRef(s) | Ty::Shared(s)) if want_args(self, 0) => {
                 let s = *s;
                 mk(ExprKind::SharedGet(Box::new(receiver)), Ty::Scalar(s), span)
@@ -3362,6 +3381,16 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::SharedNew(s), Ty::Shared(s), span)
             }
+            "barrier" => {
+                if !c.args.is_empty() {
+                    self.diags
+                        .error_at(&c.args, "`barrier()` takes no arguments");
+                }
+                if !self.is_kernel() {
+                    self.diags.error_at(&c.func, "barriers are made in the kernel body, before `join!`, and passed to the roles that meet at them as `&sync`");
+                }
+                mk(ExprKind::BarrierNew, Ty::Barrier, span)
+            }
             "block_index" | "block_count" => {
                 if !c.args.is_empty() {
                     self.diags
@@ -3672,9 +3701,53 @@ impl Checker<'_> {
                         "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
                     );
                 }
-                *node = syn::Expr::Verbatim(
-                    quote_spanned!(span=> ::gpu_async::device::join_roles([#(#rewritten),*])),
-                );
+                // Each barrier learns, in the simulator, how many roles meet at it: those given it.
+                let mut meeting: Vec<(LocalId, usize)> = Vec::new();
+                for role in &roles {
+                    let ExprKind::OnWarps { call, .. } = &role.kind else {
+                        continue;
+                    };
+                    let ExprKind::Call(_, args) = &call.kind else {
+                        continue;
+                    };
+                    let mut mine: Vec<LocalId> = Vec::new();
+                    for a in args {
+                        let local = match &a.kind {
+                            ExprKind::Block(b) => b.tail.as_deref(),
+                            _ => Some(a),
+                        };
+                        if let (
+                            Ty::BarrierRef,
+                            Some(Expr {
+                                kind: ExprKind::Local(id),
+                                ..
+                            }),
+                        ) = (&a.ty, local)
+                        {
+                            if !mine.contains(id) {
+                                mine.push(*id);
+                            }
+                        }
+                    }
+                    for id in mine {
+                        match meeting.iter_mut().find(|(l, _)| *l == id) {
+                            Some((_, n)) => *n += 1,
+                            None => meeting.push((id, 1)),
+                        }
+                    }
+                }
+                let counts = meeting.iter().map(|(id, n)| {
+                    let local = &self.locals[id.0 as usize].name;
+                    let name = match local.strip_prefix("r#") {
+                        Some(raw) => syn::Ident::new_raw(raw, span),
+                        None => syn::Ident::new(local, span),
+                    };
+                    quote_spanned!(span=> #name.__participants(#n);)
+                });
+                *node = syn::Expr::Verbatim(quote_spanned!(span=> {
+                    #(#counts)*
+                    ::gpu_async::device::join_roles([#(#rewritten),*])
+                }));
                 mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
             }
             "vec" | "format" => {
@@ -3909,7 +3982,7 @@ impl Checker<'_> {
                 Stmt::Let(_, e)
                     if matches!(
                         e.ty,
-                        Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Shared(_) | Ty::Error
+                        Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Shared(_) | Ty::Barrier | Ty::Error
                     ) => {}
                 Stmt::Expr(e) if matches!(&e.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Join(_))) => {
                     joins += 1;

@@ -222,6 +222,9 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
             }
             if let syn::Type::Path(p) = &*r.elem {
                 if let Some(last) = p.path.segments.last() {
+                    if last.ident == "Barrier" && last.arguments.is_empty() {
+                        return Ty::BarrierRef;
+                    }
                     if last.ident == "Shared" {
                         if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
                             if let Some(syn::GenericArgument::Type(t)) = a.args.first() {

@@ -510,6 +510,10 @@ pub enum ExprKind {
     OptUnwrap(Box<Expr>, Option<Box<Expr>>),
     /// `shared::<T>()` in the kernel body.
     SharedNew(Scalar),
+    /// `barrier()` in the kernel body.
+    BarrierNew,
+    /// `sync.wait()` of a barrier (awaited).
+    BarrierWait(Box<Expr>),
     /// `cell.get()`
     SharedGet(Box<Expr>),
     /// `cell.set(value)`

@@ -334,6 +334,10 @@ pub enum Ty {
     Shared(Scalar),
     /// `&Shared<T>`, as roles take it.
     SharedRef(Scalar),
+    /// `Barrier`, made in the kernel body.
+    Barrier,
+    /// `&Barrier`, as roles take it.
+    BarrierRef,
     /// The `i`-th type parameter of a generic helper fn (its instances replace it).
     Generic(u32),
     /// An enum of the module without payloads (its number and name); a `u32` discriminant on
@@ -426,6 +430,8 @@ impl fmt::Display for Ty {
             Ty::Range => f.write_str("Range<usize>"),
             Ty::Tiles => f.write_str("BlockTiles"),
             Ty::Lane => f.write_str("Lane"),
+            Ty::Barrier => f.write_str("Barrier"),
+            Ty::BarrierRef => f.write_str("&Barrier"),
             Ty::StructRef { name, mutable, .. } => {
                 write!(f, "&{}{name}", if *mutable { "mut " } else { "" })
             }

@@ -270,6 +270,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::Channel(_)
         | K::BlockPosition(_)
         | K::SharedNew(_)
+        | K::BarrierNew
         | K::Static(_)
         | K::LanePosition(_)
         | K::Return(None)
@@ -291,6 +292,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::OptIsSome(a, _)
         | K::OptUnwrap(a, None)
         | K::SharedGet(a)
+        | K::BarrierWait(a)
         | K::HalfBits(a, _)
         | K::Panic(Some(a), _)
         | K::TupleField(a, _)

@@ -298,6 +298,7 @@ impl Kernel {
             Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,
             Inst::Release { chan } => write!(line, "release {chan}")?,
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
+            Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
             Inst::ParFor(p) => {
                 let kind = if p.lanes { "lane_for" } else { "par_for" };
                 write!(f, "{pad}{kind} len {}", self.val(p.len))?;

@@ -86,6 +86,8 @@ pub struct Kernel {
     pub shared_cells: Vec<Scalar>,
     /// See `shared_cells`.
     pub cells_offset: u32,
+    /// The barriers between roles.
+    pub barriers: Vec<KernelBarrier>,
 }
 
 impl Kernel {
@@ -275,6 +277,19 @@ pub enum Special {
     RoleWarp,
 }
 
+/// A barrier between roles (`barrier()` in the kernel body).
+#[derive(Debug, Clone)]
+pub struct KernelBarrier {
+    /// Its local's name, for messages.
+    pub name: String,
+    /// Shared-memory offset of its mbarrier.
+    pub offset: u32,
+    /// Arrivals per phase: the warps of the roles that take it.
+    pub arrivals: u32,
+    /// Those roles.
+    pub roles: Vec<RoleId>,
+}
+
 /// Where a [`Inst::Shuffle`] takes each lane's value from (the operand taken modulo 32).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShuffleMode {
@@ -426,6 +441,8 @@ pub enum Inst {
     },
     /// Hand the received slot back to the sender.
     Release { chan: ChannelId },
+    /// The role's warps arrive at barrier `barrier` and wait for the other roles that take it.
+    BarrierWait { barrier: u32, site: SiteId },
     /// A data-parallel loop spread over the role's threads.
     ParFor(ParFor),
     /// `dst` = `value` of another lane of the warp (every lane of the warp executes it; only
@@ -561,6 +578,7 @@ impl Inst {
             | Inst::Send { .. }
             | Inst::Close { .. }
             | Inst::Release { .. }
+            | Inst::BarrierWait { .. }
             | Inst::RoleBarrier { .. } => Vec::new(),
         }
     }

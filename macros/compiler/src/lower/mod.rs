@@ -77,6 +77,8 @@ enum Val {
     Tuple(Vec<Value>),
     /// A block-local shared value: its cell.
     SharedCell(u32),
+    /// A barrier between roles: its number.
+    Barrier(u32),
     /// A local array in the thread's local memory: its address.
     LocalArray {
         addr: Value,
@@ -173,6 +175,8 @@ struct Lowerer<'p> {
     const_tables: Vec<u32>,
     /// The block's shared values made so far, by cell number.
     shared_cells: Vec<Scalar>,
+    /// The barriers between roles: the roles that take each, and its name.
+    barriers: Vec<(Vec<RoleId>, String)>,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -208,6 +212,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         local_bytes: 0,
         const_tables: Vec::new(),
         shared_cells: Vec::new(),
+        barriers: Vec::new(),
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -282,6 +287,11 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
     let mut role_failed = false;
     for stmt in &f.body.stmts {
         match stmt {
+            Stmt::Let(LetPattern::Local(id), e) if matches!(e.kind, ExprKind::BarrierNew) => {
+                l.barriers.push((Vec::new(), f.local(*id).name.clone()));
+                let b = Val::Barrier(l.barriers.len() as u32 - 1);
+                l.frame().locals.insert(*id, b);
+            }
             Stmt::Let(LetPattern::Pair(tx, rx), e) => {
                 if let ExprKind::Channel(ty) = &e.kind {
                     let c = l.new_channel(ty.clone(), f, *tx, *rx, e.span);
@@ -379,10 +389,26 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         &mut l.channels,
         &role_needs_barrier,
         &role_scratch,
-        l.shared_cells.len() as u32,
+        l.shared_cells.len() as u32 + l.barriers.len() as u32,
         &l.channel_spans,
         l.diags,
     );
+    // The barriers between roles take the 8-byte cells after the shared values: each expects
+    // one arrival per warp of the roles that take it.
+    let barriers: Vec<ir::KernelBarrier> = l
+        .barriers
+        .iter()
+        .enumerate()
+        .map(|(k, (takers, name))| ir::KernelBarrier {
+            name: name.clone(),
+            offset: cells_offset + 8 * (l.shared_cells.len() + k) as u32,
+            arrivals: takers
+                .iter()
+                .map(|r| roles[r.0 as usize].end_warp - roles[r.0 as usize].first_warp)
+                .sum(),
+            roles: takers.clone(),
+        })
+        .collect();
     if l.diags.len() > before || l.ownership_conflict {
         return None;
     }
@@ -401,6 +427,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         sites: l.sites,
         shared_cells: l.shared_cells,
         cells_offset,
+        barriers,
         local_bytes: l.local_bytes,
         const_tables: l
             .const_tables
@@ -628,6 +655,12 @@ impl Lowerer<'_> {
                 match v {
                     Val::Sender(c) => l.claim(*c, true, role_id),
                     Val::Receiver(c) => l.claim(*c, false, role_id),
+                    Val::Barrier(b) => {
+                        let takers = &mut l.barriers[*b as usize].0;
+                        if !takers.contains(&role_id) {
+                            takers.push(role_id);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1709,6 +1742,11 @@ impl Lowerer<'_> {
                 self.emit(Inst::Bitcast { dst, src });
                 Val::Scalar(dst)
             }
+            ExprKind::BarrierNew => {
+                self.barriers.push((Vec::new(), "barrier".to_string()));
+                Val::Barrier(self.barriers.len() as u32 - 1)
+            }
+            ExprKind::BarrierWait(_) => Val::Unit,
             ExprKind::SharedNew(s) => {
                 self.shared_cells.push(*s);
                 Val::SharedCell(self.shared_cells.len() as u32 - 1)
@@ -2476,6 +2514,24 @@ impl Lowerer<'_> {
             ExprKind::Call(fid, args) => {
                 let vals = self.call_args(args);
                 self.inline_call(*fid, vals, span)
+            }
+            ExprKind::BarrierWait(b) => {
+                if let Val::Barrier(k) = self.expr(b) {
+                    let name = self.barriers[k as usize].1.clone();
+                    let site = self.site(
+                        SiteKind::Wait,
+                        format!("`wait()` on barrier `{name}`"),
+                        span,
+                    );
+                    if self.role.is_none() {
+                        self.diags.error(
+                            span,
+                            "`wait()` on a barrier is role code: await it in a role",
+                        );
+                    }
+                    self.emit(Inst::BarrierWait { barrier: k, site });
+                }
+                Val::Unit
             }
             ExprKind::Reserve(tx) => match self.expr(tx) {
                 Val::Sender(c) => {

@@ -117,6 +117,8 @@ struct RoleCtx {
     rings: HashMap<(ChannelId, bool), Ring>,
     /// Phase of the role's barrier (roles of several warps that have one).
     barrier_phase: String,
+    /// Phase of each barrier between roles that the role takes.
+    kernel_barrier_phases: HashMap<u32, String>,
 }
 
 /// Writes PTX for one kernel: the body first (allocating registers), then the header with the
@@ -381,6 +383,13 @@ impl<'k> Writer<'k> {
                     ))?;
                 }
             }
+            for kb in &k.barriers {
+                self.line(format!(
+                    "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {};",
+                    kb.offset,
+                    kb.arrivals.max(1)
+                ))?;
+            }
             // Shared values start at zero, as the simulator's `T::default()`.
             for cell in 0..k.shared_cells.len() as u32 {
                 self.line(format!(
@@ -467,6 +476,14 @@ impl<'k> Writer<'k> {
         }
         let barrier_phase = self.tmp(Class::B32);
         self.line(format!("mov.u32 {barrier_phase}, 0;"))?;
+        let mut kernel_barrier_phases = HashMap::new();
+        for (b, kb) in self.k.barriers.iter().enumerate() {
+            if kb.roles.iter().any(|r| r.0 as usize == index) {
+                let phase = self.tmp(Class::B32);
+                self.line(format!("mov.u32 {phase}, 0;"))?;
+                kernel_barrier_phases.insert(b as u32, phase);
+            }
+        }
         self.role = Some(RoleCtx {
             index,
             threads: r.threads(),
@@ -476,6 +493,7 @@ impl<'k> Writer<'k> {
             lane0,
             rings,
             barrier_phase,
+            kernel_barrier_phases,
         });
         self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
@@ -1008,6 +1026,24 @@ impl<'k> Writer<'k> {
                 self.warp_arrive(&empty)
             }
             Inst::RoleBarrier { site } => self.role_barrier(*site),
+            Inst::BarrierWait { barrier, site } => {
+                // The role's warps arrive (each after its own writes), then wait for the phase
+                // to complete: every warp of every role that takes the barrier has arrived.
+                let Some(kb) = self.k.barriers.get(*barrier as usize) else {
+                    return Err(fmt::Error);
+                };
+                let offset = kb.offset;
+                let Some(phase) = self.role()?.kernel_barrier_phases.get(barrier).cloned() else {
+                    return Err(fmt::Error);
+                };
+                let smem = self.smem.clone();
+                let addr = self.tmp(Class::B32);
+                writeln!(self.body, "    // wait at barrier `{}`", kb.name)?;
+                self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
+                self.warp_arrive(&addr)?;
+                self.wait(&addr, &phase, *site)?;
+                self.line(format!("xor.b32 {phase}, {phase}, 1;"))
+            }
             Inst::ParFor(p) => self.par_for(p),
         }
     }

@@ -412,6 +412,23 @@ impl Verifier<'_> {
                 self.expect_ty(*dst, Scalar::U32, "slot address");
                 self.def(*dst);
             }
+            Inst::BarrierWait { barrier, site } => {
+                self.site(*site, SiteKind::Wait);
+                match (self.k.barriers.get(*barrier as usize), role) {
+                    (Some(b), Some(r)) if !in_par => {
+                        if !b.roles.contains(&r) {
+                            self.errors.push(format!(
+                                "role {} waits at barrier b{barrier}, which it does not take",
+                                r.0
+                            ));
+                        }
+                    }
+                    (None, _) => self
+                        .errors
+                        .push(format!("barrier b{barrier} does not exist")),
+                    _ => self.errors.push("a barrier wait outside role code".into()),
+                }
+            }
             Inst::RoleBarrier { site } => {
                 self.site(*site, SiteKind::Wait);
                 match role.and_then(|r| self.k.roles.get(r.0 as usize).map(|x| (r, x))) {

@@ -1,0 +1,75 @@
+//! Barriers between roles on both backends: values passed through a shared value in rounds,
+//! ordered by the barrier, and a barrier the roles wait at unevenly, which is a deadlock the
+//! simulator reports and the GPU's watchdog stops.
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/barriers.rs"]
+mod barriers;
+
+use std::time::Duration;
+
+use gpu_async::{block_on, Device, Error, Grid};
+
+fn devices() -> Vec<Device> {
+    let mut all = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(d) => all.push(d),
+        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
+    }
+    all
+}
+
+#[test]
+fn roles_meet_at_a_barrier_in_rounds() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for rounds in [0u32, 1, 7, 300] {
+            let blocks = 5;
+            let mut out = dev.alloc::<u32>(blocks)?;
+            block_on(barriers::barriers::rounds::launch(
+                &dev,
+                Grid::blocks(blocks as u32),
+                (rounds, &mut out),
+            ))?;
+            let want: u32 = (0..rounds).map(|r| r * 10 + 1).sum();
+            assert_eq!(
+                out.download()?,
+                vec![want; blocks],
+                "{dev}, {rounds} rounds"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn roles_that_wait_unevenly_deadlock() {
+    for dev in devices() {
+        dev.set_watchdog(Some(Duration::from_millis(200)));
+        let mut out = dev.alloc::<u32>(32).unwrap();
+        let err = block_on(barriers::barriers::uneven::launch(
+            &dev,
+            Grid::blocks(2),
+            (&mut out,),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        let Error::Deadlock { waits, .. } = &err else {
+            panic!("{dev}: expected a deadlock, got {err:?}");
+        };
+        assert!(
+            waits
+                .iter()
+                .any(|w| w.role == "twice" && w.location.contains("barriers.rs:")),
+            "{dev}: {err}"
+        );
+        dev.set_watchdog(Some(Duration::from_secs(5)));
+        // The device stays usable.
+        block_on(barriers::barriers::rounds::launch(
+            &dev,
+            Grid::blocks(1),
+            (3, &mut out),
+        ))
+        .unwrap();
+        assert_eq!(out.download().unwrap()[0], 1 + 11 + 21, "{dev}");
+    }
+}

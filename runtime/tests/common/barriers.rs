@@ -1,0 +1,69 @@
+//! Barriers between roles: a writer role and a two-warp reader role meet twice per round (the
+//! value a round's `set` wrote is read after the first wait; the reader has read it before the
+//! second), and a kernel whose roles wait a different number of times.
+
+use gpu_async::gpu_async;
+
+#[gpu_async]
+pub mod barriers {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 4)]
+    pub async fn rounds(rounds: u32, out: &mut [u32]) {
+        let sync = barrier();
+        let cell = shared::<u32>();
+        join!(
+            on_warps(0..1, writer(rounds, &sync, &cell)),
+            on_warps(1..3, reader(rounds, &sync, &cell, out)),
+            on_warps(3..4, bystander(rounds, &sync)),
+        )
+        .await;
+    }
+
+    async fn writer(rounds: u32, sync: &Barrier, cell: &Shared<u32>) {
+        for r in 0..rounds {
+            cell.set(r * 10 + 1);
+            sync.wait().await;
+            sync.wait().await;
+        }
+    }
+
+    async fn reader(rounds: u32, sync: &Barrier, cell: &Shared<u32>, out: &mut [u32]) {
+        let mut total = 0u32;
+        for _ in 0..rounds {
+            sync.wait().await;
+            total += cell.get();
+            sync.wait().await;
+        }
+        let b = block_index();
+        out[b..b + 1].par_iter_mut().for_each(|o| *o = total);
+    }
+
+    /// A third role that only meets the others.
+    async fn bystander(rounds: u32, sync: &Barrier) {
+        for _ in 0..2 * rounds {
+            sync.wait().await;
+        }
+    }
+
+    /// The second role waits once less than the first: a deadlock.
+    #[kernel(warps = 2)]
+    pub async fn uneven(out: &mut [u32]) {
+        let sync = barrier();
+        join!(
+            on_warps(0..1, twice(&sync)),
+            on_warps(1..2, once(&sync, out))
+        )
+        .await;
+    }
+
+    async fn twice(sync: &Barrier) {
+        sync.wait().await;
+        sync.wait().await;
+    }
+
+    async fn once(sync: &Barrier, out: &mut [u32]) {
+        sync.wait().await;
+        out.par_iter_mut().for_each(|o| *o = 1);
+    }
+}
