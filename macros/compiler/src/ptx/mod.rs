@@ -349,6 +349,7 @@ impl<'k> Writer<'k> {
         if !k.channels.is_empty()
             || k.role_barriers.iter().any(Option::is_some)
             || !k.shared_cells.is_empty()
+            || !k.barriers.is_empty()
         {
             // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
             // warps for `empty`.
