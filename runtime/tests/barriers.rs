@@ -73,3 +73,45 @@ fn roles_that_wait_unevenly_deadlock() {
         assert_eq!(out.download().unwrap()[0], 1 + 11 + 21, "{dev}");
     }
 }
+
+#[test]
+fn a_one_shot_value_passes_between_roles() -> gpu_async::Result<()> {
+    for dev in devices() {
+        let blocks = 6usize;
+        let per = 1000usize;
+        let xs: Vec<u32> = (0..(blocks * per) as u32).map(|i| i * 7 % 1001).collect();
+        let x = dev.upload(&xs)?;
+        let mut out = dev.alloc::<u32>(blocks)?;
+        block_on(barriers::oneshots::total::launch(
+            &dev,
+            Grid::blocks(blocks as u32),
+            (&x, &mut out),
+        ))?;
+        let want: Vec<u32> = xs
+            .chunks(per)
+            .map(|c| c.iter().fold(1u32, |a, v| a.wrapping_add(*v)))
+            .collect();
+        assert_eq!(out.download()?, want, "{dev}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_one_shot_value_never_sent_is_a_deadlock() {
+    for dev in devices() {
+        dev.set_watchdog(Some(Duration::from_millis(200)));
+        let mut out = dev.alloc::<u32>(4).unwrap();
+        let err = block_on(barriers::oneshots::never::launch(
+            &dev,
+            Grid::blocks(1),
+            (&mut out,),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        let Error::Deadlock { waits, .. } = &err else {
+            panic!("{dev}: expected a deadlock, got {err:?}");
+        };
+        assert!(waits.iter().any(|w| w.role == "writer"), "{dev}: {err}");
+        dev.set_watchdog(Some(Duration::from_secs(5)));
+    }
+}

@@ -278,6 +278,8 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("option_if_let", arrays::option_if_let::checked::PTX),
         ("barriers_uneven", barriers::barriers::uneven::PTX),
+        ("oneshots_total", barriers::oneshots::total::PTX),
+        ("oneshots_never", barriers::oneshots::never::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

@@ -17,6 +17,7 @@ mod barrier;
 mod block;
 mod channel;
 mod lanes;
+mod oneshot;
 mod par;
 mod role;
 mod shared;
@@ -30,6 +31,7 @@ pub use channel::{
 };
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
+pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use shared::{shared, Shared};

@@ -161,6 +161,8 @@ pub(crate) enum WaitKind {
     Close,
     /// The other roles of a barrier, in `wait()`.
     Barrier,
+    /// The value of a one-shot, in `recv()`.
+    Oneshot,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -750,6 +752,13 @@ impl BlockState {
                 format!("waits for a full slot in `recv()`{on}"),
                 at(wait.at),
             ),
+            WaitKind::Oneshot => (
+                format!(
+                    "waits for the value in `recv()` of the one-shot created at {}",
+                    at(created)
+                ),
+                at(wait.at),
+            ),
             WaitKind::Barrier => (
                 format!(
                     "waits for the other roles in `wait()` on the barrier created at {}",
@@ -795,7 +804,7 @@ impl BlockState {
                     let prefix = match kind {
                         WaitKind::Reserve => "`reserve()` on channel `",
                         WaitKind::Recv => "`recv()` on channel `",
-                        WaitKind::Close | WaitKind::Barrier => continue,
+                        WaitKind::Close | WaitKind::Barrier | WaitKind::Oneshot => continue,
                     };
                     let here: BTreeSet<&str> = spec
                         .sites

@@ -67,3 +67,42 @@ pub mod barriers {
         out.par_iter_mut().for_each(|o| *o = 1);
     }
 }
+
+/// One-shot values: a reducing role sends its tile's sum to a writing role, once per block; and
+/// a sender that never sends.
+#[gpu_async]
+pub mod oneshots {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 3)]
+    pub async fn total(x: &[u32], out: &mut [u32]) {
+        let (tx, rx) = oneshot::<u32>();
+        join!(
+            on_warps(0..2, summer(x, tx)),
+            on_warps(2..3, writer(rx, out)),
+        )
+        .await;
+    }
+
+    async fn summer(x: &[u32], tx: OneshotSender<u32>) {
+        let b = block_index();
+        let per = x.len() / block_count();
+        let s = x[b * per..b * per + per].par_iter().sum();
+        tx.send(s + 1);
+    }
+
+    async fn writer(rx: OneshotReceiver<u32>, out: &mut [u32]) {
+        let v = rx.recv().await;
+        let b = block_index();
+        out[b..b + 1].par_iter_mut().for_each(|o| *o = v);
+    }
+
+    /// The sender role returns without sending: the receiver waits forever.
+    #[kernel(warps = 2)]
+    pub async fn never(out: &mut [u32]) {
+        let (tx, rx) = oneshot::<u32>();
+        join!(on_warps(0..1, silent(tx)), on_warps(1..2, writer(rx, out))).await;
+    }
+
+    async fn silent(_tx: OneshotSender<u32>) {}
+}

@@ -367,6 +367,30 @@ impl Checker<'_> {
                 Some(Stmt::Let(LetPattern::Tuple(ids), value))
             }
             syn::Pat::Tuple(t) if t.elems.len() == 2 => {
+                if let Ty::OneshotPair(s) = value.ty {
+                    let mut ids = Vec::new();
+                    for (i, p) in t.elems.iter().enumerate() {
+                        let syn::Pat::Ident(pi) = p else {
+                            self.diags.error_at(
+                                p,
+                                "name each end of the one-shot value: `let (tx, rx) = ...`",
+                            );
+                            return None;
+                        };
+                        let ty = if i == 0 {
+                            Ty::OneshotSender(s)
+                        } else {
+                            Ty::OneshotReceiver(s)
+                        };
+                        ids.push(self.declare(
+                            &pi.ident.to_string(),
+                            ty,
+                            pi.mutability.is_some(),
+                            pi.ident.span(),
+                        ));
+                    }
+                    return Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value));
+                }
                 let Ty::ChanPair(c) = value.ty.clone() else {
                     if value.ty != Ty::Error {
                         self.diags.error_at(
@@ -2221,6 +2245,39 @@ impl Checker<'_> {
                 let ty = inner.ty.clone();
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
+            ("send", Ty::OneshotSender(s)) if want_args(self, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`send` of a one-shot value is role code: every iteration of a parallel loop would send");
+                    return err(span);
+                }
+                self.local_of(&receiver, "send");
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::OneshotSend(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            ("recv", Ty::OneshotReceiver(s)) if want_args(self, 0) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(
+                        m.method.span(),
+                        "`recv()` of a one-shot value is role code: await it in a role",
+                    );
+                    return err(span);
+                }
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::OneshotRecv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Scalar(s))),
+                    span,
+                )
+            }
             ("wait", Ty::BarrierRef | Ty::Barrier) if want_args(self, 0) => {
                 if self.par_locals_start.is_some() || self.is_kernel() {
                     self.diags.error(m.method.span(), "`wait()` on a barrier is role code: await it in a role (the kernel body and parallel loops cannot wait)");
@@ -3381,6 +3438,34 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::SharedNew(s), Ty::Shared(s), span)
             }
+            "oneshot" => {
+                let ty = match &last_seg.arguments {
+                    syn::PathArguments::AngleBracketed(args) => match args.args.first() {
+                        Some(syn::GenericArgument::Type(t)) => {
+                            super::sig::parse_type(t, self.scope, self.diags)
+                        }
+                        _ => Ty::Error,
+                    },
+                    _ => {
+                        self.diags
+                            .error_at(&c.func, "name the value's type: `oneshot::<u32>()`");
+                        return err(span);
+                    }
+                };
+                let Ty::Scalar(s) = ty else {
+                    if ty != Ty::Error {
+                        self.diags.error_at(
+                            &c.func,
+                            format!("a one-shot value is a scalar; `{ty}` is not"),
+                        );
+                    }
+                    return err(span);
+                };
+                if !self.is_kernel() {
+                    self.diags.error_at(&c.func, "one-shot values are made in the kernel body, before `join!`, and their ends passed to the roles");
+                }
+                mk(ExprKind::OneshotNew(s), Ty::OneshotPair(s), span)
+            }
             "barrier" => {
                 if !c.args.is_empty() {
                     self.diags
@@ -3982,7 +4067,12 @@ impl Checker<'_> {
                 Stmt::Let(_, e)
                     if matches!(
                         e.ty,
-                        Ty::ChanPair(_) | Ty::Scalar(_) | Ty::Shared(_) | Ty::Barrier | Ty::Error
+                        Ty::ChanPair(_)
+                            | Ty::OneshotPair(_)
+                            | Ty::Scalar(_)
+                            | Ty::Shared(_)
+                            | Ty::Barrier
+                            | Ty::Error
                     ) => {}
                 Stmt::Expr(e) if matches!(&e.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Join(_))) => {
                     joins += 1;

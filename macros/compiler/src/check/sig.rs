@@ -197,6 +197,30 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 diags.error_at(&last.ident, heap_message(&name));
                 return Ty::Error;
             }
+            if name == "OneshotSender" || name == "OneshotReceiver" {
+                let inner = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                        Some(syn::GenericArgument::Type(t)) => parse_type(t, scope, diags),
+                        _ => Ty::Error,
+                    },
+                    _ => Ty::Error,
+                };
+                return match inner {
+                    Ty::Scalar(s) if name == "OneshotSender" => Ty::OneshotSender(s),
+                    Ty::Scalar(s) => Ty::OneshotReceiver(s),
+                    Ty::Error => {
+                        diags.error_at(last, format!("write `{name}<T>` with a scalar `T`"));
+                        Ty::Error
+                    }
+                    other => {
+                        diags.error_at(
+                            last,
+                            format!("a one-shot value is a scalar; `{other}` is not"),
+                        );
+                        Ty::Error
+                    }
+                };
+            }
             if name == "Sender" || name == "Receiver" {
                 let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
                     diags.error_at(last, format!("write `{name}<[T; N], DEPTH>`"));

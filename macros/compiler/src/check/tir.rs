@@ -512,6 +512,12 @@ pub enum ExprKind {
     SharedNew(Scalar),
     /// `barrier()` in the kernel body.
     BarrierNew,
+    /// `oneshot::<T>()` in the kernel body.
+    OneshotNew(Scalar),
+    /// `tx.send(value)` of a one-shot sender.
+    OneshotSend(Box<Expr>, Box<Expr>),
+    /// `rx.recv()` of a one-shot receiver (awaited: the value).
+    OneshotRecv(Box<Expr>),
     /// `sync.wait()` of a barrier (awaited).
     BarrierWait(Box<Expr>),
     /// `cell.get()`

@@ -334,6 +334,12 @@ pub enum Ty {
     Shared(Scalar),
     /// `&Shared<T>`, as roles take it.
     SharedRef(Scalar),
+    /// `(OneshotSender<T>, OneshotReceiver<T>)` from `oneshot::<T>()`.
+    OneshotPair(Scalar),
+    /// `OneshotSender<T>`: sends one value.
+    OneshotSender(Scalar),
+    /// `OneshotReceiver<T>`: receives it.
+    OneshotReceiver(Scalar),
     /// `Barrier`, made in the kernel body.
     Barrier,
     /// `&Barrier`, as roles take it.
@@ -431,6 +437,9 @@ impl fmt::Display for Ty {
             Ty::Tiles => f.write_str("BlockTiles"),
             Ty::Lane => f.write_str("Lane"),
             Ty::Barrier => f.write_str("Barrier"),
+            Ty::OneshotPair(s) => write!(f, "(OneshotSender<{s}>, OneshotReceiver<{s}>)"),
+            Ty::OneshotSender(s) => write!(f, "OneshotSender<{s}>"),
+            Ty::OneshotReceiver(s) => write!(f, "OneshotReceiver<{s}>"),
             Ty::BarrierRef => f.write_str("&Barrier"),
             Ty::StructRef { name, mutable, .. } => {
                 write!(f, "&{}{name}", if *mutable { "mut " } else { "" })

@@ -271,6 +271,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::BlockPosition(_)
         | K::SharedNew(_)
         | K::BarrierNew
+        | K::OneshotNew(_)
         | K::Static(_)
         | K::LanePosition(_)
         | K::Return(None)
@@ -293,6 +294,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::OptUnwrap(a, None)
         | K::SharedGet(a)
         | K::BarrierWait(a)
+        | K::OneshotRecv(a)
         | K::HalfBits(a, _)
         | K::Panic(Some(a), _)
         | K::TupleField(a, _)
@@ -318,6 +320,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::BlockTiles(a, b)
         | K::OptUnwrap(a, Some(b))
         | K::SharedSet(a, b)
+        | K::OneshotSend(a, b)
         | K::AtomicIndex(a, b)
         | K::Zip(a, b)
         | K::StepBy(a, b)

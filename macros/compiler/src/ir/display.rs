@@ -299,6 +299,8 @@ impl Kernel {
             Inst::Release { chan } => write!(line, "release {chan}")?,
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
+            Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,
+            Inst::OneshotWait { oneshot, site } => write!(line, "oneshot_wait o{oneshot} {site}")?,
             Inst::ParFor(p) => {
                 let kind = if p.lanes { "lane_for" } else { "par_for" };
                 write!(f, "{pad}{kind} len {}", self.val(p.len))?;

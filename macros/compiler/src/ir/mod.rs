@@ -91,6 +91,14 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// The barrier of one-shot value `k` (the one-shot barriers follow the plain ones).
+    pub fn oneshot_barrier(&self, k: u32) -> Option<&KernelBarrier> {
+        self.barriers
+            .iter()
+            .filter(|b| b.receiver.is_some())
+            .nth(k as usize)
+    }
+
     /// The type of `v`.
     pub fn ty(&self, v: Value) -> Scalar {
         self.values[v.0 as usize].ty
@@ -288,6 +296,8 @@ pub struct KernelBarrier {
     pub arrivals: u32,
     /// Those roles.
     pub roles: Vec<RoleId>,
+    /// For a one-shot value's barrier: the role that waits without arriving.
+    pub receiver: Option<RoleId>,
 }
 
 /// Where a [`Inst::Shuffle`] takes each lane's value from (the operand taken modulo 32).
@@ -443,6 +453,10 @@ pub enum Inst {
     Release { chan: ChannelId },
     /// The role's warps arrive at barrier `barrier` and wait for the other roles that take it.
     BarrierWait { barrier: u32, site: SiteId },
+    /// The sender's warps arrive at one-shot value `oneshot`'s barrier (after its cell's store).
+    OneshotSignal { oneshot: u32 },
+    /// Wait until one-shot value `oneshot` was sent.
+    OneshotWait { oneshot: u32, site: SiteId },
     /// A data-parallel loop spread over the role's threads.
     ParFor(ParFor),
     /// `dst` = `value` of another lane of the warp (every lane of the warp executes it; only
@@ -579,6 +593,8 @@ impl Inst {
             | Inst::Close { .. }
             | Inst::Release { .. }
             | Inst::BarrierWait { .. }
+            | Inst::OneshotSignal { .. }
+            | Inst::OneshotWait { .. }
             | Inst::RoleBarrier { .. } => Vec::new(),
         }
     }

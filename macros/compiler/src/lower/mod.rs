@@ -79,6 +79,10 @@ enum Val {
     SharedCell(u32),
     /// A barrier between roles: its number.
     Barrier(u32),
+    /// The sending end of one-shot value `k`.
+    OneshotTx(u32),
+    /// The receiving end of one-shot value `k`.
+    OneshotRx(u32),
     /// A local array in the thread's local memory: its address.
     LocalArray {
         addr: Value,
@@ -151,6 +155,15 @@ struct Frame {
     ret: Option<(LoopId, Vec<Value>)>,
 }
 
+/// A one-shot value of the kernel being lowered.
+struct Oneshot {
+    cell: u32,
+    name: String,
+    sender: Option<RoleId>,
+    receiver: Option<RoleId>,
+    span: Span,
+}
+
 struct ParCtx {
     sources: Vec<ParSource>,
     /// `cond_depth` at the top of the body: a write deeper than this is conditional.
@@ -177,6 +190,8 @@ struct Lowerer<'p> {
     shared_cells: Vec<Scalar>,
     /// The barriers between roles: the roles that take each, and its name.
     barriers: Vec<(Vec<RoleId>, String)>,
+    /// The one-shot values: shared cell, name, sending and receiving roles.
+    oneshots: Vec<Oneshot>,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -213,6 +228,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         const_tables: Vec::new(),
         shared_cells: Vec::new(),
         barriers: Vec::new(),
+        oneshots: Vec::new(),
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -291,6 +307,24 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 l.barriers.push((Vec::new(), f.local(*id).name.clone()));
                 let b = Val::Barrier(l.barriers.len() as u32 - 1);
                 l.frame().locals.insert(*id, b);
+            }
+            Stmt::Let(LetPattern::Pair(tx, rx), e) if matches!(e.kind, ExprKind::OneshotNew(_)) => {
+                let ExprKind::OneshotNew(s) = e.kind else {
+                    continue;
+                };
+                l.shared_cells.push(s);
+                let name = format!("{}/{}", f.local(*tx).name, f.local(*rx).name);
+                l.oneshots.push(Oneshot {
+                    cell: l.shared_cells.len() as u32 - 1,
+                    name,
+                    sender: None,
+                    receiver: None,
+                    span: e.span,
+                });
+                let k = l.oneshots.len() as u32 - 1;
+                let frame = l.frame();
+                frame.locals.insert(*tx, Val::OneshotTx(k));
+                frame.locals.insert(*rx, Val::OneshotRx(k));
             }
             Stmt::Let(LetPattern::Pair(tx, rx), e) => {
                 if let ExprKind::Channel(ty) = &e.kind {
@@ -389,7 +423,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         &mut l.channels,
         &role_needs_barrier,
         &role_scratch,
-        l.shared_cells.len() as u32 + l.barriers.len() as u32,
+        l.shared_cells.len() as u32 + l.barriers.len() as u32 + l.oneshots.len() as u32,
         &l.channel_spans,
         l.diags,
     );
@@ -407,8 +441,34 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 .map(|r| roles[r.0 as usize].end_warp - roles[r.0 as usize].first_warp)
                 .sum(),
             roles: takers.clone(),
+            receiver: None,
         })
         .collect();
+    // Each one-shot value's mbarrier follows: one arrival per warp of its sender.
+    let mut barriers = barriers;
+    for (k, o) in l.oneshots.iter().enumerate() {
+        if !role_failed && (o.sender.is_none() || o.receiver.is_none()) {
+            let which = if o.sender.is_none() {
+                "sender"
+            } else {
+                "receiver"
+            };
+            l.diags.error(
+                o.span,
+                format!("the one-shot value `{}` has no {which} role: pass that end to a role in `join!`", o.name),
+            );
+        }
+        let warps = o.sender.map_or(1, |r| {
+            roles[r.0 as usize].end_warp - roles[r.0 as usize].first_warp
+        });
+        barriers.push(ir::KernelBarrier {
+            name: o.name.clone(),
+            offset: cells_offset + 8 * (l.shared_cells.len() + l.barriers.len() + k) as u32,
+            arrivals: warps,
+            roles: o.sender.into_iter().collect(),
+            receiver: o.receiver,
+        });
+    }
     if l.diags.len() > before || l.ownership_conflict {
         return None;
     }
@@ -661,6 +721,8 @@ impl Lowerer<'_> {
                             takers.push(role_id);
                         }
                     }
+                    Val::OneshotTx(k) => l.oneshots[*k as usize].sender = Some(role_id),
+                    Val::OneshotRx(k) => l.oneshots[*k as usize].receiver = Some(role_id),
                     _ => {}
                 }
             }
@@ -1746,7 +1808,18 @@ impl Lowerer<'_> {
                 self.barriers.push((Vec::new(), "barrier".to_string()));
                 Val::Barrier(self.barriers.len() as u32 - 1)
             }
-            ExprKind::BarrierWait(_) => Val::Unit,
+            ExprKind::BarrierWait(_) | ExprKind::OneshotNew(_) | ExprKind::OneshotRecv(_) => {
+                Val::Unit
+            }
+            ExprKind::OneshotSend(tx, value) => {
+                let v = self.scalar(value);
+                if let Val::OneshotTx(k) = self.expr(tx) {
+                    let cell = self.oneshots[k as usize].cell;
+                    self.emit(Inst::StoreCell { cell, value: v });
+                    self.emit(Inst::OneshotSignal { oneshot: k });
+                }
+                Val::Unit
+            }
             ExprKind::SharedNew(s) => {
                 self.shared_cells.push(*s);
                 Val::SharedCell(self.shared_cells.len() as u32 - 1)
@@ -2514,6 +2587,24 @@ impl Lowerer<'_> {
             ExprKind::Call(fid, args) => {
                 let vals = self.call_args(args);
                 self.inline_call(*fid, vals, span)
+            }
+            ExprKind::OneshotRecv(rx) => {
+                let Val::OneshotRx(k) = self.expr(rx) else {
+                    return Val::Unit;
+                };
+                let (cell, name) = {
+                    let o = &self.oneshots[k as usize];
+                    (o.cell, o.name.clone())
+                };
+                let site = self.site(
+                    SiteKind::Wait,
+                    format!("`recv()` on one-shot value `{name}`"),
+                    span,
+                );
+                self.emit(Inst::OneshotWait { oneshot: k, site });
+                let dst = self.new_value(self.shared_cells[cell as usize], None);
+                self.emit(Inst::LoadCell { dst, cell });
+                Val::Scalar(dst)
             }
             ExprKind::BarrierWait(b) => {
                 if let Val::Barrier(k) = self.expr(b) {

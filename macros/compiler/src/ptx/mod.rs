@@ -1027,6 +1027,29 @@ impl<'k> Writer<'k> {
                 self.warp_arrive(&empty)
             }
             Inst::RoleBarrier { site } => self.role_barrier(*site),
+            Inst::OneshotSignal { oneshot } => {
+                let Some(kb) = self.k.oneshot_barrier(*oneshot) else {
+                    return Err(fmt::Error);
+                };
+                let (offset, name) = (kb.offset, kb.name.clone());
+                let smem = self.smem.clone();
+                let addr = self.tmp(Class::B32);
+                writeln!(self.body, "    // send one-shot `{name}`")?;
+                self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
+                self.warp_arrive(&addr)
+            }
+            Inst::OneshotWait { oneshot, site } => {
+                let Some(kb) = self.k.oneshot_barrier(*oneshot) else {
+                    return Err(fmt::Error);
+                };
+                let (offset, name) = (kb.offset, kb.name.clone());
+                let smem = self.smem.clone();
+                let (addr, parity) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                writeln!(self.body, "    // receive one-shot `{name}`: its one phase")?;
+                self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;
+                self.line(format!("mov.u32 {parity}, 0;"))?;
+                self.wait(&addr, &parity, *site)
+            }
             Inst::BarrierWait { barrier, site } => {
                 // The role's warps arrive (each after its own writes), then wait for the phase
                 // to complete: every warp of every role that takes the barrier has arrived.

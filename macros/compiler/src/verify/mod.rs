@@ -412,6 +412,21 @@ impl Verifier<'_> {
                 self.expect_ty(*dst, Scalar::U32, "slot address");
                 self.def(*dst);
             }
+            Inst::OneshotSignal { oneshot } => match self.k.oneshot_barrier(*oneshot) {
+                Some(b) if role.is_some_and(|r| b.roles.contains(&r)) && !in_par => {}
+                _ => self.errors.push(format!(
+                    "one-shot o{oneshot} is sent outside its sender role"
+                )),
+            },
+            Inst::OneshotWait { oneshot, site } => {
+                self.site(*site, SiteKind::Wait);
+                match self.k.oneshot_barrier(*oneshot) {
+                    Some(b) if role.is_some() && b.receiver == role && !in_par => {}
+                    _ => self.errors.push(format!(
+                        "one-shot o{oneshot} is received outside its receiver role"
+                    )),
+                }
+            }
             Inst::BarrierWait { barrier, site } => {
                 self.site(*site, SiteKind::Wait);
                 match (self.k.barriers.get(*barrier as usize), role) {
