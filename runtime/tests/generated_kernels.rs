@@ -263,6 +263,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("async_blocks_relay", arrays::async_blocks::relay::PTX),
         ("enums_apply", arrays::enums::apply::PTX),
         ("warps_one_warp", warps::warps::warp_ops_one_warp::PTX),
+        ("warps_nested_loops", warps::nested_loops::digits::PTX),
         ("struct_arrays_eval", arrays::struct_arrays::eval::PTX),
         ("idle_warps", arrays::idle_warps::fill::PTX),
         ("async_demos_chained", async_demos::demos::chained::PTX),

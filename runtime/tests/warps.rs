@@ -267,3 +267,35 @@ fn an_index_out_of_bounds_in_a_lane_loop_stops_the_kernel() -> gpu_async::Result
     }
     Ok(())
 }
+
+#[test]
+fn warp_operations_around_loops_that_lanes_leave_early() -> gpu_async::Result<()> {
+    use warps::nested_loops::digits;
+    let xs: Vec<u32> = (0..96u32).map(|i| i * i * 997).collect();
+    let digits_of = |mut n: u32| {
+        let mut d = 0;
+        loop {
+            d += 1;
+            n /= 10;
+            if n == 0 {
+                return d;
+            }
+        }
+    };
+    let want: Vec<u32> = xs
+        .chunks(32)
+        .flat_map(|w| {
+            let total: u32 = (0..3)
+                .map(|r| w.iter().map(|v| digits_of(v + r)).sum::<u32>())
+                .sum();
+            vec![total; 32]
+        })
+        .collect();
+    for dev in devices() {
+        let x = dev.upload(&xs)?;
+        let mut out = dev.alloc::<u32>(xs.len())?;
+        block_on(digits::launch(&dev, Grid::blocks(1), (&x, &mut out)))?;
+        assert_eq!(out.download()?, want, "{dev}");
+    }
+    Ok(())
+}

@@ -158,3 +158,37 @@ pub mod warps {
             });
     }
 }
+
+/// A loop of warp operations around an inner loop that each lane leaves at its own time: the
+/// inner loop's `break` does not make the outer loop's warp operations divergent.
+#[gpu_async]
+pub mod nested_loops {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn digits(x: &[u32], out: &mut [u32]) {
+        join!(on_warps(0..1, body(x, out))).await;
+    }
+
+    async fn body(x: &[u32], out: &mut [u32]) {
+        x.par_iter()
+            .zip(out.par_iter_mut())
+            .for_each_lane(async |lane, (v, o)| {
+                let mut total = 0u32;
+                for round in 0..3u32 {
+                    // Count the decimal digits of v + round: a different trip count per lane.
+                    let mut n = *v + round;
+                    let mut digits = 0u32;
+                    loop {
+                        digits += 1;
+                        n /= 10;
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                    total += lane.sum(digits).await;
+                }
+                *o = total;
+            });
+    }
+}

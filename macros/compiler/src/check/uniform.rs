@@ -33,10 +33,12 @@ pub(crate) fn check_lane_body(
         varying_loops: HashSet::new(),
         changed: false,
         exit_varying: false,
+        varying_labels: Vec::new(),
         errors: None,
     };
     loop {
         u.changed = false;
+        u.varying_labels.clear();
         u.block(body, false);
         if !u.changed {
             break;
@@ -62,8 +64,11 @@ struct Uniformity {
     /// Loops (by their body's address) left or continued under a varying condition.
     varying_loops: HashSet<usize>,
     changed: bool,
-    /// A `break` or `continue` was met under a varying condition in the current loop.
+    /// An unlabeled `break` or `continue` was met under a varying condition in the current
+    /// loop.
     exit_varying: bool,
+    /// Labels of loops a labeled `break`/`continue` under a varying condition targets.
+    varying_labels: Vec<String>,
     /// `Some` on the reporting walk.
     errors: Option<Vec<(Span, WarpOp)>>,
 }
@@ -116,17 +121,29 @@ impl Uniformity {
     /// Walks a loop's body (and its condition, through `head`): the loop is varying when its
     /// context or condition is, or when a `break`/`continue` in it depends on a varying
     /// condition.
-    fn loop_body(&mut self, body: &Block, varying_ctx: bool, head: impl Fn(&mut Self, bool)) {
+    fn loop_body(
+        &mut self,
+        label: &Option<String>,
+        body: &Block,
+        varying_ctx: bool,
+        head: impl Fn(&mut Self, bool),
+    ) {
         let key = body as *const Block as usize;
         let ctx = varying_ctx || self.varying_loops.contains(&key);
         let outer = std::mem::replace(&mut self.exit_varying, false);
         head(self, ctx);
         self.block(body, ctx);
-        if self.exit_varying && self.varying_loops.insert(key) {
+        let labeled = label
+            .as_ref()
+            .and_then(|l| self.varying_labels.iter().position(|v| v == l));
+        if let Some(i) = labeled {
+            self.varying_labels.remove(i);
+        }
+        if (self.exit_varying || labeled.is_some()) && self.varying_loops.insert(key) {
             self.changed = true;
         }
-        // A labeled break may leave the enclosing loop too: keep the flag for it.
-        self.exit_varying |= outer;
+        // An unlabeled exit leaves only this loop.
+        self.exit_varying = outer;
     }
 
     fn stmt(&mut self, s: &Stmt, varying_ctx: bool) {
@@ -140,35 +157,48 @@ impl Uniformity {
                 }
             }
             Stmt::Expr(e) => self.expr(e, varying_ctx),
-            Stmt::For(_, var, iter, body) | Stmt::WhileLet(_, var, iter, body) => {
+            Stmt::For(label, var, iter, body) | Stmt::WhileLet(label, var, iter, body) => {
                 self.expr(iter, varying_ctx);
                 let iter_varying = !self.uniform(iter);
-                self.loop_body(body, varying_ctx || iter_varying, |u, ctx| {
+                self.loop_body(label, body, varying_ctx || iter_varying, |u, ctx| {
                     if ctx {
                         u.make_varying(var.0);
                     }
                 });
             }
-            Stmt::While(_, cond, body) => {
+            Stmt::While(label, cond, body) => {
                 // A varying condition decides how often each lane runs the body.
                 let cond_varying = !self.uniform(cond);
-                self.loop_body(body, varying_ctx || cond_varying, |u, ctx| {
+                self.loop_body(label, body, varying_ctx || cond_varying, |u, ctx| {
                     u.expr(cond, ctx)
                 });
             }
-            Stmt::Break(_, value, _) => {
+            Stmt::Break(label, value, _) => {
                 if let Some(v) = value {
                     self.expr(v, varying_ctx);
                 }
                 if varying_ctx {
-                    self.exit_varying = true;
+                    self.varying_exit(label);
                 }
             }
-            Stmt::Continue(..) => {
+            Stmt::Continue(label, _) => {
                 if varying_ctx {
-                    self.exit_varying = true;
+                    self.varying_exit(label);
                 }
             }
+        }
+    }
+
+    /// A `break`/`continue` under a varying condition: of the innermost loop, or of the loop
+    /// with `label`.
+    fn varying_exit(&mut self, label: &Option<String>) {
+        match label {
+            Some(l) => {
+                if !self.varying_labels.contains(l) {
+                    self.varying_labels.push(l.clone());
+                }
+            }
+            None => self.exit_varying = true,
         }
     }
 
@@ -230,7 +260,7 @@ impl Uniformity {
                 }
             }
             ExprKind::Block(b) => self.block(b, varying_ctx),
-            ExprKind::Loop(_, body) => self.loop_body(body, varying_ctx, |_, _| {}),
+            ExprKind::Loop(label, body) => self.loop_body(label, body, varying_ctx, |_, _| {}),
             _ => {
                 for c in children(e) {
                     self.expr(c, varying_ctx);
