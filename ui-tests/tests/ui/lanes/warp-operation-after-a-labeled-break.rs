@@ -18,7 +18,7 @@ mod kernels {
                 let mut acc = *v;
                 'rounds: for step in 0..5 {
                     for k in 0..3 {
-                        if acc > 100 + k {
+                        if acc > 100 + k as i32 {
                             break 'rounds;
                         }
                     }
