@@ -638,6 +638,10 @@ impl Checker<'_> {
             // An enum without payloads is matched on its discriminant.
             Ty::Enum(..) => Scalar::U32,
             Ty::Error => return err(span),
+            Ty::Opt(_) => {
+                self.diags.error(scrutinee.span, "`match` on an `Option` is not in the kernel language yet: write `if let Some(v) = .. { .. } else { .. }`");
+                return err(span);
+            }
             ref other => {
                 self.diags.error(scrutinee.span, format!("`match` works over integers in kernels; this is a `{other}` (use `if`/`else`)"));
                 return err(span);
