@@ -115,3 +115,24 @@ fn a_one_shot_value_never_sent_is_a_deadlock() {
         dev.set_watchdog(Some(Duration::from_secs(5)));
     }
 }
+
+#[test]
+fn a_broadcast_reaches_every_receiving_role() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for n in [0usize, 5, 256, 257, 10_000] {
+            let xs: Vec<f32> = (0..n).map(|i| (i as f32) * 0.5 - 7.0).collect();
+            let x = dev.upload(&xs)?;
+            let (mut d, mut s) = (dev.alloc::<f32>(n)?, dev.alloc::<f32>(n)?);
+            block_on(barriers::broadcasts::fan_out::launch(
+                &dev,
+                Grid::blocks(3),
+                (&x, &mut d, &mut s),
+            ))?;
+            let want_d: Vec<f32> = xs.iter().map(|v| v * 2.0).collect();
+            let want_s: Vec<f32> = xs.iter().map(|v| v * v).collect();
+            assert_eq!(d.download()?, want_d, "{dev}, n = {n}");
+            assert_eq!(s.download()?, want_s, "{dev}, n = {n}");
+        }
+    }
+    Ok(())
+}

@@ -280,6 +280,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("option_if_let", arrays::option_if_let::checked::PTX),
         ("barriers_uneven", barriers::barriers::uneven::PTX),
         ("oneshots_total", barriers::oneshots::total::PTX),
+        ("broadcasts_fan_out", barriers::broadcasts::fan_out::PTX),
         ("oneshots_never", barriers::oneshots::never::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (

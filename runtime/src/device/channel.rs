@@ -89,13 +89,22 @@ enum SlotState {
 }
 
 struct Ring<T> {
-    /// A slot's payload is out of the ring (`None`) while a [`SendSlot`] or [`RecvSlot`] owns it.
+    /// A slot's payload is out of the ring (`None`) while a [`SendSlot`] owns it; a receiver
+    /// reads a copy, so that every receiver of a broadcast sees the same item.
     data: Vec<Option<Box<T>>>,
     state: Vec<SlotState>,
     /// The next slot the sender reserves.
     head: usize,
-    /// The next slot the receiver takes.
-    tail: usize,
+    /// Per receiver (one, or more after [`Receiver::subscribe`]): the next slot it takes.
+    tails: Vec<usize>,
+    /// Per receiver: the items (and end marker) it has taken.
+    taken: Vec<u64>,
+    /// Per slot: the number of the item in it (items are numbered in send order).
+    seq: Vec<u64>,
+    /// Items sent so far, the end marker included.
+    sent: u64,
+    /// Per slot: receivers that have not released it yet.
+    unreleased: Vec<usize>,
     /// The simulator's id of the channel in its block.
     id: usize,
 }
@@ -113,10 +122,14 @@ pub fn channel<T: Payload, const DEPTH: usize>() -> (Sender<T, DEPTH>, Receiver<
         data: (0..DEPTH).map(|_| Some(Box::new(T::zeroed()))).collect(),
         state: vec![SlotState::Free; DEPTH],
         head: 0,
-        tail: 0,
+        tails: vec![0],
+        taken: vec![0],
+        seq: vec![0; DEPTH],
+        sent: 0,
+        unreleased: vec![0; DEPTH],
         id: crate::sim::register_channel(Location::caller()),
     }));
-    (Sender { ring: ring.clone() }, Receiver { ring })
+    (Sender { ring: ring.clone() }, Receiver { ring, index: 0 })
 }
 
 /// The sending end of a channel. Dropping it closes the channel: the end-of-stream marker takes
@@ -129,6 +142,8 @@ pub struct Sender<T: Payload, const DEPTH: usize> {
 /// The receiving end of a channel.
 pub struct Receiver<T: Payload, const DEPTH: usize> {
     ring: Shared<T>,
+    /// Which receiver of the channel this is (0, or more for a broadcast).
+    index: usize,
 }
 
 impl<T: Payload, const DEPTH: usize> Sender<T, DEPTH> {
@@ -157,6 +172,8 @@ impl<T: Payload, const DEPTH: usize> Drop for Sender<T, DEPTH> {
                     return false;
                 }
                 r.state[head] = SlotState::Closed;
+                r.seq[head] = r.sent;
+                r.sent += 1;
                 r.head = (head + 1) % DEPTH;
                 drop(r);
                 crate::sim::channel_changed(id);
@@ -260,6 +277,9 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
                 let mut r = ring.borrow_mut();
                 r.data[index] = data.take();
                 r.state[index] = SlotState::Full;
+                r.seq[index] = r.sent;
+                r.sent += 1;
+                r.unreleased[index] = r.tails.len();
                 r.head = (r.head + 1) % DEPTH;
                 drop(r);
                 crate::sim::channel_changed(id);
@@ -319,6 +339,23 @@ impl Future for CopyFrom {
 }
 
 impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
+    /// Another receiver of the same channel: every receiver gets every item (a broadcast), and a
+    /// slot is free again once all of them have released it. Made in the kernel body, before the
+    /// roles start, and passed to a role of its own.
+    pub fn subscribe(&self) -> Receiver<T, DEPTH> {
+        let mut ring = self.ring.borrow_mut();
+        let start = ring.tails[self.index];
+        let taken = ring.taken[self.index];
+        ring.tails.push(start);
+        ring.taken.push(taken);
+        let index = ring.tails.len() - 1;
+        drop(ring);
+        Receiver {
+            ring: self.ring.clone(),
+            index,
+        }
+    }
+
     /// Waits for the oldest full slot and takes it, or answers `None` once the sender is dropped
     /// and every item sent before that was received. Holding the slot borrows the receiver.
     #[track_caller]
@@ -360,17 +397,22 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
         }
         let (outcome, id) = {
             let mut ring = receiver.ring.borrow_mut();
-            let index = ring.tail;
+            let me = receiver.index;
+            let index = ring.tails[me];
+            // The slot holds this receiver's next item only if its number is the next one (a
+            // faster receiver of a broadcast cannot take an item twice).
+            let next = ring.seq[index] == ring.taken[me];
             let outcome = match ring.state[index] {
-                SlotState::Full => {
+                SlotState::Full | SlotState::Held if next => {
                     ring.state[index] = SlotState::Held;
-                    ring.tail = (ring.tail + 1) % DEPTH;
-                    match ring.data[index].take() {
-                        Some(data) => Outcome::Item(index, data),
+                    ring.tails[me] = (index + 1) % DEPTH;
+                    ring.taken[me] += 1;
+                    match ring.data[index].as_deref() {
+                        Some(data) => Outcome::Item(index, Box::new(*data)),
                         None => unreachable!("a full slot holds its payload"),
                     }
                 }
-                SlotState::Closed => Outcome::Closed,
+                SlotState::Closed if next => Outcome::Closed,
                 _ => Outcome::Wait,
             };
             (outcome, ring.id)
@@ -457,9 +499,13 @@ impl<T: Payload, const DEPTH: usize> Drop for RecvSlot<'_, T, DEPTH> {
         crate::sim::submit(crate::sim::Deferred::new(
             id,
             Box::new(move || {
+                // The receiver's copy goes; the slot is free once every receiver released it.
+                drop(data.take());
                 let mut r = ring.borrow_mut();
-                r.data[index] = data.take();
-                r.state[index] = SlotState::Free;
+                r.unreleased[index] = r.unreleased[index].saturating_sub(1);
+                if r.unreleased[index] == 0 {
+                    r.state[index] = SlotState::Free;
+                }
                 drop(r);
                 crate::sim::channel_changed(id);
                 true

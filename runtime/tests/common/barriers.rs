@@ -106,3 +106,56 @@ pub mod oneshots {
 
     async fn silent(_tx: OneshotSender<u32>) {}
 }
+
+/// A broadcast: one loading role, two receiving roles (one and two warps) that each see every
+/// slot; a slot is free once both have released it.
+#[gpu_async]
+pub mod broadcasts {
+    use gpu_async::device::*;
+
+    pub const TILE: usize = 256;
+
+    #[kernel(warps = 4)]
+    pub async fn fan_out(x: &[f32], doubled: &mut [f32], squared: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; TILE], 2>();
+        let rx2 = rx.subscribe();
+        join!(
+            on_warps(0..1, load(x, tx)),
+            on_warps(1..2, double(rx, doubled)),
+            on_warps(2..4, square(rx2, squared)),
+        )
+        .await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
+        for tile in block_tiles(x.len(), TILE) {
+            let mut slot = tx.reserve().await;
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn double(mut rx: Receiver<[f32; TILE], 2>, y: &mut [f32]) {
+        let mut k = block_index();
+        while let Some(slot) = rx.recv().await {
+            let start = k * TILE;
+            let end = (start + TILE).min(y.len());
+            slot.par_iter()
+                .zip(y[start..end].par_iter_mut())
+                .for_each(|(s, o)| *o = *s * 2.0);
+            k += block_count();
+        }
+    }
+
+    async fn square(mut rx: Receiver<[f32; TILE], 2>, y: &mut [f32]) {
+        let mut k = block_index();
+        while let Some(slot) = rx.recv().await {
+            let start = k * TILE;
+            let end = (start + TILE).min(y.len());
+            slot.par_iter()
+                .zip(y[start..end].par_iter_mut())
+                .for_each(|(s, o)| *o = *s * *s);
+            k += block_count();
+        }
+    }
+}

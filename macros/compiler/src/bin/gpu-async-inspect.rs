@@ -133,7 +133,11 @@ fn print_kernel(
             c.ty.len,
             c.ty.depth,
             role(c.producer),
-            role(c.consumer)
+            c.consumers
+                .iter()
+                .map(|r| role(Some(*r)))
+                .collect::<Vec<_>>()
+                .join(" + ")
         );
         println!(
             "      slots @{}..{} (stride {} B), full barriers @{}, empty barriers @{}, state words @{}",

@@ -2249,6 +2249,18 @@ impl Checker<'_> {
                 let ty = inner.ty.clone();
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
+            ("subscribe", Ty::Receiver(c)) if want_args(self, 0) => {
+                let c = c.clone();
+                if !self.is_kernel() {
+                    self.diags.error(m.method.span(), "`subscribe()` makes another receiver in the kernel body, before `join!`; each receiving role takes its own");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::Subscribe(Box::new(receiver)),
+                    Ty::Receiver(c),
+                    span,
+                )
+            }
             ("send", Ty::OneshotSender(s)) if want_args(self, 1) => {
                 let s = *s;
                 if self.par_locals_start.is_some() || self.is_kernel() {
@@ -4072,6 +4084,7 @@ impl Checker<'_> {
                     if matches!(
                         e.ty,
                         Ty::ChanPair(_)
+                            | Ty::Receiver(_)
                             | Ty::OneshotPair(_)
                             | Ty::Scalar(_)
                             | Ty::Shared(_)

@@ -512,6 +512,8 @@ pub enum ExprKind {
     SharedNew(Scalar),
     /// `barrier()` in the kernel body.
     BarrierNew,
+    /// `rx.subscribe()` in the kernel body: another receiver of the channel (a broadcast).
+    Subscribe(Box<Expr>),
     /// `oneshot::<T>()` in the kernel body.
     OneshotNew(Scalar),
     /// `tx.send(value)` of a one-shot sender.

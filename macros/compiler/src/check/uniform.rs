@@ -324,6 +324,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::OptUnwrap(a, None)
         | K::SharedGet(a)
         | K::BarrierWait(a)
+        | K::Subscribe(a)
         | K::OneshotRecv(a)
         | K::HalfBits(a, _)
         | K::Panic(Some(a), _)

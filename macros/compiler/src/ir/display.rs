@@ -74,6 +74,16 @@ impl Display for Kernel {
                     self.roles[r.0 as usize].name.clone()
                 })
             };
+            let roles = |rs: &[RoleId]| {
+                if rs.is_empty() {
+                    "none".to_string()
+                } else {
+                    rs.iter()
+                        .map(|r| self.roles[r.0 as usize].name.clone())
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                }
+            };
             writeln!(
                 f,
                 "  channel ch{i} `{}`: [{}; {}] x {}, {} -> {}, data @{} (stride {}), full @{}, empty @{}, state @{}",
@@ -82,7 +92,7 @@ impl Display for Kernel {
                 c.ty.len,
                 c.ty.depth,
                 role(c.producer),
-                role(c.consumer),
+                roles(&c.consumers),
                 c.data_offset,
                 c.slot_stride,
                 c.full_offset,
@@ -352,11 +362,13 @@ impl Kernel {
             ));
         }
         for c in &self.channels {
-            if let (Some(p), Some(q)) = (c.producer, c.consumer) {
-                out.push_str(&format!(
-                    "  role{} -->|\"{}: [{}; {}] x {}\"| role{}\n",
-                    p.0, c.name, c.ty.elem, c.ty.len, c.ty.depth, q.0
-                ));
+            for q in &c.consumers {
+                if let Some(p) = c.producer {
+                    out.push_str(&format!(
+                        "  role{} -->|\"{}: [{}; {}] x {}\"| role{}\n",
+                        p.0, c.name, c.ty.elem, c.ty.len, c.ty.depth, q.0
+                    ));
+                }
             }
         }
         out

@@ -155,8 +155,9 @@ pub struct Channel {
     pub ty: ChanTy,
     /// The role that holds the sender.
     pub producer: Option<RoleId>,
-    /// The role that holds the receiver.
-    pub consumer: Option<RoleId>,
+    /// The roles that hold a receiver: one, or several for a broadcast (`rx.subscribe()`),
+    /// each of which sees every item.
+    pub consumers: Vec<RoleId>,
     /// Bytes between consecutive slots (the payload rounded up to 128).
     pub slot_stride: u32,
     /// Offset of slot 0's data in the block's shared memory.

@@ -366,7 +366,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
                 ),
             );
         }
-        if c.consumer.is_none() {
+        if c.consumers.is_empty() {
             l.diags.error(
                 span,
                 format!(
@@ -651,7 +651,7 @@ impl Lowerer<'_> {
             name: format!("{}/{}", f.local(tx).name, f.local(rx).name),
             ty,
             producer: None,
-            consumer: None,
+            consumers: Vec::new(),
             slot_stride: 0,
             data_offset: 0,
             full_offset: 0,
@@ -742,15 +742,19 @@ impl Lowerer<'_> {
     /// which rustc reports on the shadow code; the kernel is then not emitted.
     fn claim(&mut self, c: ChannelId, sender: bool, role: RoleId) {
         let ch = &mut self.channels[c.0 as usize];
-        let slot = if sender {
-            &mut ch.producer
-        } else {
-            &mut ch.consumer
-        };
-        if slot.is_some() {
+        if sender {
+            if ch.producer.is_some() {
+                self.ownership_conflict = true;
+            }
+            ch.producer = Some(role);
+        } else if ch.consumers.contains(&role) {
+            // Two receivers of one channel in one role would wait for the same items twice.
             self.ownership_conflict = true;
+        } else {
+            // Several roles: a broadcast (`rx.subscribe()`); one receiver moved into two roles
+            // is a use after move, which rustc reports on the shadow code.
+            ch.consumers.push(role);
         }
-        *slot = Some(role);
     }
 
     /// Removes the barrier placeholders whose loop writes memory no other access of the role
@@ -1811,6 +1815,8 @@ impl Lowerer<'_> {
             ExprKind::BarrierWait(_) | ExprKind::OneshotNew(_) | ExprKind::OneshotRecv(_) => {
                 Val::Unit
             }
+            // Another receiver of the same channel: the roles that take one are its consumers.
+            ExprKind::Subscribe(rx) => self.expr(rx),
             ExprKind::OneshotSend(tx, value) => {
                 let v = self.scalar(value);
                 if let Val::OneshotTx(k) = self.expr(tx) {

@@ -364,7 +364,13 @@ impl<'k> Writer<'k> {
                         r.end_warp - r.first_warp
                     })
                 };
-                let (pw, cw) = (warps_of(c.producer), warps_of(c.consumer));
+                // A broadcast's `empty` barrier waits for the warps of every receiving role.
+                let pw = warps_of(c.producer);
+                let cw = if c.consumers.is_empty() {
+                    1
+                } else {
+                    c.consumers.iter().map(|r| warps_of(Some(*r))).sum()
+                };
                 for s in 0..c.ty.depth {
                     self.line(format!(
                         "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {pw};",
@@ -453,8 +459,12 @@ impl<'k> Writer<'k> {
         self.line(format!("setp.eq.u32 {lane0}, {lane}, 0;"))?;
         let mut rings = HashMap::new();
         for (ci, c) in self.k.channels.iter().enumerate() {
-            for (sender, owner) in [(true, c.producer), (false, c.consumer)] {
-                if owner.map(|o| o.0 as usize) != Some(index) {
+            let receives = c.consumers.iter().any(|r| r.0 as usize == index);
+            for (sender, owns) in [
+                (true, c.producer.map(|o| o.0 as usize) == Some(index)),
+                (false, receives),
+            ] {
+                if !owns {
                     continue;
                 }
                 let ring = Ring {

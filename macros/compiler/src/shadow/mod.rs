@@ -274,7 +274,11 @@ fn launcher_doc(k: &Kernel) -> String {
                 c.ty.len,
                 c.ty.depth,
                 role(c.producer),
-                role(c.consumer)
+                c.consumers
+                    .iter()
+                    .map(|r| role(Some(*r)))
+                    .collect::<Vec<_>>()
+                    .join("`, `")
             ));
         }
     }

@@ -61,7 +61,10 @@ impl Verifier<'_> {
                 .push(format!("{} B of shared memory", k.shared_bytes));
         }
         for (i, c) in k.channels.iter().enumerate() {
-            if c.producer.is_none() || c.consumer.is_none() || c.producer == c.consumer {
+            if c.producer.is_none()
+                || c.consumers.is_empty()
+                || c.producer.is_some_and(|p| c.consumers.contains(&p))
+            {
                 self.errors.push(format!(
                     "channel {i} needs distinct producer and consumer roles"
                 ));
@@ -170,8 +173,12 @@ impl Verifier<'_> {
             self.errors.push(format!("{chan} does not exist"));
             return;
         };
-        let owner = if sender { c.producer } else { c.consumer };
-        if role.is_none() || owner != role {
+        let owns = match role {
+            Some(r) if sender => c.producer == Some(r),
+            Some(r) => c.consumers.contains(&r),
+            None => false,
+        };
+        if !owns {
             self.errors.push(format!(
                 "{chan} is used by a role that does not own that end"
             ));
