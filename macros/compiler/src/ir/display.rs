@@ -371,6 +371,25 @@ impl Kernel {
                 }
             }
         }
+        // One-shot values as dotted arrows; a barrier as a node its roles link to.
+        for (k, b) in self.barriers.iter().enumerate() {
+            match b.receiver {
+                Some(r) => {
+                    for s in &b.roles {
+                        out.push_str(&format!(
+                            "  role{} -.->|\"{}: one-shot\"| role{}\n",
+                            s.0, b.name, r.0
+                        ));
+                    }
+                }
+                None => {
+                    out.push_str(&format!("  barrier{k}{{{{\"barrier {}\"}}}}\n", b.name));
+                    for r in &b.roles {
+                        out.push_str(&format!("  role{} --- barrier{k}\n", r.0));
+                    }
+                }
+            }
+        }
         out
     }
 }
