@@ -372,6 +372,11 @@ impl<'k> Writer<'k> {
                     c.consumers.iter().map(|r| warps_of(Some(*r))).sum()
                 };
                 for s in 0..c.ty.depth {
+                    // Every slot's state word says "an item" until the end marker takes it.
+                    self.line(format!(
+                        "st.shared.u32 [gpu_async_smem+{}], 1;",
+                        c.state_offset + 4 * s
+                    ))?;
                     self.line(format!(
                         "mbarrier.init.shared::cta.b64 [gpu_async_smem+{}], {pw};",
                         c.full_offset + 8 * s
@@ -684,12 +689,16 @@ impl<'k> Writer<'k> {
         self.wait(&empty, &parity, site)
     }
 
-    /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over.
+    /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over. The state
+    /// words start at 1 (the kernel's init block) and only the end-of-stream marker changes one,
+    /// after which nothing is sent: an item's send writes no state.
     fn publish(&mut self, chan: ChannelId, ring: &Ring, state: u32) -> fmt::Result {
         let c = self.k.channel(chan).clone();
-        let leader = self.role()?.leader.clone();
-        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-        self.line(format!("@{leader} st.shared.u32 [{state_addr}], {state};"))?;
+        if state != 1 {
+            let leader = self.role()?.leader.clone();
+            let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+            self.line(format!("@{leader} st.shared.u32 [{state_addr}], {state};"))?;
+        }
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         self.warp_arrive(&full)?;
         self.advance(ring, c.ty.depth)
