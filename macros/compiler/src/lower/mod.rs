@@ -192,6 +192,8 @@ struct Lowerer<'p> {
     barriers: Vec<(Vec<RoleId>, String)>,
     /// The one-shot values: shared cell, name, sending and receiving roles.
     oneshots: Vec<Oneshot>,
+    /// The role call being lowered (for errors about its arguments).
+    role_span: Span,
     role: Option<RoleId>,
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
@@ -229,6 +231,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         shared_cells: Vec::new(),
         barriers: Vec::new(),
         oneshots: Vec::new(),
+        role_span: Span::call_site(),
         role: None,
         par: None,
         accesses: HashMap::new(),
@@ -704,6 +707,7 @@ impl Lowerer<'_> {
         };
         let role_id = RoleId(index as u32);
         self.role = Some(role_id);
+        self.role_span = call.span;
         self.warp_owners
             .push((self.prog.function(*fid).name.clone(), start, end));
         self.accesses.clear();
@@ -748,8 +752,11 @@ impl Lowerer<'_> {
             }
             ch.producer = Some(role);
         } else if ch.consumers.contains(&role) {
-            // Two receivers of one channel in one role would wait for the same items twice.
-            self.ownership_conflict = true;
+            // Two receivers of one channel in one role: legal Rust, so rustc says nothing; the
+            // role would wait for every item twice.
+            let name = ch.name.clone();
+            let span = self.role_span;
+            self.diags.error(span, format!("this role takes two receivers of channel `{name}`: each receiving role takes one (`rx.subscribe()` makes a receiver for another role)"));
         } else {
             // Several roles: a broadcast (`rx.subscribe()`); one receiver moved into two roles
             // is a use after move, which rustc reports on the shadow code.
