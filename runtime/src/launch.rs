@@ -311,6 +311,22 @@ pub fn launch_on<'a>(
     submit(Via::Stream(stream), spec, grid, body)
 }
 
+/// The launch of a kernel the macro could not compile: it fails at once with
+/// [`Error::InvalidLaunch`]. The build reports why; this only keeps a launcher that has no kernel
+/// from panicking if such a build still links.
+pub fn not_compiled<'a>(device: &'a Device, kernel: &'static str) -> Launch<'a> {
+    Launch {
+        kernel,
+        via: Via::Device(device),
+        stage: Stage::Finished(Err(Error::InvalidLaunch {
+            kernel,
+            reason: "the kernel did not compile; the build's errors say why".to_string(),
+        })),
+        submitted: false,
+        _borrows: PhantomData,
+    }
+}
+
 fn submit<'a>(
     via: Via<'a>,
     spec: &'static KernelSpec,

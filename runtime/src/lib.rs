@@ -54,7 +54,7 @@ pub use stream::{Event, Stream};
 /// macro, which is always the same version as this crate.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::launch::{launch, launch_on, CudaArgs, Target};
+    pub use crate::launch::{launch, launch_on, not_compiled, CudaArgs, Target};
     pub use crate::sim::{AtomicView, SimBlock, SimTarget};
 }
 

@@ -134,7 +134,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 use super::*;
                 /// The kernel did not compile; see the errors above.
                 pub fn launch<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty) -> ::gpu_async::Launch<'a> {
-                    ::core::unreachable!("the kernel did not compile")
+                    ::gpu_async::__private::not_compiled(device, #name_str)
                 }
             }
         };
