@@ -1884,10 +1884,20 @@ impl<'k> Writer<'k> {
         let pc = self.tmp(Class::Pred);
         self.line(format!("setp.ge.u64 {pc}, {i}, {len};"))?;
         self.line(format!("@{pc} bra {done};"))?;
+        self.scalar_iteration(p, &i)?;
+        self.line(format!("add.u64 {i}, {i}, {threads};"))?;
+        self.line(format!("bra {head};"))?;
+        self.par_exit = outer_exit;
+        self.place_label(&done)
+    }
+
+    /// Iteration `i` of a parallel loop, one element: the sources' loads, the index, the body,
+    /// then the stores of the elements it writes.
+    fn scalar_iteration(&mut self, p: &ParFor, i: &str) -> fmt::Result {
         let mut addrs = Vec::new();
         for s in &p.sources {
             let b = self.reg(s.base);
-            let a = self.elem_addr(s.space, &b, &i, s.elem.size())?;
+            let a = self.elem_addr(s.space, &b, i, s.elem.size())?;
             if s.read {
                 self.load(s.elem_value, s.space, &a)?;
             }
@@ -1904,10 +1914,7 @@ impl<'k> Writer<'k> {
                 self.store(&e, s.elem, s.space, &addrs[k])?;
             }
         }
-        self.line(format!("add.u64 {i}, {i}, {threads};"))?;
-        self.line(format!("bra {head};"))?;
-        self.par_exit = outer_exit;
-        self.place_label(&done)
+        Ok(())
     }
 
     /// A parallel loop of one step: thread `t` takes element `t` (or, `vector`, the group of
@@ -1932,26 +1939,7 @@ impl<'k> Writer<'k> {
         } else {
             self.line(format!("setp.ge.u64 {past}, {i}, {len};"))?;
             self.line(format!("@{past} bra {done};"))?;
-            let mut addrs = Vec::new();
-            for s in &p.sources {
-                let b = self.reg(s.base);
-                let a = self.elem_addr(s.space, &b, &i, s.elem.size())?;
-                if s.read {
-                    self.load(s.elem_value, s.space, &a)?;
-                }
-                addrs.push(a);
-            }
-            if let Some(ix) = p.index {
-                let r = self.reg(ix);
-                self.line(format!("mov.u64 {r}, {i};"))?;
-            }
-            self.block(&p.body)?;
-            for (k, s) in p.sources.iter().enumerate() {
-                if s.write {
-                    let e = self.reg(s.elem_value);
-                    self.store(&e, s.elem, s.space, &addrs[k])?;
-                }
-            }
+            self.scalar_iteration(p, &i)?;
         }
         self.par_exit = outer_exit;
         self.place_label(&done)
