@@ -3429,24 +3429,9 @@ impl Checker<'_> {
                 mk(ExprKind::Channel(chan.clone()), Ty::ChanPair(chan), span)
             }
             "shared" => {
-                let syn::PathArguments::AngleBracketed(args) = &last_seg.arguments else {
-                    self.diags
-                        .error_at(&c.func, "name the value's type: `shared::<f32>()`");
-                    return err(span);
-                };
-                let ty = match args.args.first() {
-                    Some(syn::GenericArgument::Type(t)) => {
-                        super::sig::parse_type(t, self.scope, self.diags)
-                    }
-                    _ => Ty::Error,
-                };
-                let Ty::Scalar(s) = ty else {
-                    if ty != Ty::Error {
-                        self.diags.error_at(
-                            &c.func,
-                            format!("a shared value is a scalar; `{ty}` is not"),
-                        );
-                    }
+                let Some(s) =
+                    self.turbofish_scalar(c, last_seg, "shared::<f32>()", "a shared value")
+                else {
                     return err(span);
                 };
                 if !self.is_kernel() {
@@ -3455,26 +3440,9 @@ impl Checker<'_> {
                 mk(ExprKind::SharedNew(s), Ty::Shared(s), span)
             }
             "oneshot" => {
-                let ty = match &last_seg.arguments {
-                    syn::PathArguments::AngleBracketed(args) => match args.args.first() {
-                        Some(syn::GenericArgument::Type(t)) => {
-                            super::sig::parse_type(t, self.scope, self.diags)
-                        }
-                        _ => Ty::Error,
-                    },
-                    _ => {
-                        self.diags
-                            .error_at(&c.func, "name the value's type: `oneshot::<u32>()`");
-                        return err(span);
-                    }
-                };
-                let Ty::Scalar(s) = ty else {
-                    if ty != Ty::Error {
-                        self.diags.error_at(
-                            &c.func,
-                            format!("a one-shot value is a scalar; `{ty}` is not"),
-                        );
-                    }
+                let Some(s) =
+                    self.turbofish_scalar(c, last_seg, "oneshot::<u32>()", "a one-shot value")
+                else {
                     return err(span);
                 };
                 if !self.is_kernel() {
@@ -3559,6 +3527,37 @@ impl Checker<'_> {
     /// A call of a generic helper: the type parameters are inferred from the arguments, the
     /// instance is asked for (checked after this function), and the shadow code's call is
     /// rewritten to the instance.
+    /// The scalar type `T` of `shared::<T>()` or `oneshot::<T>()`; `None` after reporting a
+    /// missing or non-scalar type (`example` is the call to write, `what` the value made).
+    fn turbofish_scalar(
+        &mut self,
+        c: &syn::ExprCall,
+        last_seg: &syn::PathSegment,
+        example: &str,
+        what: &str,
+    ) -> Option<Scalar> {
+        let syn::PathArguments::AngleBracketed(args) = &last_seg.arguments else {
+            self.diags
+                .error_at(&c.func, format!("name the value's type: `{example}`"));
+            return None;
+        };
+        let ty = match args.args.first() {
+            Some(syn::GenericArgument::Type(t)) => {
+                super::sig::parse_type(t, self.scope, self.diags)
+            }
+            _ => Ty::Error,
+        };
+        match ty {
+            Ty::Scalar(s) => Some(s),
+            Ty::Error => None,
+            ty => {
+                self.diags
+                    .error_at(&c.func, format!("{what} is a scalar; `{ty}` is not"));
+                None
+            }
+        }
+    }
+
     fn generic_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
         let sig = &self.scope.sigs[id.0 as usize];
         if sig.params.len() != c.args.len() {
