@@ -69,6 +69,10 @@ mod warps;
 #[path = "common/barriers.rs"]
 mod barriers;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/concurrency.rs"]
+mod concurrency;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -139,6 +143,18 @@ fn kernels() -> Vec<Generated> {
             ptx: barriers::barriers::rounds::PTX,
             ir: barriers::barriers::rounds::IR,
             spec: &barriers::barriers::rounds::SPEC,
+        },
+        Generated {
+            name: "join_two_totals",
+            ptx: concurrency::joins::two_totals::PTX,
+            ir: concurrency::joins::two_totals::IR,
+            spec: &concurrency::joins::two_totals::SPEC,
+        },
+        Generated {
+            name: "select_merge",
+            ptx: concurrency::selects::merge::PTX,
+            ir: concurrency::selects::merge::IR,
+            spec: &concurrency::selects::merge::SPEC,
         },
         Generated {
             name: "reductions_reduce",
@@ -282,6 +298,10 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("oneshots_total", barriers::oneshots::total::PTX),
         ("broadcasts_fan_out", barriers::broadcasts::fan_out::PTX),
         ("oneshots_never", barriers::oneshots::never::PTX),
+        ("join_three_tasks", concurrency::joins::three_tasks::PTX),
+        ("join_stuck", concurrency::joins::stuck::PTX),
+        ("select_in_join", concurrency::selects::select_in_join::PTX),
+        ("select_no_else", concurrency::selects::no_else::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

@@ -220,7 +220,7 @@ fn every_unsupported_construct_is_reported_in_one_build() {
     });
     for needle in [
         "heap allocation (`Vec`)",
-        "an async block is supported when it is awaited where it is written",
+        "an async block runs where it is awaited",
         "the `?` operator",
         "closures are supported only",
         "`println!` is not available on the device",

@@ -16,6 +16,7 @@
 mod barrier;
 mod block;
 mod channel;
+mod concurrent;
 mod lanes;
 mod oneshot;
 mod par;
@@ -28,6 +29,13 @@ pub use block::{block_count, block_index};
 pub use channel::{
     channel, CopyFrom, CopyTo, Payload, PayloadElem, Receiver, Recv, RecvSlot, Reserve, SendSlot,
     Sender,
+};
+#[doc(hidden)]
+pub use concurrent::{
+    join1, join2, join3, join4, join5, join6, join7, join8, select1, select2, select3, select4,
+    select5, select6, select7, select8, Join1, Join2, Join3, Join4, Join5, Join6, Join7, Join8,
+    Select1, Select2, Select3, Select4, Select5, Select6, Select7, Select8, Selected1, Selected2,
+    Selected3, Selected4, Selected5, Selected6, Selected7, Selected8,
 };
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};

@@ -122,6 +122,8 @@ struct BlockState {
     previous: Option<usize>,
     /// Set when a step found no role that can move while some are unfinished.
     stuck: bool,
+    /// `progress` when the running step began.
+    step_start: u64,
     /// Per channel created in the block (by creation order).
     channels: Vec<ChannelState>,
     /// Closes by code outside the roles that wait for a free slot.
@@ -315,15 +317,37 @@ pub(crate) fn note_wait(kind: WaitKind, id: usize, at: &'static Location<'static
         if let Some(c) = b.channels.get_mut(id) {
             c.remember(kind, at);
         }
+        let step_start = b.step_start;
         if let Some(role) = b.current.and_then(|i| b.roles.get_mut(i)) {
-            role.wait = Some(Wait {
-                kind,
-                channel: id,
-                at: Some(at),
-            });
-            role.run = Run::Waiting {
-                channel: Some(id),
-                since: version,
+            // The first await the step finds waiting is the one reported; a role that runs
+            // several futures (`join!`, `select!`) may wait on several at once.
+            if role.wait.is_none() {
+                role.wait = Some(Wait {
+                    kind,
+                    channel: id,
+                    at: Some(at),
+                });
+            }
+            role.run = match role.run {
+                // Another future of the step yielded and can go on: the role can move.
+                Run::Yielded => Run::Yielded,
+                // Waits on two channels: anything that changes after this step began may
+                // release one of them.
+                Run::Waiting {
+                    channel: Some(other),
+                    ..
+                } if other != id => Run::Waiting {
+                    channel: None,
+                    since: step_start,
+                },
+                Run::Waiting { channel: None, .. } => Run::Waiting {
+                    channel: None,
+                    since: step_start,
+                },
+                _ => Run::Waiting {
+                    channel: Some(id),
+                    since: version,
+                },
             };
         }
     });
@@ -474,6 +498,7 @@ pub(crate) fn next_step() -> Step {
 pub(crate) fn enter_role(index: usize) {
     with_block(|b| {
         b.current = Some(index);
+        b.step_start = b.progress;
         if let Some(role) = b.roles.get_mut(index) {
             role.wait = None;
             role.run = Run::Ready;

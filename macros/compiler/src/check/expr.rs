@@ -12,6 +12,8 @@ use super::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
 use super::{assignable, ModuleScope};
 use crate::diag::Diagnostics;
 
+mod concurrent;
+
 /// Checks one function; returns it and the helper calls it makes (for the recursion check).
 pub(crate) fn check_function(
     item: &mut syn::ItemFn,
@@ -33,6 +35,7 @@ pub(crate) fn check_function(
         in_async_block: false,
         pending_rewrite: None,
         await_base: false,
+        in_join: false,
         calls: Vec::new(),
     };
     let mut params = Vec::new();
@@ -43,7 +46,7 @@ pub(crate) fn check_function(
     if let Some(tail) = body.tail.as_mut() {
         if sig.ret != Ty::Unit {
             checker.expect(tail, &sig.ret);
-        } else if !matches!(tail.ty, Ty::Unit | Ty::Error) {
+        } else if !matches!(tail.ty, Ty::Unit | Ty::Error | Ty::Never) {
             checker.diags.error(tail.span, format!("this function returns nothing, but its body ends in a value of type `{}`: add `;`", tail.ty));
         }
     } else if sig.ret != Ty::Unit && sig.ret != Ty::Error {
@@ -104,6 +107,8 @@ struct Checker<'a> {
     pending_rewrite: Option<syn::Expr>,
     /// The method call being checked is the operand of `.await` (warp operations must be).
     await_base: bool,
+    /// Inside a branch of a `join!` of futures (where another `join!` is not supported).
+    in_join: bool,
     calls: Vec<(FnId, Span)>,
 }
 
@@ -188,7 +193,7 @@ impl Checker<'_> {
                     if semi.is_none() && last {
                         out.tail = Some(Box::new(ex));
                     } else {
-                        if semi.is_none() && !matches!(ex.ty, Ty::Unit | Ty::Error) {
+                        if semi.is_none() && !matches!(ex.ty, Ty::Unit | Ty::Error | Ty::Never) {
                             self.diags.error(ex.span, "expected `;` after this expression");
                         }
                         out.stmts.push(Stmt::Expr(ex));
@@ -791,6 +796,9 @@ impl Checker<'_> {
                 ExprKind::Block(b) | ExprKind::Loop(_, b) => stmts(b),
                 ExprKind::If(_, t, e) => stmts(t) || e.as_deref().is_some_and(expr),
                 ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body)),
+                ExprKind::Select(arms, else_) => {
+                    arms.iter().any(|a| expr(&a.body)) || else_.as_deref().is_some_and(expr)
+                }
                 _ => false,
             }
         }
@@ -1050,7 +1058,7 @@ impl Checker<'_> {
             syn::Expr::Async(a) => {
                 self.diags.error_at(
                     &a.async_token,
-                    "an async block is supported when it is awaited where it is written (`async { .. }.await`); concurrency inside a role (`join!` of futures) is not in the language yet: use roles",
+                    "an async block runs where it is awaited (`async { .. }.await`) or as a branch of `join!(async { .. }, ..).await` in role code",
                 );
                 err(span)
             }
@@ -3772,8 +3780,7 @@ impl Checker<'_> {
                     return err(span);
                 };
                 if !self.is_kernel() {
-                    self.diags.error(span, "`join!` of roles belongs in a kernel body; concurrency inside a role is not supported yet");
-                    return err(span);
+                    return self.role_join(mac, node, span);
                 }
                 let parsed = mac.parse_body_with(
                     syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
@@ -3850,6 +3857,7 @@ impl Checker<'_> {
                 }));
                 mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
             }
+            "select" => self.select(mac, node, span),
             "vec" | "format" => {
                 self.diags.error(
                     span,

@@ -587,6 +587,12 @@ pub enum ExprKind {
     },
     /// `join!(roles...)`
     Join(Vec<Expr>),
+    /// `join!(a, b, ..)` in role code: futures run concurrently on the role's warps; each is
+    /// an awaited future (an `Await`) or an async block (a `Block`). Its value is the tuple of
+    /// the branches' values (`()` when they all have none).
+    JoinFutures(Vec<Expr>),
+    /// `select! { Some(x) = rx.recv() => body, .. else => body }`.
+    Select(Vec<SelectArm>, Option<Box<Expr>>),
     /// `{ ... }`
     Block(Block),
     /// `'label: loop { ... }`, whose value is what `break` gives it.
@@ -625,6 +631,22 @@ pub enum Stmt {
     Break(Option<String>, Option<Expr>, Span),
     /// `continue 'label;`
     Continue(Option<String>, Span),
+}
+
+/// The device panic of a `select!` without an `else` arm whose channels have all closed (the
+/// same message on both backends).
+pub const SELECT_DISABLED: &str =
+    "all branches of `select!` are disabled (their channels have closed) and it has no `else` arm";
+
+/// An arm of `select!`: `Some(binding) = recv => body`.
+#[derive(Debug, Clone)]
+pub struct SelectArm {
+    /// `rx.recv()` (a `Recv`, not awaited).
+    pub recv: Expr,
+    /// The received slot's local.
+    pub binding: LocalId,
+    /// The arm's value.
+    pub body: Expr,
 }
 
 /// One pattern of a `match` arm over an integer.

@@ -362,7 +362,13 @@ fn children(e: &Expr) -> Vec<&Expr> {
         | K::TupleLit(args)
         | K::ArrayList(args)
         | K::Join(args)
+        | K::JoinFutures(args)
         | K::Warp(_, args) => args.iter().collect(),
+        K::Select(arms, else_) => arms
+            .iter()
+            .flat_map(|a| [&a.recv, &a.body])
+            .chain(else_.as_deref())
+            .collect(),
         K::Atomic(a, _, args, _) => std::iter::once(&**a).chain(args).collect(),
         K::OnWarps { call, .. } => vec![call],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),

@@ -306,6 +306,31 @@ impl Kernel {
             Inst::Send { chan } => write!(line, "send {chan}")?,
             Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
             Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,
+            Inst::SelectRecv {
+                chans,
+                enabled,
+                chosen,
+                some,
+                site,
+            } => {
+                let chans: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
+                write!(
+                    line,
+                    "{}, {} = select_recv [{}] enabled {} {site}",
+                    def(*chosen),
+                    def(*some),
+                    chans.join(", "),
+                    self.val(*enabled)
+                )?
+            }
+            Inst::Join { branches } => {
+                writeln!(f, "{pad}join {{")?;
+                for (k, b) in branches.iter().enumerate() {
+                    writeln!(f, "{pad}  branch {k}:")?;
+                    self.write_block(f, b, depth + 2)?;
+                }
+                return writeln!(f, "{pad}}}");
+            }
             Inst::Release { chan } => write!(line, "release {chan}")?,
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,

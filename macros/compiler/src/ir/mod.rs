@@ -476,6 +476,22 @@ pub enum Inst {
     },
     /// All threads of the role meet, ordering their memory accesses.
     RoleBarrier { site: SiteId },
+    /// `join!` in role code: every warp of the role runs the branches concurrently. A branch
+    /// runs until an await finds its barrier's phase incomplete; then the warp goes on with
+    /// another branch (a state machine with one state per warp). The join ends when every
+    /// branch has ended. Branches contain no `Join` and no role barrier in roles of several
+    /// warps (the lowering rejects them).
+    Join { branches: Vec<Block> },
+    /// `select!`: waits until the next slot of one of `chans` whose bit is set in `enabled` (a
+    /// `u32`, not zero) is full, in order of `chans`, and takes it as `Recv` does: `chosen` is
+    /// the index in `chans`, `some` false when the slot is the end of the stream.
+    SelectRecv {
+        chans: Vec<ChannelId>,
+        enabled: Value,
+        chosen: Value,
+        some: Value,
+        site: SiteId,
+    },
 }
 
 /// A data-parallel loop: iteration `i` (for `i < len`) binds element `i` of each source to its
@@ -572,6 +588,7 @@ impl Inst {
             | Inst::Vote { dst, .. } => vec![*dst],
             Inst::Atomic { dst, .. } => dst.iter().copied().collect(),
             Inst::Recv { some, .. } => vec![*some],
+            Inst::SelectRecv { chosen, some, .. } => vec![*chosen, *some],
             Inst::ParFor(p) => {
                 let mut out: Vec<Value> = p.sources.iter().map(|s| s.elem_value).collect();
                 out.extend(p.index);
@@ -596,7 +613,8 @@ impl Inst {
             | Inst::BarrierWait { .. }
             | Inst::OneshotSignal { .. }
             | Inst::OneshotWait { .. }
-            | Inst::RoleBarrier { .. } => Vec::new(),
+            | Inst::RoleBarrier { .. }
+            | Inst::Join { .. } => Vec::new(),
         }
     }
 }
@@ -638,6 +656,11 @@ pub fn for_each_inst_mut(block: &mut Block, f: &mut impl FnMut(&mut Inst)) {
                 for_each_inst_mut(else_, f);
             }
             Inst::Loop { body, .. } => for_each_inst_mut(body, f),
+            Inst::Join { branches } => {
+                for b in branches {
+                    for_each_inst_mut(b, f);
+                }
+            }
             Inst::ParFor(p) => {
                 for_each_inst_mut(&mut p.body, f);
                 if let Some(r) = p.reduce.as_mut() {
@@ -659,6 +682,11 @@ pub fn for_each_inst(block: &Block, f: &mut impl FnMut(&Inst)) {
                 for_each_inst(else_, f);
             }
             Inst::Loop { body, .. } => for_each_inst(body, f),
+            Inst::Join { branches } => {
+                for b in branches {
+                    for_each_inst(b, f);
+                }
+            }
             Inst::ParFor(p) => {
                 for_each_inst(&p.body, f);
                 if let Some(r) = p.reduce.as_ref() {

@@ -205,6 +205,8 @@ struct Lowerer<'p> {
     sites: Vec<Site>,
     /// The roles placed so far: name and warp range.
     warp_owners: Vec<(String, u32, u32)>,
+    /// The `join!`s of futures in the current role, in program order.
+    joins: Vec<Span>,
     /// A channel end was passed to two roles, or a slot used after it was moved: rustc reports
     /// these on the shadow code, so the kernel is not emitted and no error is added here.
     ownership_conflict: bool,
@@ -238,6 +240,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         barrier_requests: Vec::new(),
         ownership_conflict: false,
         warp_owners: Vec::new(),
+        joins: Vec::new(),
         sites: Vec::new(),
     };
     let mut frame = Frame::new(id);
@@ -733,6 +736,10 @@ impl Lowerer<'_> {
             l.inline_call(*fid, vals, call.span);
         });
         self.prune_barriers(&mut body);
+        if end - start > 1 {
+            self.check_join_branches(&body, &name, end - start);
+        }
+        self.joins.clear();
         self.role = None;
         Some(ir::Role {
             name,
@@ -740,6 +747,30 @@ impl Lowerer<'_> {
             end_warp: end,
             body,
         })
+    }
+
+    /// In a role of several warps, each warp runs a `join!`'s branches on its own schedule, so a
+    /// branch cannot make the role's warps meet (a role barrier after a parallel loop whose
+    /// results other threads read, or a reduction over the role's threads).
+    fn check_join_branches(&mut self, body: &Block, role: &str, warps: u32) {
+        let mut meets = Vec::new();
+        crate::ir::for_each_inst(body, &mut |i| {
+            if let Inst::Join { branches } = i {
+                let mut meet = false;
+                for b in branches {
+                    crate::ir::for_each_inst(b, &mut |i| {
+                        meet |= matches!(i, Inst::RoleBarrier { .. })
+                            || matches!(i, Inst::ParFor(p) if p.reduce.is_some());
+                    });
+                }
+                meets.push(meet);
+            }
+        });
+        for (meet, span) in meets.into_iter().zip(self.joins.clone()) {
+            if meet {
+                self.diags.error(span, format!("a branch of this `join!` makes the {warps} warps of role `{role}` meet (a reduction over the role's threads, or a parallel loop whose results other threads read next); the warps of a role run `join!` branches each on its own schedule, so they cannot meet inside one: move that code out of the `join!`, or give the role one warp"));
+            }
+        }
     }
 
     /// Records which role holds an end. A second role taking the same end is a use after move,
@@ -786,6 +817,11 @@ impl Lowerer<'_> {
                         prune(else_, decisions);
                     }
                     Inst::Loop { body, .. } => prune(body, decisions),
+                    Inst::Join { branches } => {
+                        for b in branches {
+                            prune(b, decisions);
+                        }
+                    }
                     Inst::RoleBarrier { .. } => return decisions.next().unwrap_or(true),
                     _ => {}
                 }
@@ -1653,7 +1689,11 @@ impl Lowerer<'_> {
             | ExprKind::CopyFrom(..)
             | ExprKind::CopyTo(..)
             | ExprKind::Join(_)
+            | ExprKind::JoinFutures(_)
             | ExprKind::OnWarps { .. } => Val::Unit,
+            ExprKind::Select(arms, else_) => {
+                self.select_expr(arms, else_.as_deref(), &e.ty, e.span)
+            }
             ExprKind::Send(slot) => {
                 if let ExprKind::Local(id) = slot.kind {
                     if let Some(Val::SendSlot(c)) = self.frame().locals.get(&id).cloned() {
@@ -2597,6 +2637,7 @@ impl Lowerer<'_> {
 
     fn await_expr(&mut self, inner: &Expr, span: Span) -> Val {
         match &inner.kind {
+            ExprKind::JoinFutures(branches) => self.join_futures(branches, span),
             ExprKind::Call(fid, args) => {
                 let vals = self.call_args(args);
                 self.inline_call(*fid, vals, span)
@@ -2780,6 +2821,179 @@ impl Lowerer<'_> {
             then: then_block,
             else_: else_block,
         });
+        result.map_or(Val::Unit, Val::Scalar)
+    }
+
+    /// `join!(a, b, ..).await` in role code: each branch's code in its own block of a `Join`;
+    /// the branches' values are copied to registers the join's value is made of.
+    fn join_futures(&mut self, branches: &[Expr], span: Span) -> Val {
+        let mut blocks = Vec::new();
+        let mut values = Vec::new();
+        let mut any_value = false;
+        for b in branches {
+            let mut out = Vec::new();
+            let block = self.sub_block(|l| {
+                let v = match &b.kind {
+                    ExprKind::Block(body) => l.scoped_block(body, None),
+                    ExprKind::Await(inner) => l.await_expr(inner, b.span),
+                    _ => l.expr(b),
+                };
+                for x in v.scalars() {
+                    let ty = l.values[x.0 as usize].ty;
+                    let c = l.new_value(ty, None);
+                    l.emit(Inst::Copy { dst: c, src: x });
+                    out.push(c);
+                }
+            });
+            any_value |= !out.is_empty();
+            values.extend(out);
+            blocks.push(block);
+        }
+        self.joins.push(span);
+        self.emit(Inst::Join { branches: blocks });
+        if any_value {
+            Val::Tuple(values)
+        } else {
+            Val::Unit
+        }
+    }
+
+    /// `select! { Some(x) = rx.recv() => .., .. else => .. }`: a loop that waits for the first
+    /// enabled channel with a full slot (`SelectRecv`) and disables a channel that has closed,
+    /// until an item comes or every channel is disabled; then the chosen arm, with the slot
+    /// bound and released at the arm's end, or the `else` arm (a device panic without one).
+    fn select_expr(
+        &mut self,
+        arms: &[tir::SelectArm],
+        else_: Option<&Expr>,
+        ty: &Ty,
+        span: Span,
+    ) -> Val {
+        let mut chans = Vec::new();
+        for a in arms {
+            match self.recv_chan(&a.recv) {
+                Some(c) => chans.push(c),
+                None => return Val::Unit,
+            }
+        }
+        let n = chans.len() as u32;
+        if n == 0 || n > 32 {
+            return Val::Unit;
+        }
+        let names: Vec<String> = chans
+            .iter()
+            .map(|c| format!("`{}`", self.channels[c.0 as usize].name))
+            .collect();
+        let site = self.site(
+            SiteKind::Wait,
+            format!("`select!` over channels {}", names.join(", ")),
+            span,
+        );
+        let all = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        let enabled = self.new_value(Scalar::U32, None);
+        self.emit(Inst::Const {
+            dst: enabled,
+            imm: Imm::Int(u64::from(all)),
+        });
+        let chosen = self.new_value(Scalar::U32, None);
+        let some = self.new_value(Scalar::Bool, None);
+        let id = self.new_loop();
+        self.cond_depth += 1;
+        let body = self.sub_block(|l| {
+            let zero = l.konst(Scalar::U32, Imm::Int(0));
+            let none_left = l.binary(BinOp::Eq, enabled, zero);
+            let out = l.sub_block(|l| {
+                l.emit(Inst::Const {
+                    dst: chosen,
+                    imm: Imm::Int(u64::from(n)),
+                });
+                l.emit(Inst::Break(id));
+            });
+            l.emit(Inst::If {
+                cond: none_left,
+                then: out,
+                else_: Block::default(),
+            });
+            l.emit(Inst::SelectRecv {
+                chans: chans.clone(),
+                enabled,
+                chosen,
+                some,
+                site,
+            });
+            // A closed channel disables its arm.
+            let closed = l.not(some);
+            let disable = l.sub_block(|l| {
+                let one = l.konst(Scalar::U32, Imm::Int(1));
+                let bit = l.binary(BinOp::Shl, one, chosen);
+                let keep = l.new_value(Scalar::U32, None);
+                l.emit(Inst::Unary {
+                    dst: keep,
+                    op: UnOp::Not,
+                    src: bit,
+                });
+                let left = l.binary(BinOp::And, enabled, keep);
+                l.emit(Inst::Copy {
+                    dst: enabled,
+                    src: left,
+                });
+                l.emit(Inst::Continue(id));
+            });
+            l.emit(Inst::If {
+                cond: closed,
+                then: disable,
+                else_: Block::default(),
+            });
+            l.emit(Inst::Break(id));
+        });
+        self.emit(Inst::Loop { id, body });
+        let result = match ty {
+            Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
+            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
+            _ => None,
+        };
+        for (k, arm) in arms.iter().enumerate() {
+            let key = self.konst(Scalar::U32, Imm::Int(k as u64));
+            let this = self.binary(BinOp::Eq, chosen, key);
+            let take = self.sub_block(|l| {
+                l.frame().scopes.push(Scope {
+                    owned: Vec::new(),
+                    lp: None,
+                });
+                l.bind(arm.binding, Val::RecvSlot(chans[k]), arm.recv.span);
+                let v = l.expr(&arm.body);
+                if let (Some(r), Val::Scalar(v)) = (result, v) {
+                    l.emit(Inst::Copy { dst: r, src: v });
+                }
+                let last = l.frame().scopes.len() - 1;
+                l.exit_scope_drops(last);
+                l.frame().scopes.pop();
+            });
+            self.emit(Inst::If {
+                cond: this,
+                then: take,
+                else_: Block::default(),
+            });
+        }
+        let key = self.konst(Scalar::U32, Imm::Int(u64::from(n)));
+        let disabled = self.binary(BinOp::Eq, chosen, key);
+        match else_ {
+            Some(e) => {
+                let take = self.sub_block(|l| {
+                    let v = l.expr(e);
+                    if let (Some(r), Val::Scalar(v)) = (result, v) {
+                        l.emit(Inst::Copy { dst: r, src: v });
+                    }
+                });
+                self.emit(Inst::If {
+                    cond: disabled,
+                    then: take,
+                    else_: Block::default(),
+                });
+            }
+            None => self.panic_if(disabled, tir::SELECT_DISABLED, span),
+        }
+        self.cond_depth -= 1;
         result.map_or(Val::Unit, Val::Scalar)
     }
 

@@ -24,11 +24,14 @@ fn first_op(block: &Block) -> First {
     for inst in &block.0 {
         match inst {
             Inst::Recv { chan, site, .. } => return First::Recv(chan.0 as usize, site.0 as usize),
+            // A join's branches and a select's channels wait concurrently: not decided here.
             Inst::Reserve { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }
             | Inst::CopyIn { .. }
-            | Inst::CopyOut { .. } => return First::Other,
+            | Inst::CopyOut { .. }
+            | Inst::Join { .. }
+            | Inst::SelectRecv { .. } => return First::Other,
             Inst::If { then, else_, .. } => {
                 // A branch with a channel operation or a way out of a loop makes the first
                 // operation depend on the condition.
@@ -38,6 +41,8 @@ fn first_op(block: &Block) -> First {
                         matters |= matches!(
                             i,
                             Inst::Recv { .. }
+                                | Inst::SelectRecv { .. }
+                                | Inst::Join { .. }
                                 | Inst::Reserve { .. }
                                 | Inst::Send { .. }
                                 | Inst::Close { .. }

@@ -121,6 +121,40 @@ struct RoleCtx {
     kernel_barrier_phases: HashMap<u32, String>,
 }
 
+/// The `join!` being written: a state machine with one state per warp. Each branch's state
+/// register says where the warp goes on with it (0: its start, `k`: resume point `k`,
+/// [`BRANCH_DONE`]: it has ended). A wait that finds its phase incomplete saves its resume point
+/// and jumps to the next branch's dispatch; after the last branch, the round's tail ends the join
+/// when every branch has ended, and otherwise watches the abort word and the watchdog as a
+/// blocking wait does.
+struct JoinCtx {
+    /// The join's number, in its labels.
+    id: u32,
+    /// The branch being written.
+    branch: usize,
+    /// Each branch's state register.
+    states: Vec<String>,
+    /// Each branch's resume points: state number and label.
+    resumes: Vec<Vec<(u32, String)>>,
+    /// Set (to 1) when a wait of a branch passes; the round's tail clears it.
+    progress: String,
+    /// The site of the wait that yielded last, for the watchdog's report.
+    site: String,
+}
+
+/// The state of a `join!` branch that has ended.
+const BRANCH_DONE: u32 = u32::MAX;
+
+impl JoinCtx {
+    fn dispatch_label(&self, branch: usize) -> String {
+        if branch < self.states.len() {
+            format!("$join{}_dispatch_{branch}", self.id)
+        } else {
+            format!("$join{}_round", self.id)
+        }
+    }
+}
+
 /// Writes PTX for one kernel: the body first (allocating registers), then the header with the
 /// register declarations, through [`Writer::finish`].
 pub struct Writer<'k> {
@@ -147,6 +181,10 @@ pub struct Writer<'k> {
     stubs: String,
     /// Values that are integer constants (defined once, by a `Const`).
     constants: HashMap<Value, u64>,
+    /// The `join!` whose branch is being written.
+    join: Option<JoinCtx>,
+    /// `join!`s written so far (their numbers).
+    joins: u32,
 }
 
 /// The type of a register holding `s` in arithmetic: narrow integers compute as 32-bit ones.
@@ -239,6 +277,8 @@ impl<'k> Writer<'k> {
             constants: crate::ir::integer_constants(
                 std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body)),
             ),
+            join: None,
+            joins: 0,
         }
     }
 
@@ -563,27 +603,56 @@ impl<'k> Writer<'k> {
     /// watchdog is on, the time spent in this wait; either way the warp leaves through the role's
     /// abort exit, so that no wait outlives a failure.
     fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> fmt::Result {
+        if self.join.is_some() {
+            // In a `join!` branch: test without blocking, and let the warp run another branch
+            // while the phase is incomplete.
+            let done = self.label("waited");
+            let p = self.tmp(Class::Pred);
+            self.yield_point(site, &mut |w: &mut Self| {
+                w.line(format!(
+                    "mbarrier.test_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+                ))?;
+                w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+                w.line(format!("@{p} bra {done};"))
+            })?;
+            self.place_label(&done)?;
+            return self.note_progress();
+        }
         let l = self.label("wait");
         let done = self.label("waited");
         let timeout = self.label("timeout");
         let p = self.tmp(Class::Pred);
         let deadline = self.tmp(Class::B64);
         let spins = self.tmp(Class::B32);
+        let test = |w: &mut Self| {
+            w.line(format!(
+                "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+            ))?;
+            w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+            w.line(format!("@{p} bra {done};"))
+        };
         // The first test is out of the loop, so that a wait that finds its phase complete (the
         // common case in a streaming pipeline) costs three instructions.
-        self.line(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
-        ))?;
-        self.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
-        self.line(format!("@{p} bra {done};"))?;
+        test(self)?;
         self.line(format!("mov.u64 {deadline}, 0;"))?;
         self.line(format!("mov.u32 {spins}, 0;"))?;
         self.place_label(&l)?;
-        self.line(format!(
-            "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
-        ))?;
-        self.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
-        self.line(format!("@{p} bra {done};"))?;
+        test(self)?;
+        self.slow_wait_tail(&l, &timeout, &deadline, &spins)?;
+        self.place_label(&done)?;
+        self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())
+    }
+
+    /// The rest of a blocking wait's loop at `l`, after its test: every 16th iteration, the
+    /// abort word and, when the watchdog is on, the time spent (going to `timeout` when it is
+    /// past the bound); then back to `l`.
+    fn slow_wait_tail(
+        &mut self,
+        l: &str,
+        timeout: &str,
+        deadline: &str,
+        spins: &str,
+    ) -> fmt::Result {
         let (abort, launch_id, abort_label) = (
             self.abort.clone(),
             self.launch_id.clone(),
@@ -619,14 +688,222 @@ impl<'k> Writer<'k> {
         self.line(format!("setp.gt.u64 {late}, {now}, {deadline};"))?;
         self.line(format!("vote.sync.any.pred {late}, {late}, -1;"))?;
         self.line(format!("@{late} bra {timeout};"))?;
-        self.line(format!("bra {l};"))?;
+        self.line(format!("bra {l};"))
+    }
+
+    /// A resume point of the `join!` branch being written: `test` branches away when the awaited
+    /// thing is ready and falls through when not; then the warp saves this point in the
+    /// branch's state and goes on with the next branch.
+    fn yield_point(
+        &mut self,
+        site: SiteId,
+        test: &mut dyn FnMut(&mut Self) -> fmt::Result,
+    ) -> fmt::Result {
+        let Some(j) = self.join.as_mut() else {
+            return Err(fmt::Error);
+        };
+        let branch = j.branch;
+        let point = j.resumes[branch].len() as u32 + 1;
+        let label = format!("$join{}_b{branch}_r{point}", j.id);
+        j.resumes[branch].push((point, label.clone()));
+        let (state, next, site_reg) = (
+            j.states[branch].clone(),
+            j.dispatch_label(branch + 1),
+            j.site.clone(),
+        );
+        self.place_label(&label)?;
+        test(self)?;
+        self.line(format!("mov.u32 {state}, {point};"))?;
+        self.line(format!("mov.u32 {site_reg}, {};", site.0))?;
+        self.line(format!("bra {next};"))
+    }
+
+    /// In a `join!` branch: a wait has passed (the round's watchdog restarts).
+    fn note_progress(&mut self) -> fmt::Result {
+        match self.join.as_ref().map(|j| j.progress.clone()) {
+            Some(progress) => self.line(format!("mov.u32 {progress}, 1;")),
+            None => Ok(()),
+        }
+    }
+
+    /// `join!` in role code: the branches one after the other, each ending in a jump to the
+    /// next branch's dispatch, then the dispatches (a chain of compares on the branch's state)
+    /// and the round's tail.
+    fn join(&mut self, branches: &[Block]) -> fmt::Result {
+        if self.join.is_some() {
+            // The verifier rejects a join inside a join.
+            return Err(fmt::Error);
+        }
+        let id = self.joins;
+        self.joins += 1;
+        writeln!(self.body, "    // join of {} branches", branches.len())?;
+        let states: Vec<String> = branches.iter().map(|_| self.tmp(Class::B32)).collect();
+        for st in &states {
+            self.line(format!("mov.u32 {st}, 0;"))?;
+        }
+        let (progress, site) = (self.tmp(Class::B32), self.tmp(Class::B32));
+        let (deadline, spins) = (self.tmp(Class::B64), self.tmp(Class::B32));
+        self.line(format!("mov.u32 {progress}, 0;"))?;
+        self.line(format!("mov.u32 {site}, 0;"))?;
+        self.line(format!("mov.u64 {deadline}, 0;"))?;
+        self.line(format!("mov.u32 {spins}, 0;"))?;
+        self.join = Some(JoinCtx {
+            id,
+            branch: 0,
+            states: states.clone(),
+            resumes: vec![Vec::new(); branches.len()],
+            progress: progress.clone(),
+            site: site.clone(),
+        });
+        let start = |b: usize| format!("$join{id}_start_{b}");
+        let mut written = Ok(());
+        for (b, block) in branches.iter().enumerate() {
+            if let Some(j) = self.join.as_mut() {
+                j.branch = b;
+            }
+            written = written
+                .and_then(|_| self.place_label(&start(b)))
+                .and_then(|_| self.block(block))
+                .and_then(|_| self.line(format!("mov.u32 {}, {BRANCH_DONE};", states[b])));
+            let next = self.join.as_ref().map(|j| j.dispatch_label(b + 1));
+            written = written.and_then(|_| self.line(format!("bra {};", next.unwrap_or_default())));
+        }
+        let Some(ctx) = self.join.take() else {
+            return Err(fmt::Error);
+        };
+        written?;
+        // Dispatch: go on with each branch where it stopped; skip the ended ones.
+        for (b, state) in states.iter().enumerate() {
+            self.place_label(&ctx.dispatch_label(b))?;
+            let p = self.tmp(Class::Pred);
+            self.line(format!("setp.eq.u32 {p}, {state}, {BRANCH_DONE};"))?;
+            self.line(format!("@{p} bra {};", ctx.dispatch_label(b + 1)))?;
+            for (point, label) in &ctx.resumes[b] {
+                self.line(format!("setp.eq.u32 {p}, {state}, {point};"))?;
+                self.line(format!("@{p} bra {label};"))?;
+            }
+            self.line(format!("bra {};", start(b)))?;
+        }
+        // The round's tail: done when every branch has ended; a round in which no wait passed
+        // counts as a slow iteration of a blocking wait (abort word, watchdog).
+        let end = format!("$join{id}_end");
+        let timeout = self.label("timeout");
+        self.place_label(&ctx.dispatch_label(states.len()))?;
+        let all = self.tmp(Class::Pred);
+        for (b, state) in states.iter().enumerate() {
+            if b == 0 {
+                self.line(format!("setp.eq.u32 {all}, {state}, {BRANCH_DONE};"))?;
+            } else {
+                self.line(format!(
+                    "setp.eq.and.u32 {all}, {state}, {BRANCH_DONE}, {all};"
+                ))?;
+            }
+        }
+        self.line(format!("@{all} bra {end};"))?;
+        let moved = self.tmp(Class::Pred);
+        let first = ctx.dispatch_label(0);
+        self.line(format!("setp.ne.u32 {moved}, {progress}, 0;"))?;
+        self.line(format!("mov.u32 {progress}, 0;"))?;
+        self.line(format!("@{moved} mov.u32 {spins}, 0;"))?;
+        self.line(format!("@{moved} mov.u64 {deadline}, 0;"))?;
+        self.line(format!("@{moved} bra {first};"))?;
+        self.slow_wait_tail(&first, &timeout, &deadline, &spins)?;
+        self.place_label(&end)?;
+        let abort_label = self.abort_label.clone();
+        self.stub_at(&timeout, FAILURE_TIMEOUT, &site, &abort_label)
+    }
+
+    /// `select!`: tests the enabled channels' next slots in order, and takes the first that is
+    /// full (an item, or the end of the stream) as `recv` does. A channel that has closed is
+    /// ready at once. Tests do not block (`test_wait`), so that no channel delays the others.
+    fn select_recv(
+        &mut self,
+        chans: &[ChannelId],
+        enabled: Value,
+        chosen: Value,
+        some: Value,
+        site: SiteId,
+    ) -> fmt::Result {
+        let (en, ch, s) = (self.reg(enabled), self.reg(chosen), self.reg(some));
+        let names: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
+        writeln!(self.body, "    // select over {}", names.join(", "))?;
+        let done = self.label("selected");
+        let mut rings = Vec::new();
+        for &c in chans {
+            rings.push((self.ring(c, false)?, self.k.channel(c).clone()));
+        }
+        let got: Vec<String> = chans.iter().map(|_| self.label("select_got")).collect();
+        let ended: Vec<String> = chans.iter().map(|_| self.label("select_closed")).collect();
+        let (bit, on, p) = (
+            self.tmp(Class::B32),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        let mut fulls = Vec::new();
+        for (ring, c) in &rings {
+            fulls.push(self.shared_addr(c.full_offset, &ring.slot, 8)?);
+        }
+        let mut test = |w: &mut Self| -> fmt::Result {
+            for (k, (ring, _)) in rings.iter().enumerate() {
+                let skip = w.label("select_skip");
+                w.line(format!("and.b32 {bit}, {en}, {};", 1u32 << k))?;
+                w.line(format!("setp.ne.u32 {on}, {bit}, 0;"))?;
+                w.line(format!("@!{on} bra {skip};"))?;
+                w.line(format!("@{} bra {};", ring.closed, ended[k]))?;
+                w.line(format!(
+                    "mbarrier.test_wait.parity.shared::cta.b64 {p}, [{}], {};",
+                    fulls[k], ring.phase
+                ))?;
+                w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+                w.line(format!("@{p} bra {};", got[k]))?;
+                w.place_label(&skip)?;
+            }
+            Ok(())
+        };
+        if self.join.is_some() {
+            self.yield_point(site, &mut test)?;
+        } else {
+            let l = self.label("select_wait");
+            let timeout = self.label("timeout");
+            let (deadline, spins) = (self.tmp(Class::B64), self.tmp(Class::B32));
+            self.line(format!("mov.u64 {deadline}, 0;"))?;
+            self.line(format!("mov.u32 {spins}, 0;"))?;
+            self.place_label(&l)?;
+            test(self)?;
+            self.slow_wait_tail(&l, &timeout, &deadline, &spins)?;
+            let abort_label = self.abort_label.clone();
+            self.stub(&timeout, FAILURE_TIMEOUT, site, &abort_label)?;
+        }
+        for (k, (ring, c)) in rings.iter().enumerate() {
+            // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
+            self.place_label(&got[k])?;
+            let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+            let state = self.tmp(Class::B32);
+            self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+            self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
+            self.line(format!("not.pred {}, {s};", ring.closed))?;
+            self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
+            self.advance(ring, c.ty.depth)?;
+            self.line(format!("mov.u32 {ch}, {k};"))?;
+            self.line(format!("bra {done};"))?;
+            // A channel that closed before: its `recv` answers `None` at once.
+            self.place_label(&ended[k])?;
+            self.line(format!("setp.ne.u32 {s}, {ch}, {ch};"))?;
+            self.line(format!("mov.u32 {ch}, {k};"))?;
+            self.line(format!("bra {done};"))?;
+        }
         self.place_label(&done)?;
-        self.stub(&timeout, FAILURE_TIMEOUT, site, &abort_label)
+        self.note_progress()
     }
 
     /// Out-of-line code at `label`: the first failing thread of this launch writes the failure
     /// record (`kind`, `site`, block, thread, role), then every thread goes on to `cont`.
     fn stub(&mut self, label: &str, kind: u32, site: SiteId, cont: &str) -> fmt::Result {
+        self.stub_at(label, kind, &site.0.to_string(), cont)
+    }
+
+    /// [`Writer::stub`] with the site as an operand (an immediate or a register).
+    fn stub_at(&mut self, label: &str, kind: u32, site: &str, cont: &str) -> fmt::Result {
         let (abort, launch_id, record, tid) = (
             self.abort.clone(),
             self.launch_id.clone(),
@@ -644,7 +921,7 @@ impl<'k> Writer<'k> {
             format!("setp.eq.u32 {dup}, {prev}, {launch_id};"),
             format!("@{dup} bra {cont};"),
             format!("st.volatile.global.u32 [{record}+4], {kind};"),
-            format!("st.volatile.global.u32 [{record}+8], {};", site.0),
+            format!("st.volatile.global.u32 [{record}+8], {site};"),
             format!("mov.u32 {block}, %ctaid.x;"),
             format!("st.volatile.global.u32 [{record}+12], {block};"),
             format!("st.volatile.global.u32 [{record}+16], {tid};"),
@@ -1088,6 +1365,14 @@ impl<'k> Writer<'k> {
                 self.line(format!("xor.b32 {phase}, {phase}, 1;"))
             }
             Inst::ParFor(p) => self.par_for(p),
+            Inst::Join { branches } => self.join(branches),
+            Inst::SelectRecv {
+                chans,
+                enabled,
+                chosen,
+                some,
+                site,
+            } => self.select_recv(chans, *enabled, *chosen, *some, *site),
         }
     }
 

@@ -414,6 +414,54 @@ impl Verifier<'_> {
                 self.def(*some);
             }
             Inst::Release { chan } => self.chan_end(*chan, role, false, in_par),
+            Inst::SelectRecv {
+                chans,
+                enabled,
+                chosen,
+                some,
+                site,
+            } => {
+                self.site(*site, SiteKind::Wait);
+                if chans.is_empty() || chans.len() > 32 {
+                    self.errors
+                        .push(format!("select over {} channels", chans.len()));
+                }
+                for c in chans {
+                    self.chan_end(*c, role, false, in_par);
+                }
+                self.use_(*enabled);
+                self.expect_ty(*enabled, Scalar::U32, "select mask");
+                self.expect_ty(*chosen, Scalar::U32, "select choice");
+                self.expect_ty(*some, Scalar::Bool, "select result");
+                self.def(*chosen);
+                self.def(*some);
+            }
+            Inst::Join { branches } => {
+                if in_par || role.is_none() {
+                    self.errors.push("a join outside role code".into());
+                }
+                let warps = role
+                    .and_then(|r| self.k.roles.get(r.0 as usize))
+                    .map_or(1, |x| x.end_warp - x.first_warp);
+                for b in branches {
+                    // A branch is left only at its end: the state machine has no way to jump
+                    // from one branch to a loop around the join.
+                    let mut inner = Vec::new();
+                    self.block(b, role, &mut inner, in_par);
+                    crate::ir::for_each_inst(b, &mut |i| {
+                        let meets = matches!(i, Inst::RoleBarrier { .. })
+                            || matches!(i, Inst::ParFor(p) if p.reduce.is_some());
+                        if matches!(i, Inst::Join { .. }) {
+                            self.errors.push("a join inside a join".into());
+                        } else if meets && warps > 1 {
+                            self.errors.push(
+                                "a join branch meets the role's other warps (a role barrier)"
+                                    .into(),
+                            );
+                        }
+                    });
+                }
+            }
             Inst::SlotAddr { dst, chan, send } => {
                 self.chan_end(*chan, role, *send, false);
                 self.expect_ty(*dst, Scalar::U32, "slot address");

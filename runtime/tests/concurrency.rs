@@ -1,0 +1,175 @@
+//! Concurrency inside one role on both backends: `join!` of futures (loops, async blocks, values)
+//! and `select!` between channel receives, plus the deadlock a join can hide, which the
+//! simulator reports and the GPU's watchdog stops.
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/concurrency.rs"]
+mod concurrency;
+
+use std::time::Duration;
+
+use concurrency::{joins, selects};
+use gpu_async::{block_on, Device, Error, Grid};
+
+fn devices() -> Vec<Device> {
+    let mut all = vec![Device::simulator()];
+    match Device::cuda(0) {
+        Ok(d) => all.push(d),
+        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
+    }
+    all
+}
+
+/// Deterministic values below 1000, different per seed.
+fn values(n: usize, seed: u32) -> Vec<u32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s % 1000
+        })
+        .collect()
+}
+
+#[test]
+fn a_join_in_each_role_runs_two_loops_and_gives_both_values() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for (nx, ny) in [
+            (0usize, 0usize),
+            (32, 0),
+            (0, 64),
+            (320, 96),
+            (32 * 300, 32 * 7),
+        ] {
+            let (xs, ys) = (values(nx, 1), values(ny, 2));
+            let (x, y) = (dev.upload(&xs)?, dev.upload(&ys)?);
+            let mut out = dev.alloc::<u32>(2)?;
+            block_on(joins::two_totals::launch(
+                &dev,
+                Grid::blocks(1),
+                (&x, &y, &mut out),
+            ))?;
+            let want = vec![xs.iter().sum::<u32>(), ys.iter().sum::<u32>()];
+            assert_eq!(out.download()?, want, "{dev}, {nx} and {ny} elements");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn three_async_blocks_run_concurrently_in_one_warp() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for n in [0u32, 1, 5, 1000] {
+            let mut out = dev.alloc::<u32>(3)?;
+            block_on(joins::three_tasks::launch(
+                &dev,
+                Grid::blocks(2),
+                (n, &mut out),
+            ))?;
+            assert_eq!(out.download()?, vec![n, n, 10 * n], "{dev}, n = {n}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_deadlock_behind_a_join_is_reported() {
+    for dev in devices() {
+        dev.set_watchdog(Some(Duration::from_millis(200)));
+        let mut out = dev.alloc::<u32>(1).unwrap();
+        let err = block_on(joins::stuck::launch(&dev, Grid::blocks(1), (&mut out,))).unwrap_err();
+        eprintln!("{dev}: {err}");
+        let Error::Deadlock { waits, .. } = &err else {
+            panic!("{dev}: expected a deadlock, got {err:?}");
+        };
+        assert!(
+            waits
+                .iter()
+                .any(|w| w.role == "wait_both" || w.role == "send_one"),
+            "{dev}: {err}"
+        );
+        dev.set_watchdog(Some(Duration::from_secs(5)));
+        // The device stays usable.
+        let mut out = dev.alloc::<u32>(3).unwrap();
+        block_on(joins::three_tasks::launch(
+            &dev,
+            Grid::blocks(1),
+            (4, &mut out),
+        ))
+        .unwrap();
+        assert_eq!(out.download().unwrap(), vec![4, 4, 40], "{dev}");
+    }
+}
+
+#[test]
+fn select_takes_items_from_two_channels_as_they_come() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for (na, nb) in [(0u32, 0u32), (1, 0), (0, 3), (100, 7), (2000, 3000)] {
+            let mut out = dev.alloc::<u32>(5)?;
+            block_on(selects::merge::launch(
+                &dev,
+                Grid::blocks(3),
+                (na, nb, &mut out),
+            ))?;
+            let sum_a: u32 = (1..=na).sum();
+            let sum_b: u32 = (0..nb).map(|i| i + 1000).sum();
+            assert_eq!(
+                out.download()?,
+                vec![sum_a, na, sum_b, nb, 1],
+                "{dev}, {na} and {nb} items"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn select_inside_a_join_branch() -> gpu_async::Result<()> {
+    for dev in devices() {
+        for n in [0u32, 1, 2, 3, 10, 999] {
+            let mut out = dev.alloc::<u32>(3)?;
+            block_on(selects::select_in_join::launch(
+                &dev,
+                Grid::blocks(2),
+                (n, &mut out),
+            ))?;
+            let from_a = (0..n).filter(|i| i % 3 == 0).count() as u32;
+            assert_eq!(
+                out.download()?,
+                vec![from_a, n - from_a, n],
+                "{dev}, n = {n}"
+            );
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn select_without_else_panics_once_every_channel_closed() {
+    for dev in devices() {
+        let mut out = dev.alloc::<u32>(1).unwrap();
+        let err = block_on(selects::no_else::launch(
+            &dev,
+            Grid::blocks(1),
+            (5, &mut out),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        assert!(
+            err.to_string()
+                .contains("all branches of `select!` are disabled"),
+            "{dev}: {err}"
+        );
+        // The device stays usable.
+        let mut out = dev.alloc::<u32>(3).unwrap();
+        block_on(joins::three_tasks::launch(
+            &dev,
+            Grid::blocks(1),
+            (2, &mut out),
+        ))
+        .unwrap();
+        assert_eq!(out.download().unwrap(), vec![2, 2, 20], "{dev}");
+    }
+}
