@@ -1,13 +1,13 @@
 //! The usual "async Rust on a GPU" demos, ported to gpu-async (issue 4): an async fn awaited
 //! once, chained async fns (`add_then_double` awaiting `add` and `double`), awaits inside
-//! conditionals, an async block, and three independent tasks running at once. Each kernel's
-//! output is checked against plain Rust, on the GPU when there is one and on the simulator
-//! otherwise.
+//! conditionals, an async block, three independent tasks running at once, and the future
+//! combinators `join!` and `select!` inside one role. Each kernel's output is checked against
+//! plain Rust, on the GPU when there is one and on the simulator otherwise.
 //!
 //! In gpu-async the concurrency is between *roles* (each on its own warps, combined by
-//! `join!` in the kernel body); an `.await` inside a role is a wait on a hardware barrier when it
-//! awaits a channel, and runs in place when it awaits a helper. `join!`/`select!` of futures
-//! *inside* one role are not in the language yet (`docs/language.md`).
+//! `join!` in the kernel body) and, inside a role, between the futures of a `join!` or the arms
+//! of a `select!`; an `.await` is a wait on a hardware barrier when it awaits a channel, and runs
+//! in place when it awaits a helper.
 //!
 //! ```text
 //! cargo run --release --example async_demos
@@ -170,6 +170,115 @@ pub mod demos {
                 .for_each(|(o, v)| *o = *v << 1);
         }
     }
+
+    /// A future combinator: two loader roles send the block's even and odd tiles on two
+    /// channels, and one store warp runs a loop over each at once with `join!`: `tripled` gets
+    /// `3 x` on the even tiles, `plus5` gets `x + 5` on the odd ones.
+    #[kernel(warps = 3)]
+    pub async fn joined(x: &[u32], tripled: &mut [u32], plus5: &mut [u32]) {
+        let (tx_even, rx_even) = channel::<[u32; TILE], 2>();
+        let (tx_odd, rx_odd) = channel::<[u32; TILE], 2>();
+        join!(
+            on_warps(0..1, load_every_other(x, 0, tx_even)),
+            on_warps(1..2, load_every_other(x, 1, tx_odd)),
+            on_warps(2..3, store_joined(rx_even, rx_odd, tripled, plus5)),
+        )
+        .await;
+    }
+
+    /// The same with `select!`: the store warp takes whichever tile is ready first.
+    #[kernel(warps = 3)]
+    pub async fn selected(x: &[u32], tripled: &mut [u32], plus5: &mut [u32]) {
+        let (tx_even, rx_even) = channel::<[u32; TILE], 2>();
+        let (tx_odd, rx_odd) = channel::<[u32; TILE], 2>();
+        join!(
+            on_warps(0..1, load_every_other(x, 0, tx_even)),
+            on_warps(1..2, load_every_other(x, 1, tx_odd)),
+            on_warps(2..3, store_selected(rx_even, rx_odd, tripled, plus5)),
+        )
+        .await;
+    }
+
+    /// Sends the block's tiles `k` with `k % 2 == parity`.
+    async fn load_every_other(x: &[u32], parity: usize, mut tx: Sender<[u32; TILE], 2>) {
+        let mut k = 0usize;
+        for tile in block_tiles(x.len(), TILE) {
+            if k % 2 == parity {
+                let mut slot = tx.reserve().await;
+                slot.copy_from(&x[tile]).await;
+                slot.send();
+            }
+            k += 1;
+        }
+    }
+
+    /// Where the block's `k`-th tile starts.
+    fn tile_start(k: usize) -> usize {
+        (block_index() + k * block_count()) * TILE
+    }
+
+    async fn store_joined(
+        mut rx_even: Receiver<[u32; TILE], 2>,
+        mut rx_odd: Receiver<[u32; TILE], 2>,
+        tripled: &mut [u32],
+        plus5: &mut [u32],
+    ) {
+        join!(
+            async {
+                let mut k = 0usize;
+                while let Some(slot) = rx_even.recv().await {
+                    let start = tile_start(k);
+                    let end = (start + TILE).min(tripled.len());
+                    slot.par_iter()
+                        .zip(tripled[start..end].par_iter_mut())
+                        .for_each(|(v, o)| *o = *v * 3);
+                    k += 2;
+                }
+            },
+            async {
+                let mut k = 1usize;
+                while let Some(slot) = rx_odd.recv().await {
+                    let start = tile_start(k);
+                    let end = (start + TILE).min(plus5.len());
+                    slot.par_iter()
+                        .zip(plus5[start..end].par_iter_mut())
+                        .for_each(|(v, o)| *o = *v + 5);
+                    k += 2;
+                }
+            },
+        )
+        .await;
+    }
+
+    async fn store_selected(
+        mut rx_even: Receiver<[u32; TILE], 2>,
+        mut rx_odd: Receiver<[u32; TILE], 2>,
+        tripled: &mut [u32],
+        plus5: &mut [u32],
+    ) {
+        let (mut even, mut odd) = (0usize, 1usize);
+        loop {
+            select! {
+                Some(slot) = rx_even.recv() => {
+                    let start = tile_start(even);
+                    let end = (start + TILE).min(tripled.len());
+                    slot.par_iter()
+                        .zip(tripled[start..end].par_iter_mut())
+                        .for_each(|(v, o)| *o = *v * 3);
+                    even += 2;
+                }
+                Some(slot) = rx_odd.recv() => {
+                    let start = tile_start(odd);
+                    let end = (start + TILE).min(plus5.len());
+                    slot.par_iter()
+                        .zip(plus5[start..end].par_iter_mut())
+                        .for_each(|(v, o)| *o = *v + 5);
+                    odd += 2;
+                }
+                else => break,
+            }
+        }
+    }
 }
 
 /// Runs every demo on `dev` over `n` inputs and returns how many output elements differ from
@@ -229,6 +338,40 @@ pub fn run_and_check(dev: &Device, grid: Grid, n: usize) -> gpu_async::Result<us
         xs[t..(t + TILE).min(n)].iter().fold(0, |a, b| a ^ b)
     });
     bad += count(sh.download()?, &|i| xs[i] << 1);
+
+    // The combinators: tile `t` is the block's tile `t / blocks`, even or odd.
+    let blocks = grid.block_count() as usize;
+    let even = |i: usize| (i / TILE / blocks).is_multiple_of(2);
+    const POISON: u32 = 0xdead_beef;
+    type Combinator = for<'a> fn(
+        &'a Device,
+        Grid,
+        (
+            &'a gpu_async::DeviceBuffer<u32>,
+            &'a mut gpu_async::DeviceBuffer<u32>,
+            &'a mut gpu_async::DeviceBuffer<u32>,
+        ),
+    ) -> gpu_async::Launch<'a>;
+    let combinators: [Combinator; 2] = [demos::joined::launch, demos::selected::launch];
+    for launch in combinators {
+        let mut tripled = dev.upload(&vec![POISON; n])?;
+        let mut plus5 = dev.upload(&vec![POISON; n])?;
+        block_on(launch(dev, grid, (&x, &mut tripled, &mut plus5)))?;
+        bad += count(tripled.download()?, &|i| {
+            if even(i) {
+                xs[i] * 3
+            } else {
+                POISON
+            }
+        });
+        bad += count(plus5.download()?, &|i| {
+            if even(i) {
+                POISON
+            } else {
+                xs[i] + 5
+            }
+        });
+    }
     Ok(bad)
 }
 
@@ -238,7 +381,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("backend: {dev}");
     let n = 1 << 20;
     let bad = run_and_check(&dev, Grid::blocks(8), n)?;
-    println!("check: 4 kernels, {n} elements each, {bad} mismatches against plain Rust");
+    println!("check: 6 kernels, {n} elements each, {bad} mismatches against plain Rust");
     if bad != 0 {
         return Err(format!("{bad} mismatches").into());
     }

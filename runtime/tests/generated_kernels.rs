@@ -292,6 +292,8 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             "async_demos_three_tasks",
             async_demos::demos::three_tasks::PTX,
         ),
+        ("async_demos_joined", async_demos::demos::joined::PTX),
+        ("async_demos_selected", async_demos::demos::selected::PTX),
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("option_if_let", arrays::option_if_let::checked::PTX),
         ("barriers_uneven", barriers::barriers::uneven::PTX),
