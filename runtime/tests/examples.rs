@@ -33,6 +33,10 @@ mod saxpy_variants;
 #[path = "../../examples/async_demos.rs"]
 mod async_demos;
 
+#[allow(dead_code, clippy::all)]
+#[path = "../../examples/join_cost.rs"]
+mod join_cost;
+
 use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
@@ -261,6 +265,19 @@ fn async_demos_on_both_backends() -> gpu_async::Result<()> {
                 let bad = async_demos::run_and_check(&dev, Grid::blocks(blocks), n)?;
                 assert_eq!(bad, 0, "{dev}: {bad} mismatches, n = {n}, {blocks} blocks");
             }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn join_cost_variants_agree_on_both_backends() -> gpu_async::Result<()> {
+    let mut devices = vec![Device::simulator()];
+    devices.extend(gpu());
+    for dev in devices {
+        for items in [0u32, 1, 2, 3, 500] {
+            let failures = join_cost::check(&dev, items)?;
+            assert!(failures.is_empty(), "{dev}, {items} items: {failures:?}");
         }
     }
     Ok(())

@@ -58,6 +58,10 @@ mod histogram;
 mod async_demos;
 
 #[allow(dead_code, clippy::all)]
+#[path = "../../examples/join_cost.rs"]
+mod join_cost;
+
+#[allow(dead_code, clippy::all)]
 #[path = "common/scalars.rs"]
 mod scalars;
 
@@ -293,6 +297,8 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             async_demos::demos::three_tasks::PTX,
         ),
         ("async_demos_joined", async_demos::demos::joined::PTX),
+        ("join_cost_joined", join_cost::w512::joined::PTX),
+        ("join_cost_selected", join_cost::w512::selected::PTX),
         ("async_demos_selected", async_demos::demos::selected::PTX),
         ("typed_ranges", arrays::typed_ranges::sums::PTX),
         ("option_if_let", arrays::option_if_let::checked::PTX),
