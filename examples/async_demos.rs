@@ -341,7 +341,7 @@ pub fn run_and_check(dev: &Device, grid: Grid, n: usize) -> gpu_async::Result<us
 
     // The combinators: tile `t` is the block's tile `t / blocks`, even or odd.
     let blocks = grid.block_count() as usize;
-    let even = |i: usize| (i / TILE / blocks).is_multiple_of(2);
+    let even = |i: usize| (i / TILE / blocks) % 2 == 0;
     const POISON: u32 = 0xdead_beef;
     type Combinator = for<'a> fn(
         &'a Device,
