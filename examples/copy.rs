@@ -6,7 +6,7 @@
 //! cargo run --release --example copy -- [elements] [blocks per multiprocessor]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -80,8 +80,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let x = dev.upload(&random_f32(n, 32))?;
         let mut y = dev.alloc::<f32>(n)?;
         let mut dst = dev.alloc::<f32>(n)?;
-        let kernel_ms = median_ms(&dev, 3, 20, || {
-            copy::copy::launch(&dev, grid, (&x, &mut y)).wait()
+        let kernel_ms = median_of(3, 20, || {
+            let timer = dev.start_timer()?;
+            let launch = copy::copy::launch(&dev, grid, (&x, &mut y));
+            let end = timer.mark_end()?;
+            launch.wait()?;
+            end.ms()
         })?;
         let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&x))?;
         let (k, c) = (gb_per_s(8 * n, kernel_ms), gb_per_s(8 * n, copy_ms));

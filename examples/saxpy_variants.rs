@@ -5,7 +5,7 @@
 //! cargo run --release --example saxpy_variants -- [elements]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 macro_rules! saxpy_variant {
@@ -270,7 +270,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err(format!("{name}: wrong results").into());
         }
         if dev.kind() == BackendKind::Cuda {
-            let ms = median_ms(&dev, 3, 20, || launch(&dev, grid, (0.5, &x, &mut y)).wait())?;
+            let ms = median_of(3, 20, || {
+                let timer = dev.start_timer()?;
+                let launch = launch(&dev, grid, (0.5, &x, &mut y));
+                let end = timer.mark_end()?;
+                launch.wait()?;
+                end.ms()
+            })?;
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
             println!(
@@ -298,8 +304,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             return Err("fma64: wrong results".into());
         }
         if dev.kind() == BackendKind::Cuda {
-            let ms = median_ms(&dev, 3, 20, || {
-                fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y)).wait()
+            let ms = median_of(3, 20, || {
+                let timer = dev.start_timer()?;
+                let launch = fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y));
+                let end = timer.mark_end()?;
+                launch.wait()?;
+                end.ms()
             })?;
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));

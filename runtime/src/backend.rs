@@ -289,6 +289,51 @@ impl Timer {
     }
 }
 
+impl Timer {
+    /// Marks the end of the timed work without waiting for it: on CUDA, records the end point
+    /// on the device's default stream now, so that the time measured is the device's from the
+    /// start point to here, and not the host's wake-up after it. For one launch:
+    /// `let end = timer.mark_end()?; launch.wait()?; end.ms()`.
+    pub fn mark_end(self) -> Result<TimerEnd> {
+        let end = match self.start {
+            TimerStart::Cuda(stream, start) => {
+                let end = stream.record_event()?;
+                TimerEnd::Cuda(start, end)
+            }
+            TimerStart::Wall(start) => TimerEnd::Wall(start.elapsed()),
+        };
+        Ok(end)
+    }
+}
+
+/// The two points of a [`Timer`] whose end was marked ([`Timer::mark_end`]).
+pub enum TimerEnd {
+    /// Start and end events on the device's default stream.
+    Cuda(Event, Event),
+    /// The wall-clock time between them (the simulator).
+    Wall(std::time::Duration),
+}
+
+impl TimerEnd {
+    /// The milliseconds between the start and the end point (on CUDA this waits for the end
+    /// point to be reached).
+    pub fn ms(self) -> Result<f64> {
+        match self {
+            TimerEnd::Cuda(start, end) => start.elapsed_ms(&end).map(f64::from),
+            TimerEnd::Wall(d) => Ok(d.as_secs_f64() * 1e3),
+        }
+    }
+}
+
+impl fmt::Debug for TimerEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimerEnd::Cuda(..) => f.write_str("TimerEnd(cuda events)"),
+            TimerEnd::Wall(d) => write!(f, "TimerEnd({d:?})"),
+        }
+    }
+}
+
 impl fmt::Debug for Timer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let clock = match self.start {

@@ -42,6 +42,30 @@ pub fn median_ms(
     Ok(times[times.len() / 2])
 }
 
+/// Runs `run` `warmup` times, then `runs` times, and returns the median of the milliseconds it
+/// measured. For a launch, time the device's work only, not the host's wake-up after it:
+///
+/// ```ignore
+/// let ms = median_of(3, 20, || {
+///     let timer = dev.start_timer()?;
+///     let launch = kernel::launch(&dev, grid, (&x, &mut y));
+///     let end = timer.mark_end()?;
+///     launch.wait()?;
+///     end.ms()
+/// })?;
+/// ```
+pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64>) -> Result<f64> {
+    for _ in 0..warmup {
+        run()?;
+    }
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        times.push(run()?);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// Gigabytes per second for `bytes` moved in `ms` milliseconds.
 pub fn gb_per_s(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9

@@ -34,7 +34,7 @@ mod grid;
 mod launch;
 mod stream;
 
-pub use backend::{BackendKind, Device, Timer};
+pub use backend::{BackendKind, Device, Timer, TimerEnd};
 pub use buffer::DeviceBuffer;
 pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
