@@ -242,10 +242,23 @@ fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
             .join(" + ")
     };
     if listed > pool {
+        // The largest budget lowered until the total fits, when that is enough.
+        let example = k
+            .roles
+            .iter()
+            .zip(&given)
+            .filter_map(|(r, g)| g.map(|g| (r, g)))
+            .max_by_key(|(_, g)| *g)
+            .and_then(|(r, g)| {
+                let others = listed - g * groups(r);
+                let fit = pool.checked_sub(others)? / groups(r) / 8 * 8;
+                (fit >= MIN_BUDGET).then(|| format!(" (for example `{} = {fit}`)", r.name))
+            })
+            .unwrap_or_default();
         diags.error(
             attr.span,
             format!(
-                "these budgets need {listed} registers per thread over the warpgroups ({}), past the register file: {file}; lower them to {pool} in all",
+                "these budgets need {listed} registers per thread over the warpgroups ({}), past the register file: {file}; lower them to {pool} in all{example}",
                 listing()
             ),
         );

@@ -296,7 +296,7 @@ fn budgets_setmaxnreg_cannot_take() {
 fn budgets_past_the_register_file() {
     assert_error(
         aligned(quote!(, registers(load = 40, transform = 256, store = 40))),
-        "these budgets need 592 registers per thread over the warpgroups (`load` 40 x 1 + `transform` 256 x 2 + `store` 40 x 1), past the register file: the block's 512 threads hold 128 registers each at the entry (65536 / 512, in multiples of 8), 512 per thread over its 4 warpgroups",
+        "these budgets need 592 registers per thread over the warpgroups (`load` 40 x 1 + `transform` 256 x 2 + `store` 40 x 1), past the register file: the block's 512 threads hold 128 registers each at the entry (65536 / 512, in multiples of 8), 512 per thread over its 4 warpgroups; lower them to 512 in all (for example `transform = 216`)",
     );
     assert_error(
         aligned(quote!(, registers(transform = 248))),
