@@ -581,9 +581,10 @@ impl CudaDevice {
             return Err(Error::Cuda {
                 call,
                 message: format!(
-                    "{message}; loading the PTX of kernel `{}`: {}",
+                    "{message}; loading the PTX of kernel `{}`: {}{}",
                     spec.path,
-                    log.trim()
+                    log.trim(),
+                    arch_specific_note(spec.ptx, self.compute_capability)
                 ),
             });
         }
@@ -1626,9 +1627,33 @@ fn size_mismatch(device_bytes: usize, host_bytes: usize) -> Error {
     ))
 }
 
+/// Why PTX for `sm_90a` (kernels with register budgets: `setmaxnreg`) may not load on a device
+/// of compute capability `cc`: architecture-specific PTX runs on compute capability 9.0 only,
+/// where plain `sm_90` PTX is also compiled for later devices.
+fn arch_specific_note(ptx: &str, cc: (i32, i32)) -> String {
+    let specific = ptx.lines().any(|l| l.trim() == ".target sm_90a");
+    if !specific || cc == (9, 0) {
+        return String::new();
+    }
+    format!(
+        " (the kernel targets sm_90a for its register budgets, which only devices of compute capability 9.0 run, and this one is {}.{}: `#[kernel(.., registers(off))]` makes it plain sm_90)",
+        cc.0, cc.1
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sm_90a_ptx_on_another_device_says_why_it_may_not_load() {
+        let ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n";
+        assert_eq!(arch_specific_note(ptx, (9, 0)), "");
+        assert_eq!(arch_specific_note(".target sm_90\n", (10, 0)), "");
+        assert!(arch_specific_note(ptx, (10, 0)).contains(
+            "only devices of compute capability 9.0 run, and this one is 10.0: `#[kernel(.., registers(off))]`"
+        ));
+    }
 
     #[test]
     fn watchers_sit_between_the_default_and_the_greatest_priority() {

@@ -1,5 +1,6 @@
-//! Every kernel the project generates: assembled by `ptxas -arch=sm_90`, and its IR and PTX
-//! (with ptxas's resource report) kept as insta snapshots for review.
+//! Every kernel the project generates: assembled by `ptxas -arch=sm_90` (`sm_90a` for kernels
+//! with register budgets), and its IR and PTX (with ptxas's resource report) kept as insta
+//! snapshots for review.
 //!
 //! ptxas comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (what `.ci/run` installs), found
 //! through `$PTXAS`, the `PATH`, or python3's site-packages. Without it these tests fail, unless
@@ -77,6 +78,10 @@ mod barriers;
 #[path = "common/concurrency.rs"]
 mod concurrency;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/budgets.rs"]
+mod budgets;
+
 use std::path::PathBuf;
 
 struct Generated {
@@ -88,6 +93,12 @@ struct Generated {
 
 fn kernels() -> Vec<Generated> {
     vec![
+        Generated {
+            name: "budgets_pipeline",
+            ptx: budgets::budgets::pipeline::PTX,
+            ir: budgets::budgets::pipeline::IR,
+            spec: &budgets::budgets::pipeline::SPEC,
+        },
         Generated {
             name: "copy",
             ptx: copy::copy::copy::PTX,
@@ -324,6 +335,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,
         ),
+        ("budgets_poly", budgets::budgets::poly::PTX),
     ]
 }
 
@@ -361,11 +373,57 @@ fn ptx_snapshots_with_ptxas_report() {
         let report = assemble(&ptxas, k.name, k.ptx);
         // ptxas sees no dynamic shared memory: its size comes from the kernel's layout.
         let header = format!(
-            "// ptxas -arch=sm_90 -v:\n// {}\n// dynamic shared memory: {} B per block, {} threads\n",
+            "// ptxas -arch={} -v:\n// {}\n// dynamic shared memory: {} B per block, {} threads\n",
+            gpu_async_compiler::ptxas::arch(k.ptx),
             report.replace('\n', "\n// "),
             k.spec.shared_bytes,
             32 * k.spec.warps
         );
         insta::assert_snapshot!(format!("{}.ptx", k.name), format!("{header}\n{}", k.ptx));
     }
+}
+
+/// The effect of register budgets in ptxas's report: the evaluator of `budgets::poly` keeps 208
+/// coefficients in registers, past the 168 per thread of a 384-thread block; with the derived
+/// budgets (40 for the loader, 232 for the evaluator) nothing spills, without them
+/// (`registers(off)`) ptxas spills.
+#[test]
+fn register_budgets_remove_the_spills_in_the_ptxas_report() {
+    let Some(ptxas) = ptxas() else { return };
+    let with = budgets::budgets::poly::PTX;
+    let without = budgets::budgets::poly_uniform::PTX;
+    let (report_with, report_without) = (
+        assemble(&ptxas, "budgets_poly", with),
+        assemble(&ptxas, "budgets_poly_uniform", without),
+    );
+    assert!(
+        report_with.contains("0 bytes spill stores"),
+        "with budgets:\n{report_with}"
+    );
+    assert!(
+        !report_without.contains("0 bytes spill stores"),
+        "without budgets ptxas no longer spills; pick a kernel that shows the effect:\n{report_without}"
+    );
+    let lines = |ptx: &str| {
+        ptx.lines()
+            .filter(|l| {
+                l.starts_with(".target")
+                    || l.starts_with(".maxnreg")
+                    || l.contains("setmaxnreg")
+                    || l.contains("// role ")
+            })
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let effect = format!(
+        "with the derived budgets (ptxas -arch={} -v):\n{}\n{}\n\nwith registers(off) (ptxas -arch={} -v):\n{}\n{}\n",
+        gpu_async_compiler::ptxas::arch(with),
+        lines(with),
+        report_with,
+        gpu_async_compiler::ptxas::arch(without),
+        lines(without),
+        report_without
+    );
+    insta::assert_snapshot!("budgets_poly_effect", effect);
 }

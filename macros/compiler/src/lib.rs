@@ -21,6 +21,7 @@ pub mod lower;
 pub mod parse;
 pub mod ptx;
 pub mod ptxas;
+pub mod registers;
 pub mod shadow;
 pub mod verify;
 
@@ -39,6 +40,8 @@ pub struct CompiledKernel {
     pub ir_text: String,
     /// The PTX module.
     pub ptx: String,
+    /// Why the kernel has no register budgets (`ir.registers` is `None`), in words.
+    pub registers_note: Option<String>,
 }
 
 /// Compiles the kernels of a `#[gpu_async]` module given as tokens (`mod name { ... }`), without
@@ -72,8 +75,17 @@ fn compile_module(
     }
     for &id in &program.kernels {
         let f = program.function(id);
-        let Some(kernel) = lower::lower_kernel(&program, id, diags) else {
+        let Some(mut kernel) = lower::lower_kernel(&program, id, diags) else {
             continue;
+        };
+        let registers_note = match registers::plan(&kernel, registers_attr(&module, &f.name), diags)
+        {
+            registers::Plan::Budgets(b) => {
+                kernel.registers = Some(b);
+                None
+            }
+            registers::Plan::Uniform(why) => Some(why),
+            registers::Plan::Invalid => continue,
         };
         let problems = verify::verify(&kernel);
         if !problems.is_empty() {
@@ -93,6 +105,7 @@ fn compile_module(
                 ir_text: kernel.to_string(),
                 ir: kernel,
                 ptx,
+                registers_note,
             }),
             Err(_) => diags.error(
                 f.span,
@@ -101,6 +114,15 @@ fn compile_module(
         }
     }
     (module, program, kernels)
+}
+
+/// The `registers(..)` of kernel `name`'s `#[kernel(..)]`, if it has one.
+fn registers_attr<'m>(module: &'m parse::Module, name: &str) -> Option<&'m parse::RegistersAttr> {
+    module
+        .registers
+        .iter()
+        .find(|(kernel, _)| kernel == name)
+        .map(|(_, r)| r)
 }
 
 /// The `#[gpu_async]` attribute: `attr` are its arguments, `item` the module.

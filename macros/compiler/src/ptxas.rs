@@ -41,15 +41,24 @@ pub struct Report {
     pub log: String,
 }
 
-/// Assembles `ptx` for sm_90 with `ptxas -v`; `Err` carries ptxas's output when it rejects the
-/// PTX or warns.
+/// The architecture `ptx` is for, from its `.target` line: `sm_90`, or `sm_90a` for kernels with
+/// register budgets (ptxas refuses sm_90a PTX for `-arch=sm_90`).
+pub fn arch(ptx: &str) -> &str {
+    ptx.lines()
+        .find_map(|l| l.trim().strip_prefix(".target "))
+        .map_or("sm_90", str::trim)
+}
+
+/// Assembles `ptx` for its `.target` (see [`arch`]) with `ptxas -v`; `Err` carries ptxas's output
+/// when it rejects the PTX, warns, or reports that it ignored the `setmaxnreg`s (its info
+/// C7508, which leaves every role with the same registers).
 pub fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> Result<Report, String> {
     let dir = std::env::temp_dir().join(format!("gpu-async-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let src = dir.join(format!("{name}.ptx"));
     std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
     let out = Command::new(ptxas)
-        .arg("-arch=sm_90")
+        .arg(format!("-arch={}", arch(ptx)))
         .arg("-v")
         .arg(&src)
         .arg("-o")
@@ -61,7 +70,7 @@ pub fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> Result<Report, String
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if !out.status.success() || log.contains("warning") {
+    if !out.status.success() || log.contains("warning") || log.contains("'setmaxnreg' ignored") {
         return Err(log);
     }
     let resources = log

@@ -21,11 +21,37 @@ fn inspect_prints_roles_channels_layout_and_graph() {
         "load_tx/load_rx : [f32; 1024] x 4 slots, load -> transform",
         "slots @0..16384 (stride 4096 B)",
         "role1 -->|\"out_tx/out_rx: [f32; 1024] x 2\"| role2",
+        "register budgets:\n  none: role `load` runs on warps 0..1, not whole warpgroups",
         "IR:\nkernel scale_shift",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
     assert!(!text.contains("PTX:"), "--no-ptx");
+}
+
+#[test]
+fn inspect_prints_register_budgets() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../runtime/tests/common/budgets.rs"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-async-inspect"))
+        .args([file, "pipeline", "--no-ptx"])
+        .output()
+        .expect("run gpu-async-inspect");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for needle in [
+        "register budgets:\n  128 per thread at the entry (.maxnreg), budgets derived from the roles",
+        "  load              40  setmaxnreg.dec.sync.aligned.u32 40;",
+        "  transform        216  setmaxnreg.inc.sync.aligned.u32 216;",
+        "  store             40  setmaxnreg.dec.sync.aligned.u32 40;",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    if gpu_async_compiler::ptxas::find().is_some() {
+        assert!(text.contains("ptxas -arch=sm_90a:"), "{text}");
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use gpu_async_compiler::{compile, ir, ptxas};
+use gpu_async_compiler::{compile, ir, ptxas, registers};
 use quote::ToTokens;
 
 fn main() -> ExitCode {
@@ -118,6 +118,27 @@ fn print_kernel(
             r.threads()
         );
     }
+    println!("\nregister budgets:");
+    match (&kernel.registers, &k.registers_note) {
+        (Some(b), _) => {
+            println!(
+                "  {} per thread at the entry (.maxnreg), {}",
+                b.entry,
+                if b.explicit {
+                    "budgets from `registers(..)`"
+                } else {
+                    "budgets derived from the roles (those that only move data get 40)"
+                }
+            );
+            for (i, r) in kernel.roles.iter().enumerate() {
+                let set = registers::setmaxnreg(b, i)
+                    .unwrap_or_else(|| "(no setmaxnreg: the entry count)".to_string());
+                println!("  {:<16} {:>3}  {set}", r.name, b.roles[i]);
+            }
+        }
+        (None, Some(why)) => println!("  none: {why}"),
+        (None, None) => println!("  none"),
+    }
     println!("\nchannels:");
     if kernel.channels.is_empty() {
         println!("  none");
@@ -154,7 +175,7 @@ fn print_kernel(
             println!("  role barrier of `{}` @{o}", r.name);
         }
     }
-    println!("\nptxas -arch=sm_90:");
+    println!("\nptxas -arch={}:", ptxas::arch(&k.ptx));
     match ptxas {
         None => println!("  ptxas not found (pip install nvidia-cuda-nvcc==13.0.88, or set PTXAS)"),
         Some(p) => match ptxas::assemble(p, &k.name, &k.ptx) {

@@ -123,6 +123,18 @@ impl Display for Kernel {
         if self.local_bytes > 0 {
             writeln!(f, "  local arrays: {} B per thread", self.local_bytes)?;
         }
+        if let Some(b) = &self.registers {
+            writeln!(
+                f,
+                "  registers: {} per thread at the entry, budgets {}",
+                b.entry,
+                if b.explicit {
+                    "from `registers(..)`"
+                } else {
+                    "derived from the roles"
+                }
+            )?;
+        }
         for (i, offset) in self.reduce_scratch.iter().enumerate() {
             if let Some(o) = offset {
                 writeln!(f, "  role{i} reduction scratch @{o}")?;
@@ -136,9 +148,13 @@ impl Display for Kernel {
             self.write_block(f, &self.prologue, 2)?;
         }
         for (i, r) in self.roles.iter().enumerate() {
+            let budget = match self.registers.as_ref().and_then(|b| b.roles.get(i)) {
+                Some(n) => format!(", {n} registers"),
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "  role{i} {} (warps {}..{}):",
+                "  role{i} {} (warps {}..{}{budget}):",
                 r.name, r.first_warp, r.end_warp
             )?;
             self.write_block(f, &r.body, 2)?;

@@ -88,6 +88,22 @@ pub struct Kernel {
     pub cells_offset: u32,
     /// The barriers between roles.
     pub barriers: Vec<KernelBarrier>,
+    /// The roles' register budgets (`setmaxnreg`), when the kernel has them: set after lowering
+    /// by [`crate::registers`].
+    pub registers: Option<RegisterBudgets>,
+}
+
+/// Registers per thread for each role, set with `setmaxnreg` at the start of its region (sm_90a).
+/// Every role is made of whole warpgroups (4 warps from a multiple of 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisterBudgets {
+    /// Registers per thread at the entry (`.maxnreg`): the 64K-register file shared by the
+    /// block's threads, in multiples of 8, at most 255.
+    pub entry: u32,
+    /// Each role's registers per thread, in `join!` order.
+    pub roles: Vec<u32>,
+    /// Written in `#[kernel(.., registers(..))]` rather than derived from the roles.
+    pub explicit: bool,
 }
 
 impl Kernel {

@@ -494,6 +494,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         shared_cells: l.shared_cells,
         cells_offset,
         barriers,
+        registers: None,
         local_bytes: l.local_bytes,
         const_tables: l
             .const_tables

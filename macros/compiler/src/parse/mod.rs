@@ -15,6 +15,8 @@ pub struct Module {
     pub item: syn::ItemMod,
     /// Its items, in order.
     pub items: Vec<Item>,
+    /// The `registers(..)` of each kernel's `#[kernel(...)]` that has one, by the kernel's name.
+    pub registers: Vec<(String, RegistersAttr)>,
 }
 
 /// One item of the module.
@@ -49,6 +51,28 @@ pub struct FnItem {
     pub kernel: Option<KernelAttr>,
 }
 
+/// `registers(role = N, ..)` or `registers(off)` in `#[kernel(...)]`.
+#[derive(Debug, Clone)]
+pub struct RegistersAttr {
+    /// The `registers` token, for errors about the budgets as a whole.
+    pub span: Span,
+    /// `registers(off)`: no budgets, whatever the roles are.
+    pub off: bool,
+    /// `role = N`, in order: registers per thread for every role that runs the async fn `role`.
+    pub budgets: Vec<RoleBudget>,
+}
+
+/// One `role = N` of `registers(..)`.
+#[derive(Debug, Clone)]
+pub struct RoleBudget {
+    /// The role's async fn.
+    pub role: String,
+    /// Registers per thread: a multiple of 8 in 24..=256 (checked here).
+    pub registers: u32,
+    /// The role's name token.
+    pub span: Span,
+}
+
 /// `#[kernel(warps = N)]`.
 #[derive(Debug, Clone, Copy)]
 pub struct KernelAttr {
@@ -66,6 +90,7 @@ pub const MAX_WARPS: u32 = 32;
 /// Parses the module. Items the compiler does not support are reported and left out.
 pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
     let mut items = Vec::new();
+    let mut registers = Vec::new();
     let content = item.content.take();
     match content {
         None => diags.error(
@@ -74,16 +99,24 @@ pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
         ),
         Some((_, content)) => {
             for it in content {
-                if let Some(parsed) = parse_item(it, diags) {
+                if let Some(parsed) = parse_item(it, &mut registers, diags) {
                     items.push(parsed);
                 }
             }
         }
     }
-    Module { item, items }
+    Module {
+        item,
+        items,
+        registers,
+    }
 }
 
-fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
+fn parse_item(
+    item: syn::Item,
+    registers: &mut Vec<(String, RegistersAttr)>,
+    diags: &mut Diagnostics,
+) -> Option<Item> {
     match item {
         syn::Item::Use(u) => Some(Item::Use(u)),
         syn::Item::Const(c) => {
@@ -107,6 +140,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
         }
         syn::Item::Fn(mut f) => {
             let mut kernel = None;
+            let mut kernel_registers = None;
             let mut kept = Vec::new();
             for attr in std::mem::take(&mut f.attrs) {
                 if attr.path().is_ident("kernel") {
@@ -114,7 +148,7 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
                         diags.error_at(&attr, "a kernel takes one `#[kernel(...)]` attribute");
                         continue;
                     }
-                    kernel = parse_kernel_attr(&attr, diags);
+                    kernel = parse_kernel_attr(&attr, &mut kernel_registers, diags);
                     if kernel.is_none() {
                         // Still a kernel for the next phases, so that its body gets checked.
                         kernel = Some(KernelAttr {
@@ -128,6 +162,9 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
                 }
             }
             f.attrs = kept;
+            if let Some(r) = kernel_registers {
+                registers.push((f.sig.ident.to_string(), r));
+            }
             Some(Item::Fn(FnItem { item: f, kernel }))
         }
         syn::Item::Static(s) => {
@@ -152,7 +189,11 @@ fn parse_item(item: syn::Item, diags: &mut Diagnostics) -> Option<Item> {
     }
 }
 
-fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<KernelAttr> {
+fn parse_kernel_attr(
+    attr: &syn::Attribute,
+    registers: &mut Option<RegistersAttr>,
+    diags: &mut Diagnostics,
+) -> Option<KernelAttr> {
     let span = attr.span();
     if let syn::Meta::Path(_) = attr.meta {
         diags.error_at(
@@ -163,6 +204,7 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
     }
     let mut warps = None;
     let mut idle_warps = false;
+    let mut regs = None;
     let result = attr.parse_nested_meta(|meta| {
         if meta.path.is_ident("idle_warps") {
             idle_warps = true;
@@ -178,8 +220,11 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
             }
             warps = Some(n);
             Ok(())
+        } else if meta.path.is_ident("registers") {
+            regs = Some(parse_registers(&meta)?);
+            Ok(())
         } else {
-            Err(meta.error("unknown kernel option: the options are `warps = N` and `idle_warps`"))
+            Err(meta.error("unknown kernel option: the options are `warps = N`, `idle_warps` and `registers(role = N, ..)`"))
         }
     });
     if let Err(e) = result {
@@ -187,11 +232,14 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
         return None;
     }
     match warps {
-        Some(warps) => Some(KernelAttr {
-            warps,
-            idle_warps,
-            span,
-        }),
+        Some(warps) => {
+            *registers = regs;
+            Some(KernelAttr {
+                warps,
+                idle_warps,
+                span,
+            })
+        }
         None => {
             diags.error(
                 span,
@@ -200,4 +248,60 @@ fn parse_kernel_attr(attr: &syn::Attribute, diags: &mut Diagnostics) -> Option<K
             None
         }
     }
+}
+
+/// `registers(role = N, ..)` or `registers(off)`: the numbers are checked here, the role names
+/// and the total against the kernel's roles once it is lowered (`crate::registers`).
+fn parse_registers(meta: &syn::meta::ParseNestedMeta) -> syn::Result<RegistersAttr> {
+    let span = meta.path.span();
+    if !meta.input.peek(syn::token::Paren) {
+        return Err(meta.error(
+            "write the register budgets per role, `registers(load = 40, compute = 232)`, or turn the derived ones off with `registers(off)`",
+        ));
+    }
+    let mut off = false;
+    let mut budgets: Vec<RoleBudget> = Vec::new();
+    meta.parse_nested_meta(|entry| {
+        let Some(name) = entry.path.get_ident() else {
+            return Err(entry.error("a register budget names a role by its async fn: `registers(load = 40)`"));
+        };
+        if name == "off" && !entry.input.peek(syn::Token![=]) {
+            off = true;
+            return Ok(());
+        }
+        let lit: syn::LitInt = entry.value()?.parse()?;
+        let n: u32 = lit.base10_parse()?;
+        if !(24..=256).contains(&n) || n % 8 != 0 {
+            return Err(syn::Error::new(
+                lit.span(),
+                format!("a register budget is registers per thread, a multiple of 8 from 24 to 256 (what `setmaxnreg` takes); got {n}"),
+            ));
+        }
+        let role = name.to_string();
+        if budgets.iter().any(|b| b.role == role) {
+            return Err(syn::Error::new(
+                name.span(),
+                format!("`{role}` has a register budget already: give each role one"),
+            ));
+        }
+        budgets.push(RoleBudget {
+            role,
+            registers: n,
+            span: name.span(),
+        });
+        Ok(())
+    })?;
+    if off && !budgets.is_empty() {
+        return Err(syn::Error::new(
+            span,
+            "`registers(off)` turns the budgets off: leave out the roles' numbers, or `off`",
+        ));
+    }
+    if !off && budgets.is_empty() {
+        return Err(syn::Error::new(
+            span,
+            "write the register budgets per role, `registers(load = 40, compute = 232)`, or turn the derived ones off with `registers(off)`",
+        ));
+    }
+    Ok(RegistersAttr { span, off, budgets })
 }

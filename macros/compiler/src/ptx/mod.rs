@@ -32,6 +32,8 @@ const FAILURE_TIMEOUT: u32 = 2;
 pub const PTX_VERSION: &str = "8.0";
 /// The target architecture.
 pub const PTX_TARGET: &str = "sm_90";
+/// The target of kernels with register budgets: `setmaxnreg` is an sm_90a instruction.
+pub const PTX_TARGET_BUDGETS: &str = "sm_90a";
 
 /// Writes `kernel` as a PTX module.
 pub fn write_kernel(kernel: &Kernel) -> Result<String, fmt::Error> {
@@ -485,6 +487,14 @@ impl<'k> Writer<'k> {
                 i, r.name, r.first_warp, r.end_warp
             )?;
             self.place_label(&role_labels[i])?;
+            if let Some(set) = k
+                .registers
+                .as_ref()
+                .and_then(|b| crate::registers::setmaxnreg(b, i))
+            {
+                // The role's register budget, before anything it waits for.
+                self.line(set)?;
+            }
             self.role_region(i, r)?;
             self.line("bra $exit;")?;
         }
@@ -2324,7 +2334,11 @@ impl<'k> Writer<'k> {
         )?;
         writeln!(out, "//")?;
         writeln!(out, ".version {PTX_VERSION}")?;
-        writeln!(out, ".target {PTX_TARGET}")?;
+        let target = match k.registers {
+            Some(_) => PTX_TARGET_BUDGETS,
+            None => PTX_TARGET,
+        };
+        writeln!(out, ".target {target}")?;
         writeln!(out, ".address_size 64")?;
         writeln!(out)?;
         writeln!(out, ".extern .shared .align 128 .b8 gpu_async_smem[];")?;
@@ -2369,6 +2383,11 @@ impl<'k> Writer<'k> {
         writeln!(out, "{}", params.join(",\n"))?;
         writeln!(out, ")")?;
         writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;
+        if let Some(b) = &k.registers {
+            // The registers each thread holds at the entry, which the roles' `setmaxnreg`s
+            // redistribute (without it ptxas ignores them).
+            writeln!(out, ".maxnreg {}", b.entry)?;
+        }
         writeln!(out, "{{")?;
         for class in [
             Class::Pred,

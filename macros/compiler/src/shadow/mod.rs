@@ -201,7 +201,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             #[allow(unused_imports)]
             use super::*;
 
-            /// The kernel's PTX module (`.target sm_90`), as `#[gpu_async]` generated it.
+            /// The kernel's PTX module (`.target sm_90`, or `sm_90a` with register budgets), as
+            /// `#[gpu_async]` generated it.
             pub const PTX: &str = #ptx_lit;
 
             /// The kernel's role/channel IR after lowering, as text.

@@ -20,6 +20,7 @@ pub fn verify(k: &Kernel) -> Vec<String> {
         in_lanes: false,
     };
     v.kernel();
+    v.errors.extend(crate::registers::invariants(k));
     v.errors
 }
 

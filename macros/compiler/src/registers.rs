@@ -1,0 +1,338 @@
+//! Register budgets per role (issue 4): roles that only move data give registers back with
+//! `setmaxnreg.dec`, compute roles take them with `setmaxnreg.inc` (sm_90a).
+//!
+//! Decided after lowering, from the roles' code or from `#[kernel(.., registers(..))]`, and only
+//! where `setmaxnreg` is valid: it sets the registers of a whole warpgroup (4 warps from a
+//! multiple of 4), every warp of which must execute it, so every role must be whole warpgroups.
+//! The budgets of a block must fit the registers it holds at its entry: the CTA's pool that
+//! `setmaxnreg.dec` gives to and `setmaxnreg.inc` takes from (an `inc` waits until the pool has
+//! enough, so a total past it would hang). `docs/design.md` has the facts and their sources.
+
+use std::cmp::Ordering;
+
+use crate::check::types::Scalar;
+use crate::diag::Diagnostics;
+use crate::ir::{for_each_inst, Inst, Kernel, RegisterBudgets, Role, Value};
+use crate::parse::RegistersAttr;
+
+/// 32-bit registers of an SM's register file on sm_90, all of which one block may hold.
+pub const REGISTER_FILE: u32 = 65536;
+/// The most registers a thread can have at the entry (ptxas ignores a larger `.maxnreg`).
+pub const MAX_ENTRY: u32 = 255;
+/// `setmaxnreg`'s smallest count.
+pub const MIN_BUDGET: u32 = 24;
+/// `setmaxnreg`'s largest count.
+pub const MAX_BUDGET: u32 = 256;
+/// The budget of a role that only moves data: CUTLASS's for its producer warpgroups
+/// (`LoadRegisterRequirement`).
+pub const MOVER_BUDGET: u32 = 40;
+/// Warps per warpgroup.
+pub const WARPGROUP: u32 = 4;
+
+/// Registers per thread at the entry of a block of `warps` warps: the register file shared by
+/// its threads, in whole multiples of 8 (the allocation unit), at most 255. This is what ptxas
+/// derives itself from `.reqntid` with `.minnctapersm 1` (checked for 4 to 32 warps).
+pub fn entry_registers(warps: u32) -> u32 {
+    (REGISTER_FILE / (32 * warps.max(1)) / 8 * 8).min(MAX_ENTRY)
+}
+
+/// What a kernel gets.
+#[derive(Debug)]
+pub enum Plan {
+    /// Budgets, emitted as `setmaxnreg` at the start of each role.
+    Budgets(RegisterBudgets),
+    /// None (every thread keeps what ptxas gives the kernel), and why.
+    Uniform(String),
+    /// `registers(..)` cannot be honoured; the errors are reported.
+    Invalid,
+}
+
+/// The register budgets of `k`: those of `attr` when the user wrote some, else derived from the
+/// roles: a role that only moves data gets [`MOVER_BUDGET`], the other roles share the rest.
+pub fn plan(k: &Kernel, attr: Option<&RegistersAttr>, diags: &mut Diagnostics) -> Plan {
+    match attr {
+        Some(a) if a.off => Plan::Uniform("turned off by `registers(off)`".to_string()),
+        Some(a) => explicit(k, a, diags),
+        None => match derive(k) {
+            Ok(b) => Plan::Budgets(b),
+            Err(why) => Plan::Uniform(why),
+        },
+    }
+}
+
+/// The `setmaxnreg` that starts role `role`'s region: a decrease below the entry count, an
+/// increase above it, nothing at it.
+pub fn setmaxnreg(b: &RegisterBudgets, role: usize) -> Option<String> {
+    let n = *b.roles.get(role)?;
+    let action = match n.cmp(&b.entry) {
+        Ordering::Less => "dec",
+        Ordering::Greater => "inc",
+        Ordering::Equal => return None,
+    };
+    Some(format!("setmaxnreg.{action}.sync.aligned.u32 {n};"))
+}
+
+/// Whether `r` only moves data: channel operations, bulk copies, waits, control flow and integer
+/// arithmetic; no parallel loop (its vector steps keep elements in registers) and no float
+/// arithmetic.
+pub fn moves_data_only(k: &Kernel, r: &Role) -> bool {
+    let float = |v: &Value| !k.ty(*v).is_int() && k.ty(*v) != Scalar::Bool;
+    let mut only = true;
+    for_each_inst(&r.body, &mut |i| {
+        only &= match i {
+            Inst::ParFor(_)
+            | Inst::Fma { .. }
+            | Inst::Atomic { .. }
+            | Inst::Shuffle { .. }
+            | Inst::Vote { .. } => false,
+            Inst::Unary { dst, src, .. } | Inst::Cast { dst, src } => !float(dst) && !float(src),
+            Inst::Binary { dst, lhs, rhs, .. } => !float(dst) && !float(lhs) && !float(rhs),
+            _ => true,
+        }
+    });
+    only
+}
+
+/// Warpgroups of role `r`.
+fn groups(r: &Role) -> u32 {
+    (r.end_warp - r.first_warp) / WARPGROUP
+}
+
+/// Why `k`'s roles are not whole warpgroups covering the block, if they are not.
+fn misaligned(k: &Kernel) -> Option<String> {
+    if let Some(r) = k
+        .roles
+        .iter()
+        .find(|r| r.first_warp % WARPGROUP != 0 || r.end_warp % WARPGROUP != 0)
+    {
+        return Some(format!(
+            "role `{}` runs on warps {}..{}, not whole warpgroups",
+            r.name, r.first_warp, r.end_warp
+        ));
+    }
+    if k.warps % WARPGROUP != 0 {
+        return Some(format!(
+            "the block's {} warps are not whole warpgroups",
+            k.warps
+        ));
+    }
+    let covered: u32 = k.roles.iter().map(|r| r.end_warp - r.first_warp).sum();
+    if covered < k.warps {
+        return Some(format!(
+            "{} of the block's {} warps run no role",
+            k.warps - covered,
+            k.warps
+        ));
+    }
+    None
+}
+
+fn derive(k: &Kernel) -> Result<RegisterBudgets, String> {
+    if let Some(why) = misaligned(k) {
+        return Err(format!(
+            "{why} (`setmaxnreg` sets the registers of 4 warps from a multiple of 4)"
+        ));
+    }
+    let movers: Vec<bool> = k.roles.iter().map(|r| moves_data_only(k, r)).collect();
+    if !movers.contains(&true) {
+        return Err("no role only moves data".to_string());
+    }
+    if !movers.contains(&false) {
+        return Err("every role only moves data".to_string());
+    }
+    let entry = entry_registers(k.warps);
+    let all = k.warps / WARPGROUP;
+    let mover_groups: u32 = k
+        .roles
+        .iter()
+        .zip(&movers)
+        .filter(|(_, m)| **m)
+        .map(|(r, _)| groups(r))
+        .sum();
+    let compute = ((all * entry - MOVER_BUDGET * mover_groups) / (all - mover_groups) / 8 * 8)
+        .min(MAX_BUDGET);
+    if compute < entry + 8 {
+        return Err(format!(
+            "with {} warps every thread has {entry} registers already: the compute roles would gain nothing",
+            k.warps
+        ));
+    }
+    Ok(RegisterBudgets {
+        entry,
+        roles: movers
+            .iter()
+            .map(|&m| if m { MOVER_BUDGET } else { compute })
+            .collect(),
+        explicit: false,
+    })
+}
+
+fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
+    let names = || {
+        k.roles
+            .iter()
+            .map(|r| format!("`{}`", r.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut ok = true;
+    for b in &attr.budgets {
+        if !k.roles.iter().any(|r| r.name == b.role) {
+            diags.error(
+                b.span,
+                format!(
+                    "`{}` is not a role of this kernel: a budget names the async fn a role runs ({})",
+                    b.role,
+                    names()
+                ),
+            );
+            ok = false;
+        }
+    }
+    if let Some(why) = misaligned(k) {
+        diags.error(
+            attr.span,
+            format!(
+                "register budgets need whole warpgroups, but {why}: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give every warp a role of whole warpgroups (`warps` a multiple of 4, `on_warps(0..4, ..)`, `on_warps(4..12, ..)`), or remove `registers(..)`"
+            ),
+        );
+        ok = false;
+    }
+    if !ok {
+        return Plan::Invalid;
+    }
+    let entry = entry_registers(k.warps);
+    let all = k.warps / WARPGROUP;
+    let pool = all * entry;
+    let given: Vec<Option<u32>> = k
+        .roles
+        .iter()
+        .map(|r| {
+            attr.budgets
+                .iter()
+                .find(|b| b.role == r.name)
+                .map(|b| b.registers)
+        })
+        .collect();
+    let listed: u32 = k
+        .roles
+        .iter()
+        .zip(&given)
+        .filter_map(|(r, g)| g.map(|g| g * groups(r)))
+        .sum();
+    let rest_groups: u32 = k
+        .roles
+        .iter()
+        .zip(&given)
+        .filter(|(_, g)| g.is_none())
+        .map(|(r, _)| groups(r))
+        .sum();
+    let share = (rest_groups > 0)
+        .then(|| (pool.saturating_sub(listed) / rest_groups / 8 * 8).min(MAX_BUDGET));
+    let threads = 32 * k.warps;
+    let file = format!(
+        "the block's {threads} threads hold {entry} registers each at the entry ({REGISTER_FILE} / {threads}, in multiples of 8), {pool} per thread over its {all} warpgroups"
+    );
+    let listing = || {
+        k.roles
+            .iter()
+            .zip(&given)
+            .filter_map(|(r, g)| g.map(|g| format!("`{}` {g} x {}", r.name, groups(r))))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    if listed > pool {
+        // The largest budget lowered until the total fits, when that is enough.
+        let example = k
+            .roles
+            .iter()
+            .zip(&given)
+            .filter_map(|(r, g)| g.map(|g| (r, g)))
+            .max_by_key(|(_, g)| *g)
+            .and_then(|(r, g)| {
+                let others = listed - g * groups(r);
+                let fit = pool.checked_sub(others)? / groups(r) / 8 * 8;
+                (fit >= MIN_BUDGET).then(|| format!(" (for example `{} = {fit}`)", r.name))
+            })
+            .unwrap_or_default();
+        diags.error(
+            attr.span,
+            format!(
+                "these budgets need {listed} registers per thread over the warpgroups ({}), past the register file: {file}; lower them to {pool} in all{example}",
+                listing()
+            ),
+        );
+        return Plan::Invalid;
+    }
+    if share.is_some_and(|s| s < MIN_BUDGET) {
+        let rest: Vec<String> = k
+            .roles
+            .iter()
+            .zip(&given)
+            .filter(|(_, g)| g.is_none())
+            .map(|(r, _)| format!("`{}`", r.name))
+            .collect();
+        diags.error(
+            attr.span,
+            format!(
+                "these budgets ({}) leave {} registers per thread for the {rest_groups} warpgroups of the roles without one ({}), below the {MIN_BUDGET} each needs: {file}; lower them, or give those roles budgets too",
+                listing(),
+                pool - listed,
+                rest.join(", ")
+            ),
+        );
+        return Plan::Invalid;
+    }
+    let roles: Vec<u32> = given.iter().map(|g| g.or(share).unwrap_or(entry)).collect();
+    if roles.iter().all(|&n| n == entry) {
+        return Plan::Uniform(format!(
+            "every role's budget is the {entry} registers per thread it has at the entry"
+        ));
+    }
+    Plan::Budgets(RegisterBudgets {
+        entry,
+        roles,
+        explicit: true,
+    })
+}
+
+/// The invariants of `k.registers`, for the verifier.
+pub fn invariants(k: &Kernel) -> Vec<String> {
+    let Some(b) = &k.registers else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    if let Some(why) = misaligned(k) {
+        errors.push(format!("register budgets, but {why}"));
+        return errors;
+    }
+    if b.roles.len() != k.roles.len() {
+        errors.push(format!(
+            "{} register budgets for {} roles",
+            b.roles.len(),
+            k.roles.len()
+        ));
+        return errors;
+    }
+    if b.entry != entry_registers(k.warps) {
+        errors.push(format!("entry registers {} for {} warps", b.entry, k.warps));
+    }
+    for (r, &n) in k.roles.iter().zip(&b.roles) {
+        if !(MIN_BUDGET..=MAX_BUDGET).contains(&n) || n % 8 != 0 {
+            errors.push(format!("role {} has a register budget of {n}", r.name));
+        }
+    }
+    let total: u32 = k
+        .roles
+        .iter()
+        .zip(&b.roles)
+        .map(|(r, n)| n * groups(r))
+        .sum();
+    if total > b.entry * k.warps / WARPGROUP {
+        errors.push(format!(
+            "register budgets of {total} per thread over the warpgroups, past {} at the entry",
+            b.entry * k.warps / WARPGROUP
+        ));
+    }
+    errors
+}

@@ -1,0 +1,342 @@
+//! Register budgets (`setmaxnreg`): when they are derived, what the PTX gets, and the errors of
+//! `#[kernel(.., registers(..))]`.
+
+use gpu_async_compiler::{compile, ir::RegisterBudgets, CompiledKernel};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// A loader, a transform and a storer on `ranges` of a block of `warps` warps, with `attr` after
+/// `warps = N` in `#[kernel(..)]`.
+fn pipeline(warps: u32, ranges: [TokenStream; 3], attr: TokenStream) -> TokenStream {
+    let [load, transform, store] = ranges;
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = #warps #attr)]
+            pub async fn pipeline(a: f32, x: &[f32], y: &mut [f32]) {
+                let (load_tx, load_rx) = channel::<[f32; 1024], 4>();
+                let (out_tx, out_rx) = channel::<[f32; 1024], 2>();
+                join!(
+                    on_warps(#load, load(x, load_tx)),
+                    on_warps(#transform, transform(a, load_rx, out_tx)),
+                    on_warps(#store, store(out_rx, y)),
+                )
+                .await;
+            }
+
+            async fn load(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
+                for tile in block_tiles(x.len(), 1024) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn transform(a: f32, mut rx: Receiver<[f32; 1024], 4>, mut tx: Sender<[f32; 1024], 2>) {
+                while let Some(input) = rx.recv().await {
+                    let mut output = tx.reserve().await;
+                    output.par_iter_mut().zip(input.par_iter()).for_each(|(o, i)| *o = a * i);
+                    output.send();
+                }
+            }
+
+            async fn store(mut rx: Receiver<[f32; 1024], 2>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), 1024);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    slot.copy_to(&mut y[tile]).await;
+                }
+            }
+        }
+    }
+}
+
+/// The usual shape: 16 warps, loader 0..4, transform 4..12, storer 12..16.
+fn aligned(attr: TokenStream) -> TokenStream {
+    pipeline(16, [quote!(0..4), quote!(4..12), quote!(12..16)], attr)
+}
+
+fn one(module: TokenStream) -> CompiledKernel {
+    let mut kernels = match compile(module) {
+        Ok(k) => k,
+        Err(d) => panic!("does not compile: {:#?}", d.messages()),
+    };
+    assert_eq!(kernels.len(), 1);
+    kernels.remove(0)
+}
+
+fn errors(module: TokenStream) -> Vec<String> {
+    match compile(module) {
+        Ok(_) => panic!("compiles, but an error was expected"),
+        Err(d) => d.messages(),
+    }
+}
+
+fn assert_error(module: TokenStream, needle: &str) {
+    let errs = errors(module);
+    assert!(
+        errs.iter().any(|e| e.contains(needle)),
+        "no error containing {needle:?} in {errs:#?}"
+    );
+}
+
+#[test]
+fn data_movers_get_40_and_the_compute_role_the_rest() {
+    let k = one(aligned(quote!()));
+    assert_eq!(
+        k.ir.registers,
+        Some(RegisterBudgets {
+            // 65536 registers / 512 threads.
+            entry: 128,
+            // (4 * 128 - 2 * 40) / 2 warpgroups, in multiples of 8.
+            roles: vec![40, 216, 40],
+            explicit: false,
+        })
+    );
+    assert_eq!(k.registers_note, None);
+    for needle in [
+        ".target sm_90a\n",
+        ".reqntid 512, 1, 1\n.maxnreg 128\n",
+        "$role_0:\n    setmaxnreg.dec.sync.aligned.u32 40;\n",
+        "$role_1:\n    setmaxnreg.inc.sync.aligned.u32 216;\n",
+        "$role_2:\n    setmaxnreg.dec.sync.aligned.u32 40;\n",
+    ] {
+        assert!(k.ptx.contains(needle), "PTX lacks {needle:?}");
+    }
+    assert!(k
+        .ir_text
+        .contains("registers: 128 per thread at the entry, budgets derived from the roles"));
+    assert!(k
+        .ir_text
+        .contains("role1 transform (warps 4..12, 216 registers):"));
+}
+
+#[test]
+fn cutlass_numbers_for_one_loader_and_two_compute_warpgroups() {
+    // 12 warps, one warpgroup each.
+    let k = one(pipeline(
+        12,
+        [quote!(0..4), quote!(4..8), quote!(8..12)],
+        quote!(, registers(store = 40)),
+    ));
+    let b = k.ir.registers.expect("budgets");
+    assert_eq!((b.entry, b.explicit), (168, true));
+    // The roles without a number share what is left, whatever they do: (3 * 168 - 40) / 2.
+    assert_eq!(b.roles, vec![232, 232, 40]);
+    let k = one(pipeline(
+        12,
+        [quote!(0..4), quote!(4..8), quote!(8..12)],
+        quote!(, registers(load = 40, transform = 232, store = 232)),
+    ));
+    assert_eq!(k.ir.registers.expect("budgets").roles, vec![40, 232, 232]);
+}
+
+#[test]
+fn no_budgets_where_roles_are_not_whole_warpgroups() {
+    let k = one(pipeline(
+        6,
+        [quote!(0..1), quote!(1..5), quote!(5..6)],
+        quote!(),
+    ));
+    assert_eq!(k.ir.registers, None);
+    let note = k.registers_note.expect("a reason");
+    assert!(
+        note.contains("role `load` runs on warps 0..1, not whole warpgroups"),
+        "{note}"
+    );
+    assert!(k.ptx.contains(".target sm_90\n"));
+    assert!(!k.ptx.contains("setmaxnreg") && !k.ptx.contains(".maxnreg"));
+}
+
+#[test]
+fn no_budgets_with_idle_warps() {
+    let k = one(pipeline(
+        16,
+        [quote!(0..4), quote!(4..8), quote!(8..12)],
+        quote!(, idle_warps),
+    ));
+    assert_eq!(k.ir.registers, None);
+    assert!(k
+        .registers_note
+        .as_deref()
+        .is_some_and(|n| n.contains("4 of the block's 16 warps run no role")));
+}
+
+#[test]
+fn no_budgets_for_eight_warps() {
+    let module = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 8)]
+            pub async fn two(a: f32, x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<[f32; 1024], 4>();
+                join!(on_warps(0..4, load(x, tx)), on_warps(4..8, scale(a, rx, y))).await;
+            }
+
+            async fn load(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
+                for tile in block_tiles(x.len(), 1024) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn scale(a: f32, mut rx: Receiver<[f32; 1024], 4>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), 1024);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    y[tile].par_iter_mut().zip(slot.par_iter()).for_each(|(o, i)| *o = a * i);
+                }
+            }
+        }
+    };
+    let k = one(module);
+    assert_eq!(k.ir.registers, None);
+    let note = k.registers_note.expect("a reason");
+    assert!(
+        note.contains("with 8 warps every thread has 255 registers already"),
+        "{note}"
+    );
+}
+
+#[test]
+fn no_budgets_when_off_or_when_no_role_only_moves_data() {
+    let k = one(aligned(quote!(, registers(off))));
+    assert_eq!(k.ir.registers, None);
+    assert_eq!(
+        k.registers_note.as_deref(),
+        Some("turned off by `registers(off)`")
+    );
+    assert!(k.ptx.contains(".target sm_90\n"));
+    // The loader fills its slots with a parallel loop: it computes too.
+    let module = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 12)]
+            pub async fn two(a: f32, x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<[f32; 1024], 4>();
+                join!(on_warps(0..4, fill(x, tx)), on_warps(4..12, scale(a, rx, y))).await;
+            }
+
+            async fn fill(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
+                for tile in block_tiles(x.len(), 1024) {
+                    let mut slot = tx.reserve().await;
+                    slot.par_iter_mut().zip(x[tile].par_iter()).for_each(|(s, v)| *s = *v);
+                    slot.send();
+                }
+            }
+
+            async fn scale(a: f32, mut rx: Receiver<[f32; 1024], 4>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), 1024);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    y[tile].par_iter_mut().zip(slot.par_iter()).for_each(|(o, i)| *o = a * i);
+                }
+            }
+        }
+    };
+    let k = one(module);
+    assert_eq!(k.ir.registers, None);
+    assert_eq!(k.registers_note.as_deref(), Some("no role only moves data"));
+}
+
+#[test]
+fn the_kernels_with_budgets_assemble_without_spills() {
+    let Some(ptxas) = gpu_async_compiler::ptxas::find() else {
+        eprintln!("skipping: ptxas not found");
+        return;
+    };
+    for module in [
+        aligned(quote!()),
+        pipeline(
+            12,
+            [quote!(0..4), quote!(4..8), quote!(8..12)],
+            quote!(, registers(load = 24, transform = 232)),
+        ),
+    ] {
+        let k = one(module);
+        assert!(k.ir.registers.is_some());
+        match gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
+            Ok(r) => assert!(
+                r.resources.contains("0 bytes spill stores"),
+                "{}",
+                r.resources
+            ),
+            Err(log) => panic!("ptxas rejected `{}`:\n{log}", k.name),
+        }
+    }
+}
+
+#[test]
+fn a_budget_for_a_role_that_does_not_exist() {
+    assert_error(
+        aligned(quote!(, registers(loader = 40))),
+        "`loader` is not a role of this kernel: a budget names the async fn a role runs (`load`, `transform`, `store`)",
+    );
+}
+
+#[test]
+fn budgets_setmaxnreg_cannot_take() {
+    for (n, attr) in [
+        (20, quote!(, registers(load = 20))),
+        (42, quote!(, registers(load = 42))),
+        (264, quote!(, registers(load = 264))),
+    ] {
+        assert_error(
+            aligned(attr),
+            &format!("a register budget is registers per thread, a multiple of 8 from 24 to 256 (what `setmaxnreg` takes); got {n}"),
+        );
+    }
+}
+
+#[test]
+fn budgets_past_the_register_file() {
+    assert_error(
+        aligned(quote!(, registers(load = 40, transform = 256, store = 40))),
+        "these budgets need 592 registers per thread over the warpgroups (`load` 40 x 1 + `transform` 256 x 2 + `store` 40 x 1), past the register file: the block's 512 threads hold 128 registers each at the entry (65536 / 512, in multiples of 8), 512 per thread over its 4 warpgroups; lower them to 512 in all (for example `transform = 216`)",
+    );
+    assert_error(
+        aligned(quote!(, registers(transform = 248))),
+        "these budgets (`transform` 248 x 2) leave 16 registers per thread for the 2 warpgroups of the roles without one (`load`, `store`), below the 24 each needs",
+    );
+}
+
+#[test]
+fn budgets_for_roles_that_are_not_whole_warpgroups() {
+    assert_error(
+        pipeline(
+            6,
+            [quote!(0..1), quote!(1..5), quote!(5..6)],
+            quote!(, registers(load = 40)),
+        ),
+        "register budgets need whole warpgroups, but role `load` runs on warps 0..1, not whole warpgroups: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give every warp a role of whole warpgroups",
+    );
+    assert_error(
+        pipeline(
+            16,
+            [quote!(0..4), quote!(4..8), quote!(8..12)],
+            quote!(, idle_warps, registers(load = 40)),
+        ),
+        "register budgets need whole warpgroups, but 4 of the block's 16 warps run no role",
+    );
+}
+
+#[test]
+fn malformed_registers_options() {
+    assert_error(
+        aligned(quote!(, registers)),
+        "write the register budgets per role, `registers(load = 40, compute = 232)`, or turn the derived ones off with `registers(off)`",
+    );
+    assert_error(
+        aligned(quote!(, registers(off, load = 40))),
+        "`registers(off)` turns the budgets off",
+    );
+    assert_error(
+        aligned(quote!(, registers(load = 40, load = 48))),
+        "`load` has a register budget already",
+    );
+    assert_error(aligned(quote!(, registers(load))), "expected `=`");
+}
