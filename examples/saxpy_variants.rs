@@ -50,6 +50,7 @@ macro_rules! saxpy_variant {
 
 saxpy_variant!(tile2k_depth3, 2048, 3);
 saxpy_variant!(tile2k_depth6, 2048, 6);
+saxpy_variant!(tile4k_depth3, 4096, 3);
 saxpy_variant!(tile4k_depth4, 4096, 4);
 saxpy_variant!(tile8k_depth3, 8192, 3);
 
@@ -96,109 +97,118 @@ pub mod unchecked {
 
 /// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
 /// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
-#[gpu_async]
-pub mod fma64 {
-    use gpu_async::device::*;
+macro_rules! fma64_variant {
+    ($name:ident, $warps:literal, $tile:literal, $depth:literal) => {
+        #[gpu_async]
+        pub mod $name {
+            use gpu_async::device::*;
 
-    pub const TILE: usize = 4096;
+            pub const TILE: usize = $tile;
 
-    #[kernel(warps = 5)]
-    pub async fn fma64(a: f32, x: &[f32], y: &mut [f32]) {
-        let (tx, rx) = channel::<[f32; TILE], 4>();
-        join!(
-            on_warps(0..1, load(x, tx)),
-            on_warps(1..5, update(a, rx, y))
-        )
-        .await;
-    }
+            #[kernel(warps = $warps)]
+            pub async fn fma64(a: f32, x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<[f32; TILE], $depth>();
+                join!(
+                    on_warps(0..1, load(x, tx)),
+                    on_warps(1..$warps, update(a, rx, y))
+                )
+                .await;
+            }
 
-    async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
-        for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
-            slot.copy_from(&x[tile]).await;
-            slot.send();
+            async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
+                for tile in block_tiles(x.len(), TILE) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn update(a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), TILE);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    y[tile]
+                        .par_iter_mut()
+                        .zip(slot.par_iter())
+                        .for_each(|(yi, xi)| {
+                            let y = *yi;
+                            let mut t = *xi;
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            t = a.mul_add(t, y);
+                            *yi = t;
+                        });
+                }
+            }
         }
-    }
-
-    async fn update(a: f32, mut rx: Receiver<[f32; TILE], 4>, y: &mut [f32]) {
-        let mut tiles = block_tiles(y.len(), TILE);
-        while let Some(slot) = rx.recv().await {
-            let tile = tiles.next().unwrap();
-            y[tile]
-                .par_iter_mut()
-                .zip(slot.par_iter())
-                .for_each(|(yi, xi)| {
-                    let y = *yi;
-                    let mut t = *xi;
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    t = a.mul_add(t, y);
-                    *yi = t;
-                });
-        }
-    }
+    };
 }
+
+fma64_variant!(fma64, 5, 4096, 4);
+fma64_variant!(fma64_w9, 9, 4096, 4);
+fma64_variant!(fma64_w17, 17, 4096, 4);
+fma64_variant!(fma64_w9_t2k, 9, 2048, 4);
 
 /// The CPU meaning of [`fma64`].
 fn fma64_reference(a: f32, x: f32, y: f32) -> f32 {
@@ -219,7 +229,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 28)?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let variants: [(&str, LaunchFn, u32); 5] = [
+    let variants: [(&str, LaunchFn, u32); 7] = [
         (
             "tile 2048 x depth 3 (the main example), checked slicing",
             tile2k_depth3::saxpy::launch,
@@ -239,6 +249,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "tile 4096 x depth 4 (64 KiB ring)",
             tile4k_depth4::saxpy::launch,
             3,
+        ),
+        (
+            "tile 4096 x depth 3 (48 KiB ring)",
+            tile4k_depth3::saxpy::launch,
+            2,
+        ),
+        (
+            "tile 4096 x depth 3 (48 KiB ring)",
+            tile4k_depth3::saxpy::launch,
+            4,
         ),
         (
             "tile 8192 x depth 3 (96 KiB ring)",
@@ -285,28 +305,53 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
-    // 64 dependent FMAs per element (a = -0.5 keeps the values finite).
-    for per_sm in [3, 4] {
+    // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
+    // warps per block.
+    let fma_variants: [(&str, LaunchFn, u32); 6] = [
+        ("fma64, 1 + 4 warps, tile 4096 x 4", fma64::fma64::launch, 3),
+        ("fma64, 1 + 4 warps, tile 4096 x 4", fma64::fma64::launch, 4),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 4",
+            fma64_w9::fma64::launch,
+            3,
+        ),
+        (
+            "fma64, 1 + 16 warps, tile 4096 x 4",
+            fma64_w17::fma64::launch,
+            3,
+        ),
+        (
+            "fma64, 1 + 16 warps, tile 4096 x 4",
+            fma64_w17::fma64::launch,
+            2,
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 2048 x 4",
+            fma64_w9_t2k::fma64::launch,
+            6,
+        ),
+    ];
+    for (name, launch, per_sm) in fma_variants {
         let grid = match dev.kind() {
             BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
             _ => Grid::blocks(3),
         };
         y.upload_from(&ys)?;
-        fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y)).wait()?;
+        launch(&dev, grid, (-0.5, &x, &mut y)).wait()?;
         let got = y.download()?;
         let bad = got
             .iter()
             .zip(xs.iter().zip(&ys))
             .filter(|(g, (x, y))| g.to_bits() != fma64_reference(-0.5, **x, **y).to_bits())
             .count();
-        println!("fma64, {} blocks: {bad} mismatches", grid.block_count());
+        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
         if bad != 0 {
             return Err("fma64: wrong results".into());
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(3, 20, || {
                 let timer = dev.start_timer()?;
-                let launch = fma64::fma64::launch(&dev, grid, (-0.5, &x, &mut y));
+                let launch = launch(&dev, grid, (-0.5, &x, &mut y));
                 let end = timer.mark_end()?;
                 launch.wait()?;
                 end.ms()
@@ -314,7 +359,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
             println!(
-                "  fma64 {per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
+                "  {name}, {per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
                 k / c
             );
         }
