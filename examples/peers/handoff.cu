@@ -101,6 +101,83 @@ __global__ void __launch_bounds__(64) handoff_syncthreads(unsigned items, unsign
   if (warp == 1 && lane == 0) out[0] = acc;
 }
 
+// The same handoff with the generated channel's protocol, written by hand: the receiver learns
+// the end of the stream from the channel (a state word per slot, 1 = an item, 0 = the end marker,
+// which the sender's close writes into a slot of its own, as `Sender`'s drop does), both sides
+// watch an abort word (the host's cancel, another thread's panic) on every 32nd loop iteration
+// and every 16th iteration of a wait that spins, and waits decide for the whole warp
+// (__all_sync), so that a warp leaves a wait together. Only the features, not the generated code:
+// nvcc compiles it as it compiles handoff_mbarrier.
+__device__ __forceinline__ bool mbar_try(uint64_t* b, unsigned parity) {
+  unsigned ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(ok) : "r"(smem(b)), "r"(parity) : "memory");
+  return ok != 0;
+}
+// Waits for the phase; false when the launch was aborted meanwhile.
+__device__ __forceinline__ bool mbar_wait_watched(uint64_t* b, unsigned parity, const volatile unsigned* abort_word, unsigned id) {
+  if (__all_sync(~0u, mbar_try(b, parity))) return true;
+  for (unsigned spins = 1;; ++spins) {
+    if (__all_sync(~0u, mbar_try(b, parity))) return true;
+    if ((spins & 15) == 0 && __any_sync(~0u, *abort_word == id)) return false;
+  }
+}
+
+template <int LEN, int DEPTH, bool BULK>
+__global__ void __launch_bounds__(64) handoff_protocol(unsigned items, const unsigned* src, unsigned* out,
+                                                      const volatile unsigned* abort_word, unsigned id) {
+  constexpr int STRIDE = ((LEN * 4 + 127) / 128) * 128;
+  extern __shared__ __align__(128) unsigned char sm[];
+  uint64_t* full = (uint64_t*)(sm + DEPTH * STRIDE);
+  uint64_t* empty = full + DEPTH;
+  volatile unsigned* state = (volatile unsigned*)(empty + DEPTH);
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < DEPTH; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], 1); state[s] = 1; }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (warp == 0) {
+    unsigned i = 0;
+    for (; i < items; ++i) {
+      unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
+      unsigned* slot = (unsigned*)(sm + s * STRIDE);
+      if (!mbar_wait_watched(&empty[s], ph ^ 1, abort_word, id)) return;
+      if (BULK) {
+        if (lane == 0) { mbar_arrive_tx(&full[s], LEN * 4); bulk_g2s(slot, src, LEN * 4, &full[s]); }
+      } else {
+        if (LEN >= 128) {
+          for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
+        } else if (lane < LEN) {
+          slot[lane] = i;
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&full[s]);
+      }
+      if ((i & 31) == 31 && __any_sync(~0u, *abort_word == id)) return;
+    }
+    // The end marker takes a slot.
+    unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
+    if (!mbar_wait_watched(&empty[s], ph ^ 1, abort_word, id)) return;
+    if (lane == 0) state[s] = 0;
+    __syncwarp();
+    if (lane == 0) mbar_arrive(&full[s]);
+  } else {
+    unsigned acc = 0;
+    for (unsigned i = 0;; ++i) {
+      unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
+      const unsigned* slot = (const unsigned*)(sm + s * STRIDE);
+      if (!mbar_wait_watched(&full[s], ph, abort_word, id)) return;
+      if (state[s] == 0) break;
+      acc += slot[0];
+      __syncwarp();
+      if (lane == 0) mbar_arrive(&empty[s]);
+      if ((i & 31) == 31 && __any_sync(~0u, *abort_word == id)) return;
+    }
+    if (lane == 0) out[0] = acc;
+  }
+}
+
 template <class F>
 static float median_ms(F launch) {
   cudaEvent_t a, b;
@@ -145,6 +222,24 @@ static void run_mbarrier(const char* name, unsigned items, const unsigned* src, 
               got == want ? "" : "  WRONG SUM");
 }
 
+template <int LEN, int DEPTH, bool BULK>
+static void run_protocol(const char* name, unsigned items, const unsigned* src, unsigned* out, const unsigned* abort_word, double mhz) {
+  constexpr int STRIDE = ((LEN * 4 + 127) / 128) * 128;
+  size_t shm = DEPTH * STRIDE + 16 * DEPTH + 4 * DEPTH;
+  auto k = handoff_protocol<LEN, DEPTH, BULK>;
+  CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm));
+  CHECK(cudaMemset(out, 0xff, 4));
+  auto launch = [&] { k<<<1, 64, shm>>>(items, src, out, abort_word, 1u); };
+  float ms = median_ms(launch);
+  CHECK(cudaGetLastError());
+  unsigned got;
+  CHECK(cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost));
+  unsigned want = BULK ? 0 : expected(items);
+  double ns = ms * 1e6 / items;
+  std::printf("peer handoff same protocol %s: %.1f ns per item, %.0f cycles at %.0f MHz%s\n", name, ns, ns * mhz / 1000.0, mhz,
+              got == want ? "" : "  WRONG SUM");
+}
+
 template <int LEN, int DEPTH>
 static void run_sync(const char* name, unsigned items, unsigned* out, double mhz) {
   auto launch = [&] { handoff_syncthreads<LEN, DEPTH><<<1, 64>>>(items, out); };
@@ -173,6 +268,18 @@ int main(int argc, char** argv) {
   run_mbarrier<4096, 1, true>("16 KiB bulk copy, depth 1", items, src, out, mhz);
   run_mbarrier<4096, 2, true>("16 KiB bulk copy, depth 2", items, src, out, mhz);
   run_mbarrier<4096, 4, true>("16 KiB bulk copy, depth 4", items, src, out, mhz);
+  unsigned* abort_word;
+  CHECK(cudaMalloc(&abort_word, 4));
+  CHECK(cudaMemset(abort_word, 0, 4));
+  run_protocol<1, 1, false>("4 B, depth 1", items, src, out, abort_word, mhz);
+  run_protocol<1, 2, false>("4 B, depth 2", items, src, out, abort_word, mhz);
+  run_protocol<1, 4, false>("4 B, depth 4", items, src, out, abort_word, mhz);
+  run_protocol<128, 1, false>("512 B (16 B per lane), depth 1", items, src, out, abort_word, mhz);
+  run_protocol<128, 2, false>("512 B (16 B per lane), depth 2", items, src, out, abort_word, mhz);
+  run_protocol<128, 4, false>("512 B (16 B per lane), depth 4", items, src, out, abort_word, mhz);
+  run_protocol<4096, 1, true>("16 KiB bulk copy, depth 1", items, src, out, abort_word, mhz);
+  run_protocol<4096, 2, true>("16 KiB bulk copy, depth 2", items, src, out, abort_word, mhz);
+  run_protocol<4096, 4, true>("16 KiB bulk copy, depth 4", items, src, out, abort_word, mhz);
   run_sync<1, 1>("4 B, depth 1", items, out, mhz);
   run_sync<1, 2>("4 B, depth 2", items, out, mhz);
   run_sync<128, 1>("512 B (16 B per lane), depth 1", items, out, mhz);
