@@ -2,7 +2,7 @@
 //! kernel's speed comes from (issue 5). Same kernel text, other constants; every result checked.
 //!
 //! ```text
-//! cargo run --release --example saxpy_variants -- [elements]
+//! cargo run --release --example saxpy_variants -- [elements] [part of a variant's name]
 //! ```
 
 use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
@@ -227,6 +227,8 @@ type LaunchFn = for<'a> fn(
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 28)?;
+    // Only the variants whose name contains this (all by default).
+    let only: String = arg(2, "a part of a variant's name", String::new())?;
     let dev = Device::default()?;
     println!("backend: {dev}");
     let variants: [(&str, LaunchFn, u32); 7] = [
@@ -273,6 +275,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let src = dev.upload(&random_f32(3 * n / 2, 3))?;
     let mut dst = dev.alloc::<f32>(3 * n / 2)?;
     for (name, launch, per_sm) in variants {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let grid = match dev.kind() {
             BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
             _ => Grid::blocks(3),
@@ -332,6 +337,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     ];
     for (name, launch, per_sm) in fma_variants {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         let grid = match dev.kind() {
             BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
             _ => Grid::blocks(3),

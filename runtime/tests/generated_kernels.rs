@@ -308,6 +308,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             async_demos::demos::three_tasks::PTX,
         ),
         ("async_demos_joined", async_demos::demos::joined::PTX),
+        ("copy_tiles", copy::tiles::copy::PTX),
         ("join_cost_joined", join_cost::w512::joined::PTX),
         ("join_cost_selected", join_cost::w512::selected::PTX),
         ("async_demos_selected", async_demos::demos::selected::PTX),
