@@ -647,7 +647,7 @@ impl<'k> Writer<'k> {
         let word = self.slow_wait_start(&deadline, &spins)?;
         self.place_label(&l)?;
         test(self)?;
-        self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word)?;
+        self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word, true)?;
         self.place_label(&done)?;
         self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())
     }
@@ -665,9 +665,17 @@ impl<'k> Writer<'k> {
         Ok(word)
     }
 
+
     /// The rest of a blocking wait's loop at `l`, after its test: every 16th iteration, the
     /// abort word and, when the watchdog is on, the time spent (going to `timeout` when it is
     /// past the bound); then back to `l`.
+    ///
+    /// `read_ahead`: a wait that `try_wait` suspends tests the word read at the previous poll and
+    /// then reads it again, so that no spin waits for the load. A polling loop (a `select!`, a
+    /// `join!`'s rounds) whose tests do not block spins on the issue slots that the other roles'
+    /// warps need: it reads the word and waits for it (about 1 µs every 16 spins), which is its
+    /// back-off. (On the H200, reading ahead in `select!` made `join_cost` 2x slower, 164 to 322
+    /// ns per item.)
     fn slow_wait_tail(
         &mut self,
         l: &str,
@@ -675,6 +683,7 @@ impl<'k> Writer<'k> {
         deadline: &str,
         spins: &str,
         word: &str,
+        read_ahead: bool,
     ) -> fmt::Result {
         let (abort, launch_id, abort_label) = (
             self.abort.clone(),
@@ -694,12 +703,17 @@ impl<'k> Writer<'k> {
         self.line(format!("and.b32 {low}, {spins}, 15;"))?;
         self.line(format!("setp.ne.u32 {quiet}, {low}, 0;"))?;
         self.line(format!("@{quiet} bra {l};"))?;
-        // `word` was read at the previous poll (or when the slow loop began): testing it does
-        // not wait for a load, so a phase that completes meanwhile is seen at once.
+        if !read_ahead {
+            self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+        }
+        // With `read_ahead`, `word` was read at the previous poll (or set when the slow loop
+        // began): testing it does not wait for a load.
         self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
         self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
         self.line(format!("@{hit} bra {abort_label};"))?;
-        self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+        if read_ahead {
+            self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+        }
         self.place_label(&skip)?;
         let (watchdog, on) = (self.watchdog.clone(), self.watchdog_on.clone());
         self.line(format!("@!{on} bra {l};"))?;
@@ -830,7 +844,7 @@ impl<'k> Writer<'k> {
         self.line(format!("@{moved} mov.u32 {spins}, 0;"))?;
         self.line(format!("@{moved} mov.u64 {deadline}, 0;"))?;
         self.line(format!("@{moved} bra {first};"))?;
-        self.slow_wait_tail(&first, &timeout, &deadline, &spins, &word)?;
+        self.slow_wait_tail(&first, &timeout, &deadline, &spins, &word, false)?;
         self.place_label(&end)?;
         let abort_label = self.abort_label.clone();
         self.stub_at(&timeout, FAILURE_TIMEOUT, &site, &abort_label)
@@ -892,7 +906,7 @@ impl<'k> Writer<'k> {
             let word = self.slow_wait_start(&deadline, &spins)?;
             self.place_label(&l)?;
             test(self)?;
-            self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word)?;
+            self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word, false)?;
             let abort_label = self.abort_label.clone();
             self.stub(&timeout, FAILURE_TIMEOUT, site, &abort_label)?;
         }
