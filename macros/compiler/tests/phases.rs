@@ -395,6 +395,51 @@ fn the_verifier_rejects_broken_ir() {
         .iter()
         .any(|e| e.contains("does not own that end")));
 
+    // A join inside a join branch, and a branch that leaves for a loop around the join (the
+    // state machine has neither).
+    use gpu_async_compiler::ir::{Block, LoopId, SiteId};
+    let mut nested = good.clone();
+    nested.roles[0].body.0.push(Inst::Join {
+        branches: vec![Block(vec![Inst::Join {
+            branches: vec![Block::default()],
+        }])],
+    });
+    assert!(verify::verify(&nested)
+        .iter()
+        .any(|e| e.contains("a join inside a join")));
+    let mut leaving = good.clone();
+    let outer = LoopId(999);
+    leaving.roles[0].body.0.push(Inst::Loop {
+        id: outer,
+        body: Block(vec![Inst::Join {
+            branches: vec![Block(vec![Inst::Break(outer)])],
+        }]),
+    });
+    assert!(verify::verify(&leaving)
+        .iter()
+        .any(|e| e.contains("is not an enclosing loop")));
+    // Role 1 has two warps: a branch cannot make them meet.
+    let mut meeting = good.clone();
+    meeting.roles[1].body.0.push(Inst::Join {
+        branches: vec![Block(vec![Inst::RoleBarrier { site: SiteId(0) }])],
+    });
+    assert!(verify::verify(&meeting)
+        .iter()
+        .any(|e| e.contains("meets the role's other warps")));
+    // A select needs a channel to wait on.
+    let mut empty_select = good.clone();
+    let v = Value(0);
+    empty_select.roles[1].body.0.push(Inst::SelectRecv {
+        chans: Vec::new(),
+        enabled: v,
+        chosen: v,
+        some: v,
+        site: SiteId(0),
+    });
+    assert!(verify::verify(&empty_select)
+        .iter()
+        .any(|e| e.contains("select over 0 channels")));
+
     let mut too_big = good;
     too_big.shared_bytes = 300 * 1024;
     assert!(!verify::verify(&too_big).is_empty());

@@ -665,7 +665,6 @@ impl<'k> Writer<'k> {
         Ok(word)
     }
 
-
     /// The rest of a blocking wait's loop at `l`, after its test: every 16th iteration, the
     /// abort word and, when the watchdog is on, the time spent (going to `timeout` when it is
     /// past the bound); then back to `l`.
