@@ -8,7 +8,7 @@ mod concurrency;
 
 use std::time::Duration;
 
-use concurrency::{joins, selects};
+use concurrency::{joins, moves, selects};
 use gpu_async::{block_on, explore, Device, Error, Exhaustive, Grid};
 
 fn devices() -> Vec<Device> {
@@ -227,4 +227,39 @@ fn joins_and_selects_are_right_in_every_explored_schedule() {
     .unwrap_or_else(|f| panic!("{f}"));
     eprintln!("{explored:?}");
     assert!(explored.schedules > 1, "{explored:?}");
+}
+
+#[test]
+fn an_async_move_block_closes_its_sender_where_it_ends() -> gpu_async::Result<()> {
+    for dev in devices() {
+        dev.set_watchdog(Some(Duration::from_secs(2)));
+        for n in [0u32, 1, 3, 500] {
+            let mut out = dev.alloc::<u32>(1)?;
+            block_on(moves::moved_sender::launch(
+                &dev,
+                Grid::blocks(2),
+                (n, &mut out),
+            ))?;
+            assert_eq!(
+                out.download()?,
+                vec![(0..n).map(|i| 2 * i).sum::<u32>()],
+                "{dev}, n = {n}"
+            );
+        }
+        dev.set_watchdog(Some(Duration::from_secs(5)));
+    }
+    Ok(())
+}
+
+/// On the GPU the close of an `async move` block's sender is in that branch of the join (the
+/// simulator runs Rust's own drop, so only the IR shows where the GPU closes it).
+#[test]
+fn the_close_of_a_moved_sender_is_in_its_join_branch() {
+    let ir = moves::moved_sender::IR;
+    let at = |needle: &str| {
+        ir.find(needle)
+            .unwrap_or_else(|| panic!("no `{needle}` in the IR:\n{ir}"))
+    };
+    let (first, close, second) = (at("branch 0:"), at("close ch0"), at("branch 1:"));
+    assert!(first < close && close < second, "{ir}");
 }

@@ -322,6 +322,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("join_stuck", concurrency::joins::stuck::PTX),
         ("select_in_join", concurrency::selects::select_in_join::PTX),
         ("select_no_else", concurrency::selects::no_else::PTX),
+        ("async_move_sender", concurrency::moves::moved_sender::PTX),
         ("body_control_flow", arrays::body_control_flow::shapes::PTX),
         (
             "conditional_writes",

@@ -169,6 +169,62 @@ pub mod joins {
 }
 
 #[gpu_async]
+pub mod moves {
+    use gpu_async::device::*;
+
+    /// An `async move` block owns the sender it mentions: `tx` closes where the first branch
+    /// ends (as in Rust), which `relay` waits for before it closes `tx2`, which the second
+    /// branch drains. Closing `tx` where `both` ends instead would deadlock. `out[0]` = the sum
+    /// of `2 i` for `i < n`.
+    #[kernel(warps = 2)]
+    pub async fn moved_sender(n: u32, out: &mut [u32]) {
+        let (tx, rx) = channel::<[u32; 1], 2>();
+        let (tx2, rx2) = channel::<[u32; 1], 2>();
+        join!(
+            on_warps(0..1, both(n, tx, rx2, out)),
+            on_warps(1..2, relay(rx, tx2)),
+        )
+        .await;
+    }
+
+    async fn both(
+        n: u32,
+        mut tx: Sender<[u32; 1], 2>,
+        mut rx2: Receiver<[u32; 1], 2>,
+        out: &mut [u32],
+    ) {
+        let (_sent, total) = join!(
+            async move {
+                for i in 0..n {
+                    let mut slot = tx.reserve().await;
+                    slot.par_iter_mut().for_each(|v| *v = i);
+                    slot.send();
+                }
+                n
+            },
+            async {
+                let mut t = 0u32;
+                while let Some(slot) = rx2.recv().await {
+                    t += slot[0];
+                }
+                t
+            },
+        )
+        .await;
+        out[0..1].par_iter_mut().for_each(|o| *o = total);
+    }
+
+    async fn relay(mut rx: Receiver<[u32; 1], 2>, mut tx2: Sender<[u32; 1], 2>) {
+        while let Some(slot) = rx.recv().await {
+            let v = slot[0];
+            let mut o = tx2.reserve().await;
+            o.par_iter_mut().for_each(|x| *x = v * 2);
+            o.send();
+        }
+    }
+}
+
+#[gpu_async]
 pub mod selects {
     use gpu_async::device::*;
 

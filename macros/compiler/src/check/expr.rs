@@ -878,11 +878,7 @@ impl Checker<'_> {
                     self.diags.error(a.await_token.span, "an async block is awaited in an async fn's role code, not in a parallel loop");
                     return err(span);
                 }
-                let outer = std::mem::replace(&mut self.in_async_block, true);
-                let body = self.block(&mut block.block);
-                self.in_async_block = outer;
-                let ty = body.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
-                mk(ExprKind::Block(body), ty, span)
+                self.async_block(block, span)
             }
             syn::Expr::Await(a) => {
                 self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));

@@ -292,7 +292,7 @@ fn pat_locals(p: &super::tir::LetPattern) -> Vec<u32> {
 }
 
 /// The sub-expressions of `e` that are not in blocks (blocks are walked by the caller).
-fn children(e: &Expr) -> Vec<&Expr> {
+pub(super) fn children(e: &Expr) -> Vec<&Expr> {
     use ExprKind as K;
     match &e.kind {
         K::Lit(_)

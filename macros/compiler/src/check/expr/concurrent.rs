@@ -11,7 +11,9 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 
 use super::{err, mk, Checker};
-use crate::check::tir::{Expr, ExprKind, SelectArm, SELECT_DISABLED};
+use crate::check::tir::{
+    Block, Expr, ExprKind, LetPattern, LocalId, SelectArm, Stmt, SELECT_DISABLED,
+};
 use crate::check::types::Ty;
 
 /// The most branches of a `join!` and arms of a `select!` (the runtime's `join8`, `select8`).
@@ -159,13 +161,7 @@ impl Checker<'_> {
     fn join_branch(&mut self, b: &mut syn::Expr) -> Expr {
         let span = b.span();
         if let syn::Expr::Async(block) = b {
-            let outer = std::mem::replace(&mut self.in_async_block, true);
-            self.names.push(HashMap::new());
-            let body = self.block(&mut block.block);
-            self.names.pop();
-            self.in_async_block = outer;
-            let ty = body.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
-            return mk(ExprKind::Block(body), ty, span);
+            return self.async_block(block, span);
         }
         let e = self.expr(b, None);
         match e.ty.clone() {
@@ -176,6 +172,55 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// An async block (a `join!` branch, or awaited in place), checked in its own scope. An
+    /// `async move` block owns the values it mentions: those dropped with an effect (a sender
+    /// closes its channel, a slot is released) are dropped where the block ends, as in Rust, not
+    /// where the enclosing function ends; the block gets those drops as its last statements.
+    pub(super) fn async_block(&mut self, block: &mut syn::ExprAsync, span: Span) -> Expr {
+        let first_own = self.locals.len() as u32;
+        let outer = std::mem::replace(&mut self.in_async_block, true);
+        self.names.push(HashMap::new());
+        let mut body = self.block(&mut block.block);
+        self.names.pop();
+        self.in_async_block = outer;
+        let ty = body.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        if block.capture.is_some() {
+            let mut mentioned = Vec::new();
+            block_locals(&body, &mut mentioned);
+            let owned: Vec<LocalId> = mentioned
+                .into_iter()
+                .filter(|id| id.0 < first_own && self.locals[id.0 as usize].ty.has_drop_effect())
+                .collect();
+            if !owned.is_empty() {
+                // `{ let value = tail; drop(owned..); value }`
+                let value = match body.tail.take() {
+                    Some(t) if matches!(t.ty, Ty::Unit | Ty::Never | Ty::Error) => {
+                        body.stmts.push(Stmt::Expr(*t));
+                        None
+                    }
+                    Some(t) => {
+                        let id = self.declare("__async_value", t.ty.clone(), false, t.span);
+                        let tspan = t.span;
+                        body.stmts.push(Stmt::Let(LetPattern::Local(id), *t));
+                        Some(mk(ExprKind::Local(id), ty.clone(), tspan))
+                    }
+                    None => None,
+                };
+                for id in owned {
+                    let local_ty = self.locals[id.0 as usize].ty.clone();
+                    let local = mk(ExprKind::Local(id), local_ty, span);
+                    body.stmts.push(Stmt::Expr(mk(
+                        ExprKind::Drop(Box::new(local)),
+                        Ty::Unit,
+                        span,
+                    )));
+                }
+                body.tail = value.map(Box::new);
+            }
+        }
+        mk(ExprKind::Block(body), ty, span)
     }
 
     /// `select! { Some(x) = rx.recv() => body, .. else => body }`: waits for the first channel
@@ -301,6 +346,44 @@ impl Checker<'_> {
             }
             (None, other) => *ty = Some(other.clone()),
         }
+    }
+}
+
+/// The locals `b` mentions (nested blocks and closures included), in order, each once.
+fn block_locals(b: &Block, out: &mut Vec<LocalId>) {
+    for s in &b.stmts {
+        match s {
+            Stmt::Let(_, e) | Stmt::Expr(e) | Stmt::Break(_, Some(e), _) => expr_locals(e, out),
+            Stmt::For(_, _, e, body) | Stmt::WhileLet(_, _, e, body) | Stmt::While(_, e, body) => {
+                expr_locals(e, out);
+                block_locals(body, out);
+            }
+            Stmt::Break(_, None, _) | Stmt::Continue(..) => {}
+        }
+    }
+    if let Some(t) = &b.tail {
+        expr_locals(t, out);
+    }
+}
+
+fn expr_locals(e: &Expr, out: &mut Vec<LocalId>) {
+    match &e.kind {
+        ExprKind::Local(id) if !out.contains(id) => out.push(*id),
+        ExprKind::Block(b) | ExprKind::Loop(_, b) => block_locals(b, out),
+        ExprKind::ForEach(_, _, b, _) | ExprKind::ParMap(_, _, b) => block_locals(b, out),
+        ExprKind::If(_, then, _) => block_locals(then, out),
+        ExprKind::Match(_, arms) => {
+            for a in arms {
+                if let Some(g) = &a.guard {
+                    expr_locals(g, out);
+                }
+                expr_locals(&a.body, out);
+            }
+        }
+        _ => {}
+    }
+    for c in crate::check::uniform::children(e) {
+        expr_locals(c, out);
     }
 }
 
