@@ -436,9 +436,12 @@ fn the_verifier_rejects_broken_ir() {
         some: v,
         site: SiteId(0),
     });
-    assert!(verify::verify(&empty_select)
+    let errors = verify::verify(&empty_select);
+    assert!(errors.iter().any(|e| e.contains("select over 0 channels")));
+    // Role 1's two warps would each choose an arm.
+    assert!(errors
         .iter()
-        .any(|e| e.contains("select over 0 channels")));
+        .any(|e| e.contains("a select in a role of several warps")));
 
     let mut too_big = good;
     too_big.shared_bytes = 300 * 1024;

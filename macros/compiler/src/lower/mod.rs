@@ -207,6 +207,8 @@ struct Lowerer<'p> {
     warp_owners: Vec<(String, u32, u32)>,
     /// The `join!`s of futures in the current role, in program order.
     joins: Vec<Span>,
+    /// The `select!`s in the current role.
+    selects: Vec<Span>,
     /// A channel end was passed to two roles, or a slot used after it was moved: rustc reports
     /// these on the shadow code, so the kernel is not emitted and no error is added here.
     ownership_conflict: bool,
@@ -241,6 +243,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         ownership_conflict: false,
         warp_owners: Vec::new(),
         joins: Vec::new(),
+        selects: Vec::new(),
         sites: Vec::new(),
     };
     let mut frame = Frame::new(id);
@@ -739,8 +742,14 @@ impl Lowerer<'_> {
         self.prune_barriers(&mut body);
         if end - start > 1 {
             self.check_join_branches(&body, &name, end - start);
+            // Each warp would choose its own arm: the warps of one role could take items of two
+            // channels, and their parallel loops would split two different slots.
+            for span in std::mem::take(&mut self.selects) {
+                self.diags.error(span, format!("`select!` in role `{name}`, which runs on {} warps: each warp would choose an arm on its own, and the warps could take items of different channels; give the role one warp (`on_warps({start}..{})`), or receive from one channel at a time", end - start, start + 1));
+            }
         }
         self.joins.clear();
+        self.selects.clear();
         self.role = None;
         Some(ir::Role {
             name,
@@ -2890,6 +2899,7 @@ impl Lowerer<'_> {
             format!("`select!` over channels {}", names.join(", ")),
             span,
         );
+        self.selects.push(span);
         let all = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
         let enabled = self.new_value(Scalar::U32, None);
         self.emit(Inst::Const {

@@ -423,6 +423,13 @@ impl Verifier<'_> {
                 site,
             } => {
                 self.site(*site, SiteKind::Wait);
+                let warps = role
+                    .and_then(|r| self.k.roles.get(r.0 as usize))
+                    .map_or(1, |x| x.end_warp - x.first_warp);
+                if warps > 1 {
+                    self.errors
+                        .push("a select in a role of several warps".into());
+                }
                 if chans.is_empty() || chans.len() > 32 {
                     self.errors
                         .push(format!("select over {} channels", chans.len()));
