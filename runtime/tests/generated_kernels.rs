@@ -337,6 +337,10 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             "saxpy_tile2k_depth3",
             saxpy_variants::tile2k_depth3::saxpy::PTX,
         ),
+        (
+            "saxpy_tile_per_block",
+            saxpy_variants::tile_per_block::saxpy::PTX,
+        ),
         ("budgets_poly", budgets::budgets::poly::PTX),
     ]
 }
