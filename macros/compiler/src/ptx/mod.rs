@@ -17,8 +17,8 @@ use std::fmt::{self, Write};
 use crate::check::tir::{AtomicOp, MemOrder};
 use crate::check::types::Scalar;
 use crate::ir::{
-    BinOp, Block, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role, ShuffleMode,
-    SiteId, Space, Special, UnOp, Value, VoteMode,
+    BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role,
+    ShuffleMode, SiteId, Space, Special, UnOp, Value, VoteMode,
 };
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
@@ -912,13 +912,7 @@ impl<'k> Writer<'k> {
         for (k, (ring, c)) in rings.iter().enumerate() {
             // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
             self.place_label(&got[k])?;
-            let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-            let state = self.tmp(Class::B32);
-            self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
-            self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
-            self.line(format!("not.pred {}, {s};", ring.closed))?;
-            self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
-            self.advance(ring, c.ty.depth)?;
+            self.take_full_slot(ring, c, &s)?;
             self.line(format!("mov.u32 {ch}, {k};"))?;
             self.line(format!("bra {done};"))?;
             // A channel that closed before: its `recv` answers `None` at once.
@@ -929,6 +923,19 @@ impl<'k> Writer<'k> {
         }
         self.place_label(&done)?;
         self.note_progress()
+    }
+
+    /// The receiver's current slot is full (its wait passed): reads its state word into `some`
+    /// (an item, or the end-of-stream marker, after which the channel answers `None` at once),
+    /// holds the slot and advances the ring. `recv` and `select!` take a slot this way.
+    fn take_full_slot(&mut self, ring: &Ring, c: &Channel, some: &str) -> fmt::Result {
+        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+        let state = self.tmp(Class::B32);
+        self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+        self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
+        self.line(format!("not.pred {}, {some};", ring.closed))?;
+        self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
+        self.advance(ring, c.ty.depth)
     }
 
     /// Out-of-line code at `label`: the first failing thread of this launch writes the failure
@@ -1337,13 +1344,7 @@ impl<'k> Writer<'k> {
                 self.line(format!("@{} bra {done};", ring.closed))?;
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
                 self.wait(&full, &ring.phase, *site)?;
-                let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-                let state = self.tmp(Class::B32);
-                self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
-                self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
-                self.line(format!("not.pred {}, {s};", ring.closed))?;
-                self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
-                self.advance(&ring, c.ty.depth)?;
+                self.take_full_slot(&ring, &c, &s)?;
                 self.place_label(&done)
             }
             Inst::Release { chan } => {
