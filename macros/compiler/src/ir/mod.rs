@@ -582,6 +582,14 @@ pub struct ParSource {
 }
 
 impl Inst {
+    /// Whether every thread of the role meets here (a role barrier, or a reduction over the
+    /// role's threads): the warps of a role of several warps cannot do it inside a `join!`
+    /// branch, which each warp runs on its own schedule.
+    pub fn meets_role_threads(&self) -> bool {
+        matches!(self, Inst::RoleBarrier { .. })
+            || matches!(self, Inst::ParFor(p) if p.reduce.is_some())
+    }
+
     /// The values this instruction itself writes (not those of nested blocks; a parallel loop's
     /// own element, index and reduction values are its).
     pub fn defs(&self) -> Vec<Value> {

@@ -769,8 +769,7 @@ impl Lowerer<'_> {
                 let mut meet = false;
                 for b in branches {
                     crate::ir::for_each_inst(b, &mut |i| {
-                        meet |= matches!(i, Inst::RoleBarrier { .. })
-                            || matches!(i, Inst::ParFor(p) if p.reduce.is_some());
+                        meet |= i.meets_role_threads();
                     });
                 }
                 meets.push(meet);

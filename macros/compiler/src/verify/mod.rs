@@ -457,8 +457,7 @@ impl Verifier<'_> {
                     let mut inner = Vec::new();
                     self.block(b, role, &mut inner, in_par);
                     crate::ir::for_each_inst(b, &mut |i| {
-                        let meets = matches!(i, Inst::RoleBarrier { .. })
-                            || matches!(i, Inst::ParFor(p) if p.reduce.is_some());
+                        let meets = i.meets_role_threads();
                         if matches!(i, Inst::Join { .. }) {
                             self.errors.push("a join inside a join".into());
                         } else if meets && warps > 1 {
