@@ -7,7 +7,7 @@
 //! cargo run --release --example copy -- [elements] [blocks per multiprocessor]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -122,18 +122,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut y = dev.alloc::<f32>(n)?;
         let mut dst = dev.alloc::<f32>(n)?;
         let kernel_ms = median_of(3, 20, || {
-            let timer = dev.start_timer()?;
-            let launch = copy::copy::launch(&dev, grid, (&x, &mut y));
-            let end = timer.mark_end()?;
-            launch.wait()?;
-            end.ms()
+            time_launch(&dev, || copy::copy::launch(&dev, grid, (&x, &mut y)))
         })?;
         let tiles_ms = median_of(3, 20, || {
-            let timer = dev.start_timer()?;
-            let launch = tiles::copy::launch(&dev, tile_grid(n), (&x, &mut y));
-            let end = timer.mark_end()?;
-            launch.wait()?;
-            end.ms()
+            time_launch(&dev, || {
+                tiles::copy::launch(&dev, tile_grid(n), (&x, &mut y))
+            })
         })?;
         let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&x))?;
         let (k, t, c) = (

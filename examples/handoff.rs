@@ -9,7 +9,7 @@
 //! cargo run --release --example handoff -- [items] [SM clock in MHz]
 //! ```
 
-use gpu_async::bench::{arg, median_of};
+use gpu_async::bench::{arg, median_of, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 macro_rules! handoff {
@@ -133,11 +133,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(2, 10, || {
-                let timer = dev.start_timer()?;
-                let launch = launch(&dev, Grid::blocks(1), (items, s, &mut out));
-                let end = timer.mark_end()?;
-                launch.wait()?;
-                end.ms()
+                time_launch(&dev, || launch(&dev, Grid::blocks(1), (items, s, &mut out)))
             })?;
             let ns = ms * 1e6 / f64::from(items);
             println!(

@@ -10,7 +10,7 @@
 //! Checked bin by bin against a CPU count; on a GPU it prints the bandwidth next to a
 //! device-to-device copy.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -115,11 +115,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let src = dev.upload(&skewed_bytes(n, 19))?;
         let mut dst = dev.alloc::<u8>(n)?;
         let kernel_ms = median_of(3, 20, || {
-            let timer = dev.start_timer()?;
-            let launch = histogram::count::launch(&dev, grid, (&x, &mut bins));
-            let end = timer.mark_end()?;
-            launch.wait()?;
-            end.ms()
+            time_launch(&dev, || {
+                histogram::count::launch(&dev, grid, (&x, &mut bins))
+            })
         })?;
         let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
         // The kernel reads n bytes; the copy of n bytes reads and writes them.

@@ -6,7 +6,7 @@
 //! cargo run --release --example pipeline -- [elements] [blocks per multiprocessor]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -105,11 +105,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let src = dev.upload(&random_f32(n, 12))?;
         let mut dst = dev.alloc::<f32>(n)?;
         let kernel_ms = median_of(3, 20, || {
-            let timer = dev.start_timer()?;
-            let launch = pipeline::scale_shift::launch(&dev, grid, (2.0, 1.0, &x, &mut y));
-            let end = timer.mark_end()?;
-            launch.wait()?;
-            end.ms()
+            time_launch(&dev, || {
+                pipeline::scale_shift::launch(&dev, grid, (2.0, 1.0, &x, &mut y))
+            })
         })?;
         let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
         // Both read n floats and write n floats.

@@ -8,7 +8,7 @@
 //! Runs on the GPU when there is one and on the simulator otherwise, checks every element against
 //! a plain CPU loop, and on the GPU prints the bandwidth next to the device's own copy bandwidth.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -103,11 +103,7 @@ fn bandwidth(dev: &Device, grid: Grid, n: usize) -> gpu_async::Result<()> {
     let src = dev.upload(&random_f32(3 * n / 2, 9))?;
     let mut dst = dev.alloc::<f32>(3 * n / 2)?;
     let saxpy_ms = median_of(3, 20, || {
-        let timer = dev.start_timer()?;
-        let launch = stream::saxpy::launch(dev, grid, (0.5, &x, &mut y));
-        let end = timer.mark_end()?;
-        launch.wait()?;
-        end.ms()
+        time_launch(dev, || stream::saxpy::launch(dev, grid, (0.5, &x, &mut y)))
     })?;
     let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(&src))?;
     // saxpy reads x and y and writes y: 12 bytes per element; the copy moves as many.

@@ -5,7 +5,7 @@
 //! cargo run --release --example saxpy_variants -- [elements] [part of a variant's name]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 macro_rules! saxpy_variant {
@@ -320,11 +320,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(3, 20, || {
-                let timer = dev.start_timer()?;
-                let launch = launch(&dev, grid, (0.5, &x, &mut y));
-                let end = timer.mark_end()?;
-                launch.wait()?;
-                end.ms()
+                time_launch(&dev, || launch(&dev, grid, (0.5, &x, &mut y)))
             })?;
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
@@ -355,11 +351,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(3, 20, || {
-                let timer = dev.start_timer()?;
-                let launch = tile_per_block::saxpy::launch(&dev, grid, (0.5, &x, &mut y));
-                let end = timer.mark_end()?;
-                launch.wait()?;
-                end.ms()
+                time_launch(&dev, || {
+                    tile_per_block::saxpy::launch(&dev, grid, (0.5, &x, &mut y))
+                })
             })?;
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
@@ -417,11 +411,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(3, 20, || {
-                let timer = dev.start_timer()?;
-                let launch = launch(&dev, grid, (-0.5, &x, &mut y));
-                let end = timer.mark_end()?;
-                launch.wait()?;
-                end.ms()
+                time_launch(&dev, || launch(&dev, grid, (-0.5, &x, &mut y)))
             })?;
             let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));

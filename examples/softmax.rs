@@ -9,7 +9,7 @@
 //! Checked against an `f64` CPU softmax (every element within 1e-5 relative); on a GPU it prints
 //! the bandwidth next to a device-to-device copy.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -121,11 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let src = dev.upload(&random_f32(n, 23))?;
         let mut dst = dev.alloc::<f32>(n)?;
         let kernel_ms = median_of(3, 20, || {
-            let timer = dev.start_timer()?;
-            let launch = softmax::rows::launch(&dev, grid, (&x, &mut y));
-            let end = timer.mark_end()?;
-            launch.wait()?;
-            end.ms()
+            time_launch(&dev, || softmax::rows::launch(&dev, grid, (&x, &mut y)))
         })?;
         let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
         // Both read n floats and write n floats.

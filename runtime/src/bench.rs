@@ -3,6 +3,7 @@
 
 use crate::backend::Device;
 use crate::error::Result;
+use crate::launch::Launch;
 
 /// `n` pseudo-random floats in [-1, 1), deterministic for a `seed` (SplitMix64), so that a failing
 /// run can be replayed.
@@ -32,27 +33,18 @@ pub fn median_ms(
         work()?;
     }
     device.synchronize()?;
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
+    median_of(0, runs, || {
         let timer = device.start_timer()?;
         work()?;
-        times.push(timer.stop()?);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+        timer.stop()
+    })
 }
 
 /// Runs `run` `warmup` times, then `runs` times, and returns the median of the milliseconds it
-/// measured. For a launch, time the device's work only, not the host's wake-up after it:
+/// measured. For launches, with [`time_launch`]:
 ///
 /// ```ignore
-/// let ms = median_of(3, 20, || {
-///     let timer = dev.start_timer()?;
-///     let launch = kernel::launch(&dev, grid, (&x, &mut y));
-///     let end = timer.mark_end()?;
-///     launch.wait()?;
-///     end.ms()
-/// })?;
+/// let ms = median_of(3, 20, || time_launch(&dev, || kernel::launch(&dev, grid, (&x, &mut y))))?;
 /// ```
 pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64>) -> Result<f64> {
     for _ in 0..warmup {
@@ -64,6 +56,20 @@ pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
+}
+
+/// The milliseconds of one launch on `device`'s default stream: the start point, the launch that
+/// `launch` enqueues, and the end point recorded right after the enqueue ([`Timer::mark_end`]),
+/// so that the host's wake-up after the kernel is not counted; waits for the launch (its error,
+/// if any, is returned).
+///
+/// [`Timer::mark_end`]: crate::Timer::mark_end
+pub fn time_launch<'a>(device: &Device, launch: impl FnOnce() -> Launch<'a>) -> Result<f64> {
+    let timer = device.start_timer()?;
+    let launch = launch();
+    let end = timer.mark_end()?;
+    launch.wait()?;
+    end.ms()
 }
 
 /// Gigabytes per second for `bytes` moved in `ms` milliseconds.
