@@ -249,118 +249,139 @@ type LaunchFn = for<'a> fn(
     (f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
 ) -> Launch<'a>;
 
+/// The inputs every variant runs on, and the buffers of the device copy timed next to it.
+struct Inputs {
+    n: usize,
+    xs: Vec<f32>,
+    ys: Vec<f32>,
+    x: DeviceBuffer<f32>,
+    y: DeviceBuffer<f32>,
+    src: DeviceBuffer<f32>,
+    dst: DeviceBuffer<f32>,
+}
+
+impl Inputs {
+    /// Runs `launch` on `grid` with `a = check.0`, compares every element with
+    /// `reference(a, x, y)` bit for bit, and on the GPU times it with `a = time_a` next to a device
+    /// copy of as many bytes.
+    fn check_and_time(
+        &mut self,
+        dev: &Device,
+        name: &str,
+        launch: LaunchFn,
+        grid: Grid,
+        (a, time_a): (f32, f32),
+        reference: fn(f32, f32, f32) -> f32,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let n = self.n;
+        self.y.upload_from(&self.ys)?;
+        launch(dev, grid, (a, &self.x, &mut self.y)).wait()?;
+        let got = self.y.download()?;
+        let bad = got
+            .iter()
+            .zip(self.xs.iter().zip(&self.ys))
+            .filter(|(g, (x, y))| g.to_bits() != reference(a, **x, **y).to_bits())
+            .count();
+        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
+        if bad != 0 {
+            return Err(format!("{name}: wrong results").into());
+        }
+        if dev.kind() == BackendKind::Cuda {
+            let (x, y) = (&self.x, &mut self.y);
+            let ms = median_of(3, 20, || {
+                time_launch(dev, || launch(dev, grid, (time_a, x, &mut *y)))
+            })?;
+            let (src, dst) = (&self.src, &mut self.dst);
+            let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(src))?;
+            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
+            println!(
+                "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
+                k / c
+            );
+        }
+        Ok(())
+    }
+}
+
+/// saxpy's CPU meaning: a multiply, then an add (two roundings, as the kernels compute it).
+fn saxpy_reference(a: f32, x: f32, y: f32) -> f32 {
+    a * x + y
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 28)?;
     // Only the variants whose name contains this (all by default).
     let only: String = arg(2, "a part of a variant's name", String::new())?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let variants: [(&str, LaunchFn, u32); 7] = [
+    let per_sm = |k: u32| -> gpu_async::Result<Grid> {
+        Ok(match dev.kind() {
+            BackendKind::Cuda => Grid::blocks(k * dev.sm_count()?),
+            _ => Grid::blocks(3),
+        })
+    };
+    let xs = random_f32(n, 1);
+    let ys = random_f32(n, 2);
+    let mut inputs = Inputs {
+        n,
+        x: dev.upload(&xs)?,
+        y: dev.upload(&ys)?,
+        src: dev.upload(&random_f32(3 * n / 2, 3))?,
+        dst: dev.alloc::<f32>(3 * n / 2)?,
+        xs,
+        ys,
+    };
+    // saxpy's shapes: checked with a = 1.5, timed with a = 0.5. The tile-per-block variant runs
+    // one block per tile of 4096 elements on the GPU.
+    let tile_grid = match dev.kind() {
+        BackendKind::Cuda => Grid::blocks(n.div_ceil(tile_per_block::TILE).max(1) as u32),
+        _ => Grid::blocks(3),
+    };
+    let variants: [(&str, LaunchFn, Grid); 8] = [
         (
             "tile 2048 x depth 3 (the main example), checked slicing",
             tile2k_depth3::saxpy::launch,
-            4,
+            per_sm(4)?,
         ),
         (
             "tile 2048 x depth 3, unchecked slicing (get_unchecked)",
             unchecked::saxpy::launch,
-            4,
+            per_sm(4)?,
         ),
         (
             "tile 2048 x depth 6 (48 KiB ring)",
             tile2k_depth6::saxpy::launch,
-            4,
+            per_sm(4)?,
         ),
         (
             "tile 4096 x depth 4 (64 KiB ring)",
             tile4k_depth4::saxpy::launch,
-            3,
+            per_sm(3)?,
         ),
         (
             "tile 4096 x depth 3 (48 KiB ring)",
             tile4k_depth3::saxpy::launch,
-            2,
+            per_sm(2)?,
         ),
         (
             "tile 4096 x depth 3 (48 KiB ring)",
             tile4k_depth3::saxpy::launch,
-            4,
+            per_sm(4)?,
         ),
         (
             "tile 8192 x depth 3 (96 KiB ring)",
             tile8k_depth3::saxpy::launch,
-            2,
+            per_sm(2)?,
+        ),
+        (
+            "one block per tile of 4096, no ring",
+            tile_per_block::saxpy::launch,
+            tile_grid,
         ),
     ];
-    let xs = random_f32(n, 1);
-    let ys = random_f32(n, 2);
-    let x = dev.upload(&xs)?;
-    let mut y = dev.upload(&ys)?;
-    let src = dev.upload(&random_f32(3 * n / 2, 3))?;
-    let mut dst = dev.alloc::<f32>(3 * n / 2)?;
-    for (name, launch, per_sm) in variants {
-        if !name.contains(only.as_str()) {
-            continue;
-        }
-        let grid = match dev.kind() {
-            BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
-            _ => Grid::blocks(3),
-        };
-        y.upload_from(&ys)?;
-        launch(&dev, grid, (1.5, &x, &mut y)).wait()?;
-        let got = y.download()?;
-        let bad = got
-            .iter()
-            .zip(xs.iter().zip(&ys))
-            .filter(|(g, (x, y))| g.to_bits() != (1.5 * **x + **y).to_bits())
-            .count();
-        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
-        if bad != 0 {
-            return Err(format!("{name}: wrong results").into());
-        }
-        if dev.kind() == BackendKind::Cuda {
-            let ms = median_of(3, 20, || {
-                time_launch(&dev, || launch(&dev, grid, (0.5, &x, &mut y)))
-            })?;
-            let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
-            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
-            println!(
-                "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
-                k / c
-            );
-        }
-    }
-    // One block per tile, no ring.
-    let name = "one block per tile of 4096, no ring";
-    if name.contains(only.as_str()) {
-        let grid = match dev.kind() {
-            BackendKind::Cuda => Grid::blocks(n.div_ceil(tile_per_block::TILE).max(1) as u32),
-            _ => Grid::blocks(3),
-        };
-        y.upload_from(&ys)?;
-        tile_per_block::saxpy::launch(&dev, grid, (1.5, &x, &mut y)).wait()?;
-        let got = y.download()?;
-        let bad = got
-            .iter()
-            .zip(xs.iter().zip(&ys))
-            .filter(|(g, (x, y))| g.to_bits() != (1.5 * **x + **y).to_bits())
-            .count();
-        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
-        if bad != 0 {
-            return Err(format!("{name}: wrong results").into());
-        }
-        if dev.kind() == BackendKind::Cuda {
-            let ms = median_of(3, 20, || {
-                time_launch(&dev, || {
-                    tile_per_block::saxpy::launch(&dev, grid, (0.5, &x, &mut y))
-                })
-            })?;
-            let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
-            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
-            println!(
-                "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
-                k / c
-            );
+    for (name, launch, grid) in variants {
+        if name.contains(only.as_str()) {
+            inputs.check_and_time(&dev, name, launch, grid, (1.5, 0.5), saxpy_reference)?;
         }
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
@@ -389,36 +410,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             6,
         ),
     ];
-    for (name, launch, per_sm) in fma_variants {
-        if !name.contains(only.as_str()) {
-            continue;
-        }
-        let grid = match dev.kind() {
-            BackendKind::Cuda => Grid::blocks(per_sm * dev.sm_count()?),
-            _ => Grid::blocks(3),
-        };
-        y.upload_from(&ys)?;
-        launch(&dev, grid, (-0.5, &x, &mut y)).wait()?;
-        let got = y.download()?;
-        let bad = got
-            .iter()
-            .zip(xs.iter().zip(&ys))
-            .filter(|(g, (x, y))| g.to_bits() != fma64_reference(-0.5, **x, **y).to_bits())
-            .count();
-        println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
-        if bad != 0 {
-            return Err("fma64: wrong results".into());
-        }
-        if dev.kind() == BackendKind::Cuda {
-            let ms = median_of(3, 20, || {
-                time_launch(&dev, || launch(&dev, grid, (-0.5, &x, &mut y)))
-            })?;
-            let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
-            let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
-            println!(
-                "  {name}, {per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
-                k / c
-            );
+    for (name, launch, k) in fma_variants {
+        if name.contains(only.as_str()) {
+            let name = format!("{name}, {k}/SM");
+            inputs.check_and_time(
+                &dev,
+                &name,
+                launch,
+                per_sm(k)?,
+                (-0.5, -0.5),
+                fma64_reference,
+            )?;
         }
     }
     Ok(())
