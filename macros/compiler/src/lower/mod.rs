@@ -1073,11 +1073,7 @@ impl Lowerer<'_> {
     fn match_expr(&mut self, scrutinee: &Expr, arms: &[tir::MatchArm], ty: &Ty) -> Val {
         let x = self.scalar(scrutinee);
         let int = self.values[x.0 as usize].ty;
-        let result = match ty {
-            Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
-            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
-            _ => None,
-        };
+        let result = self.result_value(ty);
         let matched = self.konst(Scalar::Bool, Imm::Bool(false));
         self.cond_depth += 1;
         for arm in arms {
@@ -1116,9 +1112,7 @@ impl Lowerer<'_> {
                             imm: Imm::Bool(true),
                         });
                         let v = l.expr(&arm.body);
-                        if let (Some(r), Val::Scalar(v)) = (result, v) {
-                            l.emit(Inst::Copy { dst: r, src: v });
-                        }
+                        l.copy_result(result, v);
                     };
                     match &arm.guard {
                         None => run(l),
@@ -2766,24 +2760,16 @@ impl Lowerer<'_> {
 
     fn if_expr(&mut self, cond: &Expr, then: &tir::Block, else_: Option<&Expr>, ty: &Ty) -> Val {
         let c = self.scalar(cond);
-        let result = match ty {
-            Ty::Scalar(s) => Some(self.new_value(*s, None)),
-            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
-            _ => None,
-        };
+        let result = self.result_value(ty);
         self.cond_depth += 1;
         let then_block = self.sub_block(|l| {
             let v = l.scoped_block(then, None);
-            if let (Some(r), Val::Scalar(v)) = (result, v) {
-                l.emit(Inst::Copy { dst: r, src: v });
-            }
+            l.copy_result(result, v);
         });
         let else_block = self.sub_block(|l| {
             if let Some(e) = else_ {
                 let v = l.expr(e);
-                if let (Some(r), Val::Scalar(v)) = (result, v) {
-                    l.emit(Inst::Copy { dst: r, src: v });
-                }
+                l.copy_result(result, v);
             }
         });
         self.cond_depth -= 1;
@@ -2831,6 +2817,23 @@ impl Lowerer<'_> {
             else_: else_block,
         });
         result.map_or(Val::Unit, Val::Scalar)
+    }
+
+    /// The register a branching expression (`if`, `match`, `select!`) leaves its value in: one
+    /// for a scalar or an enum (its `u32` discriminant), none for other types.
+    fn result_value(&mut self, ty: &Ty) -> Option<Value> {
+        match ty {
+            Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
+            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
+            _ => None,
+        }
+    }
+
+    /// An arm's value `v` into the expression's `result` register (when both are scalars).
+    fn copy_result(&mut self, result: Option<Value>, v: Val) {
+        if let (Some(r), Val::Scalar(v)) = (result, v) {
+            self.emit(Inst::Copy { dst: r, src: v });
+        }
     }
 
     /// `join!(a, b, ..).await` in role code: each branch's code in its own block of a `Join`;
@@ -2957,11 +2960,7 @@ impl Lowerer<'_> {
             l.emit(Inst::Break(id));
         });
         self.emit(Inst::Loop { id, body });
-        let result = match ty {
-            Ty::Scalar(sc) => Some(self.new_value(*sc, None)),
-            Ty::Enum(..) => Some(self.new_value(Scalar::U32, None)),
-            _ => None,
-        };
+        let result = self.result_value(ty);
         for (k, arm) in arms.iter().enumerate() {
             let key = self.konst(Scalar::U32, Imm::Int(k as u64));
             let this = self.binary(BinOp::Eq, chosen, key);
@@ -2972,9 +2971,7 @@ impl Lowerer<'_> {
                 });
                 l.bind(arm.binding, Val::RecvSlot(chans[k]), arm.recv.span);
                 let v = l.expr(&arm.body);
-                if let (Some(r), Val::Scalar(v)) = (result, v) {
-                    l.emit(Inst::Copy { dst: r, src: v });
-                }
+                l.copy_result(result, v);
                 let last = l.frame().scopes.len() - 1;
                 l.exit_scope_drops(last);
                 l.frame().scopes.pop();
@@ -2991,9 +2988,7 @@ impl Lowerer<'_> {
             Some(e) => {
                 let take = self.sub_block(|l| {
                     let v = l.expr(e);
-                    if let (Some(r), Val::Scalar(v)) = (result, v) {
-                        l.emit(Inst::Copy { dst: r, src: v });
-                    }
+                    l.copy_result(result, v);
                 });
                 self.emit(Inst::If {
                     cond: disabled,
