@@ -25,8 +25,8 @@
 //! [`KernelSpec::roles`]; then `fence.sc.sys`, and last `[0] = launch_id`. Words 6 and 7 are
 //! reserved. The kernel then ends normally, so the context stays usable.
 //!
-//! The host reads the launch's slot once it knows the launch has finished (its completion event
-//! has completed), when the outcome is taken. When the stream reported no CUDA error and word
+//! The host reads the launch's slot once it knows the launch has finished (its completion mark, or
+//! a later launch's, has completed), when the outcome is taken. When the stream reported no CUDA error and word
 //! `[0]` is this launch's id, [`decode_failure`] turns the copy into the launch's error. Nothing
 //! copies the record at the kernel's end (that took a host round trip on the launch's stream after
 //! every kernel), so the slot must still be the launch's own when it is read: it is, unless

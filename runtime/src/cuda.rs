@@ -27,14 +27,19 @@
 //!
 //! # Completion
 //!
-//! Nothing on a launch's stream waits for the host. Right after the kernel, a completion event
-//! ([`LaunchEvent`], `CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`, reused across the
-//! stream's launches) is recorded on the stream. Whoever wants the outcome asks the event:
-//! `cuEventQuery` without waiting, `cuEventSynchronize` to sleep until it completes. A future that
-//! must be woken gets, on its first pending poll, a `cuStreamWaitEvent` for the event and then a
-//! `cuStreamAddCallback` enqueued on one of the stream's *watcher streams*
-//! ([`StreamState::notify_on_completion`]): the host round trip of the callback delays only the
-//! watcher, never the launch stream. The slot of the launch in the record ring is read after
+//! Nothing on a launch's stream waits for the host, and submitting a launch records nothing but
+//! the kernel: an event per launch would cost about half a microsecond of the host's time on
+//! every launch, most of them never awaited one by one. The stream keeps, in `finished`, the
+//! latest launch known to have finished; every launch before it has finished too. A launch whose
+//! outcome is asked for and that is not known to be finished gets a *completion mark*
+//! ([`CompletionMark`]: an event, `CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`, reused
+//! across the stream's marks, recorded at the stream's current end, with the id of the last launch
+//! submitted before it). Whoever wants the outcome asks the mark's event: `cuEventQuery` without
+//! waiting, `cuEventSynchronize` to sleep until it completes; either way a completed mark tells
+//! `finished` about every launch before it. A future that must be woken gets, on its first
+//! pending poll, a `cuStreamWaitEvent` for the mark's event and then a `cuStreamAddCallback`
+//! enqueued on one of the stream's *watcher streams* ([`StreamState::notify_on_completion`]): the
+//! host round trip of the callback delays only the watcher, never the launch stream. The slot of the launch in the record ring is read after
 //! completion, when the outcome is taken ([`StreamState::failure_record`]).
 //!
 //! # Buffers and the order of frees
@@ -134,7 +139,9 @@ pub(crate) struct CudaDevice {
     device_name: String,
     compute_capability: (i32, i32),
     sm_count: u32,
-    kernels: Mutex<HashMap<(usize, &'static str), Arc<LoadedKernel>>>,
+    /// Loaded kernels by the address of their `&'static KernelSpec` (one per kernel): a key that
+    /// costs no string hashing on every launch.
+    kernels: Mutex<HashMap<usize, Arc<LoadedKernel>>>,
     /// The stream launches and buffer operations use when no other is given.
     default_stream: Arc<StreamState>,
     /// A non-blocking stream for writing abort words while kernels run; nothing else.
@@ -528,7 +535,7 @@ impl CudaDevice {
 
     /// The kernel of `spec`, loaded into this device's context on first use.
     pub(crate) fn kernel(&self, spec: &'static KernelSpec) -> Result<Arc<LoadedKernel>> {
-        let key = (spec.ptx.as_ptr() as usize, spec.entry);
+        let key = std::ptr::from_ref(spec) as usize;
         let mut cache = self.kernels.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(kernel) = cache.get(&key) {
             return Ok(Arc::clone(kernel));
@@ -636,10 +643,20 @@ impl CudaDevice {
         uses: &[(&DeviceMem, bool)],
     ) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let mut pointers: Vec<*mut c_void> = params
-            .iter_mut()
-            .map(|p| (p as *mut u64).cast::<c_void>())
-            .collect();
+        // The parameters' addresses, on the stack for the usual kernels (no allocation per
+        // launch), in a vector beyond that.
+        let mut on_stack = [std::ptr::null_mut::<c_void>(); 32];
+        let mut on_heap = Vec::new();
+        let pointers: &mut [*mut c_void] = match on_stack.get_mut(..params.len()) {
+            Some(slots) => slots,
+            None => {
+                on_heap.resize(params.len(), std::ptr::null_mut());
+                &mut on_heap
+            }
+        };
+        for (pointer, param) in pointers.iter_mut().zip(params.iter_mut()) {
+            *pointer = (param as *mut u64).cast::<c_void>();
+        }
         order_uses(&stream.stream, uses, || {
             // SAFETY: `kernel.function` belongs to a module of this context that stays loaded
             // while the device is alive (the device outlives its streams, which synchronize
@@ -878,10 +895,13 @@ impl StreamState {
         })
     }
 
-    /// Records a completion event on the stream, right after the work issued so far (the launch
-    /// the caller just issued): it completes when that work has finished. The stream does not
-    /// wait for anything.
-    pub(crate) fn record_completion(&self) -> Result<LaunchEvent> {
+    /// Records a completion event at the current end of the stream: it completes when the work
+    /// issued so far has finished, the last launch submitted included, which the mark names. The
+    /// launch-id counter is held meanwhile, so that no launch is submitted between reading its id
+    /// and recording the event. The stream does not wait for anything.
+    pub(crate) fn mark_completion(&self) -> Result<CompletionMark> {
+        bind(self.stream.context())?;
+        let counter = self.counter.lock().unwrap_or_else(PoisonError::into_inner);
         let reused = self
             .events
             .lock()
@@ -892,7 +912,11 @@ impl StreamState {
             None => LaunchEvent::new(self.stream.context())?,
         };
         event.record(&self.stream)?;
-        Ok(event)
+        Ok(CompletionMark {
+            event,
+            epoch: counter.epoch,
+            launch_id: counter.last,
+        })
     }
 
     /// Notes that launch `launch_id` of epoch `epoch` finished without a driver error (its
@@ -908,7 +932,7 @@ impl StreamState {
         finished_key(epoch, launch_id) <= self.finished.load(Ordering::Acquire)
     }
 
-    /// Keeps the completion event of a launch known to be finished for a later launch.
+    /// Keeps the event of a completed completion mark for a later mark.
     pub(crate) fn recycle(&self, event: LaunchEvent) {
         let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
         if events.len() < EVENT_POOL_MAX {
@@ -917,7 +941,8 @@ impl StreamState {
     }
 
     /// Arranges for [`crate::launch::complete`] to be called on `shared` from a driver thread
-    /// once `event`, the completion event of launch `launch_id` of epoch `epoch`, has completed
+    /// once `event`, the event of a completion mark through launch `launch_id` of epoch `epoch`
+    /// ([`CompletionMark`]), has completed
     /// (or the context has failed): on one of the stream's watcher streams, a
     /// `cuStreamWaitEvent` for the event followed by a `cuStreamAddCallback`. The launch's own
     /// stream waits for nothing.
@@ -1397,8 +1422,19 @@ pub(crate) enum EventState {
     Failed,
 }
 
-/// The completion event of a launch: recorded on the launch's stream right after the kernel
-/// (`CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`), reused across launches of the stream.
+/// A completion event recorded at some point of a stream ([`StreamState::mark_completion`]), and
+/// the last launch submitted on the stream before that point: when the event completes, that
+/// launch and every launch of the stream before it have finished.
+pub(crate) struct CompletionMark {
+    pub(crate) event: LaunchEvent,
+    /// The epoch of the stream's launch-id counter that `launch_id` belongs to.
+    pub(crate) epoch: u32,
+    /// The id of the last launch submitted before the event (0 before the first).
+    pub(crate) launch_id: u32,
+}
+
+/// The event of a [`CompletionMark`] (`CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC`), reused
+/// across the marks of the stream.
 pub(crate) struct LaunchEvent {
     ctx: Arc<CudaContext>,
     event: sys::CUevent,
@@ -1429,8 +1465,8 @@ impl LaunchEvent {
     /// Records the event at the current end of `stream`, a stream of the event's context.
     fn record(&self, stream: &CudaStream) -> Result<()> {
         // SAFETY: the event is valid while `self` is; the stream is valid while the caller's
-        // reference is, and belongs to the event's context, which the caller made current (the
-        // launch was just issued on it from this thread).
+        // reference is, and belongs to the event's context, which the caller made current
+        // (`mark_completion` binds it first).
         unsafe { sys::cuEventRecord(self.event, stream.cu_stream()) }
             .result()
             .map_err(cuda("cuEventRecord"))

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use crate::abort::{
 };
 use crate::backend::{Backend, Device};
 use crate::buffer::DeviceBuffer;
-use crate::cuda::{CudaDevice, DeviceMem, EventState, LaunchEvent, LaunchIds, StreamState};
+use crate::cuda::{CompletionMark, CudaDevice, DeviceMem, EventState, LaunchIds, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::SimTarget;
@@ -356,8 +356,7 @@ fn submit<'a>(
             let mut args = CudaArgs::new(spec, device.id());
             let watchdog = device.watchdog();
             let submitted = body(Target::Cuda(&mut args)).and_then(|()| {
-                // The stream's launch lock is held from here until the kernel and its completion
-                // event are on the stream.
+                // The stream's launch lock is held from here until the kernel is on the stream.
                 stream.with_launch_id(|ids| {
                     args.finish(spec, ids, watchdog_ns(watchdog))?;
                     let kernel = gpu.kernel(spec)?;
@@ -370,15 +369,6 @@ fn submit<'a>(
                         &mut args.slots,
                         &args.uses,
                     )?;
-                    let event = match stream.record_completion() {
-                        Ok(event) => event,
-                        Err(err) => {
-                            // The kernel is running but its completion cannot be observed: wait
-                            // for it here, so the buffers it uses are not released under it.
-                            let _ = stream.synchronize();
-                            return Err(err);
-                        }
-                    };
                     Ok(Stage::Running(Running {
                         shared: Arc::new((Mutex::new(State::new()), Condvar::new())),
                         launch_id: ids.launch_id,
@@ -388,7 +378,7 @@ fn submit<'a>(
                             launch_id: ids.launch_id,
                             watchdog,
                         }),
-                        event: Some(event),
+                        mark: OnceLock::new(),
                     }))
                 })
             });
@@ -449,12 +439,19 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 
 /// A kernel launch: a future that resolves when the kernel has finished, with its outcome.
 ///
-/// On CUDA the kernel is already submitted when [`launch_on`] returns, followed on its stream by
-/// a completion event; the future does not need to be polled for it to run, and the stream never
-/// waits for the host. The first poll that finds the kernel unfinished enqueues, on a separate
-/// *watcher* stream, a wait for that event and a driver callback that wakes the task (no polling
-/// thread, no busy wait), so it works under any executor; [`Launch::wait`] instead sleeps on the
-/// event. A kernel of the abort protocol that stops itself resolves the future to
+/// On CUDA the kernel is already submitted when [`launch_on`] returns; the future does not need to
+/// be polled for it to run, and the stream never waits for the host. Submitting records nothing
+/// else on the stream: the launch's *completion mark*, an event at the end of the stream, is
+/// recorded the first time the launch is asked about (a poll, [`Launch::wait`],
+/// [`Launch::is_complete`], [`Launch::mark_completion`], or the drop of an unfinished launch), and
+/// only if the launch is not already known to be finished because a later launch of its stream
+/// was seen finished. So enqueueing many launches and awaiting the last costs one event in all;
+/// the price is that **a launch first asked about after more work was enqueued on its stream
+/// resolves when that work has finished too** (call [`Launch::mark_completion`] right after the
+/// launch to pin its end). The first poll that finds the kernel unfinished enqueues, on a
+/// separate *watcher* stream, a wait for the mark's event and a driver callback that wakes the
+/// task (no polling thread, no busy wait), so it works under any executor; [`Launch::wait`]
+/// instead sleeps on the event. A kernel of the abort protocol that stops itself resolves the future to
 /// [`Error::KernelPanic`] (a device panic: role, block, thread, message and source location) or
 /// [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable. A fault of the
 /// kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
@@ -503,9 +500,21 @@ struct Running {
     epoch: u32,
     /// How to tell whether the kernel stopped itself (abort-protocol kernels only).
     abort: Option<AbortCheck>,
-    /// The event recorded on the stream after the kernel. `None` only for the launches the unit
-    /// tests make up, which they complete by hand.
-    event: Option<LaunchEvent>,
+    /// Where the launch's end is observed: a completion event recorded at the end of its stream
+    /// the first time the outcome is asked for (see [`Launch`]), `None` inside when it could not
+    /// be recorded. Unused for the launches the unit tests make up (they have no stream), which
+    /// they complete by hand.
+    mark: OnceLock<Option<CompletionMark>>,
+}
+
+impl Running {
+    /// The launch's completion mark, recorded at the end of `stream` now if it has none yet;
+    /// `None` when it could not be recorded.
+    fn mark(&self, stream: &StreamState) -> Option<&CompletionMark> {
+        self.mark
+            .get_or_init(|| stream.mark_completion().ok())
+            .as_ref()
+    }
 }
 
 /// Whether `running`, a launch on `stream` (`None` only for the launches the unit tests make up),
@@ -516,60 +525,68 @@ fn observe(running: &Running, stream: Option<&StreamState>) -> bool {
     if lock(&running.shared).done {
         return true;
     }
-    if stream.is_some_and(|s| s.finished_through(running.epoch, running.launch_id)) {
+    let Some(stream) = stream else {
+        return false;
+    };
+    if stream.finished_through(running.epoch, running.launch_id) {
         complete(&running.shared, true, None);
         return true;
     }
-    match running.event.as_ref().map(LaunchEvent::query) {
-        Some(EventState::Complete) => {
+    let Some(mark) = running.mark(stream) else {
+        return false;
+    };
+    match mark.event.query() {
+        EventState::Complete => {
             complete(&running.shared, true, None);
-            if let Some(stream) = stream {
-                stream.mark_finished(running.epoch, running.launch_id);
-            }
+            stream.mark_finished(mark.epoch, mark.launch_id);
         }
-        Some(EventState::Failed) => complete(&running.shared, false, None),
-        Some(EventState::Pending) | None => return false,
+        EventState::Failed => complete(&running.shared, false, None),
+        EventState::Pending => return false,
     }
     true
 }
 
 /// Blocks until `running`, a launch on `stream`, is over: sleeping in `cuEventSynchronize` on its
-/// event (a blocking-sync event), or, for a launch without one, on the condvar until it is
-/// completed by hand.
+/// completion mark (a blocking-sync event), in `cuStreamSynchronize` when no mark could be
+/// recorded, or, for a launch the unit tests made up, on the condvar until it is completed by
+/// hand.
 fn block_until_done(running: &Running, stream: Option<&StreamState>) {
     if observe(running, stream) {
         return;
     }
+    let Some(stream) = stream else {
+        let mut state = lock(&running.shared);
+        while !state.done {
+            state = running
+                .shared
+                .1
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        return;
+    };
+    let Some(mark) = running.mark(stream) else {
+        let succeeded = stream.synchronize().is_ok();
+        complete(&running.shared, succeeded, None);
+        if succeeded {
+            stream.mark_finished(running.epoch, running.launch_id);
+        }
+        return;
+    };
     // A short launch ends within microseconds, and the sleeping wait costs ~13 µs of wake-up
     // latency on an H200: ask the event for up to `WAIT_SPIN` first, then sleep. A long launch
     // costs at most that much CPU more.
-    if running.event.is_some() {
-        let start = std::time::Instant::now();
-        while start.elapsed() < WAIT_SPIN {
-            std::hint::spin_loop();
-            if observe(running, stream) {
-                return;
-            }
+    let start = std::time::Instant::now();
+    while start.elapsed() < WAIT_SPIN {
+        std::hint::spin_loop();
+        if observe(running, Some(stream)) {
+            return;
         }
     }
-    match &running.event {
-        Some(event) => {
-            let succeeded = event.synchronize().is_ok();
-            complete(&running.shared, succeeded, None);
-            if let (true, Some(stream)) = (succeeded, stream) {
-                stream.mark_finished(running.epoch, running.launch_id);
-            }
-        }
-        None => {
-            let mut state = lock(&running.shared);
-            while !state.done {
-                state = running
-                    .shared
-                    .1
-                    .wait(state)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
-        }
+    let succeeded = mark.event.synchronize().is_ok();
+    complete(&running.shared, succeeded, None);
+    if succeeded {
+        stream.mark_finished(mark.epoch, mark.launch_id);
     }
 }
 
@@ -593,7 +610,8 @@ impl Launch<'_> {
     }
 
     /// Whether nothing more will happen: the kernel finished, or the launch was rejected. Does
-    /// not wait (on CUDA it asks the launch's completion event).
+    /// not wait (on CUDA it asks the launch's completion mark, recording it first if the launch
+    /// has none and is not known to be finished; see [`Launch`]).
     pub fn is_complete(&self) -> bool {
         match &self.stage {
             Stage::Running(running) => observe(running, self.stream()),
@@ -601,8 +619,23 @@ impl Launch<'_> {
         }
     }
 
+    /// Records the launch's completion mark now, if it has none: the launch then resolves as
+    /// soon as its kernel (and the work before it on the stream) has finished, even if more work
+    /// is enqueued on the stream before it is awaited. Without this, the mark is recorded when
+    /// the launch is first asked about (see [`Launch`]). Costs one event record on the stream
+    /// (about half a microsecond on an H200); does nothing on the simulator, for a launch that
+    /// is already marked or finished, and for one that was not submitted. If the driver refuses
+    /// the event, waiting for the launch later synchronizes its whole stream instead.
+    pub fn mark_completion(&self) {
+        if let (Stage::Running(running), Some(stream)) = (&self.stage, self.stream()) {
+            if !lock(&running.shared).done {
+                running.mark(stream);
+            }
+        }
+    }
+
     /// Blocks the thread until the kernel has finished, and returns its outcome. On CUDA the
-    /// thread first asks the launch's completion event for up to 100 µs (a short kernel is seen
+    /// thread first asks the launch's completion mark (see [`Launch`]) for up to 100 µs (a short kernel is seen
     /// as soon as it ends, where a sleeping wait adds ~13 µs of wake-up latency), then sleeps in
     /// `cuEventSynchronize` on it (a blocking-sync event: no spinning for long kernels).
     pub fn wait(mut self) -> Result<()> {
@@ -729,25 +762,36 @@ impl Launch<'_> {
         Ok(())
     }
 
-    /// Gives the completion event of a launch that is over back to its stream for reuse, when the
-    /// launch finished without a driver error (so the event surely completed); otherwise it is
-    /// destroyed.
+    /// Tells the stream a launch that is over finished (when it did, without a driver error), and
+    /// gives its completion mark's event back to the stream for reuse once the event is known to
+    /// have completed; otherwise the event is destroyed.
     fn release(&self, running: Running) {
         let Running {
             shared,
-            event,
+            mark,
             epoch,
             launch_id,
             ..
         } = running;
-        if let (Some(event), Some(stream)) = (event, self.stream()) {
-            let finished = {
-                let state = lock(&shared);
-                state.done && !state.failed
-            };
-            if finished {
-                stream.mark_finished(epoch, launch_id);
-                stream.recycle(event);
+        let Some(stream) = self.stream() else {
+            return;
+        };
+        let finished = {
+            let state = lock(&shared);
+            state.done && !state.failed
+        };
+        if !finished {
+            return;
+        }
+        stream.mark_finished(epoch, launch_id);
+        if let Some(mark) = mark.into_inner().flatten() {
+            // The mark may lie after later launches: its event is reused only once it completed
+            // (known already, or asked: after a completion callback, which waited for it).
+            let completed = stream.finished_through(mark.epoch, mark.launch_id)
+                || mark.event.query() == EventState::Complete;
+            if completed {
+                stream.mark_finished(mark.epoch, mark.launch_id);
+                stream.recycle(mark.event);
             }
         }
     }
@@ -778,13 +822,17 @@ impl Future for Launch<'_> {
                         Some(!std::mem::replace(&mut state.watched, true))
                     }
                 };
-                match (first_pending_poll, &running.event, this.via.cuda()) {
-                    (None, _, _) => {}
-                    (Some(true), Some(event), Some((_, stream))) => {
+                let stream = this.stream();
+                match (
+                    first_pending_poll,
+                    stream.and_then(|s| Some((s, running.mark(s)?))),
+                ) {
+                    (None, _) => {}
+                    (Some(true), Some((stream, mark))) => {
                         let watched = stream.notify_on_completion(
-                            event,
-                            running.epoch,
-                            running.launch_id,
+                            &mark.event,
+                            mark.epoch,
+                            mark.launch_id,
                             Arc::clone(&running.shared),
                         );
                         if watched.is_ok() {
@@ -793,8 +841,10 @@ impl Future for Launch<'_> {
                         // Its completion cannot be watched: wait for it here.
                         block_until_done(running, Some(stream));
                     }
+                    // No mark could be recorded: wait for the stream here.
+                    (Some(true), None) if stream.is_some() => block_until_done(running, stream),
                     // Watched already, or made up by the unit tests (completed by hand).
-                    (Some(_), _, _) => return Poll::Pending,
+                    (Some(_), _) => return Poll::Pending,
                 }
             }
         }
@@ -996,7 +1046,7 @@ mod tests {
                 launch_id: 42,
                 epoch: 0,
                 abort,
-                event: None,
+                mark: OnceLock::new(),
             }),
             submitted: true,
             _borrows: PhantomData,

@@ -215,3 +215,56 @@ fn independent_launches_on_two_streams_overlap() -> Result<()> {
     assert!(out_b.download()?.iter().all(|&v| v == 2));
     Ok(())
 }
+
+/// A launch's completion mark is recorded when it is first asked about (docs of `Launch`): a
+/// launch marked right after it is submitted resolves when its own kernel ends, while one first
+/// asked about after a long launch was queued behind it resolves when that one ends too. Many
+/// launches enqueued and only the last awaited all count as finished once it has.
+#[test]
+fn completion_marks_are_recorded_when_first_asked_for() -> Result<()> {
+    let Some((device, _alone)) = gpu() else {
+        return Ok(());
+    };
+    let stream = device.new_stream()?;
+    let mut short_out = device.alloc::<u32>(1 << 10)?;
+    let mut long_out = device.alloc::<u32>(1 << 10)?;
+    const LONG_NS: usize = 300_000_000;
+    for pinned in [true, false] {
+        let start = Instant::now();
+        let short = spin_write(&stream, 1, &mut short_out, 1_000, 1);
+        if pinned {
+            short.mark_completion();
+        }
+        let long = spin_write(&stream, 1, &mut long_out, LONG_NS, 2);
+        short.wait()?;
+        let short_done = start.elapsed();
+        long.wait()?;
+        let long_done = start.elapsed();
+        eprintln!("pinned {pinned}: short resolved after {short_done:?}, long after {long_done:?}");
+        if pinned {
+            assert!(short_done < Duration::from_millis(150), "{short_done:?}");
+        } else {
+            assert!(short_done >= Duration::from_millis(250), "{short_done:?}");
+        }
+        assert!(long_done >= Duration::from_millis(250), "{long_done:?}");
+    }
+    // Enqueue all, await the last: the others are then known finished without asking the driver.
+    let mut outs: Vec<DeviceBuffer<u32>> = (0..64)
+        .map(|_| device.alloc::<u32>(32))
+        .collect::<Result<_>>()?;
+    let mut launches: Vec<_> = outs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, out)| spin_write(&stream, 1, out, 1_000, i as u32))
+        .collect();
+    let last = launches.pop().expect("64 launches");
+    block_on(last)?;
+    assert!(launches.iter().all(|l| l.is_complete()));
+    for launch in launches {
+        launch.wait()?;
+    }
+    for (i, out) in outs.iter().enumerate() {
+        assert!(out.download()?.iter().all(|&v| v == i as u32));
+    }
+    Ok(())
+}
