@@ -209,6 +209,10 @@ fma64_variant!(fma64, 5, 4096, 4);
 fma64_variant!(fma64_w9, 9, 4096, 4);
 fma64_variant!(fma64_w17, 17, 4096, 4);
 fma64_variant!(fma64_w9_t2k, 9, 2048, 4);
+// One slot: for a grid of one block per tile, where a deeper ring only takes shared memory that
+// more resident blocks could use.
+fma64_variant!(fma64_w5_d1, 5, 4096, 1);
+fma64_variant!(fma64_w9_d1, 9, 4096, 1);
 
 /// saxpy without a ring: the block's eight warps update one tile of 4096 elements with 16-byte
 /// accesses, on a grid of one block per tile (the order that took the copy from 0.91x to 0.96x
@@ -277,11 +281,27 @@ impl Inputs {
         self.y.upload_from(&self.ys)?;
         launch(dev, grid, (a, &self.x, &mut self.y)).wait()?;
         let got = self.y.download()?;
-        let bad = got
-            .iter()
-            .zip(self.xs.iter().zip(&self.ys))
-            .filter(|(g, (x, y))| g.to_bits() != reference(a, **x, **y).to_bits())
-            .count();
+        // The CPU check on every core: 64 FMAs per element take a minute on one at 2^28.
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let chunk = n.div_ceil(threads).max(1);
+        let bad: usize = std::thread::scope(|scope| {
+            let workers: Vec<_> = got
+                .chunks(chunk)
+                .zip(self.xs.chunks(chunk).zip(self.ys.chunks(chunk)))
+                .map(|(got, (xs, ys))| {
+                    scope.spawn(move || {
+                        got.iter()
+                            .zip(xs.iter().zip(ys))
+                            .filter(|(g, (x, y))| g.to_bits() != reference(a, **x, **y).to_bits())
+                            .count()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or(usize::MAX))
+                .sum()
+        });
         println!("{name}, {} blocks: {bad} mismatches", grid.block_count());
         if bad != 0 {
             return Err(format!("{name}: wrong results").into());
@@ -386,41 +406,66 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
     // warps per block.
-    let fma_variants: [(&str, LaunchFn, u32); 6] = [
-        ("fma64, 1 + 4 warps, tile 4096 x 4", fma64::fma64::launch, 3),
-        ("fma64, 1 + 4 warps, tile 4096 x 4", fma64::fma64::launch, 4),
+    // One block per tile of `tile` elements on the GPU.
+    let tiles_of = |tile: usize| match dev.kind() {
+        BackendKind::Cuda => Grid::blocks(n.div_ceil(tile).max(1) as u32),
+        _ => Grid::blocks(3),
+    };
+    let fma_variants: [(&str, LaunchFn, Grid); 10] = [
         (
-            "fma64, 1 + 8 warps, tile 4096 x 4",
+            "fma64, 1 + 4 warps, tile 4096 x 4, 3/SM",
+            fma64::fma64::launch,
+            per_sm(3)?,
+        ),
+        (
+            "fma64, 1 + 4 warps, tile 4096 x 4, 4/SM",
+            fma64::fma64::launch,
+            per_sm(4)?,
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 4, 3/SM",
             fma64_w9::fma64::launch,
-            3,
+            per_sm(3)?,
         ),
         (
-            "fma64, 1 + 16 warps, tile 4096 x 4",
+            "fma64, 1 + 16 warps, tile 4096 x 4, 3/SM",
             fma64_w17::fma64::launch,
-            3,
+            per_sm(3)?,
         ),
         (
-            "fma64, 1 + 16 warps, tile 4096 x 4",
+            "fma64, 1 + 16 warps, tile 4096 x 4, 2/SM",
             fma64_w17::fma64::launch,
-            2,
+            per_sm(2)?,
         ),
         (
-            "fma64, 1 + 8 warps, tile 2048 x 4",
+            "fma64, 1 + 8 warps, tile 2048 x 4, 6/SM",
             fma64_w9_t2k::fma64::launch,
-            6,
+            per_sm(6)?,
+        ),
+        (
+            "fma64, 1 + 4 warps, tile 4096 x 4, one block per tile",
+            fma64::fma64::launch,
+            tiles_of(fma64::TILE),
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 4, one block per tile",
+            fma64_w9::fma64::launch,
+            tiles_of(fma64_w9::TILE),
+        ),
+        (
+            "fma64, 1 + 4 warps, tile 4096 x 1, one block per tile",
+            fma64_w5_d1::fma64::launch,
+            tiles_of(fma64_w5_d1::TILE),
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 1, one block per tile",
+            fma64_w9_d1::fma64::launch,
+            tiles_of(fma64_w9_d1::TILE),
         ),
     ];
-    for (name, launch, k) in fma_variants {
+    for (name, launch, grid) in fma_variants {
         if name.contains(only.as_str()) {
-            let name = format!("{name}, {k}/SM");
-            inputs.check_and_time(
-                &dev,
-                &name,
-                launch,
-                per_sm(k)?,
-                (-0.5, -0.5),
-                fma64_reference,
-            )?;
+            inputs.check_and_time(&dev, name, launch, grid, (-0.5, -0.5), fma64_reference)?;
         }
     }
     Ok(())

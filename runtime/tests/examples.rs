@@ -161,7 +161,17 @@ fn on_the_gpu(name: &str, check: Check) -> gpu_async::Result<()> {
 
 #[test]
 fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
-    on_the_gpu("saxpy", saxpy::run_and_check)
+    on_the_gpu("saxpy", saxpy::run_and_check)?;
+    // The example's default grid: one block per tile.
+    let Some(dev) = gpu() else { return Ok(()) };
+    for (i, &n) in LENGTHS.iter().chain(&[(1 << 24) + 13]).enumerate() {
+        let bad = saxpy::run_and_check(&dev, saxpy::tile_grid(&dev, n), n, 50 + i as u64)?;
+        assert_eq!(
+            bad, 0,
+            "saxpy, one block per tile: {bad} mismatches, n = {n}"
+        );
+    }
+    Ok(())
 }
 
 #[test]
@@ -250,6 +260,11 @@ fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
     let n = (1 << 28) + 5;
     let bad = saxpy::run_and_check(&dev, saxpy::grid_for(&dev, 4)?, n, 9)?;
     assert_eq!(bad, 0, "saxpy: {bad} mismatches, n = {n}");
+    let bad = saxpy::run_and_check(&dev, saxpy::tile_grid(&dev, n), n, 11)?;
+    assert_eq!(
+        bad, 0,
+        "saxpy, one block per tile: {bad} mismatches, n = {n}"
+    );
     let bad = pipeline::run_and_check(&dev, pipeline::grid_for(&dev, 4)?, n, 10)?;
     assert_eq!(bad, 0, "pipeline: {bad} mismatches, n = {n}");
     Ok(())
