@@ -340,3 +340,34 @@ fn malformed_registers_options() {
     );
     assert_error(aligned(quote!(, registers(load))), "expected `=`");
 }
+
+/// Shared memory, not warps, bounds the blocks per SM of the 6-warp pipeline (24 KiB of rings:
+/// 9 blocks, where 64 warps would allow 10): the PTX says so to ptxas with `.minnctapersm`.
+/// Kernels bounded by their warps get nothing.
+#[test]
+fn minnctapersm_where_shared_memory_bounds_the_blocks() {
+    use gpu_async_compiler::registers::min_blocks_per_sm;
+    assert_eq!(min_blocks_per_sm(9, 64 * 1024 + 64), Some(3));
+    assert_eq!(min_blocks_per_sm(6, 24 * 1024 + 96), Some(9));
+    // 8 warps and 16 KiB: 8 blocks by warps, 13 by shared memory.
+    assert_eq!(min_blocks_per_sm(8, 16 * 1024 + 64), None);
+    assert_eq!(min_blocks_per_sm(1, 0), None);
+    // A block of 227 KiB: one.
+    assert_eq!(min_blocks_per_sm(2, 227 * 1024), Some(1));
+    let k = one(pipeline(
+        6,
+        [quote!(0..1), quote!(1..5), quote!(5..6)],
+        quote!(),
+    ));
+    let want = min_blocks_per_sm(6, k.ir.shared_bytes).expect("bounded by shared memory");
+    assert!(
+        k.ptx
+            .contains(&format!(".reqntid 192, 1, 1\n.minnctapersm {want}\n")),
+        "{}",
+        &k.ptx[..k.ptx.find('{').unwrap_or(0)]
+    );
+    // 16 warps: bounded by warps (4 blocks), not by its 24 KiB.
+    assert!(!one(aligned(quote!(, registers(off))))
+        .ptx
+        .contains(".minnctapersm"));
+}

@@ -2414,6 +2414,9 @@ impl<'k> Writer<'k> {
             // The registers each thread holds at the entry, which the roles' `setmaxnreg`s
             // redistribute (without it ptxas ignores them).
             writeln!(out, ".maxnreg {}", b.entry)?;
+        } else if let Some(blocks) = crate::registers::min_blocks_per_sm(k.warps, k.shared_bytes) {
+            // Shared memory bounds the blocks per SM: let ptxas use the registers they leave.
+            writeln!(out, ".minnctapersm {blocks}")?;
         }
         writeln!(out, "{{")?;
         for class in [
