@@ -15,10 +15,13 @@
 //! 4. the same raw launches captured in a CUDA graph and replayed.
 //!
 //! ```text
-//! cargo run --release --example launch_overhead -- [launches]
+//! cargo run --release --example launch_overhead -- [launches per timing] [rounds]
 //! ```
 //!
-//! Prints microseconds per launch and the typed/raw ratios. Needs a GPU: on the simulator it
+//! Every variant runs once per round, in turn, for 15 rounds by default: the host's speed drifts
+//! between seconds (on the H200 machine a row measured alone moved by 30% from one process to
+//! the next), so each ratio is taken within a round and the median of the rounds is printed.
+//! Prints microseconds per launch (median, and the range) and the typed/raw ratios. Needs a GPU: on the simulator it
 //! says so and exits successfully.
 
 use std::time::Instant;
@@ -134,54 +137,37 @@ fn per_launch(seconds: f64, n: usize) -> f64 {
     seconds * 1e6 / n as f64
 }
 
-/// The best of `runs` timings of `work`, in seconds.
-fn best_of(runs: usize, mut work: impl FnMut() -> AnyResult<()>) -> AnyResult<f64> {
-    let mut best = f64::INFINITY;
-    for _ in 0..runs {
-        let start = Instant::now();
-        work()?;
-        best = best.min(start.elapsed().as_secs_f64());
-    }
-    Ok(best)
+/// Seconds `work` took.
+fn timed(work: &mut dyn FnMut() -> AnyResult<()>) -> AnyResult<f64> {
+    let start = Instant::now();
+    work()?;
+    Ok(start.elapsed().as_secs_f64())
 }
 
+/// The median of `values` (not empty).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// What is measured: a name and `n` launches of one kind.
+type Variant<'a> = (&'static str, Box<dyn FnMut() -> AnyResult<()> + 'a>);
+
 fn main() -> AnyResult<()> {
-    let n: usize = arg(1, "a number of launches", 10_000)?;
+    let n: usize = arg(1, "a number of launches per timing", 10_000)?;
+    let rounds: usize = arg(2, "a number of rounds", 15)?;
     let device = Device::default()?;
     if device.kind() != BackendKind::Cuda {
         println!("launch_overhead measures GPU launches and needs a GPU; this is {device}");
         return Ok(());
     }
-    println!("backend: {device}; {n} launches of an empty kernel (1 block, 1 warp)");
+    println!(
+        "backend: {device}; {n} launches of an empty kernel (1 block, 1 warp) per timing, \
+         {rounds} rounds of every variant in turn"
+    );
     let stream = device
         .cudarc_stream()
         .ok_or("the CUDA device has no cudarc stream")?;
-
-    // Typed: warm up (loads the module), then time.
-    for _ in 0..1000 {
-        typed(&device).wait()?;
-    }
-    let typed_each = best_of(3, || {
-        for _ in 0..n {
-            typed(&device).wait()?;
-        }
-        Ok(())
-    })?;
-    let typed_block_on = best_of(3, || {
-        for _ in 0..n {
-            gpu_async::block_on(typed(&device))?;
-        }
-        Ok(())
-    })?;
-    let typed_batch = best_of(3, || {
-        let mut launches: Vec<Launch<'_>> = (0..n).map(|_| typed(&device)).collect();
-        if let Some(last) = launches.pop() {
-            last.wait()?;
-        }
-        // All are finished: dropping them neither cancels nor waits.
-        drop(launches);
-        Ok(())
-    })?;
 
     // Raw cudarc launches of the same PTX, in the same context, on the same stream.
     let module = stream.context().load_module(Ptx::from_src(PTX))?;
@@ -197,100 +183,161 @@ fn main() -> AnyResult<()> {
         record: 0,
         watchdog_ns: 5_000_000_000,
     };
-    for _ in 0..1000 {
-        raw_launch(&stream, &func, &params)?;
-    }
-    stream.synchronize()?;
-    let raw_each = best_of(3, || {
-        for _ in 0..n {
-            raw_launch(&stream, &func, &params)?;
-            stream.synchronize()?;
-        }
-        Ok(())
-    })?;
-    let raw_batch = best_of(3, || {
-        for _ in 0..n {
-            raw_launch(&stream, &func, &params)?;
-        }
-        stream.synchronize()?;
-        Ok(())
-    })?;
-
     // Raw launches followed by a completion event like the typed path's.
     let events: Vec<BlockingEvent> = (0..n)
         .map(|_| BlockingEvent::new(&stream))
         .collect::<AnyResult<_>>()?;
-    let raw_event_each = best_of(3, || {
-        for event in &events {
-            raw_launch(&stream, &func, &params)?;
-            event.record(&stream)?;
-            event.synchronize()?;
-        }
-        Ok(())
-    })?;
-    let raw_event_batch = best_of(3, || {
-        for event in &events {
-            raw_launch(&stream, &func, &params)?;
-            event.record(&stream)?;
-        }
-        stream.synchronize()?;
-        Ok(())
-    })?;
-    stream.synchronize()?;
-    drop(events);
-
-    // The same raw launches captured in a graph, replayed.
+    // The same raw launches captured in a graph.
     stream.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
     let captured = (0..n).try_for_each(|_| raw_launch(&stream, &func, &params));
     let graph = stream.end_capture(sys::CUgraphInstantiate_flags(0))?;
     captured?;
     let graph = graph.ok_or("the capture produced no graph")?;
     graph.upload()?;
-    graph.launch()?;
-    stream.synchronize()?;
-    let graph_replay = best_of(3, || {
-        graph.launch()?;
-        stream.synchronize()?;
-        Ok(())
-    })?;
-    drop(graph);
-    device.synchronize()?;
 
-    let rows = [
-        ("typed launch + wait, each", per_launch(typed_each, n)),
+    let (device, stream, func, params, events, graph) =
+        (&device, &stream, &func, &params, &events, &graph);
+    let mut variants: Vec<Variant<'_>> = vec![
+        (
+            "typed launch + wait, each",
+            Box::new(move || {
+                for _ in 0..n {
+                    typed(device).wait()?;
+                }
+                Ok(())
+            }),
+        ),
         (
             "typed launch + block_on, each",
-            per_launch(typed_block_on, n),
+            Box::new(move || {
+                for _ in 0..n {
+                    gpu_async::block_on(typed(device))?;
+                }
+                Ok(())
+            }),
         ),
-        ("typed, enqueue all, wait last", per_launch(typed_batch, n)),
-        ("raw cudarc launch + sync, each", per_launch(raw_each, n)),
+        (
+            "typed, enqueue all, wait last",
+            Box::new(move || {
+                let mut launches: Vec<Launch<'_>> = (0..n).map(|_| typed(device)).collect();
+                if let Some(last) = launches.pop() {
+                    last.wait()?;
+                }
+                // All are finished: dropping them neither cancels nor waits.
+                drop(launches);
+                Ok(())
+            }),
+        ),
+        (
+            "raw cudarc launch + sync, each",
+            Box::new(move || {
+                for _ in 0..n {
+                    raw_launch(stream, func, params)?;
+                    stream.synchronize()?;
+                }
+                Ok(())
+            }),
+        ),
         (
             "raw + blocking event sync, each",
-            per_launch(raw_event_each, n),
+            Box::new(move || {
+                for event in events {
+                    raw_launch(stream, func, params)?;
+                    event.record(stream)?;
+                    event.synchronize()?;
+                }
+                Ok(())
+            }),
         ),
-        ("raw cudarc, enqueue all, sync", per_launch(raw_batch, n)),
+        (
+            "raw cudarc, enqueue all, sync",
+            Box::new(move || {
+                for _ in 0..n {
+                    raw_launch(stream, func, params)?;
+                }
+                stream.synchronize()?;
+                Ok(())
+            }),
+        ),
         (
             "raw + event, enqueue all, sync",
-            per_launch(raw_event_batch, n),
+            Box::new(move || {
+                for event in events {
+                    raw_launch(stream, func, params)?;
+                    event.record(stream)?;
+                }
+                stream.synchronize()?;
+                Ok(())
+            }),
         ),
-        ("CUDA graph replay", per_launch(graph_replay, n)),
+        (
+            "CUDA graph replay",
+            Box::new(move || {
+                graph.launch()?;
+                stream.synchronize()?;
+                Ok(())
+            }),
+        ),
     ];
-    for (name, us) in rows {
-        println!("{name:34} {us:8.2} us/launch");
+    // Warm up: loads the module, fills the event pool, wakes the clocks.
+    for (_, work) in &mut variants {
+        work()?;
     }
+    // Every variant once per round, one after another, so that the host's drifts (other work,
+    // frequency) touch them alike; each ratio is taken within a round.
+    let mut seconds: Vec<Vec<f64>> = vec![Vec::new(); variants.len()];
+    for _ in 0..rounds.max(1) {
+        for ((_, work), times) in variants.iter_mut().zip(&mut seconds) {
+            times.push(timed(work.as_mut())?);
+        }
+    }
+    device.synchronize()?;
+    let names: Vec<&str> = variants.iter().map(|(name, _)| *name).collect();
+    let column = |name: &str| -> &[f64] {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .map_or(&[][..], |i| &seconds[i][..])
+    };
+    for (name, times) in names.iter().zip(&seconds) {
+        let us: Vec<f64> = times.iter().map(|&t| per_launch(t, n)).collect();
+        let (lo, hi) = us.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &u| {
+            (lo.min(u), hi.max(u))
+        });
+        println!(
+            "{name:34} {:8.2} us/launch (median; {lo:.2}-{hi:.2} over {} rounds)",
+            median(us.clone()),
+            us.len()
+        );
+    }
+    let ratio = |a: &str, b: &str| -> f64 {
+        median(
+            column(a)
+                .iter()
+                .zip(column(b))
+                .map(|(x, y)| x / y)
+                .collect(),
+        )
+    };
     println!(
-        "ratio typed/raw: {:.2} (each, wait vs sync), {:.2} (enqueue all); raw/graph {:.2} \
-         (enqueue all)",
-        typed_each / raw_each,
-        typed_batch / raw_batch,
-        raw_batch / graph_replay
+        "ratio typed/raw (median of the rounds' ratios): {:.2} (enqueue all), {:.2} (each, wait vs \
+         sync); raw/graph {:.2} (enqueue all)",
+        ratio("typed, enqueue all, wait last", "raw cudarc, enqueue all, sync"),
+        ratio("typed launch + wait, each", "raw cudarc launch + sync, each"),
+        ratio("raw cudarc, enqueue all, sync", "CUDA graph replay"),
     );
     println!(
-        "ratio typed/raw with the same blocking event: {:.2} (each), {:.2} (enqueue all); \
+        "ratio typed/raw with the same blocking event: {:.2} (enqueue all), {:.2} (each); \
          block_on/wait {:.2}",
-        typed_each / raw_event_each,
-        typed_batch / raw_event_batch,
-        typed_block_on / typed_each
+        ratio(
+            "typed, enqueue all, wait last",
+            "raw + event, enqueue all, sync"
+        ),
+        ratio(
+            "typed launch + wait, each",
+            "raw + blocking event sync, each"
+        ),
+        ratio("typed launch + block_on, each", "typed launch + wait, each"),
     );
     Ok(())
 }
