@@ -644,7 +644,7 @@ impl Inst {
 }
 
 /// The integer constants of `block` (nested blocks included): values whose only definition is
-/// an integer `Const`.
+/// an integer `Const`, or the `min` of two such values.
 pub fn integer_constants<'b>(
     blocks: impl IntoIterator<Item = &'b Block>,
 ) -> std::collections::HashMap<Value, u64> {
@@ -662,12 +662,44 @@ pub fn integer_constants<'b>(
             e.1 = imm;
         }
     };
-    for block in blocks {
+    let blocks: Vec<&Block> = blocks.into_iter().collect();
+    for block in &blocks {
         for_each_inst(block, &mut visit);
     }
-    defs.into_iter()
-        .filter_map(|(v, (n, imm))| if n == 1 { imm.map(|i| (v, i)) } else { None })
-        .collect()
+    let mut constants: std::collections::HashMap<Value, u64> = defs
+        .iter()
+        .filter_map(|(&v, &(n, imm))| if n == 1 { imm.map(|i| (v, i)) } else { None })
+        .collect();
+    // The length of zipped sources is the `min` of theirs: when they are constants (channel
+    // slots), so is it. Folded until nothing changes (a chain of zips nests the `min`s); only
+    // values below 2^63, whose order does not depend on signedness.
+    loop {
+        let mut folded = Vec::new();
+        let mut visit = |inst: &Inst| {
+            if let Inst::Binary {
+                dst,
+                op: BinOp::Min,
+                lhs,
+                rhs,
+            } = inst
+            {
+                if let (Some(&a), Some(&b), Some((1, _))) =
+                    (constants.get(lhs), constants.get(rhs), defs.get(dst))
+                {
+                    if a < 1 << 63 && b < 1 << 63 && !constants.contains_key(dst) {
+                        folded.push((*dst, a.min(b)));
+                    }
+                }
+            }
+        };
+        for block in &blocks {
+            for_each_inst(block, &mut visit);
+        }
+        if folded.is_empty() {
+            return constants;
+        }
+        constants.extend(folded);
+    }
 }
 
 /// Visits every block of `block`, nested ones included, mutably, in program order.

@@ -2117,6 +2117,18 @@ impl<'k> Writer<'k> {
             if vectorizable && shared && n % 4 == 0 && n / 4 <= u64::from(threads) {
                 return self.par_single_step(p, true);
             }
+            // A slot that every thread covers in the same few whole steps: straight-line code,
+            // every load of the steps issued before the first use, instead of a loop whose
+            // unrolled part never runs and whose single steps wait for one load at a time.
+            let steps = n / 4 / u64::from(threads.max(1));
+            if vectorizable
+                && shared
+                && n % 4 == 0
+                && (n / 4) % u64::from(threads.max(1)) == 0
+                && steps <= u64::from(UNROLL)
+            {
+                return self.par_whole_steps(p, steps as u32);
+            }
         }
         let start = self.tmp(Class::B64);
         let scalar_entry = self.label("par_scalar");
@@ -2263,6 +2275,23 @@ impl<'k> Writer<'k> {
             self.line(format!("@{past} bra {done};"))?;
             self.scalar_iteration(p, &i)?;
         }
+        self.par_exit = outer_exit;
+        self.place_label(&done)
+    }
+
+    /// A parallel loop over a constant number of 16-byte-aligned groups of four elements that
+    /// is `steps` times the role's threads: thread `t` takes groups `t`, `t + T`, ..., in one
+    /// straight-line step.
+    fn par_whole_steps(&mut self, p: &ParFor, steps: u32) -> fmt::Result {
+        let (threads, rtid) = {
+            let r = self.role()?;
+            (r.threads, r.rtid.clone())
+        };
+        let done = self.label("par_done");
+        let outer_exit = self.par_exit.replace(done.clone());
+        let g = self.tmp(Class::B64);
+        self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
+        self.vector_groups(p, &g, threads, steps)?;
         self.par_exit = outer_exit;
         self.place_label(&done)
     }
