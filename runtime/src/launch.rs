@@ -480,7 +480,11 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 /// blocks the thread until the kernel has stopped**: this is the choice for dropped futures (a
 /// `select!` that lost, a task that was aborted, a thread that panicked): the work is no longer
 /// wanted, so it is stopped rather than finished, and waited for so that the borrows end with
-/// it. Errors are discarded then; await the launch, or call [`Launch::wait`], to see them.
+/// it. Errors are discarded then; await the launch, or call [`Launch::wait`], to see them. The
+/// wait is for the launch's completion mark: a launch never asked about before, dropped after
+/// more work was enqueued on its stream, waits for that work too (only this launch is
+/// cancelled); a launch polled once, or marked with [`Launch::mark_completion`], waits for its
+/// own kernel only.
 pub struct Launch<'a> {
     kernel: &'static str,
     via: Via<'a>,
