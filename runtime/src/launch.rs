@@ -458,10 +458,10 @@ fn validate(spec: &'static KernelSpec, grid: Grid) -> Result<()> {
 /// launch to pin its end). The first poll that finds the kernel unfinished enqueues, on a
 /// separate *watcher* stream, a wait for the mark's event and a driver callback that wakes the
 /// task (no polling thread, no busy wait), so it works under any executor; [`Launch::wait`]
-/// instead sleeps on the event. A kernel of the abort protocol that stops itself resolves the future to
-/// [`Error::KernelPanic`] (a device panic: role, block, thread, message and source location) or
-/// [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable. A fault of the
-/// kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
+/// instead sleeps on the event. A kernel of the abort protocol that stops itself resolves the
+/// future to [`Error::KernelPanic`] (a device panic: role, block, thread, message and source
+/// location) or [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable.
+/// A fault of the kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
 /// `"kernel execution"`; the CUDA context is then unusable. On the simulator the kernel ran
 /// inside [`launch`] and the future is ready at once.
 ///
