@@ -69,8 +69,7 @@ pub mod tiles {
 
 /// One block per tile of [`tiles::copy`] (at least one block).
 pub fn tile_grid(n: usize) -> Grid {
-    let blocks = n.div_ceil(tiles::TILE).clamp(1, u32::MAX as usize);
-    Grid::blocks(blocks as u32)
+    Grid::per_tile(n, tiles::TILE)
 }
 
 /// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.

@@ -65,9 +65,7 @@ pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
 /// One block per tile of `n` elements on the GPU (at least one), a few on the simulator.
 pub fn tile_grid(dev: &Device, n: usize) -> Grid {
     match dev.kind() {
-        BackendKind::Cuda => {
-            Grid::blocks(u32::try_from(n.div_ceil(stream::TILE).max(1)).unwrap_or(u32::MAX))
-        }
+        BackendKind::Cuda => Grid::per_tile(n, stream::TILE),
         _ => Grid::blocks(7),
     }
 }

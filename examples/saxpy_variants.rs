@@ -354,7 +354,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // saxpy's shapes: checked with a = 1.5, timed with a = 0.5. The tile-per-block variant runs
     // one block per tile of 4096 elements on the GPU.
     let tile_grid = match dev.kind() {
-        BackendKind::Cuda => Grid::blocks(n.div_ceil(tile_per_block::TILE).max(1) as u32),
+        BackendKind::Cuda => Grid::per_tile(n, tile_per_block::TILE),
         _ => Grid::blocks(3),
     };
     let variants: [(&str, LaunchFn, Grid); 8] = [
@@ -408,7 +408,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // warps per block.
     // One block per tile of `tile` elements on the GPU.
     let tiles_of = |tile: usize| match dev.kind() {
-        BackendKind::Cuda => Grid::blocks(n.div_ceil(tile).max(1) as u32),
+        BackendKind::Cuda => Grid::per_tile(n, tile),
         _ => Grid::blocks(3),
     };
     let fma_variants: [(&str, LaunchFn, Grid); 10] = [
