@@ -577,32 +577,35 @@ fn block_until_done(running: &Running, stream: Option<&StreamState>) {
         }
         return;
     };
-    let Some(mark) = running.mark(stream) else {
-        let succeeded = stream.synchronize().is_ok();
-        complete(&running.shared, succeeded, None);
-        if succeeded {
-            stream.mark_finished(running.epoch, running.launch_id);
+    // Sleep on the mark; without one, on the whole stream. Either way, what succeeded tells the
+    // stream that every launch up to the point waited for has finished.
+    let (succeeded, epoch, launch_id) = match running.mark(stream) {
+        None => (
+            stream.synchronize().is_ok(),
+            running.epoch,
+            running.launch_id,
+        ),
+        Some(mark) => {
+            // A short launch ends within microseconds, and the sleeping wait costs ~13 µs of
+            // wake-up latency on an H200: ask the event for up to `WAIT_SPIN` first, then sleep.
+            // A long launch costs at most that much CPU more.
+            let start = std::time::Instant::now();
+            while start.elapsed() < WAIT_SPIN {
+                std::hint::spin_loop();
+                if observe(running, Some(stream)) {
+                    return;
+                }
+            }
+            (mark.event.synchronize().is_ok(), mark.epoch, mark.launch_id)
         }
-        return;
     };
-    // A short launch ends within microseconds, and the sleeping wait costs ~13 µs of wake-up
-    // latency on an H200: ask the event for up to `WAIT_SPIN` first, then sleep. A long launch
-    // costs at most that much CPU more.
-    let start = std::time::Instant::now();
-    while start.elapsed() < WAIT_SPIN {
-        std::hint::spin_loop();
-        if observe(running, Some(stream)) {
-            return;
-        }
-    }
-    let succeeded = mark.event.synchronize().is_ok();
     complete(&running.shared, succeeded, None);
     if succeeded {
-        stream.mark_finished(mark.epoch, mark.launch_id);
+        stream.mark_finished(epoch, launch_id);
     }
 }
 
-/// How long [`Launch::wait`] asks the completion event before it sleeps on it.
+/// How long [`Launch::wait`] asks the completion mark's event before it sleeps on it.
 const WAIT_SPIN: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// What a launch of the abort protocol needs to read its failure record.
@@ -647,9 +650,10 @@ impl Launch<'_> {
     }
 
     /// Blocks the thread until the kernel has finished, and returns its outcome. On CUDA the
-    /// thread first asks the launch's completion mark (see [`Launch`]) for up to 100 µs (a short kernel is seen
-    /// as soon as it ends, where a sleeping wait adds ~13 µs of wake-up latency), then sleeps in
-    /// `cuEventSynchronize` on it (a blocking-sync event: no spinning for long kernels).
+    /// thread first asks the launch's completion mark (see [`Launch`]) for up to 100 µs (a short
+    /// kernel is seen as soon as it ends, where a sleeping wait adds ~13 µs of wake-up latency),
+    /// then sleeps in `cuEventSynchronize` on it (a blocking-sync event: no spinning for long
+    /// kernels).
     pub fn wait(mut self) -> Result<()> {
         if let Stage::Running(running) = &self.stage {
             block_until_done(running, self.stream());
