@@ -8,20 +8,27 @@
 use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
-macro_rules! saxpy_variant {
-    ($name:ident, $tile:expr, $depth:expr) => {
+/// One loader warp streams tiles of `x` through a ring of `$depth` slots; the other warps of the
+/// block update `y` in place, each element with `$body`, in which `$a` is the kernel's scalar,
+/// `$yi` the `&mut` element of `y` and `$xi` the element of the slot. The names come from the
+/// caller, so that its body can use them.
+macro_rules! ring_variant {
+    (
+        $name:ident, $kernel:ident, $warps:tt, $tile:tt, $depth:tt,
+        |$a:ident, $yi:ident, $xi:ident| $($body:tt)*
+    ) => {
         #[gpu_async]
         pub mod $name {
             use gpu_async::device::*;
 
             pub const TILE: usize = $tile;
 
-            #[kernel(warps = 5)]
-            pub async fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+            #[kernel(warps = $warps)]
+            pub async fn $kernel($a: f32, x: &[f32], y: &mut [f32]) {
                 let (tx, rx) = channel::<[f32; TILE], $depth>();
                 join!(
                     on_warps(0..1, load(x, tx)),
-                    on_warps(1..5, update(a, rx, y))
+                    on_warps(1..$warps, update($a, rx, y))
                 )
                 .await;
             }
@@ -34,17 +41,24 @@ macro_rules! saxpy_variant {
                 }
             }
 
-            async fn update(a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
+            async fn update($a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
                 let mut tiles = block_tiles(y.len(), TILE);
                 while let Some(slot) = rx.recv().await {
                     let tile = tiles.next().unwrap();
                     y[tile]
                         .par_iter_mut()
                         .zip(slot.par_iter())
-                        .for_each(|(yi, xi)| *yi += a * xi);
+                        .for_each(|($yi, $xi)| $($body)*);
                 }
             }
         }
+    };
+}
+
+/// saxpy on 1 + 4 warps, the main example's kernel with other tiles and depths.
+macro_rules! saxpy_variant {
+    ($name:ident, $tile:expr, $depth:expr) => {
+        ring_variant!($name, saxpy, 5, $tile, $depth, |a, yi, xi| *yi += a * xi);
     };
 }
 
@@ -99,109 +113,75 @@ pub mod unchecked {
 /// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
 macro_rules! fma64_variant {
     ($name:ident, $warps:literal, $tile:literal, $depth:literal) => {
-        #[gpu_async]
-        pub mod $name {
-            use gpu_async::device::*;
-
-            pub const TILE: usize = $tile;
-
-            #[kernel(warps = $warps)]
-            pub async fn fma64(a: f32, x: &[f32], y: &mut [f32]) {
-                let (tx, rx) = channel::<[f32; TILE], $depth>();
-                join!(
-                    on_warps(0..1, load(x, tx)),
-                    on_warps(1..$warps, update(a, rx, y))
-                )
-                .await;
-            }
-
-            async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
-                for tile in block_tiles(x.len(), TILE) {
-                    let mut slot = tx.reserve().await;
-                    slot.copy_from(&x[tile]).await;
-                    slot.send();
-                }
-            }
-
-            async fn update(a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
-                let mut tiles = block_tiles(y.len(), TILE);
-                while let Some(slot) = rx.recv().await {
-                    let tile = tiles.next().unwrap();
-                    y[tile]
-                        .par_iter_mut()
-                        .zip(slot.par_iter())
-                        .for_each(|(yi, xi)| {
-                            let y = *yi;
-                            let mut t = *xi;
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            t = a.mul_add(t, y);
-                            *yi = t;
-                        });
-                }
-            }
-        }
+        ring_variant!($name, fma64, $warps, $tile, $depth, |a, yi, xi| {
+            let y = *yi;
+            let mut t = *xi;
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            t = a.mul_add(t, y);
+            *yi = t;
+        });
     };
 }
 
