@@ -2111,11 +2111,11 @@ impl<'k> Writer<'k> {
         if let (Some(n), false) = (const_len, p.lanes) {
             let shared = p.sources.iter().all(|s| s.space == Space::Shared);
             if n <= u64::from(threads) {
-                return self.par_single_step(p, false);
+                return self.par_one_pass(p, None);
             }
             // Slots (and their field arrays) start 16-byte aligned: whole groups of four.
             if vectorizable && shared && n % 4 == 0 && n / 4 <= u64::from(threads) {
-                return self.par_single_step(p, true);
+                return self.par_one_pass(p, Some(1));
             }
             // A slot that every thread covers in the same few whole steps: straight-line code,
             // every load of the steps issued before the first use, instead of a loop whose
@@ -2127,7 +2127,7 @@ impl<'k> Writer<'k> {
                 && (n / 4) % u64::from(threads.max(1)) == 0
                 && steps <= u64::from(UNROLL)
             {
-                return self.par_whole_steps(p, steps as u32);
+                return self.par_one_pass(p, Some(steps as u32));
             }
         }
         let start = self.tmp(Class::B64);
@@ -2251,9 +2251,11 @@ impl<'k> Writer<'k> {
         Ok(())
     }
 
-    /// A parallel loop of one step: thread `t` takes element `t` (or, `vector`, the group of
-    /// four elements `4t..4t + 4`) when it exists.
-    fn par_single_step(&mut self, p: &ParFor, vector: bool) -> fmt::Result {
+    /// A parallel loop that each thread covers in one straight-line pass: thread `t` takes
+    /// element `t` (`groups` is `None`), or `groups` groups of four elements, `t`, `t + T`, ....
+    /// With one element or one group per thread, a thread past the loop's end skips it; with
+    /// more groups, the caller has checked that they are a whole multiple of the threads.
+    fn par_one_pass(&mut self, p: &ParFor, groups: Option<u32>) -> fmt::Result {
         let (threads, rtid) = {
             let r = self.role()?;
             (r.threads, r.rtid.clone())
@@ -2263,35 +2265,23 @@ impl<'k> Writer<'k> {
         let len = self.reg(p.len);
         let i = self.tmp(Class::B64);
         self.line(format!("cvt.u64.u32 {i}, {rtid};"))?;
-        let past = self.tmp(Class::Pred);
-        if vector {
-            let groups = self.tmp(Class::B64);
-            self.line(format!("shr.u64 {groups}, {len}, 2;"))?;
-            self.line(format!("setp.ge.u64 {past}, {i}, {groups};"))?;
-            self.line(format!("@{past} bra {done};"))?;
-            self.vector_groups(p, &i, threads, 1)?;
-        } else {
-            self.line(format!("setp.ge.u64 {past}, {i}, {len};"))?;
-            self.line(format!("@{past} bra {done};"))?;
-            self.scalar_iteration(p, &i)?;
+        match groups {
+            None => {
+                let past = self.tmp(Class::Pred);
+                self.line(format!("setp.ge.u64 {past}, {i}, {len};"))?;
+                self.line(format!("@{past} bra {done};"))?;
+                self.scalar_iteration(p, &i)?;
+            }
+            Some(1) => {
+                let past = self.tmp(Class::Pred);
+                let count = self.tmp(Class::B64);
+                self.line(format!("shr.u64 {count}, {len}, 2;"))?;
+                self.line(format!("setp.ge.u64 {past}, {i}, {count};"))?;
+                self.line(format!("@{past} bra {done};"))?;
+                self.vector_groups(p, &i, threads, 1)?;
+            }
+            Some(steps) => self.vector_groups(p, &i, threads, steps)?,
         }
-        self.par_exit = outer_exit;
-        self.place_label(&done)
-    }
-
-    /// A parallel loop over a constant number of 16-byte-aligned groups of four elements that
-    /// is `steps` times the role's threads: thread `t` takes groups `t`, `t + T`, ..., in one
-    /// straight-line step.
-    fn par_whole_steps(&mut self, p: &ParFor, steps: u32) -> fmt::Result {
-        let (threads, rtid) = {
-            let r = self.role()?;
-            (r.threads, r.rtid.clone())
-        };
-        let done = self.label("par_done");
-        let outer_exit = self.par_exit.replace(done.clone());
-        let g = self.tmp(Class::B64);
-        self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
-        self.vector_groups(p, &g, threads, steps)?;
         self.par_exit = outer_exit;
         self.place_label(&done)
     }
