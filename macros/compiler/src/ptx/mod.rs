@@ -11,14 +11,14 @@
 //! when every source has 4-byte elements and 16-byte-aligned bases, four consecutive elements go
 //! to one thread as one 16-byte access, and a scalar loop handles the tail.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write};
 
 use crate::check::tir::{AtomicOp, MemOrder};
 use crate::check::types::Scalar;
 use crate::ir::{
-    BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, ParFor, ParReduce, ParamKind, Role,
-    ShuffleMode, SiteId, Space, Special, UnOp, Value, VoteMode,
+    BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParReduce, ParamKind,
+    Role, ShuffleMode, SiteId, Space, Special, UnOp, Value, VoteMode,
 };
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
@@ -121,7 +121,29 @@ struct RoleCtx {
     barrier_phase: String,
     /// Phase of each barrier between roles that the role takes.
     kernel_barrier_phases: HashMap<u32, String>,
+    /// The rings (channel, sending end) the code written so far has used: a ring not in it is at
+    /// slot 0 (see [`Unrolled`]).
+    touched: HashSet<(ChannelId, bool)>,
 }
+
+/// A role loop being written as `factor` copies of its body, in which each ring's slot is a
+/// constant: the ring's slot register is not read or written inside the copies, its phase
+/// register still flips where the slot wraps, and every `break` of the loop first writes the
+/// slot (and the held slot) the copy is at into the registers, for the code after the loop.
+/// The loop is entered at slot 0 of every ring it uses (no code before it used them), and after
+/// the `factor` copies each ring is back at slot 0, so the back edge keeps that true.
+struct Unrolled {
+    id: LoopId,
+    /// The slot each ring is at, where the code being written is.
+    slots: HashMap<(ChannelId, bool), u32>,
+    /// For receiving ends: the slot held (the one the last `recv` took).
+    held: HashMap<(ChannelId, bool), u32>,
+}
+
+/// Most copies of a loop body an unrolled loop has.
+const MAX_UNROLL: u32 = 8;
+/// Most IR instructions (nested ones included) of a loop body that is unrolled.
+const MAX_UNROLLED_BODY: usize = 200;
 
 /// The `join!` being written: a state machine with one state per warp. Each branch's state
 /// register says where the warp goes on with it (0: its start, `k`: resume point `k`,
@@ -187,6 +209,19 @@ pub struct Writer<'k> {
     join: Option<JoinCtx>,
     /// `join!`s written so far (their numbers).
     joins: u32,
+    /// The role loop being written unrolled, if any.
+    unroll: Option<Unrolled>,
+    /// How many loops the code being written is inside (in the current role).
+    loop_depth: u32,
+}
+
+/// The greatest common divisor (`gcd(0, b) = b`).
+fn gcd(a: u32, b: u32) -> u32 {
+    if a == 0 {
+        b
+    } else {
+        gcd(b % a, a)
+    }
 }
 
 /// The type of a register holding `s` in arithmetic: narrow integers compute as 32-bit ones.
@@ -281,6 +316,8 @@ impl<'k> Writer<'k> {
             ),
             join: None,
             joins: 0,
+            unroll: None,
+            loop_depth: 0,
         }
     }
 
@@ -560,6 +597,7 @@ impl<'k> Writer<'k> {
             rings,
             barrier_phase,
             kernel_barrier_phases,
+            touched: HashSet::new(),
         });
         self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
@@ -589,12 +627,23 @@ impl<'k> Writer<'k> {
         Ok(())
     }
 
-    fn ring(&self, chan: ChannelId, sender: bool) -> Result<Ring, fmt::Error> {
-        self.role()?
-            .rings
-            .get(&(chan, sender))
-            .cloned()
-            .ok_or(fmt::Error)
+    /// The registers of the ring `(chan, sender)` of the current role, noting that the code uses
+    /// it. Inside an unrolled loop ([`Unrolled`]) its slot and held slot are the constants the
+    /// copy being written is at.
+    fn ring(&mut self, chan: ChannelId, sender: bool) -> Result<Ring, fmt::Error> {
+        let key = (chan, sender);
+        let role = self.role.as_mut().ok_or(fmt::Error)?;
+        role.touched.insert(key);
+        let mut ring = role.rings.get(&key).cloned().ok_or(fmt::Error)?;
+        if let Some(u) = &self.unroll {
+            if let Some(slot) = u.slots.get(&key) {
+                ring.slot = slot.to_string();
+            }
+            if let Some(held) = u.held.get(&key) {
+                ring.held = held.to_string();
+            }
+        }
+        Ok(ring)
     }
 
     /// `smem + offset + index * stride`, as a shared address.
@@ -912,7 +961,7 @@ impl<'k> Writer<'k> {
         for (k, (ring, c)) in rings.iter().enumerate() {
             // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
             self.place_label(&got[k])?;
-            self.take_full_slot(ring, c, &s)?;
+            self.take_full_slot(chans[k], ring, c, &s)?;
             self.line(format!("mov.u32 {ch}, {k};"))?;
             self.line(format!("bra {done};"))?;
             // A channel that closed before: its `recv` answers `None` at once.
@@ -928,14 +977,27 @@ impl<'k> Writer<'k> {
     /// The receiver's current slot is full (its wait passed): reads its state word into `some`
     /// (an item, or the end-of-stream marker, after which the channel answers `None` at once),
     /// holds the slot and advances the ring. `recv` and `select!` take a slot this way.
-    fn take_full_slot(&mut self, ring: &Ring, c: &Channel, some: &str) -> fmt::Result {
+    fn take_full_slot(
+        &mut self,
+        chan: ChannelId,
+        ring: &Ring,
+        c: &Channel,
+        some: &str,
+    ) -> fmt::Result {
         let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
         let state = self.tmp(Class::B32);
         self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
         self.line(format!("not.pred {}, {some};", ring.closed))?;
-        self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?;
-        self.advance(ring, c.ty.depth)
+        let key = (chan, false);
+        match self.unroll.as_mut() {
+            Some(u) if u.slots.contains_key(&key) => {
+                let slot = u.slots.get(&key).copied().unwrap_or(0);
+                u.held.insert(key, slot);
+            }
+            _ => self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?,
+        }
+        self.advance((chan, false), ring, c.ty.depth)
     }
 
     /// Out-of-line code at `label`: the first failing thread of this launch writes the failure
@@ -978,7 +1040,15 @@ impl<'k> Writer<'k> {
         Ok(())
     }
 
-    fn advance(&mut self, ring: &Ring, depth: u32) -> fmt::Result {
+    fn advance(&mut self, key: (ChannelId, bool), ring: &Ring, depth: u32) -> fmt::Result {
+        if let Some(slot) = self.unroll.as_mut().and_then(|u| u.slots.get_mut(&key)) {
+            // A constant slot: only the wrap costs an instruction.
+            *slot = (*slot + 1) % depth.max(1);
+            if *slot == 0 {
+                return self.line(format!("xor.b32 {}, {}, 1;", ring.phase, ring.phase));
+            }
+            return Ok(());
+        }
         if depth == 1 {
             // One slot: the position stays 0 and every step completes a lap.
             return self.line(format!("xor.b32 {}, {}, 1;", ring.phase, ring.phase));
@@ -1020,7 +1090,92 @@ impl<'k> Writer<'k> {
         }
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         self.warp_arrive(&full)?;
-        self.advance(ring, c.ty.depth)
+        self.advance((chan, true), ring, c.ty.depth)
+    }
+
+    /// Whether the role loop `id` is written as copies of `body` with constant ring slots
+    /// ([`Unrolled`]), and how many copies: when every channel operation of the body is at its
+    /// top level (so each runs once per completed iteration), the rings it uses were not used
+    /// before (so they are at slot 0), the body has no nested loop (whose labels would repeat),
+    /// no `continue` (which would skip copies), no `join!`, `select!` or close, and the copies
+    /// bring every ring back to slot 0: the least common multiple of each ring's period (its
+    /// depth over the gcd of the depth and its steps per iteration), from 2 to [`MAX_UNROLL`].
+    fn unroll_plan(&self, id: LoopId, body: &Block) -> Option<(u32, Unrolled)> {
+        let role = self.role.as_ref()?;
+        // Steps (sends, receives) per iteration of each ring the top level uses.
+        let mut steps: HashMap<(ChannelId, bool), u32> = HashMap::new();
+        for inst in &body.0 {
+            let (key, step) = match inst {
+                Inst::Reserve { chan, .. } | Inst::CopyIn { chan, .. } => ((*chan, true), 0),
+                Inst::Send { chan } => ((*chan, true), 1),
+                Inst::SlotAddr { chan, send, .. } => ((*chan, *send), 0),
+                Inst::Recv { chan, .. } => ((*chan, false), 1),
+                Inst::Release { chan } | Inst::CopyOut { chan, .. } => ((*chan, false), 0),
+                Inst::Loop { .. }
+                | Inst::Continue(_)
+                | Inst::Close { .. }
+                | Inst::Join { .. }
+                | Inst::SelectRecv { .. } => return None,
+                _ => continue,
+            };
+            *steps.entry(key).or_insert(0) += step;
+        }
+        // Nested blocks: no channel operation, loop, `continue`, `join!` or `select!`.
+        let mut nested_ok = true;
+        let mut size = 0usize;
+        for inst in &body.0 {
+            let nested: Vec<&Block> = match inst {
+                Inst::If { then, else_, .. } => vec![then, else_],
+                Inst::ParFor(p) => vec![&p.body],
+                _ => Vec::new(),
+            };
+            size += 1;
+            for b in nested {
+                crate::ir::for_each_inst(b, &mut |i| {
+                    size += 1;
+                    nested_ok &= !matches!(
+                        i,
+                        Inst::Reserve { .. }
+                            | Inst::CopyIn { .. }
+                            | Inst::Send { .. }
+                            | Inst::SlotAddr { .. }
+                            | Inst::Recv { .. }
+                            | Inst::Release { .. }
+                            | Inst::CopyOut { .. }
+                            | Inst::Close { .. }
+                            | Inst::Loop { .. }
+                            | Inst::Continue(_)
+                            | Inst::Join { .. }
+                            | Inst::SelectRecv { .. }
+                    );
+                });
+            }
+        }
+        if !nested_ok || size > MAX_UNROLLED_BODY || steps.is_empty() {
+            return None;
+        }
+        let mut factor = 1u32;
+        for (key, &n) in &steps {
+            if role.touched.contains(key) || !role.rings.contains_key(key) {
+                return None;
+            }
+            let depth = self.k.channel(key.0).ty.depth.max(1);
+            let period = depth / gcd(n % depth, depth);
+            factor = factor / gcd(factor, period) * period;
+            if factor > MAX_UNROLL {
+                return None;
+            }
+        }
+        if factor < 2 {
+            return None;
+        }
+        let slots = steps.keys().map(|&key| (key, 0)).collect();
+        let held = steps
+            .keys()
+            .filter(|key| !key.1)
+            .map(|&key| (key, 0))
+            .collect();
+        Some((factor, Unrolled { id, slots, held }))
     }
 
     fn inst(&mut self, inst: &Inst) -> fmt::Result {
@@ -1250,7 +1405,8 @@ impl<'k> Writer<'k> {
             Inst::Loop { id, body } => {
                 let head = format!("$loop_{}", id.0);
                 // A role loop watches the abort word (a cancelled or failed launch stops even in
-                // a loop without awaits) every 32nd iteration: every warp of every block runs
+                // a loop without awaits) every 32nd iteration (of an unrolled loop: every 32nd
+                // round of its copies): every warp of every block runs
                 // these loops, and one word read by all of them on every iteration would be a hot
                 // spot of the L2. Loops inside parallel bodies run per thread and are not watched.
                 // The word is read 32 iterations before it is tested (first before the loop), so
@@ -1267,7 +1423,31 @@ impl<'k> Writer<'k> {
                     None
                 };
                 self.place_label(&head)?;
-                self.block(body)?;
+                let plan = if watched
+                    && self.loop_depth == 0
+                    && self.unroll.is_none()
+                    && self.join.is_none()
+                {
+                    self.unroll_plan(*id, body)
+                } else {
+                    None
+                };
+                self.loop_depth += 1;
+                match plan {
+                    Some((factor, unrolled)) => {
+                        writeln!(
+                            self.body,
+                            "    // {factor} copies of the loop body: ring slots are constants"
+                        )?;
+                        self.unroll = Some(unrolled);
+                        for _ in 0..factor {
+                            self.block(body)?;
+                        }
+                        self.unroll = None;
+                    }
+                    None => self.block(body)?,
+                }
+                self.loop_depth -= 1;
                 self.place_label(&format!("$loop_next_{}", id.0))?;
                 if let Some((c, word)) = count {
                     let (launch_id, abort_label) =
@@ -1289,7 +1469,29 @@ impl<'k> Writer<'k> {
                 self.line(format!("bra {head};"))?;
                 self.place_label(&format!("$loop_end_{}", id.0))
             }
-            Inst::Break(id) => self.line(format!("bra $loop_end_{};", id.0)),
+            Inst::Break(id) => {
+                // Leaving an unrolled loop: the code after it reads the ring registers.
+                let leaving = match &self.unroll {
+                    Some(u) if u.id == *id => {
+                        let mut movs: Vec<((ChannelId, bool), u32, Option<u32>)> = u
+                            .slots
+                            .iter()
+                            .map(|(key, &slot)| (*key, slot, u.held.get(key).copied()))
+                            .collect();
+                        movs.sort_by_key(|(key, ..)| (key.0 .0, key.1));
+                        movs
+                    }
+                    _ => Vec::new(),
+                };
+                for (key, slot, held) in leaving {
+                    let ring = self.role()?.rings.get(&key).cloned().ok_or(fmt::Error)?;
+                    self.line(format!("mov.u32 {}, {slot};", ring.slot))?;
+                    if let Some(held) = held {
+                        self.line(format!("mov.u32 {}, {held};", ring.held))?;
+                    }
+                }
+                self.line(format!("bra $loop_end_{};", id.0))
+            }
             Inst::Continue(id) => self.line(format!("bra $loop_next_{};", id.0)),
             Inst::Reserve { chan, site } => {
                 let ring = self.ring(*chan, true)?;
@@ -1344,7 +1546,7 @@ impl<'k> Writer<'k> {
                 self.line(format!("@{} bra {done};", ring.closed))?;
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
                 self.wait(&full, &ring.phase, *site)?;
-                self.take_full_slot(&ring, &c, &s)?;
+                self.take_full_slot(*chan, &ring, &c, &s)?;
                 self.place_label(&done)
             }
             Inst::Release { chan } => {

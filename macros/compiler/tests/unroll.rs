@@ -1,0 +1,105 @@
+//! Role loops written as copies of their body with constant ring slots: which loops are, and
+//! what their PTX keeps of the ring registers.
+
+use gpu_async_compiler::{compile, CompiledKernel};
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn one(module: TokenStream) -> CompiledKernel {
+    let mut kernels = match compile(module) {
+        Ok(k) => k,
+        Err(d) => panic!("does not compile: {:#?}", d.messages()),
+    };
+    assert_eq!(kernels.len(), 1);
+    kernels.remove(0)
+}
+
+/// A producer and a consumer of a ring of `depth` slots; `consume` is the consumer's body.
+fn handoff(depth: usize, consume: TokenStream) -> TokenStream {
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 2)]
+            pub async fn handoff(items: u32, out: &mut [u32]) {
+                let (tx, rx) = channel::<[u32; 1], #depth>();
+                join!(
+                    on_warps(0..1, produce(items, tx)),
+                    on_warps(1..2, consume(rx, out)),
+                )
+                .await;
+            }
+
+            async fn produce(items: u32, mut tx: Sender<[u32; 1], #depth>) {
+                for i in 0..items {
+                    let mut slot = tx.reserve().await;
+                    slot.par_iter_mut().for_each(|v| *v = i);
+                    slot.send();
+                }
+            }
+
+            async fn consume(mut rx: Receiver<[u32; 1], #depth>, out: &mut [u32]) {
+                #consume
+            }
+        }
+    }
+}
+
+fn copies(ptx: &str, n: u32) -> usize {
+    ptx.matches(&format!("// {n} copies of the loop body"))
+        .count()
+}
+
+#[test]
+fn producer_and_consumer_loops_are_unrolled_by_the_ring_depth() {
+    let consume = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    for depth in [2usize, 3, 4] {
+        let k = one(handoff(depth, consume.clone()));
+        assert_eq!(copies(&k.ptx, depth as u32), 2, "depth {depth}");
+        // Slots are constants in the copies: the last slot's barrier address is an immediate
+        // times the barrier's 8 bytes (outside the loops, the close after the producer's loop
+        // still advances the slot register).
+        assert!(
+            k.ptx.contains(&format!(", {}, 8, %r", depth - 1)),
+            "depth {depth}"
+        );
+    }
+    // Depth 1: the slot is always 0 already; nothing to unroll.
+    assert_eq!(copies(&one(handoff(1, consume)).ptx, 1), 0);
+}
+
+#[test]
+fn loops_with_continue_or_a_ring_used_before_are_not_unrolled() {
+    // A `continue` would skip the copies after it.
+    let with_continue = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            if slot[0] == 7 {
+                continue;
+            }
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    let k = one(handoff(2, with_continue));
+    assert_eq!(copies(&k.ptx, 2), 1, "only the producer's loop");
+    // A receive before the loop: the ring's slot at the loop's entry is not known to be 0.
+    let received_before = quote! {
+        let mut acc = 0u32;
+        let first = rx.recv().await.unwrap();
+        acc += first[0];
+        drop(first);
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    let k = one(handoff(2, received_before));
+    assert_eq!(copies(&k.ptx, 2), 1, "only the producer's loop");
+}
