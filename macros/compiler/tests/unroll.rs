@@ -1,5 +1,6 @@
 //! Role loops written as copies of their body with constant ring slots: which loops are, and
-//! what their PTX keeps of the ring registers.
+//! what their PTX keeps of the ring registers; and how a receive in them reads its slot's state
+//! word.
 
 use gpu_async_compiler::{compile, CompiledKernel};
 use proc_macro2::TokenStream;
@@ -102,4 +103,41 @@ fn loops_with_continue_or_a_ring_used_before_are_not_unrolled() {
     };
     let k = one(handoff(2, received_before));
     assert_eq!(copies(&k.ptx, 2), 1, "only the producer's loop");
+}
+
+/// The `(predicate, next line)` after each `mbarrier.try_wait` of `ptx`.
+fn after_try_waits(ptx: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter_map(|w| {
+            let rest = w[0].strip_prefix("mbarrier.try_wait.parity.shared::cta.b64 ")?;
+            let p = rest.split(',').next()?.to_string();
+            Some((p, w[1].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_receive_loads_its_state_word_predicated_on_the_first_try_wait() {
+    let consume = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    let k = one(handoff(2, consume));
+    let waits = after_try_waits(&k.ptx);
+    // The consumer's two copies each load the state word right after their first `try_wait`,
+    // before the `vote`, and only where that lane's test passed: unpredicated, the H200 issued
+    // the load before the wait had seen the phase complete and read a stale word.
+    let early: Vec<_> = waits
+        .iter()
+        .filter(|(_, next)| next.contains("ld.shared.u32"))
+        .collect();
+    assert_eq!(early.len(), 2, "{waits:#?}");
+    for (p, next) in early {
+        assert!(next.starts_with(&format!("@{p} ld.shared.u32 ")), "{next}");
+    }
 }

@@ -662,6 +662,23 @@ impl<'k> Writer<'k> {
     /// watchdog is on, the time spent in this wait; either way the warp leaves through the role's
     /// abort exit, so that no wait outlives a failure.
     fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> fmt::Result {
+        self.wait_then_load(barrier, parity, site, None)
+    }
+
+    /// [`Writer::wait`], then `ld.shared.u32 dst, [addr]` for `load = Some((dst, addr))`: a
+    /// word the other side wrote before it completed the phase (a receiver's state word). The
+    /// first test, which passes whenever the phase is already complete, issues the load right
+    /// after its `try_wait`, predicated on the lane's result, and before the `vote`, so that the
+    /// load's latency overlaps the `vote` and the branch instead of following them. When the
+    /// warp's test fails, the value is not used and the slow loop loads again after its own
+    /// successful test.
+    fn wait_then_load(
+        &mut self,
+        barrier: &str,
+        parity: &str,
+        site: SiteId,
+        load: Option<(&str, &str)>,
+    ) -> fmt::Result {
         if self.join.is_some() {
             // In a `join!` branch: test without blocking, and let the warp run another branch
             // while the phase is incomplete.
@@ -675,7 +692,11 @@ impl<'k> Writer<'k> {
                 w.line(format!("@{p} bra {done};"))
             })?;
             self.place_label(&done)?;
-            return self.note_progress();
+            self.note_progress()?;
+            if let Some((dst, addr)) = load {
+                self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
+            }
+            return Ok(());
         }
         let l = self.label("wait");
         let done = self.label("waited");
@@ -683,20 +704,40 @@ impl<'k> Writer<'k> {
         let p = self.tmp(Class::Pred);
         let deadline = self.tmp(Class::B64);
         let spins = self.tmp(Class::B32);
-        let test = |w: &mut Self| {
+        // With a load, the slow loop's successful test goes to `loaded`, which loads and falls
+        // into `done`; the first test has loaded already.
+        let slow_done = match load {
+            Some(_) => self.label("waited_slow"),
+            None => done.clone(),
+        };
+        let test = |w: &mut Self, first: bool| {
             w.line(format!(
                 "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
             ))?;
+            if let (true, Some((dst, addr))) = (first, load) {
+                // Predicated on this lane's result: the load waits for the `try_wait` to have
+                // seen the phase complete. Unpredicated, it was issued before that on the H200
+                // and read a stale state word (an end-of-stream marker read as an item).
+                w.line(format!("@{p} ld.shared.u32 {dst}, [{addr}];"))?;
+            }
             w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
-            w.line(format!("@{p} bra {done};"))
+            w.line(format!(
+                "@{p} bra {};",
+                if first { &done } else { &slow_done }
+            ))
         };
         // The first test is out of the loop, so that a wait that finds its phase complete (the
-        // common case in a streaming pipeline) costs three instructions.
-        test(self)?;
+        // common case in a streaming pipeline) costs three instructions (four with a load).
+        test(self, true)?;
         let word = self.slow_wait_start(&deadline, &spins)?;
         self.place_label(&l)?;
-        test(self)?;
+        test(self, false)?;
         self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word, true)?;
+        if let Some((dst, addr)) = load {
+            // `slow_wait_tail` ends with a branch back to `l`: nothing falls into this label.
+            self.place_label(&slow_done)?;
+            self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
+        }
         self.place_label(&done)?;
         self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())
     }
@@ -961,7 +1002,7 @@ impl<'k> Writer<'k> {
         for (k, (ring, c)) in rings.iter().enumerate() {
             // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
             self.place_label(&got[k])?;
-            self.take_full_slot(chans[k], ring, c, &s)?;
+            self.take_full_slot(chans[k], ring, c, &s, None)?;
             self.line(format!("mov.u32 {ch}, {k};"))?;
             self.line(format!("bra {done};"))?;
             // A channel that closed before: its `recv` answers `None` at once.
@@ -976,17 +1017,25 @@ impl<'k> Writer<'k> {
 
     /// The receiver's current slot is full (its wait passed): reads its state word into `some`
     /// (an item, or the end-of-stream marker, after which the channel answers `None` at once),
-    /// holds the slot and advances the ring. `recv` and `select!` take a slot this way.
+    /// holds the slot and advances the ring. `recv` and `select!` take a slot this way; `recv`
+    /// passes the state word, which its wait loaded ([`Writer::wait_then_load`]).
     fn take_full_slot(
         &mut self,
         chan: ChannelId,
         ring: &Ring,
         c: &Channel,
         some: &str,
+        loaded: Option<&str>,
     ) -> fmt::Result {
-        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-        let state = self.tmp(Class::B32);
-        self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+        let state = match loaded {
+            Some(state) => state.to_string(),
+            None => {
+                let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+                let state = self.tmp(Class::B32);
+                self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+                state
+            }
+        };
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
         self.line(format!("not.pred {}, {some};", ring.closed))?;
         let key = (chan, false);
@@ -1545,8 +1594,17 @@ impl<'k> Writer<'k> {
                 self.line(format!("not.pred {s}, {};", ring.closed))?;
                 self.line(format!("@{} bra {done};", ring.closed))?;
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-                self.wait(&full, &ring.phase, *site)?;
-                self.take_full_slot(*chan, &ring, &c, &s)?;
+                if self.join.is_some() {
+                    // A `join!` branch's wait yields: nothing is loaded early there (an address
+                    // computed before the yield made `join_cost`'s `join!` 16% slower).
+                    self.wait(&full, &ring.phase, *site)?;
+                    self.take_full_slot(*chan, &ring, &c, &s, None)?;
+                } else {
+                    let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+                    let state = self.tmp(Class::B32);
+                    self.wait_then_load(&full, &ring.phase, *site, Some((&state, &state_addr)))?;
+                    self.take_full_slot(*chan, &ring, &c, &s, Some(&state))?;
+                }
                 self.place_label(&done)
             }
             Inst::Release { chan } => {
