@@ -704,8 +704,8 @@ impl<'k> Writer<'k> {
         let p = self.tmp(Class::Pred);
         let deadline = self.tmp(Class::B64);
         let spins = self.tmp(Class::B32);
-        // With a load, the slow loop's successful test goes to `loaded`, which loads and falls
-        // into `done`; the first test has loaded already.
+        // With a load, the slow loop's successful test goes to `slow_done`, which loads and
+        // falls into `done`; the first test has loaded already.
         let slow_done = match load {
             Some(_) => self.label("waited_slow"),
             None => done.clone(),
