@@ -7,9 +7,10 @@
 //! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
 //!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
-//! 4. [`verify`]: the IR's invariants, before anything is emitted.
-//! 5. [`ptx`]: the PTX writer.
-//! 6. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//! 4. [`licm`]: loop invariants computed once, before their loops.
+//! 5. [`verify`]: the IR's invariants, before anything is emitted.
+//! 6. [`ptx`]: the PTX writer.
+//! 7. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
 //!
 //! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
 //! the expansion always contains something, so that the rest of the crate keeps type-checking.
@@ -17,6 +18,7 @@
 pub mod check;
 pub mod diag;
 pub mod ir;
+pub mod licm;
 pub mod lower;
 pub mod parse;
 pub mod ptx;
@@ -78,6 +80,7 @@ fn compile_module(
         let Some(mut kernel) = lower::lower_kernel(&program, id, diags) else {
             continue;
         };
+        licm::hoist_loop_invariants(&mut kernel);
         let registers_note = match registers::plan(&kernel, registers_attr(&module, &f.name), diags)
         {
             registers::Plan::Budgets(b) => {

@@ -1,0 +1,128 @@
+//! Loop-invariant code motion: pure instructions of a loop's body whose operands do not change in
+//! the loop are computed once, before it.
+//!
+//! Why: a role loop that bulk-copies `&src[0..n]` on every item re-checks `n <= src.len()` and
+//! re-computes the source address on every item. ptxas does not hoist those (it reloads the
+//! kernel parameter from the constant bank and compares again each time, on the item's critical
+//! path); computed before the loop, the check is a predicate the loop only branches on. On the
+//! H200 that chain of dependent instructions bounded the 16 KiB bulk handoff
+//! (`docs/benchmarks.md`, sixth session).
+//!
+//! What moves: an instruction at the top level of a loop's body (not inside an `if`, a nested
+//! loop or a parallel loop) that computes a value from other values and nothing else (constants,
+//! copies, arithmetic except division and remainder, comparisons, casts, selects, special
+//! registers, local and constant-table addresses), whose result is defined nowhere else in the
+//! kernel and whose operands are defined nowhere in the loop (or by instructions moved before
+//! it). Such an instruction has no effect but its value, so computing it before the loop, even
+//! when the loop runs zero times or leaves before reaching it, changes nothing a program can
+//! observe. Checks (`panic_if`), loads, channel operations and everything with an effect stay
+//! where they are: only their operands are ready earlier. Inner loops are done first, so an
+//! invariant of two nested loops leaves both.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::ir::{for_each_inst, BinOp, Block, Inst, Kernel, Value};
+
+/// Moves the loop invariants of every loop of `k` before their loops.
+pub fn hoist_loop_invariants(k: &mut Kernel) {
+    let mut defs: HashMap<Value, u32> = HashMap::new();
+    let mut count = |inst: &Inst| {
+        for d in inst.defs() {
+            *defs.entry(d).or_insert(0) += 1;
+        }
+    };
+    for_each_inst(&k.prologue, &mut count);
+    for role in &k.roles {
+        for_each_inst(&role.body, &mut count);
+    }
+    let single: HashSet<Value> = defs
+        .into_iter()
+        .filter_map(|(v, n)| (n == 1).then_some(v))
+        .collect();
+    hoist_in_block(&mut k.prologue, &single);
+    for role in &mut k.roles {
+        hoist_in_block(&mut role.body, &single);
+    }
+}
+
+/// Hoists in the loops of `block` and of the blocks nested in it; `single`: the values with one
+/// definition in the kernel.
+fn hoist_in_block(block: &mut Block, single: &HashSet<Value>) {
+    let mut out = Vec::with_capacity(block.0.len());
+    for mut inst in std::mem::take(&mut block.0) {
+        match &mut inst {
+            Inst::If { then, else_, .. } => {
+                hoist_in_block(then, single);
+                hoist_in_block(else_, single);
+            }
+            Inst::Join { branches } => {
+                for b in branches {
+                    hoist_in_block(b, single);
+                }
+            }
+            Inst::Loop { body, .. } => {
+                hoist_in_block(body, single);
+                out.extend(take_invariants(body, single));
+            }
+            _ => {}
+        }
+        out.push(inst);
+    }
+    block.0 = out;
+}
+
+/// Removes the invariant instructions from the top level of the loop body `body` and returns
+/// them, in order.
+fn take_invariants(body: &mut Block, single: &HashSet<Value>) -> Vec<Inst> {
+    let mut in_loop: HashSet<Value> = HashSet::new();
+    for_each_inst(body, &mut |inst: &Inst| in_loop.extend(inst.defs()));
+    let mut hoisted = Vec::new();
+    let mut kept = Vec::with_capacity(body.0.len());
+    for inst in std::mem::take(&mut body.0) {
+        let invariant = match pure_operands(&inst) {
+            Some(operands) => {
+                let defs = inst.defs();
+                defs.iter().all(|d| single.contains(d))
+                    && operands.iter().all(|v| !in_loop.contains(v))
+            }
+            None => false,
+        };
+        if invariant {
+            for d in inst.defs() {
+                in_loop.remove(&d);
+            }
+            hoisted.push(inst);
+        } else {
+            kept.push(inst);
+        }
+    }
+    body.0 = kept;
+    hoisted
+}
+
+/// The operands of `inst` when it computes its one value from them and has no other effect;
+/// `None` for every other instruction.
+fn pure_operands(inst: &Inst) -> Option<Vec<Value>> {
+    match inst {
+        Inst::Const { .. }
+        | Inst::Special { .. }
+        | Inst::LocalAddr { .. }
+        | Inst::ConstAddr { .. } => Some(Vec::new()),
+        Inst::Copy { src, .. }
+        | Inst::Unary { src, .. }
+        | Inst::Cast { src, .. }
+        | Inst::Bitcast { src, .. } => Some(vec![*src]),
+        // Division and remainder stay: their checks (a zero divisor, `MIN / -1`) come first.
+        Inst::Binary { op, lhs, rhs, .. } if !matches!(op, BinOp::Div | BinOp::Rem) => {
+            Some(vec![*lhs, *rhs])
+        }
+        Inst::Fma { a, b, c, .. } => Some(vec![*a, *b, *c]),
+        Inst::Select {
+            cond,
+            if_true,
+            if_false,
+            ..
+        } => Some(vec![*cond, *if_true, *if_false]),
+        _ => None,
+    }
+}

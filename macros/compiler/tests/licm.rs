@@ -1,0 +1,105 @@
+//! Loop-invariant code motion: what leaves a loop, and what stays.
+
+use gpu_async_compiler::compile;
+use quote::quote;
+
+/// The line of `ir` that contains `needle` (the first one).
+fn line_of(ir: &str, needle: &str) -> usize {
+    ir.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with `{needle}` in\n{ir}"))
+}
+
+#[test]
+fn invariants_leave_their_loops_and_nothing_else_does() {
+    let module = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 1)]
+            pub async fn k(n: u32, out: &mut [u32]) {
+                join!(on_warps(0..1, work(n, out))).await;
+            }
+
+            async fn work(n: u32, out: &mut [u32]) {
+                let mut acc = 0u32;
+                for i in 0..n {
+                    for j in 0..n {
+                        let scale = n * 3;
+                        let q = n / 7;
+                        let step = i + 1;
+                        if j == 5 {
+                            let inside = n + 11;
+                            acc = acc + inside;
+                        }
+                        acc = acc + scale + q + step + j;
+                    }
+                }
+                out[0..1].par_iter_mut().for_each(|o| *o = acc);
+            }
+        }
+    };
+    let kernels = match compile(module) {
+        Ok(k) => k,
+        Err(d) => panic!("does not compile: {:#?}", d.messages()),
+    };
+    let ir = &kernels[0].ir_text;
+    let (outer, inner) = (line_of(ir, "loop L0 {"), line_of(ir, "loop L1 {"));
+    // `n * 3` changes in neither loop: it is computed once, before both.
+    assert!(line_of(ir, ":scale: u32 =") < outer, "{ir}");
+    // `i + 1` changes with the outer loop only: it leaves the inner one.
+    let step = line_of(ir, ":step: u32 =");
+    assert!(outer < step && step < inner, "{ir}");
+    // A division stays behind its zero check, the check stays where it was, and what an `if`
+    // computes stays in the `if`.
+    assert!(line_of(ir, "= Div ") > inner, "{ir}");
+    assert!(line_of(ir, "panic_if") > inner, "{ir}");
+    assert!(line_of(ir, ":inside: u32 =") > line_of(ir, "if v"), "{ir}");
+    // The loop counters change in their loops.
+    assert!(line_of(ir, ":i: u32 =") > outer, "{ir}");
+    assert!(line_of(ir, ":j: u32 =") > inner, "{ir}");
+}
+
+#[test]
+fn a_bulk_copys_bounds_check_is_computed_before_the_role_loop() {
+    let module = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 2)]
+            pub async fn handoff(items: u32, src: &[u32], out: &mut [u32]) {
+                let (tx, rx) = channel::<[u32; 4096], 4>();
+                join!(
+                    on_warps(0..1, produce(src, items, tx)),
+                    on_warps(1..2, consume(rx, out)),
+                )
+                .await;
+            }
+
+            async fn produce(src: &[u32], items: u32, mut tx: Sender<[u32; 4096], 4>) {
+                for _ in 0..items {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&src[0..4096]).await;
+                    slot.send();
+                }
+            }
+
+            async fn consume(mut rx: Receiver<[u32; 4096], 4>, out: &mut [u32]) {
+                let mut acc = 0u32;
+                while let Some(slot) = rx.recv().await {
+                    acc += slot[0];
+                }
+                out[0..1].par_iter_mut().for_each(|o| *o = acc);
+            }
+        }
+    };
+    let kernels = match compile(module) {
+        Ok(k) => k,
+        Err(d) => panic!("does not compile: {:#?}", d.messages()),
+    };
+    let ir = &kernels[0].ir_text;
+    let lp = line_of(ir, "loop L0 {");
+    // `4096 > src.len` is compared once; the loop only tests it, after its `reserve`.
+    assert!(line_of(ir, "src.len") < lp, "{ir}");
+    assert!(line_of(ir, "panic_if") > line_of(ir, "reserve ch0"), "{ir}");
+}
