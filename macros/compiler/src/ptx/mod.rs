@@ -662,23 +662,26 @@ impl<'k> Writer<'k> {
     /// watchdog is on, the time spent in this wait; either way the warp leaves through the role's
     /// abort exit, so that no wait outlives a failure.
     fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> fmt::Result {
-        self.wait_then_load(barrier, parity, site, None)
+        self.wait_then_load(barrier, parity, site, None).map(|_| ())
     }
 
-    /// [`Writer::wait`], then `ld.shared.u32 dst, [addr]` for `load = Some((dst, addr))`: a
-    /// word the other side wrote before it completed the phase (a receiver's state word). The
-    /// first test, which passes whenever the phase is already complete, issues the load right
-    /// after its `try_wait`, predicated on the lane's result, and before the `vote`, so that the
-    /// load's latency overlaps the `vote` and the branch instead of following them. When the
-    /// warp's test fails, the value is not used and the slow loop loads again after its own
-    /// successful test.
+    /// [`Writer::wait`], then, for `load = Some((offset, index))`, the `u32` at shared address
+    /// `offset + 4 index` (a word the other side wrote before it completed the phase: a
+    /// receiver's state word) into a new register, which is returned. Outside `join!` branches,
+    /// the first test, which passes whenever the phase is already complete, issues the load
+    /// right after its `try_wait`, predicated on the lane's result, and before the `vote`, so
+    /// that the load's latency overlaps the `vote` and the branch instead of following them;
+    /// when the warp's test fails, the value is not used and the slow loop loads again after its
+    /// own successful test. In a `join!` branch, whose wait yields, the address is computed and
+    /// the word loaded after the wait (an address computed before the yield made `join_cost`'s
+    /// `join!` 16% slower).
     fn wait_then_load(
         &mut self,
         barrier: &str,
         parity: &str,
         site: SiteId,
-        load: Option<(&str, &str)>,
-    ) -> fmt::Result {
+        load: Option<(u32, &str)>,
+    ) -> Result<Option<String>, fmt::Error> {
         if self.join.is_some() {
             // In a `join!` branch: test without blocking, and let the warp run another branch
             // while the phase is incomplete.
@@ -693,11 +696,21 @@ impl<'k> Writer<'k> {
             })?;
             self.place_label(&done)?;
             self.note_progress()?;
-            if let Some((dst, addr)) = load {
-                self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
-            }
-            return Ok(());
+            let Some((offset, index)) = load else {
+                return Ok(None);
+            };
+            let addr = self.shared_addr(offset, index, 4)?;
+            let dst = self.tmp(Class::B32);
+            self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
+            return Ok(Some(dst));
         }
+        let load = match load {
+            Some((offset, index)) => {
+                let addr = self.shared_addr(offset, index, 4)?;
+                Some((self.tmp(Class::B32), addr))
+            }
+            None => None,
+        };
         let l = self.label("wait");
         let done = self.label("waited");
         let timeout = self.label("timeout");
@@ -714,7 +727,7 @@ impl<'k> Writer<'k> {
             w.line(format!(
                 "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
             ))?;
-            if let (true, Some((dst, addr))) = (first, load) {
+            if let (true, Some((dst, addr))) = (first, &load) {
                 // Predicated on this lane's result: the load waits for the `try_wait` to have
                 // seen the phase complete. Unpredicated, it was issued before that on the H200
                 // and read a stale state word (an end-of-stream marker read as an item).
@@ -733,13 +746,14 @@ impl<'k> Writer<'k> {
         self.place_label(&l)?;
         test(self, false)?;
         self.slow_wait_tail(&l, &timeout, &deadline, &spins, &word, true)?;
-        if let Some((dst, addr)) = load {
+        if let Some((dst, addr)) = &load {
             // `slow_wait_tail` ends with a branch back to `l`: nothing falls into this label.
             self.place_label(&slow_done)?;
             self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
         }
         self.place_label(&done)?;
-        self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())
+        self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())?;
+        Ok(load.map(|(dst, _)| dst))
     }
 
     /// The start of a blocking wait's slow loop: the watchdog's deadline and the spin count at 0,
@@ -1594,17 +1608,13 @@ impl<'k> Writer<'k> {
                 self.line(format!("not.pred {s}, {};", ring.closed))?;
                 self.line(format!("@{} bra {done};", ring.closed))?;
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-                if self.join.is_some() {
-                    // A `join!` branch's wait yields: nothing is loaded early there (an address
-                    // computed before the yield made `join_cost`'s `join!` 16% slower).
-                    self.wait(&full, &ring.phase, *site)?;
-                    self.take_full_slot(*chan, &ring, &c, &s, None)?;
-                } else {
-                    let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-                    let state = self.tmp(Class::B32);
-                    self.wait_then_load(&full, &ring.phase, *site, Some((&state, &state_addr)))?;
-                    self.take_full_slot(*chan, &ring, &c, &s, Some(&state))?;
-                }
+                let state = self.wait_then_load(
+                    &full,
+                    &ring.phase,
+                    *site,
+                    Some((c.state_offset, &ring.slot)),
+                )?;
+                self.take_full_slot(*chan, &ring, &c, &s, state.as_deref())?;
                 self.place_label(&done)
             }
             Inst::Release { chan } => {
