@@ -1,6 +1,8 @@
 //! Loop-invariant code motion: what leaves a loop, and what stays.
 
-use gpu_async_compiler::compile;
+mod common;
+
+use common::one;
 use quote::quote;
 
 /// The line of `ir` that contains `needle` (the first one).
@@ -39,11 +41,7 @@ fn invariants_leave_their_loops_and_nothing_else_does() {
             }
         }
     };
-    let kernels = match compile(module) {
-        Ok(k) => k,
-        Err(d) => panic!("does not compile: {:#?}", d.messages()),
-    };
-    let ir = &kernels[0].ir_text;
+    let ir = &one(module).ir_text;
     let (outer, inner) = (line_of(ir, "loop L0 {"), line_of(ir, "loop L1 {"));
     // `n * 3` changes in neither loop: it is computed once, before both.
     assert!(line_of(ir, ":scale: u32 =") < outer, "{ir}");
@@ -93,11 +91,7 @@ fn a_bulk_copys_bounds_check_is_computed_before_the_role_loop() {
             }
         }
     };
-    let kernels = match compile(module) {
-        Ok(k) => k,
-        Err(d) => panic!("does not compile: {:#?}", d.messages()),
-    };
-    let ir = &kernels[0].ir_text;
+    let ir = &one(module).ir_text;
     let lp = line_of(ir, "loop L0 {");
     // `4096 > src.len` is compared once; the loop only tests it, after its `reserve`.
     assert!(line_of(ir, "src.len") < lp, "{ir}");

@@ -1,7 +1,10 @@
 //! Register budgets (`setmaxnreg`): when they are derived, what the PTX gets, and the errors of
 //! `#[kernel(.., registers(..))]`.
 
-use gpu_async_compiler::{compile, ir::RegisterBudgets, CompiledKernel};
+mod common;
+
+use common::one;
+use gpu_async_compiler::{compile, ir::RegisterBudgets};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -55,15 +58,6 @@ fn pipeline(warps: u32, ranges: [TokenStream; 3], attr: TokenStream) -> TokenStr
 /// The usual shape: 16 warps, loader 0..4, transform 4..12, storer 12..16.
 fn aligned(attr: TokenStream) -> TokenStream {
     pipeline(16, [quote!(0..4), quote!(4..12), quote!(12..16)], attr)
-}
-
-fn one(module: TokenStream) -> CompiledKernel {
-    let mut kernels = match compile(module) {
-        Ok(k) => k,
-        Err(d) => panic!("does not compile: {:#?}", d.messages()),
-    };
-    assert_eq!(kernels.len(), 1);
-    kernels.remove(0)
 }
 
 fn errors(module: TokenStream) -> Vec<String> {

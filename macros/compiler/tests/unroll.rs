@@ -2,18 +2,11 @@
 //! what their PTX keeps of the ring registers; and how a receive in them reads its slot's state
 //! word.
 
-use gpu_async_compiler::{compile, CompiledKernel};
+mod common;
+
+use common::one;
 use proc_macro2::TokenStream;
 use quote::quote;
-
-fn one(module: TokenStream) -> CompiledKernel {
-    let mut kernels = match compile(module) {
-        Ok(k) => k,
-        Err(d) => panic!("does not compile: {:#?}", d.messages()),
-    };
-    assert_eq!(kernels.len(), 1);
-    kernels.remove(0)
-}
 
 /// A producer and a consumer of a ring of `depth` slots; `consume` is the consumer's body.
 fn handoff(depth: usize, consume: TokenStream) -> TokenStream {
@@ -46,6 +39,17 @@ fn handoff(depth: usize, consume: TokenStream) -> TokenStream {
     }
 }
 
+/// The consumer's body that sums the first element of every item into `out[0]`.
+fn summing_consumer() -> TokenStream {
+    quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    }
+}
+
 fn copies(ptx: &str, n: u32) -> usize {
     ptx.matches(&format!("// {n} copies of the loop body"))
         .count()
@@ -53,13 +57,7 @@ fn copies(ptx: &str, n: u32) -> usize {
 
 #[test]
 fn producer_and_consumer_loops_are_unrolled_by_the_ring_depth() {
-    let consume = quote! {
-        let mut acc = 0u32;
-        while let Some(slot) = rx.recv().await {
-            acc += slot[0];
-        }
-        out[0..1].par_iter_mut().for_each(|o| *o = acc);
-    };
+    let consume = summing_consumer();
     for depth in [2usize, 3, 4] {
         let k = one(handoff(depth, consume.clone()));
         assert_eq!(copies(&k.ptx, depth as u32), 2, "depth {depth}");
@@ -120,13 +118,7 @@ fn after_try_waits(ptx: &str) -> Vec<(String, String)> {
 
 #[test]
 fn a_receive_loads_its_state_word_predicated_on_the_first_try_wait() {
-    let consume = quote! {
-        let mut acc = 0u32;
-        while let Some(slot) = rx.recv().await {
-            acc += slot[0];
-        }
-        out[0..1].par_iter_mut().for_each(|o| *o = acc);
-    };
+    let consume = summing_consumer();
     let k = one(handoff(2, consume));
     let waits = after_try_waits(&k.ptx);
     // The consumer's two copies each load the state word right after their first `try_wait`,
