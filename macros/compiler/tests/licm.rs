@@ -91,9 +91,26 @@ fn a_bulk_copys_bounds_check_is_computed_before_the_role_loop() {
             }
         }
     };
-    let ir = &one(module).ir_text;
+    let kernel = one(module);
+    let ir = &kernel.ir_text;
     let lp = line_of(ir, "loop L0 {");
     // `4096 > src.len` is compared once; the loop only tests it, after its `reserve`.
     assert!(line_of(ir, "src.len") < lp, "{ir}");
     assert!(line_of(ir, "panic_if") > line_of(ir, "reserve ch0"), "{ir}");
+    // So is the split of the copy between one bulk copy and the role's threads (the source's
+    // alignment and the bytes of its 16-byte-aligned part): the copy in the loop uses it.
+    let copy = line_of(ir, "copy_in ch0");
+    let bulk = ir
+        .lines()
+        .nth(copy)
+        .and_then(|l| l.split("bulk bytes ").nth(1));
+    let bulk = bulk.unwrap_or_else(|| panic!("no bulk bytes on `copy_in`:\n{ir}"));
+    assert!(line_of(ir, &format!("{bulk}: usize = select")) < lp, "{ir}");
+    // In the PTX, the loop's copies test no alignment, and `elect.sync` picks the thread that
+    // issues them (a lane test made ptxas loop over the lanes that pass it).
+    let ptx = &kernel.ptx;
+    let body = &ptx[ptx.find("$loop_0:").expect("the role loop")..];
+    let first_copy = &body[..body.find("cp.async.bulk").expect("a bulk copy")];
+    assert!(!first_copy.contains("and.b64"), "{first_copy}");
+    assert!(first_copy.contains("elect.sync"), "{first_copy}");
 }

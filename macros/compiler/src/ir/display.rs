@@ -307,17 +307,29 @@ impl Kernel {
                 def(*dst),
                 if *send { "reserved" } else { "received" }
             )?,
-            Inst::CopyIn { chan, src, len } => write!(
+            Inst::CopyIn {
+                chan,
+                src,
+                len,
+                bulk,
+            } => write!(
                 line,
-                "copy_in {chan} <- global [{}], len {}",
+                "copy_in {chan} <- global [{}], len {}, bulk bytes {}",
                 self.val(*src),
-                self.val(*len)
+                self.val(*len),
+                self.val(*bulk)
             )?,
-            Inst::CopyOut { chan, dst, len } => write!(
+            Inst::CopyOut {
+                chan,
+                dst,
+                len,
+                bulk,
+            } => write!(
                 line,
-                "copy_out {chan} -> global [{}], len {}",
+                "copy_out {chan} -> global [{}], len {}, bulk bytes {}",
                 self.val(*dst),
-                self.val(*len)
+                self.val(*len),
+                self.val(*bulk)
             )?,
             Inst::Send { chan } => write!(line, "send {chan}")?,
             Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,

@@ -443,18 +443,24 @@ pub enum Inst {
         send: bool,
     },
     /// Bulk async copy of `len` elements from the global address `src` into the reserved slot;
-    /// the receiver's wait covers its completion.
+    /// the receiver's wait covers its completion. `bulk` (`usize`) is the bytes of the copy's
+    /// 16-byte-aligned part, which one `cp.async.bulk` moves (0 when `src` is not 16-byte
+    /// aligned); the role's threads copy the rest. The lowering computes it with ordinary
+    /// instructions, so that a loop-invariant source has its split computed once.
     CopyIn {
         chan: ChannelId,
         src: Value,
         len: Value,
+        bulk: Value,
     },
     /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
-    /// of the 16-byte-aligned part by the role's first thread, the rest by the role's threads).
+    /// of the 16-byte-aligned part, `bulk` bytes as for [`Inst::CopyIn`], by one thread of the
+    /// role, the rest by the role's threads).
     CopyOut {
         chan: ChannelId,
         dst: Value,
         len: Value,
+        bulk: Value,
     },
     /// Hand the reserved slot to the receiver.
     Send { chan: ChannelId },

@@ -602,6 +602,35 @@ impl Lowerer<'_> {
         self.konst(Scalar::Usize, Imm::Int(v))
     }
 
+    /// The bytes of a bulk copy between the global address `global` and a slot of channel
+    /// `chan` that one `cp.async.bulk` moves: the 16-byte-aligned part of `len` elements, or 0
+    /// when `global` is not 16-byte aligned (the role's threads then copy it all). Plain
+    /// arithmetic, so that the loop-invariant pass computes it once for an invariant source.
+    fn bulk_bytes(&mut self, chan: ChannelId, global: Value, len: Value) -> Value {
+        // The checker allows bulk copies of scalar payloads only; the PTX writer refuses others.
+        let size = self.channels[chan.0 as usize]
+            .ty
+            .elem
+            .scalar()
+            .map_or(0, Scalar::size);
+        let size = self.usize_const(u64::from(size));
+        let bytes = self.binary(BinOp::Mul, len, size);
+        let whole = self.usize_const(!15);
+        let whole = self.binary(BinOp::And, bytes, whole);
+        let fifteen = self.usize_const(15);
+        let low = self.binary(BinOp::And, global, fifteen);
+        let zero = self.usize_const(0);
+        let aligned = self.binary(BinOp::Eq, low, zero);
+        let bulk = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Select {
+            dst: bulk,
+            cond: aligned,
+            if_true: whole,
+            if_false: zero,
+        });
+        bulk
+    }
+
     fn binary(&mut self, op: BinOp, lhs: Value, rhs: Value) -> Value {
         let ty = if op.is_comparison() {
             Scalar::Bool
@@ -2721,10 +2750,12 @@ impl Lowerer<'_> {
                     let message =
                         format!("copy_to: the destination is longer than the slot's {n} elements");
                     self.panic_if(too_long, &message, inner.span);
+                    let bulk = self.bulk_bytes(c, ptr, len);
                     self.emit(Inst::CopyOut {
                         chan: c,
                         dst: ptr,
                         len,
+                        bulk,
                     });
                     self.channels[c.0 as usize].bulk_reads = true;
                     self.access(MemKey::Slot(c));
@@ -2742,10 +2773,12 @@ impl Lowerer<'_> {
                     let message =
                         format!("copy_from: the source is longer than the slot's {n} elements");
                     self.panic_if(too_long, &message, inner.span);
+                    let bulk = self.bulk_bytes(c, ptr, len);
                     self.emit(Inst::CopyIn {
                         chan: c,
                         src: ptr,
                         len,
+                        bulk,
                     });
                     self.access(MemKey::Slot(c));
                     if let ExprKind::Local(id) = slot.kind {

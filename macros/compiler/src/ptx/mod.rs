@@ -1578,7 +1578,12 @@ impl<'k> Writer<'k> {
                     c.slot_stride
                 ))
             }
-            Inst::CopyIn { chan, src, len } => self.copy_in(*chan, *src, *len),
+            Inst::CopyIn {
+                chan,
+                src,
+                len,
+                bulk,
+            } => self.copy_in(*chan, *src, *len, *bulk),
             Inst::Send { chan } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(self.body, "    // send {chan}")?;
@@ -1589,7 +1594,12 @@ impl<'k> Writer<'k> {
                 }
                 self.publish(*chan, &ring, 1)
             }
-            Inst::CopyOut { chan, dst, len } => self.copy_out(*chan, *dst, *len),
+            Inst::CopyOut {
+                chan,
+                dst,
+                len,
+                bulk,
+            } => self.copy_out(*chan, *dst, *len, *bulk),
             Inst::Close { chan, site } => {
                 let ring = self.ring(*chan, true)?;
                 writeln!(
@@ -2204,16 +2214,16 @@ impl<'k> Writer<'k> {
         }
     }
 
-    fn copy_in(&mut self, chan: ChannelId, src: Value, len: Value) -> fmt::Result {
+    fn copy_in(&mut self, chan: ChannelId, src: Value, len: Value, bulk: Value) -> fmt::Result {
         let ring = self.ring(chan, true)?;
         let c = self.k.channel(chan).clone();
-        let (src, len) = (self.reg(src), self.reg(len));
+        let (src, len, bulk) = (self.reg(src), self.reg(len), self.reg(bulk));
         // The checker allows bulk copies of scalar payloads only.
         let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
             return Err(fmt::Error);
         };
         writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
-        let split = self.bulk_split(&src, &len, esize)?;
+        let split = self.bulk_split(&len, &bulk)?;
         let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         if c.generic_writes {
@@ -2235,13 +2245,14 @@ impl<'k> Writer<'k> {
         self.copy_tail(&split, esize, &src, &dst, true, "tail")
     }
 
-    /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. The role's
-    /// first thread copies the 16-byte-aligned part with one `cp.async.bulk` (a bulk group, which
-    /// the slot's release waits to have been read); the role's threads copy the rest.
-    fn copy_out(&mut self, chan: ChannelId, dst: Value, len: Value) -> fmt::Result {
+    /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. One thread of
+    /// the role copies the 16-byte-aligned part (`bulk` bytes) with one `cp.async.bulk` (a bulk
+    /// group, which the slot's release waits to have been read); the role's threads copy the
+    /// rest.
+    fn copy_out(&mut self, chan: ChannelId, dst: Value, len: Value, bulk: Value) -> fmt::Result {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
-        let (dst, len) = (self.reg(dst), self.reg(len));
+        let (dst, len, bulk) = (self.reg(dst), self.reg(len), self.reg(bulk));
         // The checker allows bulk copies of scalar payloads only.
         let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
             return Err(fmt::Error);
@@ -2250,7 +2261,7 @@ impl<'k> Writer<'k> {
             self.body,
             "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"
         )?;
-        let split = self.bulk_split(&dst, &len, esize)?;
+        let split = self.bulk_split(&len, &bulk)?;
         let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
         let skip = self.label("bulk_out_done");
         self.line(format!("@!{} bra {skip};", split.go))?;
@@ -2263,30 +2274,43 @@ impl<'k> Writer<'k> {
         self.copy_tail(&split, esize, &dst, &src, false, "tail_out")
     }
 
-    /// The split of a copy of `len` elements between global memory at `global` and a slot: the
-    /// bytes of the 16-byte-aligned part that one bulk copy moves (0 when `global` is not
-    /// aligned), and whether this thread (the role's first) issues it.
-    fn bulk_split(&mut self, global: &str, len: &str, esize: u32) -> Result<BulkSplit, fmt::Error> {
-        let leader = self.role()?.leader.clone();
+    /// The registers of a copy of `len` elements whose 16-byte-aligned part, `bulk` bytes (the
+    /// IR computes them, see [`Inst::CopyIn`]), one bulk copy moves, and whether this thread
+    /// issues it. The issuing thread is the one `elect.sync` picks in the role's first warp:
+    /// told so, ptxas issues the copy once, where a lane test (`lane == 0`) made it wrap the
+    /// copy in a loop over the lanes that pass the test (`ELECT` ... `BRA.U.ANY`; 20 ns per
+    /// item of a 16 KiB copy on the H200, docs/benchmarks.md). Every thread of the role reaches
+    /// a copy (role code is uniform), as the full mask asks.
+    fn bulk_split(&mut self, len: &str, bulk: &str) -> Result<BulkSplit, fmt::Error> {
+        let (rtid, warps) = {
+            let r = self.role()?;
+            (r.rtid.clone(), r.warps)
+        };
         let len32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
-        let bytes = self.tmp(Class::B32);
-        self.line(format!("mul.lo.u32 {bytes}, {len32}, {esize};"))?;
-        let low = self.tmp(Class::B64);
-        self.line(format!("and.b64 {low}, {global}, 15;"))?;
-        let aligned = self.tmp(Class::Pred);
-        self.line(format!("setp.eq.u64 {aligned}, {low}, 0;"))?;
-        let bulk = self.tmp(Class::B32);
-        self.line(format!("and.b32 {bulk}, {bytes}, -16;"))?;
-        self.line(format!("selp.u32 {bulk}, {bulk}, 0, {aligned};"))?;
+        let bulk32 = self.tmp(Class::B32);
+        self.line(format!("cvt.u32.u64 {bulk32}, {bulk};"))?;
         let go = self.tmp(Class::Pred);
-        self.line(format!("setp.ne.u32 {go}, {bulk}, 0;"))?;
-        self.line(format!("and.pred {go}, {go}, {leader};"))?;
-        Ok(BulkSplit { len32, bulk, go })
+        self.line(format!("setp.ne.u32 {go}, {bulk32}, 0;"))?;
+        let elected = self.tmp(Class::Pred);
+        self.line(format!("elect.sync _|{elected}, -1;"))?;
+        self.line(format!("and.pred {go}, {go}, {elected};"))?;
+        if warps > 1 {
+            let first_warp = self.tmp(Class::Pred);
+            self.line(format!("setp.lt.u32 {first_warp}, {rtid}, 32;"))?;
+            self.line(format!("and.pred {go}, {go}, {first_warp};"))?;
+        }
+        Ok(BulkSplit {
+            len32,
+            bulk: bulk32,
+            go,
+        })
     }
 
     /// The elements after the bulk part, copied by the role's threads with ordinary loads and
-    /// stores: from global memory into the slot (`into_slot`), or out of it.
+    /// stores: from global memory into the slot (`into_slot`), or out of it. A copy that the
+    /// bulk part covers whole skips the loop on a test that is the same in every thread, so
+    /// that ptxas's convergence region for the loop stays off that path.
     fn copy_tail(
         &mut self,
         split: &BulkSplit,
@@ -2304,8 +2328,11 @@ impl<'k> Writer<'k> {
         let i = self.tmp(Class::B32);
         let shift = esize.trailing_zeros();
         self.line(format!("shr.u32 {i}, {bulk}, {shift};"))?;
-        self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
         let (head, end) = (self.label(label), self.label(&format!("{label}_end")));
+        let whole = self.tmp(Class::Pred);
+        self.line(format!("setp.ge.u32 {whole}, {i}, {len32};"))?;
+        self.line(format!("@{whole} bra.uni {end};"))?;
+        self.line(format!("add.u32 {i}, {i}, {rtid};"))?;
         self.place_label(&head)?;
         let p = self.tmp(Class::Pred);
         self.line(format!("setp.ge.u32 {p}, {i}, {len32};"))?;

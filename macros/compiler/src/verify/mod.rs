@@ -398,16 +398,30 @@ impl Verifier<'_> {
                 self.chan_end(*chan, role, true, in_par)
             }
             Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
-            Inst::CopyIn { chan, src, len } => {
+            Inst::CopyIn {
+                chan,
+                src,
+                len,
+                bulk,
+            } => {
                 self.chan_end(*chan, role, true, in_par);
                 self.use_(*src);
                 self.use_(*len);
+                self.use_(*bulk);
+                self.expect_ty(*bulk, Scalar::Usize, "copy_from's bulk bytes");
             }
-            Inst::CopyOut { chan, dst, len } => {
+            Inst::CopyOut {
+                chan,
+                dst,
+                len,
+                bulk,
+            } => {
                 self.chan_end(*chan, role, false, in_par);
                 self.use_(*dst);
                 self.use_(*len);
+                self.use_(*bulk);
                 self.expect_ty(*dst, Scalar::Usize, "copy_to destination");
+                self.expect_ty(*bulk, Scalar::Usize, "copy_to's bulk bytes");
             }
             Inst::Recv { chan, some, site } => {
                 self.site(*site, SiteKind::Wait);
