@@ -242,7 +242,13 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Config> configs;
-  configs.push_back(ws_config<1024, 4, 2, 0>({2, 4, 8}));
+  configs.push_back(ws_config<1024, 4, 2, 0>({2, 3, 4, 8}));
+  // Deeper rings and smaller tiles, the shapes examples/pipeline_variants.rs runs.
+  configs.push_back(ws_config<1024, 6, 2, 0>({2, 3, 4}));
+  configs.push_back(ws_config<1024, 8, 2, 0>({2, 3, 4}));
+  configs.push_back(ws_config<1024, 4, 3, 0>({2, 3, 4}));
+  configs.push_back(ws_config<1024, 8, 4, 0>({2, 3, 4}));
+  configs.push_back(ws_config<512, 8, 4, 0>({2, 3, 4}));
   configs.push_back(ws_config<2048, 4, 2, 0>({2, 4}));
   configs.push_back(ws_config<4096, 4, 2, 0>({2}));
   configs.push_back(ws_config<1024, 4, 2, 1>({4, 8}));

@@ -1,0 +1,145 @@
+//! The pipeline example's kernel with other tile sizes and ring depths, to find which shape of it
+//! moves the most bytes (issue 5). Same kernel text, other constants; every variant checked once
+//! against a CPU loop, then timed next to a device copy of as many bytes.
+//!
+//! ```text
+//! cargo run --release --example pipeline_variants -- [elements] [part of a variant's name]
+//! ```
+
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
+
+/// The pipeline of `examples/pipeline.rs` with tiles of `$tile` floats, a load ring of `$depth`
+/// slots and an output ring of `$out_depth`.
+macro_rules! pipeline_variant {
+    ($name:ident, $tile:tt, $depth:tt, $out_depth:tt) => {
+        #[gpu_async]
+        pub mod $name {
+            use gpu_async::device::*;
+
+            pub const TILE: usize = $tile;
+
+            #[kernel(warps = 6)]
+            pub async fn scale_shift(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
+                let (load_tx, load_rx) = channel::<[f32; TILE], $depth>();
+                let (out_tx, out_rx) = channel::<[f32; TILE], $out_depth>();
+                join!(
+                    on_warps(0..1, load(x, load_tx)),
+                    on_warps(1..5, transform(a, b, load_rx, out_tx)),
+                    on_warps(5..6, store(out_rx, y)),
+                )
+                .await;
+            }
+
+            async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
+                for tile in block_tiles(x.len(), TILE) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn transform(
+                a: f32,
+                b: f32,
+                mut rx: Receiver<[f32; TILE], $depth>,
+                mut tx: Sender<[f32; TILE], $out_depth>,
+            ) {
+                while let Some(input) = rx.recv().await {
+                    let mut output = tx.reserve().await;
+                    output
+                        .par_iter_mut()
+                        .zip(input.par_iter())
+                        .for_each(|(o, i)| *o = a * i + b);
+                    output.send();
+                }
+            }
+
+            async fn store(mut rx: Receiver<[f32; TILE], $out_depth>, y: &mut [f32]) {
+                let mut tiles = block_tiles(y.len(), TILE);
+                while let Some(slot) = rx.recv().await {
+                    let tile = tiles.next().unwrap();
+                    slot.copy_to(&mut y[tile]).await;
+                }
+            }
+        }
+    };
+}
+
+pipeline_variant!(t1k_d4_o2, 1024, 4, 2);
+pipeline_variant!(t1k_d6_o2, 1024, 6, 2);
+pipeline_variant!(t1k_d8_o2, 1024, 8, 2);
+pipeline_variant!(t1k_d4_o3, 1024, 4, 3);
+pipeline_variant!(t1k_d8_o4, 1024, 8, 4);
+pipeline_variant!(t512_d8_o4, 512, 8, 4);
+
+type LaunchFn = for<'a> fn(
+    &'a Device,
+    Grid,
+    (f32, f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
+) -> Launch<'a>;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = arg(1, "a number of elements", 1 << 20)?;
+    let only: String = arg(2, "part of a variant's name", String::new())?;
+    let dev = Device::default()?;
+    println!("backend: {dev}");
+    let xs = random_f32(n, 21);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.upload(&random_f32(n, 22))?;
+    let src = dev.upload(&random_f32(n, 23))?;
+    let mut dst = dev.alloc::<f32>(n)?;
+    let variants: [(&str, LaunchFn); 6] = [
+        (
+            "tile 1024, rings 4 and 2 (the example)",
+            t1k_d4_o2::scale_shift::launch,
+        ),
+        ("tile 1024, rings 6 and 2", t1k_d6_o2::scale_shift::launch),
+        ("tile 1024, rings 8 and 2", t1k_d8_o2::scale_shift::launch),
+        ("tile 1024, rings 4 and 3", t1k_d4_o3::scale_shift::launch),
+        ("tile 1024, rings 8 and 4", t1k_d8_o4::scale_shift::launch),
+        ("tile 512, rings 8 and 4", t512_d8_o4::scale_shift::launch),
+    ];
+    let (a, b) = (1.75f32, -0.25f32);
+    for (name, launch) in variants {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
+        let per_sm: &[u32] = match dev.kind() {
+            BackendKind::Cuda => &[2, 3, 4],
+            _ => &[1],
+        };
+        for &blocks_per_sm in per_sm {
+            let grid = match dev.kind() {
+                BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
+                _ => Grid::blocks(3),
+            };
+            gpu_async::block_on(launch(&dev, grid, (a, b, &x, &mut y)))?;
+            let got = y.download()?;
+            let bad = got
+                .iter()
+                .zip(&xs)
+                .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
+                .count();
+            println!(
+                "check: {name}, {} blocks, {bad} mismatches against the CPU loop",
+                grid.block_count()
+            );
+            if bad != 0 {
+                return Err(format!("{name}: the result differs from the CPU loop").into());
+            }
+            if dev.kind() == BackendKind::Cuda {
+                let ms = median_of(3, 20, || {
+                    time_launch(&dev, || launch(&dev, grid, (2.0, 1.0, &x, &mut y)))
+                })?;
+                let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+                let (k, c) = (gb_per_s(8 * n, ms), gb_per_s(8 * n, copy_ms));
+                println!(
+                    "bandwidth: {name}, {blocks_per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.3}",
+                    k / c
+                );
+            }
+        }
+    }
+    Ok(())
+}
