@@ -8,10 +8,9 @@
 //!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
-//! 5. [`schedule`]: what does not depend on a channel wait computed before it.
-//! 6. [`verify`]: the IR's invariants, before anything is emitted.
-//! 7. [`ptx`]: the PTX writer.
-//! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//! 5. [`verify`]: the IR's invariants, before anything is emitted.
+//! 6. [`ptx`]: the PTX writer.
+//! 7. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
 //!
 //! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
 //! the expansion always contains something, so that the rest of the crate keeps type-checking.
@@ -25,7 +24,6 @@ pub mod parse;
 pub mod ptx;
 pub mod ptxas;
 pub mod registers;
-pub mod schedule;
 pub mod shadow;
 pub mod verify;
 
@@ -83,7 +81,6 @@ fn compile_module(
             continue;
         };
         licm::hoist_loop_invariants(&mut kernel);
-        schedule::hoist_above_waits(&mut kernel);
         let registers_note = match registers::plan(&kernel, registers_attr(&module, &f.name), diags)
         {
             registers::Plan::Budgets(b) => {

@@ -102,7 +102,7 @@ fn take_invariants(body: &mut Block, single: &HashSet<Value>) -> Vec<Inst> {
 
 /// The operands of `inst` when it computes its one value from them and has no other effect;
 /// `None` for every other instruction.
-pub(crate) fn pure_operands(inst: &Inst) -> Option<Vec<Value>> {
+fn pure_operands(inst: &Inst) -> Option<Vec<Value>> {
     match inst {
         Inst::Const { .. }
         | Inst::Special { .. }
