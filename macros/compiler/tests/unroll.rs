@@ -70,7 +70,13 @@ fn producer_and_consumer_loops_are_unrolled_by_the_ring_depth() {
         );
     }
     // Depth 1: the slot is always 0 already; nothing to unroll.
-    assert_eq!(copies(&one(handoff(1, consume)).ptx, 1), 0);
+    assert_eq!(copies(&one(handoff(1, consume.clone())).ptx, 1), 0);
+    // Deeper rings would need more copies than an SM's instruction cache holds with the other
+    // roles' loops (8 copies made a pipeline stall on instruction fetches): not unrolled.
+    for depth in [5usize, 8] {
+        let ptx = one(handoff(depth, consume.clone())).ptx;
+        assert!(!ptx.contains("copies of the loop body"), "depth {depth}");
+    }
 }
 
 #[test]

@@ -140,8 +140,12 @@ struct Unrolled {
     held: HashMap<(ChannelId, bool), u32>,
 }
 
-/// Most copies of a loop body an unrolled loop has.
-const MAX_UNROLL: u32 = 8;
+/// Most copies of a loop body an unrolled loop has. Each copy carries its waits' slow paths, so
+/// the copies grow a role's code quickly, and every role's loop is hot at once: on the H200 the
+/// pipeline with an 8-slot ring, unrolled 8 times (64-73 KiB of code), spent 31% of its warps'
+/// stall samples fetching instructions and ran at 0.62-0.80x device copy where 4 copies (39
+/// KiB) spent 3% (docs/benchmarks.md, seventh session).
+const MAX_UNROLL: u32 = 4;
 /// Most IR instructions (nested ones included) of a loop body that is unrolled.
 const MAX_UNROLLED_BODY: usize = 200;
 
