@@ -80,6 +80,53 @@ fn producer_and_consumer_loops_are_unrolled_by_the_ring_depth() {
 }
 
 #[test]
+fn a_loop_whose_parallel_body_is_long_is_not_unrolled() {
+    // The vector loop writes a parallel loop's body 21 times: 14 operations per element are
+    // already more code than four copies of the role loop should carry.
+    let consume = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out.par_iter_mut().for_each(|o| {
+            let mut t = *o;
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            t = t.wrapping_mul(3).wrapping_add(1);
+            *o = t ^ acc;
+        });
+    };
+    // The parallel loop after the role loop does not count: both loops are unrolled.
+    assert_eq!(copies(&one(handoff(2, consume)).ptx, 2), 2);
+    let long_body = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+            out.par_iter_mut().for_each(|o| {
+                let mut t = *o;
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                t = t.wrapping_mul(3).wrapping_add(1);
+                *o = t ^ acc;
+            });
+        }
+    };
+    assert_eq!(
+        copies(&one(handoff(2, long_body)).ptx, 2),
+        1,
+        "only the producer's loop"
+    );
+}
+
+#[test]
 fn loops_with_continue_or_a_ring_used_before_are_not_unrolled() {
     // A `continue` would skip the copies after it.
     let with_continue = quote! {

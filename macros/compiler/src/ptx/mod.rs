@@ -140,14 +140,50 @@ struct Unrolled {
     held: HashMap<(ChannelId, bool), u32>,
 }
 
+/// The size of `block` for [`MAX_UNROLLED_BODY`]: `weight` per instruction, nested ones
+/// included, and [`PAR_BODY_WEIGHT`] times that in the bodies of parallel loops.
+fn unroll_size(block: &Block, weight: usize) -> usize {
+    block
+        .0
+        .iter()
+        .map(|inst| {
+            weight
+                + match inst {
+                    Inst::If { then, else_, .. } => {
+                        unroll_size(then, weight) + unroll_size(else_, weight)
+                    }
+                    Inst::Loop { body, .. } => unroll_size(body, weight),
+                    Inst::Join { branches } => {
+                        branches.iter().map(|b| unroll_size(b, weight)).sum()
+                    }
+                    Inst::ParFor(p) => {
+                        let inner = weight * PAR_BODY_WEIGHT;
+                        unroll_size(&p.body, inner)
+                            + p.reduce
+                                .as_ref()
+                                .map_or(0, |r| unroll_size(&r.combine, inner))
+                    }
+                    _ => 0,
+                }
+        })
+        .sum()
+}
+
 /// Most copies of a loop body an unrolled loop has. Each copy carries its waits' slow paths, so
 /// the copies grow a role's code quickly, and every role's loop is hot at once: on the H200 the
 /// pipeline with an 8-slot ring, unrolled 8 times (64-73 KiB of code), spent 31% of its warps'
 /// stall samples fetching instructions and ran at 0.62-0.80x device copy where 4 copies (39
 /// KiB) spent 3% (docs/benchmarks.md, seventh session).
 const MAX_UNROLL: u32 = 4;
-/// Most IR instructions (nested ones included) of a loop body that is unrolled.
+/// Most IR instructions (nested ones included, see [`PAR_BODY_WEIGHT`]) of a loop body that is
+/// unrolled.
 const MAX_UNROLLED_BODY: usize = 200;
+/// What an instruction of a parallel loop's body counts for in [`MAX_UNROLLED_BODY`]: the
+/// vector loop writes the body once per element of its [`UNROLL`] groups of four, the loop of
+/// single groups four times more and the scalar tail once more. Counted once, the 64-FMA
+/// kernel's compute loop was unrolled 4 times into 121 KiB of code and ran 20% slower on the
+/// H200 than not unrolled (docs/benchmarks.md, seventh session).
+const PAR_BODY_WEIGHT: usize = (UNROLL as usize + 1) * 4 + 1;
 
 /// The `join!` being written: a state machine with one state per warp. Each branch's state
 /// register says where the warp goes on with it (0: its start, `k`: resume point `k`,
@@ -1189,17 +1225,14 @@ impl<'k> Writer<'k> {
         }
         // Nested blocks: no channel operation, loop, `continue`, `join!` or `select!`.
         let mut nested_ok = true;
-        let mut size = 0usize;
         for inst in &body.0 {
             let nested: Vec<&Block> = match inst {
                 Inst::If { then, else_, .. } => vec![then, else_],
                 Inst::ParFor(p) => vec![&p.body],
                 _ => Vec::new(),
             };
-            size += 1;
             for b in nested {
                 crate::ir::for_each_inst(b, &mut |i| {
-                    size += 1;
                     nested_ok &= !matches!(
                         i,
                         Inst::Reserve { .. }
@@ -1218,6 +1251,7 @@ impl<'k> Writer<'k> {
                 });
             }
         }
+        let size = unroll_size(body, 1);
         if !nested_ok || size > MAX_UNROLLED_BODY || steps.is_empty() {
             return None;
         }
