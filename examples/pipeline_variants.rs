@@ -73,12 +73,29 @@ pipeline_variant!(t1k_d4_o3, 1024, 4, 3);
 pipeline_variant!(t1k_d8_o4, 1024, 8, 4);
 pipeline_variant!(t512_d8_o4, 512, 8, 4);
 
-type LaunchFn = for<'a> fn(
+/// The typed launch of one variant's kernel.
+pub type LaunchFn = for<'a> fn(
     &'a Device,
     Grid,
     (f32, f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
 ) -> Launch<'a>;
 
+/// Every variant: its name and its launch.
+pub fn variants() -> [(&'static str, LaunchFn); 6] {
+    [
+        (
+            "tile 1024, rings 4 and 2 (the example)",
+            t1k_d4_o2::scale_shift::launch,
+        ),
+        ("tile 1024, rings 6 and 2", t1k_d6_o2::scale_shift::launch),
+        ("tile 1024, rings 8 and 2", t1k_d8_o2::scale_shift::launch),
+        ("tile 1024, rings 4 and 3", t1k_d4_o3::scale_shift::launch),
+        ("tile 1024, rings 8 and 4", t1k_d8_o4::scale_shift::launch),
+        ("tile 512, rings 8 and 4", t512_d8_o4::scale_shift::launch),
+    ]
+}
+
+#[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 20)?;
     let only: String = arg(2, "part of a variant's name", String::new())?;
@@ -89,19 +106,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut y = dev.upload(&random_f32(n, 22))?;
     let src = dev.upload(&random_f32(n, 23))?;
     let mut dst = dev.alloc::<f32>(n)?;
-    let variants: [(&str, LaunchFn); 6] = [
-        (
-            "tile 1024, rings 4 and 2 (the example)",
-            t1k_d4_o2::scale_shift::launch,
-        ),
-        ("tile 1024, rings 6 and 2", t1k_d6_o2::scale_shift::launch),
-        ("tile 1024, rings 8 and 2", t1k_d8_o2::scale_shift::launch),
-        ("tile 1024, rings 4 and 3", t1k_d4_o3::scale_shift::launch),
-        ("tile 1024, rings 8 and 4", t1k_d8_o4::scale_shift::launch),
-        ("tile 512, rings 8 and 4", t512_d8_o4::scale_shift::launch),
-    ];
     let (a, b) = (1.75f32, -0.25f32);
-    for (name, launch) in variants {
+    for (name, launch) in variants() {
         if !name.contains(only.as_str()) {
             continue;
         }

@@ -37,6 +37,10 @@ mod async_demos;
 #[path = "../../examples/join_cost.rs"]
 mod join_cost;
 
+#[allow(dead_code)]
+#[path = "../../examples/pipeline_variants.rs"]
+mod pipeline_variants;
+
 use gpu_async::{Device, Grid};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
@@ -182,6 +186,36 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
 #[test]
 fn reduce_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("reduce", reduce_check)
+}
+
+/// Every shape of the pipeline in `pipeline_variants` (other tiles, deeper rings, loops that are
+/// not unrolled) computes `a * x + b`, around its tile boundaries too.
+#[test]
+fn pipeline_variants_on_both_backends() -> gpu_async::Result<()> {
+    let mut devices = vec![(Device::simulator(), 3)];
+    if let Some(g) = gpu() {
+        let sms = g.sm_count()?;
+        devices.push((g, 2 * sms));
+    }
+    let (a, b) = (1.75f32, -0.25f32);
+    for (dev, blocks) in devices {
+        for (name, launch) in pipeline_variants::variants() {
+            for n in [0, 1, 511, 513, 1025, 40_009] {
+                let xs = gpu_async::bench::random_f32(n, 5);
+                let x = dev.upload(&xs)?;
+                let mut y = dev.upload(&gpu_async::bench::random_f32(n, 6))?;
+                gpu_async::block_on(launch(&dev, Grid::blocks(blocks), (a, b, &x, &mut y)))?;
+                let got = y.download()?;
+                let bad = got
+                    .iter()
+                    .zip(&xs)
+                    .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
+                    .count();
+                assert_eq!(bad, 0, "{name} on {dev}: n = {n}");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// saxpy with `get_unchecked` tile slicing computes what the checked one does.
