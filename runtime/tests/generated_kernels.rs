@@ -79,6 +79,10 @@ mod barriers;
 mod concurrency;
 
 #[allow(dead_code, clippy::all)]
+#[path = "common/bulk.rs"]
+mod bulk;
+
+#[allow(dead_code, clippy::all)]
 #[path = "common/budgets.rs"]
 mod budgets;
 
@@ -98,6 +102,12 @@ fn kernels() -> Vec<Generated> {
             ptx: budgets::budgets::pipeline::PTX,
             ir: budgets::budgets::pipeline::IR,
             spec: &budgets::budgets::pipeline::SPEC,
+        },
+        Generated {
+            name: "bulk_shifted_copy",
+            ptx: bulk::bulk::shifted_copy::PTX,
+            ir: bulk::bulk::shifted_copy::IR,
+            spec: &bulk::bulk::shifted_copy::SPEC,
         },
         Generated {
             name: "copy",
