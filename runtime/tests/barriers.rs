@@ -6,18 +6,13 @@
 #[path = "common/barriers.rs"]
 mod barriers;
 
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
 use std::time::Duration;
 
-use gpu_async::{block_on, Device, Error, Grid};
-
-fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
-    }
-    all
-}
+use gpu_async::{block_on, Error, Grid};
 
 #[test]
 fn roles_meet_at_a_barrier_in_rounds() -> gpu_async::Result<()> {

@@ -6,16 +6,11 @@
 #[path = "common/bulk.rs"]
 mod bulk;
 
-use gpu_async::{block_on, Device, Grid};
+#[path = "common/devices.rs"]
+mod devices;
 
-fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
-    }
-    all
-}
+use devices::devices;
+use gpu_async::{block_on, Grid};
 
 #[test]
 fn two_warp_roles_copy_in_and_out_whatever_the_alignment() -> gpu_async::Result<()> {

@@ -6,19 +6,14 @@
 #[path = "common/concurrency.rs"]
 mod concurrency;
 
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
 use std::time::Duration;
 
 use concurrency::{joins, moves, selects};
-use gpu_async::{block_on, explore, Device, Error, Exhaustive, Grid};
-
-fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
-    }
-    all
-}
+use gpu_async::{block_on, explore, Error, Exhaustive, Grid};
 
 /// Deterministic values below 1000, different per seed.
 fn values(n: usize, seed: u32) -> Vec<u32> {

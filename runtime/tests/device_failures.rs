@@ -13,19 +13,14 @@ mod deadlock;
 #[path = "../../examples/saxpy.rs"]
 mod saxpy;
 
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
 use std::time::{Duration, Instant};
 
 use faults::faults as k;
 use gpu_async::{block_on, Device, Error, Grid};
-
-fn devices() -> Vec<Device> {
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => devices.push(d),
-        Err(e) => eprintln!("GPU half skipped: {e}"),
-    }
-    devices
-}
 
 /// The device still runs a correct kernel correctly.
 fn still_usable(dev: &Device) {

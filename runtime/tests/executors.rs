@@ -11,6 +11,10 @@ mod saxpy;
 #[path = "common/host_kernels.rs"]
 mod host_kernels;
 
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
 use std::time::{Duration, Instant};
 
 use gpu_async::bench::random_f32;
@@ -26,15 +30,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn devices() -> Vec<Device> {
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(device) => devices.push(device),
-        Err(e) => eprintln!("skipping the GPU half: {e}"),
-    }
-    devices
 }
 
 fn grid(device: &Device) -> Result<Grid> {

@@ -7,18 +7,13 @@
 #[path = "common/budgets.rs"]
 mod budgets;
 
-use gpu_async::{block_on, Device, Grid};
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
+use gpu_async::{block_on, Grid};
 
 use budgets::budgets::COEFS;
-
-fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
-    }
-    all
-}
 
 /// `n` values in [-1, 1].
 fn inputs(n: usize) -> Vec<f32> {

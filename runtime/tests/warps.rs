@@ -6,6 +6,10 @@
 #[path = "common/warps.rs"]
 mod warps;
 
+#[path = "common/devices.rs"]
+mod devices;
+
+use devices::devices;
 use gpu_async::{block_on, Device, Error, Grid};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -202,15 +206,6 @@ fn warp_operations_on_the_gpu_match_the_simulator() -> gpu_async::Result<()> {
         }
     }
     Ok(())
-}
-
-fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
-    }
-    all
 }
 
 #[test]
