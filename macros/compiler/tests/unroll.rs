@@ -83,11 +83,7 @@ fn producer_and_consumer_loops_are_unrolled_by_the_ring_depth() {
 fn a_loop_whose_parallel_body_is_long_is_not_unrolled() {
     // The vector loop writes a parallel loop's body 21 times: 14 operations per element are
     // already more code than four copies of the role loop should carry.
-    let consume = quote! {
-        let mut acc = 0u32;
-        while let Some(slot) = rx.recv().await {
-            acc += slot[0];
-        }
+    let update = quote! {
         out.par_iter_mut().for_each(|o| {
             let mut t = *o;
             t = t.wrapping_mul(3).wrapping_add(1);
@@ -100,23 +96,20 @@ fn a_loop_whose_parallel_body_is_long_is_not_unrolled() {
             *o = t ^ acc;
         });
     };
+    let consume = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        #update
+    };
     // The parallel loop after the role loop does not count: both loops are unrolled.
     assert_eq!(copies(&one(handoff(2, consume)).ptx, 2), 2);
     let long_body = quote! {
         let mut acc = 0u32;
         while let Some(slot) = rx.recv().await {
             acc += slot[0];
-            out.par_iter_mut().for_each(|o| {
-                let mut t = *o;
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                t = t.wrapping_mul(3).wrapping_add(1);
-                *o = t ^ acc;
-            });
+            #update
         }
     };
     assert_eq!(
