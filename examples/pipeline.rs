@@ -7,7 +7,7 @@
 //! ```
 
 use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
-use gpu_async::{gpu_async, BackendKind, Device, Grid};
+use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 #[gpu_async]
 pub mod pipeline {
@@ -69,17 +69,49 @@ pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
     })
 }
 
+/// The typed launch of a kernel with the pipeline's parameters (`a`, `b`, `x`, `y`): this
+/// example's, or one of `pipeline_variants`'.
+pub type ScaleShift = for<'a> fn(
+    &'a Device,
+    Grid,
+    (f32, f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
+) -> Launch<'a>;
+
 /// Runs the pipeline once on `n` random elements; returns the mismatches against a CPU loop.
 pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
-    let (a, b) = (0.75f32 + (seed % 5) as f32, -0.25f32);
+    run_and_check_kernel(pipeline::scale_shift::launch, dev, grid, n, seed)
+}
+
+/// Runs `launch` once on `n` random elements; returns the mismatches against a CPU loop.
+pub fn run_and_check_kernel(
+    launch: ScaleShift,
+    dev: &Device,
+    grid: Grid,
+    n: usize,
+    seed: u64,
+) -> gpu_async::Result<usize> {
+    let ab = (0.75f32 + (seed % 5) as f32, -0.25f32);
     let xs = random_f32(n, seed);
     let x = dev.upload(&xs)?;
     let mut y = dev.upload(&random_f32(n, seed + 1))?;
-    gpu_async::block_on(pipeline::scale_shift::launch(dev, grid, (a, b, &x, &mut y)))?;
+    launch_and_check(launch, dev, grid, ab, (&xs, &x), &mut y)
+}
+
+/// Runs `launch` with `(a, b)` on `x` (whose values are `xs`) into `y`; returns the elements of
+/// `y` that differ, bit for bit, from `a * x + b` computed on the CPU.
+pub fn launch_and_check(
+    launch: ScaleShift,
+    dev: &Device,
+    grid: Grid,
+    (a, b): (f32, f32),
+    (xs, x): (&[f32], &DeviceBuffer<f32>),
+    y: &mut DeviceBuffer<f32>,
+) -> gpu_async::Result<usize> {
+    gpu_async::block_on(launch(dev, grid, (a, b, x, y)))?;
     let got = y.download()?;
     Ok(got
         .iter()
-        .zip(&xs)
+        .zip(xs)
         .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
         .count())
 }

@@ -7,7 +7,14 @@
 //! ```
 
 use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
-use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
+use gpu_async::{gpu_async, BackendKind, Device};
+
+/// The example the variants are of: its launch type and its check.
+#[allow(dead_code)]
+#[path = "pipeline.rs"]
+pub mod pipeline;
+
+use pipeline::ScaleShift;
 
 /// The pipeline of `examples/pipeline.rs` with tiles of `$tile` floats, a load ring of `$depth`
 /// slots and an output ring of `$out_depth`.
@@ -73,15 +80,8 @@ pipeline_variant!(t1k_d4_o3, 1024, 4, 3);
 pipeline_variant!(t1k_d8_o4, 1024, 8, 4);
 pipeline_variant!(t512_d8_o4, 512, 8, 4);
 
-/// The typed launch of one variant's kernel.
-pub type LaunchFn = for<'a> fn(
-    &'a Device,
-    Grid,
-    (f32, f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
-) -> Launch<'a>;
-
 /// Every variant: its name and its launch.
-pub fn variants() -> [(&'static str, LaunchFn); 6] {
+pub fn variants() -> [(&'static str, ScaleShift); 6] {
     [
         (
             "tile 1024, rings 4 and 2 (the example)",
@@ -116,17 +116,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ => &[1],
         };
         for &blocks_per_sm in per_sm {
-            let grid = match dev.kind() {
-                BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
-                _ => Grid::blocks(3),
-            };
-            gpu_async::block_on(launch(&dev, grid, (a, b, &x, &mut y)))?;
-            let got = y.download()?;
-            let bad = got
-                .iter()
-                .zip(&xs)
-                .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
-                .count();
+            let grid = pipeline::grid_for(&dev, blocks_per_sm)?;
+            let bad = pipeline::launch_and_check(launch, &dev, grid, (a, b), (&xs, &x), &mut y)?;
             println!(
                 "check: {name}, {} blocks, {bad} mismatches against the CPU loop",
                 grid.block_count()

@@ -6,10 +6,6 @@
 mod saxpy;
 
 #[allow(dead_code)]
-#[path = "../../examples/pipeline.rs"]
-mod pipeline;
-
-#[allow(dead_code)]
 #[path = "../../examples/reduce.rs"]
 mod reduce;
 
@@ -40,6 +36,9 @@ mod join_cost;
 #[allow(dead_code)]
 #[path = "../../examples/pipeline_variants.rs"]
 mod pipeline_variants;
+
+/// The pipeline example, which `pipeline_variants` includes for its launch type and check.
+use pipeline_variants::pipeline;
 
 use gpu_async::{Device, Grid};
 
@@ -197,20 +196,11 @@ fn pipeline_variants_on_both_backends() -> gpu_async::Result<()> {
         let sms = g.sm_count()?;
         devices.push((g, 2 * sms));
     }
-    let (a, b) = (1.75f32, -0.25f32);
     for (dev, blocks) in devices {
         for (name, launch) in pipeline_variants::variants() {
             for n in [0, 1, 511, 513, 1025, 40_009] {
-                let xs = gpu_async::bench::random_f32(n, 5);
-                let x = dev.upload(&xs)?;
-                let mut y = dev.upload(&gpu_async::bench::random_f32(n, 6))?;
-                gpu_async::block_on(launch(&dev, Grid::blocks(blocks), (a, b, &x, &mut y)))?;
-                let got = y.download()?;
-                let bad = got
-                    .iter()
-                    .zip(&xs)
-                    .filter(|(g, x)| g.to_bits() != (a * **x + b).to_bits())
-                    .count();
+                let grid = Grid::blocks(blocks);
+                let bad = pipeline::run_and_check_kernel(launch, &dev, grid, n, 5 + n as u64)?;
                 assert_eq!(bad, 0, "{name} on {dev}: n = {n}");
             }
         }
