@@ -331,12 +331,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         xs,
         ys,
     };
-    // saxpy's shapes: checked with a = 1.5, timed with a = 0.5. The tile-per-block variant runs
-    // one block per tile of 4096 elements on the GPU.
-    let tile_grid = match dev.kind() {
-        BackendKind::Cuda => Grid::per_tile(n, tile_per_block::TILE),
+    // One block per tile of `tile` elements on the GPU.
+    let tiles_of = |tile: usize| match dev.kind() {
+        BackendKind::Cuda => Grid::per_tile(n, tile),
         _ => Grid::blocks(3),
     };
+    // saxpy's shapes: checked with a = 1.5, timed with a = 0.5. The tile-per-block variant runs
+    // one block per tile of 4096 elements on the GPU.
+    let tile_grid = tiles_of(tile_per_block::TILE);
     let variants: [(&str, LaunchFn, Grid); 8] = [
         (
             "tile 2048 x depth 3 (the main example), checked slicing",
@@ -386,11 +388,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
     // warps per block.
-    // One block per tile of `tile` elements on the GPU.
-    let tiles_of = |tile: usize| match dev.kind() {
-        BackendKind::Cuda => Grid::per_tile(n, tile),
-        _ => Grid::blocks(3),
-    };
     let fma_variants: [(&str, LaunchFn, Grid); 10] = [
         (
             "fma64, 1 + 4 warps, tile 4096 x 4, 3/SM",
