@@ -106,11 +106,17 @@ fn a_bulk_copys_bounds_check_is_computed_before_the_role_loop() {
         .and_then(|l| l.split("bulk bytes ").nth(1));
     let bulk = bulk.unwrap_or_else(|| panic!("no bulk bytes on `copy_in`:\n{ir}"));
     assert!(line_of(ir, &format!("{bulk}: usize = select")) < lp, "{ir}");
-    // In the PTX, the loop's copies test no alignment, and `elect.sync` picks the thread that
-    // issues them (a lane test made ptxas loop over the lanes that pass it).
+    // In the PTX, the loop's copies test no alignment, and `elect.sync`, once at the role's
+    // start, picks the thread that issues them (a lane test made ptxas loop over the lanes that
+    // pass it).
     let ptx = &kernel.ptx;
-    let body = &ptx[ptx.find("$loop_0:").expect("the role loop")..];
+    let (role, loop_start) = (
+        ptx.find("$role_0:").expect("the loader role"),
+        ptx.find("$loop_0:").expect("the role loop"),
+    );
+    assert!(ptx[role..loop_start].contains("elect.sync"), "{ptx}");
+    let body = &ptx[loop_start..];
     let first_copy = &body[..body.find("cp.async.bulk").expect("a bulk copy")];
     assert!(!first_copy.contains("and.b64"), "{first_copy}");
-    assert!(first_copy.contains("elect.sync"), "{first_copy}");
+    assert!(!first_copy.contains("elect.sync"), "{first_copy}");
 }

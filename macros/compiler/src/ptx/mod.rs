@@ -116,6 +116,9 @@ struct RoleCtx {
     rtid: String,
     leader: String,
     lane0: String,
+    /// The thread that issues the role's bulk copies (see [`Writer::bulk_split`]), for roles
+    /// that have some.
+    bulk_issuer: Option<String>,
     rings: HashMap<(ChannelId, bool), Ring>,
     /// Phase of the role's barrier (roles of several warps that have one).
     barrier_phase: String,
@@ -589,6 +592,24 @@ impl<'k> Writer<'k> {
         self.line(format!("setp.eq.u32 {leader}, {rtid}, 0;"))?;
         let lane0 = self.tmp(Class::Pred);
         self.line(format!("setp.eq.u32 {lane0}, {lane}, 0;"))?;
+        let mut copies = false;
+        crate::ir::for_each_inst(&r.body, &mut |i| {
+            copies |= matches!(i, Inst::CopyIn { .. } | Inst::CopyOut { .. });
+        });
+        let bulk_issuer = if copies {
+            // Elected once, here, where every thread of the role is converged: a copy then
+            // costs no `ELECT` of its own, and ptxas still sees a single issuing thread.
+            let issuer = self.tmp(Class::Pred);
+            self.line(format!("elect.sync _|{issuer}, -1;"))?;
+            if r.end_warp - r.first_warp > 1 {
+                let first_warp = self.tmp(Class::Pred);
+                self.line(format!("setp.lt.u32 {first_warp}, {rtid}, 32;"))?;
+                self.line(format!("and.pred {issuer}, {issuer}, {first_warp};"))?;
+            }
+            Some(issuer)
+        } else {
+            None
+        };
         let mut rings = HashMap::new();
         for (ci, c) in self.k.channels.iter().enumerate() {
             let receives = c.consumers.iter().any(|r| r.0 as usize == index);
@@ -634,6 +655,7 @@ impl<'k> Writer<'k> {
             rtid,
             leader,
             lane0,
+            bulk_issuer,
             rings,
             barrier_phase,
             kernel_barrier_phases,
@@ -2314,30 +2336,21 @@ impl<'k> Writer<'k> {
 
     /// The registers of a copy of `len` elements whose 16-byte-aligned part, `bulk` bytes (the
     /// IR computes them, see [`Inst::CopyIn`]), one bulk copy moves, and whether this thread
-    /// issues it. The issuing thread is the one `elect.sync` picks in the role's first warp:
-    /// told so, ptxas issues the copy once, where a lane test (`lane == 0`) made it wrap the
-    /// copy in a loop over the lanes that pass the test (`ELECT` ... `BRA.U.ANY`; 20 ns per
-    /// item of a 16 KiB copy on the H200, docs/benchmarks.md). Every thread of the role reaches
-    /// a copy (role code is uniform), as the full mask asks.
+    /// issues it. The issuing thread is the one `elect.sync` picked in the role's first warp at
+    /// the role's start ([`RoleCtx::bulk_issuer`]): told so, ptxas issues the copy once, where a
+    /// lane test (`lane == 0`) made it wrap the copy in a loop over the lanes that pass the test
+    /// (`ELECT` ... `BRA.U.ANY`; 20 ns per item of a 16 KiB copy on the H200,
+    /// docs/benchmarks.md). It is the same thread for every copy of the role, so its
+    /// `cp.async.bulk.wait_group` covers all of them.
     fn bulk_split(&mut self, len: &str, bulk: &str) -> Result<BulkSplit, fmt::Error> {
-        let (rtid, warps) = {
-            let r = self.role()?;
-            (r.rtid.clone(), r.warps)
-        };
+        let issuer = self.role()?.bulk_issuer.clone().ok_or(fmt::Error)?;
         let len32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
         let bulk32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {bulk32}, {bulk};"))?;
         let go = self.tmp(Class::Pred);
         self.line(format!("setp.ne.u32 {go}, {bulk32}, 0;"))?;
-        let elected = self.tmp(Class::Pred);
-        self.line(format!("elect.sync _|{elected}, -1;"))?;
-        self.line(format!("and.pred {go}, {go}, {elected};"))?;
-        if warps > 1 {
-            let first_warp = self.tmp(Class::Pred);
-            self.line(format!("setp.lt.u32 {first_warp}, {rtid}, 32;"))?;
-            self.line(format!("and.pred {go}, {go}, {first_warp};"))?;
-        }
+        self.line(format!("and.pred {go}, {go}, {issuer};"))?;
         Ok(BulkSplit {
             len32,
             bulk: bulk32,
