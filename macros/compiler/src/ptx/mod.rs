@@ -592,11 +592,13 @@ impl<'k> Writer<'k> {
         self.line(format!("setp.eq.u32 {leader}, {rtid}, 0;"))?;
         let lane0 = self.tmp(Class::Pred);
         self.line(format!("setp.eq.u32 {lane0}, {lane}, 0;"))?;
-        let mut copies = false;
+        // The role's bulk copies: in (`copy_from`) and out (`copy_to`), which its end waits for.
+        let (mut copies_in, mut copies_out) = (false, false);
         crate::ir::for_each_inst(&r.body, &mut |i| {
-            copies |= matches!(i, Inst::CopyIn { .. } | Inst::CopyOut { .. });
+            copies_in |= matches!(i, Inst::CopyIn { .. });
+            copies_out |= matches!(i, Inst::CopyOut { .. });
         });
-        let bulk_issuer = if copies {
+        let bulk_issuer = if copies_in || copies_out {
             // Elected once, here, where every thread of the role is converged: a copy then
             // costs no `ELECT` of its own, and ptxas still sees a single issuing thread.
             let issuer = self.tmp(Class::Pred);
@@ -663,10 +665,6 @@ impl<'k> Writer<'k> {
         });
         self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
-        let mut copies_out = false;
-        crate::ir::for_each_inst(&r.body, &mut |i| {
-            copies_out |= matches!(i, Inst::CopyOut { .. });
-        });
         if copies_out {
             // The role's bulk copies to global memory are complete before its threads leave.
             self.line("cp.async.bulk.wait_group 0;")?;
