@@ -179,3 +179,56 @@ fn a_receive_loads_its_state_word_predicated_on_the_first_try_wait() {
         assert!(next.starts_with(&format!("@{p} ld.shared.u32 ")), "{next}");
     }
 }
+
+/// How many receives of `ptx` first test whether the channel has closed before (a branch
+/// around the wait to the receive's end).
+fn closed_tests(ptx: &str) -> usize {
+    ptx.lines()
+        .filter(|l| l.trim_start().starts_with('@') && l.contains(" bra $recv_done_"))
+        .count()
+}
+
+#[test]
+fn a_receive_whose_end_leaves_the_loop_does_not_test_for_an_earlier_end() {
+    // `while let` over the whole stream: after the end nothing receives again, so the
+    // copies' receives keep no "closed" register and test none.
+    let k = one(handoff(2, summing_consumer()));
+    assert_eq!(closed_tests(&k.ptx), 0, "{}", k.ptx);
+    // Receiving again after the loop must answer `None` at once: both receives test.
+    let again_after = quote! {
+        let mut acc = 0u32;
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        while let Some(slot) = rx.recv().await {
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    assert_eq!(
+        closed_tests(&one(handoff(2, again_after)).ptx),
+        3,
+        "the first loop's two copies and the second loop"
+    );
+    // A receive inside a loop that goes on after the end (here, an outer loop) tests.
+    let outer_loop = quote! {
+        let mut acc = 0u32;
+        for _ in 0..2 {
+            while let Some(slot) = rx.recv().await {
+                acc += slot[0];
+            }
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    assert_eq!(closed_tests(&one(handoff(2, outer_loop)).ptx), 1);
+    // So does one whose `None` does not leave the loop (it panics).
+    let unwrapped = quote! {
+        let mut acc = 0u32;
+        for _ in 0..4 {
+            let slot = rx.recv().await.unwrap();
+            acc += slot[0];
+        }
+        out[0..1].par_iter_mut().for_each(|o| *o = acc);
+    };
+    assert!(closed_tests(&one(handoff(2, unwrapped)).ptx) >= 1);
+}

@@ -737,25 +737,30 @@ pub fn for_each_inst_mut(block: &mut Block, f: &mut impl FnMut(&mut Inst)) {
 /// Visits every instruction of `block`, nested ones included, in program order.
 pub fn for_each_inst(block: &Block, f: &mut impl FnMut(&Inst)) {
     for inst in &block.0 {
-        f(inst);
-        match inst {
-            Inst::If { then, else_, .. } => {
-                for_each_inst(then, f);
-                for_each_inst(else_, f);
-            }
-            Inst::Loop { body, .. } => for_each_inst(body, f),
-            Inst::Join { branches } => {
-                for b in branches {
-                    for_each_inst(b, f);
-                }
-            }
-            Inst::ParFor(p) => {
-                for_each_inst(&p.body, f);
-                if let Some(r) = p.reduce.as_ref() {
-                    for_each_inst(&r.combine, f);
-                }
-            }
-            _ => {}
+        for_each_inst_in(inst, f);
+    }
+}
+
+/// Visits `inst` and the instructions nested in it, in program order.
+pub fn for_each_inst_in(inst: &Inst, f: &mut impl FnMut(&Inst)) {
+    f(inst);
+    match inst {
+        Inst::If { then, else_, .. } => {
+            for_each_inst(then, f);
+            for_each_inst(else_, f);
         }
+        Inst::Loop { body, .. } => for_each_inst(body, f),
+        Inst::Join { branches } => {
+            for b in branches {
+                for_each_inst(b, f);
+            }
+        }
+        Inst::ParFor(p) => {
+            for_each_inst(&p.body, f);
+            if let Some(r) = p.reduce.as_ref() {
+                for_each_inst(&r.combine, f);
+            }
+        }
+        _ => {}
     }
 }

@@ -127,6 +127,9 @@ struct RoleCtx {
     /// The rings (channel, sending end) the code written so far has used: a ring not in it is at
     /// slot 0 (see [`Unrolled`]).
     touched: HashSet<(ChannelId, bool)>,
+    /// The channels this role receives whose end leaves the receiving loop for good
+    /// ([`ends_that_leave`]): their `recv` does not test or set the ring's `closed` register.
+    ends_leave: HashSet<ChannelId>,
 }
 
 /// A role loop being written as `factor` copies of its body, in which each ring's slot is a
@@ -259,6 +262,74 @@ pub struct Writer<'k> {
 }
 
 /// The greatest common divisor (`gcd(0, b) = b`).
+/// The channels whose end, once received, sends the role out of the loop that received it for
+/// good: every `recv` of the channel in `body` is `while let Some(..) = rx.recv().await` (a
+/// `recv` at the top level of a loop that is itself at the role's top level, followed by `if !some
+/// { break }` out of that loop), no `recv` or `select!` of it follows that loop, and no `select!`
+/// takes it. Such a receiver never asks again after the end, so its `recv` needs no register
+/// remembering that the channel closed, nor the test of it before every wait (two instructions per
+/// item on the path from a wait to the slot's release; docs/benchmarks.md, ninth session).
+fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
+    // The channels received (`recv`, `select!`) by `insts`, nested instructions included, and
+    // how many `recv`s each has.
+    fn receives(
+        insts: &[Inst],
+        recvs: &mut HashMap<ChannelId, usize>,
+        selects: &mut HashSet<ChannelId>,
+    ) {
+        for inst in insts {
+            crate::ir::for_each_inst_in(inst, &mut |i| match i {
+                Inst::Recv { chan, .. } => *recvs.entry(*chan).or_insert(0) += 1,
+                Inst::SelectRecv { chans, .. } => selects.extend(chans.iter().copied()),
+                _ => {}
+            });
+        }
+    }
+    let (mut recvs, mut selects) = (HashMap::new(), HashSet::new());
+    receives(&body.0, &mut recvs, &mut selects);
+    let mut leaving: HashSet<ChannelId> = recvs
+        .keys()
+        .filter(|c| !selects.contains(c))
+        .copied()
+        .collect();
+    // The `recv`s of the right shape, per channel.
+    let mut shaped: HashMap<ChannelId, usize> = HashMap::new();
+    for (at, inst) in body.0.iter().enumerate() {
+        let Inst::Loop { id, body: lbody } = inst else {
+            continue;
+        };
+        let (mut later, mut later_selects) = (HashMap::new(), HashSet::new());
+        receives(&body.0[at + 1..], &mut later, &mut later_selects);
+        for (k, inner) in lbody.0.iter().enumerate() {
+            let Inst::Recv { chan, some, .. } = inner else {
+                continue;
+            };
+            let breaks_on_end = match (lbody.0.get(k + 1), lbody.0.get(k + 2)) {
+                (
+                    Some(Inst::Unary {
+                        dst: not,
+                        op: UnOp::Not,
+                        src,
+                    }),
+                    Some(Inst::If { cond, then, else_ }),
+                ) => {
+                    src == some
+                        && cond == not
+                        && else_.0.is_empty()
+                        && matches!(then.0.as_slice(), [Inst::Break(b)] if b == id)
+                }
+                _ => false,
+            };
+            if breaks_on_end && !later.contains_key(chan) && !later_selects.contains(chan) {
+                *shaped.entry(*chan).or_insert(0) += 1;
+            }
+        }
+    }
+    // Every `recv` of the channel has the shape.
+    leaving.retain(|c| recvs.get(c) == shaped.get(c));
+    leaving
+}
+
 fn gcd(a: u32, b: u32) -> u32 {
     if a == 0 {
         b
@@ -612,6 +683,7 @@ impl<'k> Writer<'k> {
         } else {
             None
         };
+        let ends_leave = ends_that_leave(&r.body);
         let mut rings = HashMap::new();
         for (ci, c) in self.k.channels.iter().enumerate() {
             let receives = c.consumers.iter().any(|r| r.0 as usize == index);
@@ -632,6 +704,8 @@ impl<'k> Writer<'k> {
                 self.line(format!("mov.u32 {}, 0;", ring.phase))?;
                 if !sender {
                     self.line(format!("mov.u32 {}, 0;", ring.held))?;
+                }
+                if !sender && !ends_leave.contains(&ChannelId(ci as u32)) {
                     self.line(format!(
                         "setp.ne.u32 {}, {}, {};",
                         ring.closed, ring.slot, ring.slot
@@ -662,6 +736,7 @@ impl<'k> Writer<'k> {
             barrier_phase,
             kernel_barrier_phases,
             touched: HashSet::new(),
+            ends_leave,
         });
         self.abort_label = format!("$abort_{index}");
         self.block(&r.body)?;
@@ -1111,7 +1186,9 @@ impl<'k> Writer<'k> {
             }
         };
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
-        self.line(format!("not.pred {}, {some};", ring.closed))?;
+        if !self.role()?.ends_leave.contains(&chan) {
+            self.line(format!("not.pred {}, {some};", ring.closed))?;
+        }
         let key = (chan, false);
         match self.unroll.as_mut() {
             Some(u) if u.slots.contains_key(&key) => {
@@ -1673,8 +1750,11 @@ impl<'k> Writer<'k> {
                 let s = self.reg(*some);
                 writeln!(self.body, "    // recv {chan}")?;
                 let done = self.label("recv_done");
-                self.line(format!("not.pred {s}, {};", ring.closed))?;
-                self.line(format!("@{} bra {done};", ring.closed))?;
+                if !self.role()?.ends_leave.contains(chan) {
+                    // After the end, `recv` answers `None` again at once.
+                    self.line(format!("not.pred {s}, {};", ring.closed))?;
+                    self.line(format!("@{} bra {done};", ring.closed))?;
+                }
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
                 let state = self.wait_then_load(
                     &full,
