@@ -232,3 +232,66 @@ fn a_receive_whose_end_leaves_the_loop_does_not_test_for_an_earlier_end() {
     };
     assert!(closed_tests(&one(handoff(2, unwrapped)).ptx) >= 1);
 }
+
+/// A producer that copies `$src` into each slot of a 16 KiB ring of 2 with `copy_from`.
+fn bulk_producer(src: TokenStream) -> TokenStream {
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 2)]
+            pub async fn copies(items: u32, x: &[u32], out: &mut [u32]) {
+                let (tx, rx) = channel::<[u32; 4096], 2>();
+                join!(
+                    on_warps(0..1, produce(items, x, tx)),
+                    on_warps(1..2, consume(rx, out)),
+                )
+                .await;
+            }
+
+            async fn produce(items: u32, x: &[u32], mut tx: Sender<[u32; 4096], 2>) {
+                for i in 0..items as usize {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(#src).await;
+                    slot.send();
+                }
+            }
+
+            async fn consume(mut rx: Receiver<[u32; 4096], 2>, out: &mut [u32]) {
+                let mut acc = 0u32;
+                while let Some(slot) = rx.recv().await {
+                    acc += slot[0];
+                }
+                out[0..1].par_iter_mut().for_each(|o| *o = acc);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_loop_copying_the_same_source_has_a_version_without_the_tail() {
+    // The same source every time: tested once before the loop; the first version has no tail
+    // loop, the second (for an unaligned source, or a tail) has the tail loops of its copies.
+    let ptx = one(bulk_producer(quote! { &x[0..4096] })).ptx;
+    let first = ptx
+        .find("// the loop's version whose bulk copies have no tail")
+        .expect("two versions");
+    let second = ptx
+        .find("// the loop's version with the copies' tails")
+        .expect("two versions");
+    assert!(first < second);
+    assert!(
+        !ptx[first..second].contains("$tail_"),
+        "{}",
+        &ptx[first..second]
+    );
+    assert_eq!(
+        ptx[second..].matches("bra.uni $tail_end_").count(),
+        2,
+        "two copies"
+    );
+    // A source that changes with the iteration: one version, whose copies test their tails.
+    let ptx = one(bulk_producer(quote! { &x[i..i + 4096] })).ptx;
+    assert!(!ptx.contains("the loop's version"));
+    assert_eq!(ptx.matches("bra.uni $tail_end_").count(), 2);
+}
