@@ -101,25 +101,77 @@ __global__ void __launch_bounds__(64) handoff_syncthreads(unsigned items, unsign
   if (warp == 1 && lane == 0) out[0] = acc;
 }
 
-// The same handoff with the generated channel's protocol, written by hand: the receiver learns
-// the end of the stream from the channel (a state word per slot, 1 = an item, 0 = the end marker,
-// which the sender's close writes into a slot of its own, as `Sender`'s drop does), both sides
-// watch an abort word (the host's cancel, another thread's panic) on every 32nd loop iteration
-// and every 16th iteration of a wait that spins, and waits decide for the whole warp
-// (__all_sync), so that a warp leaves a wait together. Only the features, not the generated code:
-// nvcc compiles it as it compiles handoff_mbarrier.
-__device__ __forceinline__ bool mbar_try(uint64_t* b, unsigned parity) {
+// The same handoff with the generated channel's protocol, written by hand as well as we know
+// how: the receiver learns the end of the stream from the channel (a state word per slot, 1 = an
+// item, 0 = the end marker, which the sender's close writes into a slot of its own, as `Sender`'s
+// drop does); both sides watch an abort word (the host's cancel, another thread's panic) every
+// 32nd round of the ring and every 16th failed test of a wait, and a watchdog on %globaltimer in
+// a wait that spins; waits decide for the whole warp (__all_sync), so that a warp leaves a wait
+// together. It uses the tricks the generated code uses, so that it measures the protocol and
+// not the compiler: the loop unrolled over the ring's slots (slot addresses are constants), the
+// abort word read one check ahead (a global load never stalls the loop), and the state word
+// loaded in the same asm block as the phase test, predicated on it (the load cannot pass the
+// wait, and it overlaps the vote).
+// One test of the phase, made warp-uniform (all lanes passed); with it, where it passed, the
+// slot's state word (`st`, a shared address; the load waits for the test).
+__device__ __forceinline__ bool warp_test_state(unsigned bar, unsigned parity, unsigned st, unsigned& state) {
   unsigned ok;
-  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
-               : "=r"(ok) : "r"(smem(b)), "r"(parity) : "memory");
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%2], %3;\n @p ld.shared.u32 %1, [%4];\n"
+      " vote.sync.all.pred p, p, -1;\n selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok), "+r"(state)
+      : "r"(bar), "r"(parity), "r"(st)
+      : "memory");
   return ok != 0;
 }
-// Waits for the phase; false when the launch was aborted meanwhile.
-__device__ __forceinline__ bool mbar_wait_watched(uint64_t* b, unsigned parity, const volatile unsigned* abort_word, unsigned id) {
-  if (__all_sync(~0u, mbar_try(b, parity))) return true;
+__device__ __forceinline__ bool warp_test(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile(
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n vote.sync.all.pred p, p, -1;\n"
+      " selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ bool warp_any(bool c) {
+  unsigned r;
+  asm volatile("{\n .reg .pred p;\n setp.ne.u32 p, %1, 0;\n vote.sync.any.pred p, p, -1;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(r) : "r"((unsigned)c));
+  return r != 0;
+}
+__device__ __forceinline__ unsigned long long globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ void arrive32(unsigned bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ unsigned lds32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ void sts32(unsigned addr, unsigned v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// The slow part of a wait, after a failed first test: false when the launch was aborted or the
+// watchdog fired meanwhile. `st` (0: none): the state word to load once the phase completed.
+__device__ __forceinline__ bool wait_slow(unsigned bar, unsigned parity, unsigned st, unsigned& state,
+                                          const volatile unsigned* abort_word, unsigned id, unsigned& ahead) {
+  unsigned long long deadline = 0;
   for (unsigned spins = 1;; ++spins) {
-    if (__all_sync(~0u, mbar_try(b, parity))) return true;
-    if ((spins & 15) == 0 && __any_sync(~0u, *abort_word == id)) return false;
+    if (warp_test(bar, parity)) {
+      if (st) state = lds32(st);
+      return true;
+    }
+    if ((spins & 15) == 0) {
+      if (warp_any(ahead == id)) return false;
+      ahead = *abort_word;
+      unsigned long long now = globaltimer();
+      if (deadline == 0) deadline = now + 1000000000ull;
+      if (warp_any(now > deadline)) return false;
+    }
   }
 }
 
@@ -128,53 +180,79 @@ __global__ void __launch_bounds__(64) handoff_protocol(unsigned items, const uns
                                                       const volatile unsigned* abort_word, unsigned id) {
   constexpr int STRIDE = ((LEN * 4 + 127) / 128) * 128;
   extern __shared__ __align__(128) unsigned char sm[];
-  uint64_t* full = (uint64_t*)(sm + DEPTH * STRIDE);
-  uint64_t* empty = full + DEPTH;
-  volatile unsigned* state = (volatile unsigned*)(empty + DEPTH);
+  // 32-bit shared addresses: slots, then the full and empty barriers, then the state words.
+  const unsigned base = smem(sm), full = base + DEPTH * STRIDE, empty = full + 8 * DEPTH, states = empty + 8 * DEPTH;
   int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < DEPTH; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], 1); state[s] = 1; }
+    for (int s = 0; s < DEPTH; ++s) {
+      mbar_init((uint64_t*)(sm + DEPTH * STRIDE) + s, 1);
+      mbar_init((uint64_t*)(sm + DEPTH * STRIDE) + DEPTH + s, 1);
+      sts32(states + 4 * s, 1);
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+  unsigned ahead = *abort_word;  // the abort word as read at the last check
+  unsigned unused = 0;
   if (warp == 0) {
-    unsigned i = 0;
-    for (; i < items; ++i) {
-      unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
-      unsigned* slot = (unsigned*)(sm + s * STRIDE);
-      if (!mbar_wait_watched(&empty[s], ph ^ 1, abort_word, id)) return;
-      if (BULK) {
-        if (lane == 0) { mbar_arrive_tx(&full[s], LEN * 4); bulk_g2s(slot, src, LEN * 4, &full[s]); }
-      } else {
-        if (LEN >= 128) {
-          for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
-        } else if (lane < LEN) {
-          slot[lane] = i;
+    unsigned i = 0, ph = 0;
+    for (unsigned round = 0;; ++round) {
+#pragma unroll
+      for (int s = 0; s < DEPTH; ++s) {
+        const unsigned e = empty + 8 * s, f = full + 8 * s;
+        if (!warp_test(e, ph ^ 1) && !wait_slow(e, ph ^ 1, 0, unused, abort_word, id, ahead)) return;
+        if (i == items) {
+          // The end marker takes a slot.
+          if (lane == 0) sts32(states + 4 * s, 0);
+          __syncwarp();
+          if (lane == 0) arrive32(f);
+          return;
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&full[s]);
+        unsigned* slot = (unsigned*)(sm + s * STRIDE);
+        if (BULK) {
+          if (lane == 0) {
+            mbar_arrive_tx((uint64_t*)(sm + DEPTH * STRIDE) + s, LEN * 4);
+            bulk_g2s(slot, src, LEN * 4, (uint64_t*)(sm + DEPTH * STRIDE) + s);
+          }
+        } else {
+          if (LEN >= 128) {
+            for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
+          } else if (lane < LEN) {
+            slot[lane] = i;
+          }
+          __syncwarp();
+          if (lane == 0) arrive32(f);
+        }
+        ++i;
       }
-      if ((i & 31) == 31 && __any_sync(~0u, *abort_word == id)) return;
+      ph ^= 1;
+      if ((round & 31) == 31) {
+        if (warp_any(ahead == id)) return;
+        ahead = *abort_word;
+      }
     }
-    // The end marker takes a slot.
-    unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
-    if (!mbar_wait_watched(&empty[s], ph ^ 1, abort_word, id)) return;
-    if (lane == 0) state[s] = 0;
-    __syncwarp();
-    if (lane == 0) mbar_arrive(&full[s]);
   } else {
-    unsigned acc = 0;
-    for (unsigned i = 0;; ++i) {
-      unsigned s = i % DEPTH, ph = (i / DEPTH) & 1;
-      const unsigned* slot = (const unsigned*)(sm + s * STRIDE);
-      if (!mbar_wait_watched(&full[s], ph, abort_word, id)) return;
-      if (state[s] == 0) break;
-      acc += slot[0];
-      __syncwarp();
-      if (lane == 0) mbar_arrive(&empty[s]);
-      if ((i & 31) == 31 && __any_sync(~0u, *abort_word == id)) return;
+    unsigned acc = 0, ph = 0;
+    for (unsigned round = 0;; ++round) {
+#pragma unroll
+      for (int s = 0; s < DEPTH; ++s) {
+        const unsigned f = full + 8 * s, st = states + 4 * s;
+        unsigned state = 1;
+        if (!warp_test_state(f, ph, st, state) && !wait_slow(f, ph, st, state, abort_word, id, ahead)) return;
+        if (state == 0) {
+          if (lane == 0) out[0] = acc;
+          return;
+        }
+        acc += lds32(base + s * STRIDE);
+        __syncwarp();
+        if (lane == 0) arrive32(empty + 8 * s);
+      }
+      ph ^= 1;
+      if ((round & 31) == 31) {
+        if (warp_any(ahead == id)) return;
+        ahead = *abort_word;
+      }
     }
-    if (lane == 0) out[0] = acc;
   }
 }
 
