@@ -79,9 +79,12 @@ pipeline_variant!(t1k_d8_o2, 1024, 8, 2);
 pipeline_variant!(t1k_d4_o3, 1024, 4, 3);
 pipeline_variant!(t1k_d8_o4, 1024, 8, 4);
 pipeline_variant!(t512_d8_o4, 512, 8, 4);
+// Tiles of 2048: the per-tile work of every role (waits, slicing, releases) spread over twice
+// the bytes; the peer has the same shape.
+pipeline_variant!(t2k_d4_o2, 2048, 4, 2);
 
 /// Every variant: its name and its launch.
-pub fn variants() -> [(&'static str, ScaleShift); 6] {
+pub fn variants() -> [(&'static str, ScaleShift); 7] {
     [
         (
             "tile 1024, rings 4 and 2 (the example)",
@@ -92,6 +95,7 @@ pub fn variants() -> [(&'static str, ScaleShift); 6] {
         ("tile 1024, rings 4 and 3", t1k_d4_o3::scale_shift::launch),
         ("tile 1024, rings 8 and 4", t1k_d8_o4::scale_shift::launch),
         ("tile 512, rings 8 and 4", t512_d8_o4::scale_shift::launch),
+        ("tile 2048, rings 4 and 2", t2k_d4_o2::scale_shift::launch),
     ]
 }
 

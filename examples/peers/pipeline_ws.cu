@@ -251,7 +251,9 @@ int main(int argc, char** argv) {
   configs.push_back(ws_config<512, 8, 4, 0>({2, 3, 4}));
   configs.push_back(ws_config<2048, 4, 2, 0>({2, 4}));
   configs.push_back(ws_config<4096, 4, 2, 0>({2}));
-  configs.push_back(ws_config<1024, 4, 2, 1>({4, 8}));
+  configs.push_back(ws_config<1024, 4, 2, 1>({2, 3, 4, 8}));
+  configs.push_back(ws_config<1024, 4, 3, 1>({2, 3}));
+  configs.push_back(ws_config<1024, 4, 3, 2>({2}));
   configs.push_back(ws_config<2048, 4, 2, 1>({4}));
   configs.push_back(ws_config<4096, 3, 2, 1>({2}));
   for (auto& c : configs) {
