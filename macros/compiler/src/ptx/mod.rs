@@ -264,13 +264,12 @@ pub struct Writer<'k> {
     loop_depth: u32,
 }
 
-/// The greatest common divisor (`gcd(0, b) = b`).
 /// The bulk copies at the top level of the role loop `body` whose split (`len`, `bulk`) the body
 /// does not change, and which can therefore be tested once, before the loop: when the bulk part
-/// covers them whole, the loop runs a version of its body without their tail loops. The test
-/// after each copy that skips its tail was a taken branch on the producer's path from its wait
-/// to its send: 7.2 ns per item of a 16 KiB bulk handoff at depth 4 on the H200 (93.9 -> 86.7,
-/// docs/benchmarks.md, ninth session). Only for loops without nested loops, `continue`, `join!`
+/// covers them whole, the loop runs a version of its body without their tail loops. The branch
+/// after each copy that skips its tail, with the tail's code, was on the producer's path from
+/// its wait to its send: 7.2 ns per item of a 16 KiB bulk handoff at depth 4 on the H200 (93.9
+/// -> 86.7 without them, docs/benchmarks.md, ninth session). Only for loops without nested loops, `continue`, `join!`
 /// or `select!`, whose labels a second version would repeat.
 fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, u32)> {
     let mut defined = HashSet::new();
@@ -371,6 +370,7 @@ fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
     leaving
 }
 
+/// The greatest common divisor (`gcd(0, b) = b`).
 fn gcd(a: u32, b: u32) -> u32 {
     if a == 0 {
         b
