@@ -269,9 +269,9 @@ pub struct Writer<'k> {
 /// covers them whole, the loop runs a version of its body without their tail loops. The branch
 /// after each copy that skips its tail, with the tail's code, was on the producer's path from
 /// its wait to its send: 7.2 ns per item of a 16 KiB bulk handoff at depth 4 on the H200 (93.9
-/// -> 86.7 without them, docs/benchmarks.md, ninth session). Only for loops without nested loops, `continue`, `join!`
-/// or `select!`, whose labels a second version would repeat.
-fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, u32)> {
+/// -> 86.7 without them, docs/benchmarks.md, ninth session). Only for loops without nested
+/// loops, `continue`, `join!` or `select!`, whose labels a second version would repeat.
+fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, ChannelId)> {
     let mut defined = HashSet::new();
     let mut plain = true;
     crate::ir::for_each_inst(body, &mut |i| {
@@ -296,7 +296,7 @@ fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, u32)> {
             _ => continue,
         };
         if !defined.contains(&len) && !defined.contains(&bulk) {
-            copies.push((len, bulk, chan.0));
+            copies.push((len, bulk, chan));
         }
     }
     copies
@@ -310,36 +310,31 @@ fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, u32)> {
 /// remembering that the channel closed, nor the test of it before every wait (two instructions per
 /// item on the path from a wait to the slot's release; docs/benchmarks.md, ninth session).
 fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
-    // The channels received (`recv`, `select!`) by `insts`, nested instructions included, and
-    // how many `recv`s each has.
-    fn receives(
-        insts: &[Inst],
-        recvs: &mut HashMap<ChannelId, usize>,
-        selects: &mut HashSet<ChannelId>,
-    ) {
+    // How many `recv`s of each channel `insts` has, nested ones included.
+    fn recv_counts(insts: &[Inst]) -> HashMap<ChannelId, usize> {
+        let mut counts = HashMap::new();
         for inst in insts {
-            crate::ir::for_each_inst_in(inst, &mut |i| match i {
-                Inst::Recv { chan, .. } => *recvs.entry(*chan).or_insert(0) += 1,
-                Inst::SelectRecv { chans, .. } => selects.extend(chans.iter().copied()),
-                _ => {}
+            crate::ir::for_each_inst_in(inst, &mut |i| {
+                if let Inst::Recv { chan, .. } = i {
+                    *counts.entry(*chan).or_insert(0) += 1;
+                }
             });
         }
+        counts
     }
-    let (mut recvs, mut selects) = (HashMap::new(), HashSet::new());
-    receives(&body.0, &mut recvs, &mut selects);
-    let mut leaving: HashSet<ChannelId> = recvs
-        .keys()
-        .filter(|c| !selects.contains(c))
-        .copied()
-        .collect();
-    // The `recv`s of the right shape, per channel.
+    let mut selected = HashSet::new();
+    crate::ir::for_each_inst(body, &mut |i| {
+        if let Inst::SelectRecv { chans, .. } = i {
+            selected.extend(chans.iter().copied());
+        }
+    });
+    // The `recv`s of the `while let` shape, per channel.
     let mut shaped: HashMap<ChannelId, usize> = HashMap::new();
     for (at, inst) in body.0.iter().enumerate() {
         let Inst::Loop { id, body: lbody } = inst else {
             continue;
         };
-        let (mut later, mut later_selects) = (HashMap::new(), HashSet::new());
-        receives(&body.0[at + 1..], &mut later, &mut later_selects);
+        let later = recv_counts(&body.0[at + 1..]);
         for (k, inner) in lbody.0.iter().enumerate() {
             let Inst::Recv { chan, some, .. } = inner else {
                 continue;
@@ -360,14 +355,17 @@ fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
                 }
                 _ => false,
             };
-            if breaks_on_end && !later.contains_key(chan) && !later_selects.contains(chan) {
+            if breaks_on_end && !later.contains_key(chan) {
                 *shaped.entry(*chan).or_insert(0) += 1;
             }
         }
     }
-    // Every `recv` of the channel has the shape.
-    leaving.retain(|c| recvs.get(c) == shaped.get(c));
-    leaving
+    // Every `recv` of the channel has the shape, and no `select!` takes it.
+    recv_counts(&body.0)
+        .into_iter()
+        .filter(|(c, n)| !selected.contains(c) && shaped.get(c) == Some(n))
+        .map(|(c, _)| c)
+        .collect()
 }
 
 /// The greatest common divisor (`gcd(0, b) = b`).
@@ -1733,13 +1731,15 @@ impl<'k> Writer<'k> {
                     let tails = format!("$loop_{}_tails", id.0);
                     let mut all_whole: Option<String> = None;
                     for &(len, bulk, chan) in &whole {
+                        // The checker allows bulk copies of scalar payloads only.
                         let esize = self
                             .k
-                            .channel(ChannelId(chan))
+                            .channel(chan)
                             .ty
                             .elem
                             .scalar()
-                            .map_or(1, Scalar::size);
+                            .map(Scalar::size)
+                            .ok_or(fmt::Error)?;
                         let (len, bulk) = (self.reg(len), self.reg(bulk));
                         let covered = self.tmp(Class::B64);
                         self.line(format!(
