@@ -77,6 +77,23 @@ pub type ScaleShift = for<'a> fn(
     (f32, f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
 ) -> Launch<'a>;
 
+/// The median time in ms of `launch` on `grid` (`a = 2`, `b = 1`, from `x` into `y`) and of a
+/// device copy from `src` to `dst`, 20 runs each after 3 warm-ups. Both read and write as many
+/// floats, so their bandwidths compare.
+pub fn time_against_copy(
+    launch: ScaleShift,
+    dev: &Device,
+    grid: Grid,
+    (x, y): (&DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
+    (src, dst): (&DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
+) -> gpu_async::Result<(f64, f64)> {
+    let kernel_ms = median_of(3, 20, || {
+        time_launch(dev, || launch(dev, grid, (2.0, 1.0, x, &mut *y)))
+    })?;
+    let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(src))?;
+    Ok((kernel_ms, copy_ms))
+}
+
 /// Runs the pipeline once on `n` random elements; returns the mismatches against a CPU loop.
 pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
     run_and_check_kernel(pipeline::scale_shift::launch, dev, grid, n, seed)
@@ -136,12 +153,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut y = dev.alloc::<f32>(n)?;
         let src = dev.upload(&random_f32(n, 12))?;
         let mut dst = dev.alloc::<f32>(n)?;
-        let kernel_ms = median_of(3, 20, || {
-            time_launch(&dev, || {
-                pipeline::scale_shift::launch(&dev, grid, (2.0, 1.0, &x, &mut y))
-            })
-        })?;
-        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+        let (kernel_ms, copy_ms) = time_against_copy(
+            pipeline::scale_shift::launch,
+            &dev,
+            grid,
+            (&x, &mut y),
+            (&src, &mut dst),
+        )?;
         // Both read n floats and write n floats.
         let (k, c) = (gb_per_s(8 * n, kernel_ms), gb_per_s(8 * n, copy_ms));
         println!(

@@ -6,7 +6,7 @@
 //! cargo run --release --example pipeline_variants -- [elements] [part of a variant's name]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, random_f32};
 use gpu_async::{gpu_async, BackendKind, Device};
 
 /// The example the variants are of: its launch type and its check.
@@ -130,10 +130,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 return Err(format!("{name}: the result differs from the CPU loop").into());
             }
             if dev.kind() == BackendKind::Cuda {
-                let ms = median_of(3, 20, || {
-                    time_launch(&dev, || launch(&dev, grid, (2.0, 1.0, &x, &mut y)))
-                })?;
-                let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+                let (ms, copy_ms) = pipeline::time_against_copy(
+                    launch,
+                    &dev,
+                    grid,
+                    (&x, &mut y),
+                    (&src, &mut dst),
+                )?;
                 let (k, c) = (gb_per_s(8 * n, ms), gb_per_s(8 * n, copy_ms));
                 println!(
                     "bandwidth: {name}, {blocks_per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.3}",
