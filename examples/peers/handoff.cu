@@ -30,6 +30,17 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, unsigned by
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" :: "r"(smem(dst)), "l"(src), "r"(bytes), "r"(smem(b)) : "memory");
 }
 
+// The producer's item `i` into a slot of LEN u32, by the warp's lanes: 16 bytes per lane per step
+// for 512-byte payloads, one u32 per lane below that.
+template <int LEN>
+__device__ __forceinline__ void fill_slot(unsigned* slot, unsigned i, int lane) {
+  if (LEN >= 128) {
+    for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
+  } else if (lane < LEN) {
+    slot[lane] = i;
+  }
+}
+
 // LEN u32 per slot; BULK: the producer's lane 0 copies the slot from `src` with cp.async.bulk.
 template <int LEN, int DEPTH, bool BULK>
 __global__ void __launch_bounds__(64) handoff_mbarrier(unsigned items, const unsigned* src, unsigned* out) {
@@ -51,11 +62,7 @@ __global__ void __launch_bounds__(64) handoff_mbarrier(unsigned items, const uns
       if (BULK) {
         if (lane == 0) { mbar_arrive_tx(&full[s], LEN * 4); bulk_g2s(slot, src, LEN * 4, &full[s]); }
       } else {
-        if (LEN >= 128) {
-          for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
-        } else if (lane < LEN) {
-          slot[lane] = i;
-        }
+        fill_slot<LEN>(slot, i, lane);
         __syncwarp();
         if (lane == 0) mbar_arrive(&full[s]);
       }
@@ -82,12 +89,7 @@ __global__ void __launch_bounds__(64) handoff_syncthreads(unsigned items, unsign
   unsigned acc = 0;
   for (unsigned i = 0; i <= items; ++i) {
     if (warp == 0 && i < items) {
-      unsigned* slot = buf[i % DEPTH];
-      if (LEN >= 128) {
-        for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
-      } else if (lane < LEN) {
-        slot[lane] = i;
-      }
+      fill_slot<LEN>(buf[i % DEPTH], i, lane);
     }
     if (DEPTH == 1) {
       __syncthreads();
@@ -215,11 +217,7 @@ __global__ void __launch_bounds__(64) handoff_protocol(unsigned items, const uns
             bulk_g2s(slot, src, LEN * 4, (uint64_t*)(sm + DEPTH * STRIDE) + s);
           }
         } else {
-          if (LEN >= 128) {
-            for (int k = lane; k < LEN / 4; k += 32) ((uint4*)slot)[k] = make_uint4(i, i, i, i);
-          } else if (lane < LEN) {
-            slot[lane] = i;
-          }
+          fill_slot<LEN>(slot, i, lane);
           __syncwarp();
           if (lane == 0) arrive32(f);
         }
