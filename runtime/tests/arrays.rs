@@ -4,6 +4,9 @@
 #[path = "common/arrays.rs"]
 mod arrays;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use gpu_async::bench::random_f32;
 use gpu_async::{block_on, Device, Grid};
 
@@ -362,10 +365,7 @@ fn shared_values_between_roles() -> gpu_async::Result<()> {
 
 #[test]
 fn async_blocks_run_in_place() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    if let Ok(gpu) = Device::cuda(0) {
-        devices.push(gpu);
-    }
+    let devices = devices::devices();
     for dev in devices {
         for n in [0, 1, 63, 64, 65, 5000] {
             let xs = random_f32(n, 13);
@@ -387,10 +387,7 @@ fn async_blocks_run_in_place() -> gpu_async::Result<()> {
 #[test]
 fn enums_without_payloads() -> gpu_async::Result<()> {
     use arrays::enums::Op;
-    let mut devices = vec![Device::simulator()];
-    if let Ok(gpu) = Device::cuda(0) {
-        devices.push(gpu);
-    }
+    let devices = devices::devices();
     let xs: Vec<i32> = (0..3000).map(|i| i * 7 - 9000).collect();
     let combine = |op: Op, a: i32, b: i32| match op {
         Op::Add => a.wrapping_add(b),
@@ -575,11 +572,7 @@ fn conditional_writes_keep_the_other_elements() -> gpu_async::Result<()> {
 
 #[test]
 fn idle_warps_when_asked_for() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(gpu) => devices.push(gpu),
-        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
-    }
+    let devices = devices::devices();
     for dev in devices {
         let n = 5000;
         let mut y = dev.alloc::<u32>(n)?;
@@ -689,11 +682,7 @@ fn loops_over_typed_and_inclusive_ranges() -> gpu_async::Result<()> {
         (0..=10).sum(),
     ];
     want.extend((5..40u16).map(|i| (0..=i).map(i64::from).sum::<i64>()));
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(gpu) => devices.push(gpu),
-        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
-    }
+    let devices = devices::devices();
     for dev in devices {
         let mut out = dev.alloc::<i64>(40)?;
         block_on(arrays::typed_ranges::sums::launch(
@@ -738,11 +727,7 @@ fn if_let_over_checked_results() -> gpu_async::Result<()> {
             None => -3,
         })
         .collect();
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(gpu) => devices.push(gpu),
-        Err(e) => eprintln!("skipping the GPU half: no CUDA device: {e}"),
-    }
+    let devices = devices::devices();
     for dev in devices {
         let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
         let (mut s, mut p) = (dev.alloc::<i32>(n)?, dev.alloc::<i32>(n)?);

@@ -5,6 +5,9 @@
 #[path = "../../examples/saxpy.rs"]
 mod saxpy;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 #[allow(dead_code)]
 #[path = "../../examples/reduce.rs"]
 mod reduce;
@@ -296,8 +299,7 @@ fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
 
 #[test]
 fn async_demos_on_both_backends() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    devices.extend(gpu());
+    let devices = devices::devices();
     for dev in devices {
         for &n in &[0, 1, 255, 256, 257, 5000] {
             for blocks in [1, 3] {
@@ -311,8 +313,7 @@ fn async_demos_on_both_backends() -> gpu_async::Result<()> {
 
 #[test]
 fn join_cost_variants_agree_on_both_backends() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    devices.extend(gpu());
+    let devices = devices::devices();
     for dev in devices {
         for items in [0u32, 1, 2, 3, 500] {
             let failures = join_cost::check(&dev, items)?;

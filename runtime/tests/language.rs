@@ -5,6 +5,9 @@
 #[path = "common/language.rs"]
 mod language;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use gpu_async::bench::random_f32;
 use gpu_async::{block_on, Device, Grid};
 
@@ -168,11 +171,7 @@ fn run_control(dev: &Device, seed: u32, n: usize) -> gpu_async::Result<Vec<u32>>
 
 #[test]
 fn control_flow_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => devices.push(d),
-        Err(e) => eprintln!("GPU half skipped: {e}"),
-    }
+    let devices = devices::devices();
     for dev in &devices {
         for seed in [0u32, 1, 7, 12345, 0xDEAD_BEEF] {
             for n in [0usize, 1, 33, 1000] {
@@ -215,11 +214,7 @@ fn hash_reference(seed: u32, n: usize) -> (Vec<u32>, Vec<i32>) {
 
 #[test]
 fn integer_overflow_wraps_on_both_backends() -> gpu_async::Result<()> {
-    let mut devices = vec![Device::simulator()];
-    match Device::cuda(0) {
-        Ok(d) => devices.push(d),
-        Err(e) => eprintln!("GPU half skipped: {e}"),
-    }
+    let devices = devices::devices();
     for dev in &devices {
         for seed in [0u32, 1, 0xFFFF_FFFF, 0x8000_0000] {
             let n = 1000;
