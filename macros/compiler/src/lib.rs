@@ -81,8 +81,14 @@ fn compile_module(
             continue;
         };
         licm::hoist_loop_invariants(&mut kernel);
-        let registers_note = match registers::plan(&kernel, registers_attr(&module, &f.name), diags)
-        {
+        let options = kernel_options(&module, &f.name);
+        let min_blocks = options.and_then(|o| o.min_blocks_per_sm);
+        let Some(min_blocks_per_sm) = registers::occupancy(&kernel, min_blocks, diags) else {
+            continue;
+        };
+        kernel.min_blocks_per_sm = min_blocks_per_sm;
+        let registers_attr = options.and_then(|o| o.registers.as_ref());
+        let registers_note = match registers::plan(&kernel, registers_attr, min_blocks, diags) {
             registers::Plan::Budgets(b) => {
                 kernel.registers = Some(b);
                 None
@@ -119,10 +125,10 @@ fn compile_module(
     (module, program, kernels)
 }
 
-/// The `registers(..)` of kernel `name`'s `#[kernel(..)]`, if it has one.
-fn registers_attr<'m>(module: &'m parse::Module, name: &str) -> Option<&'m parse::RegistersAttr> {
+/// The options of kernel `name`'s `#[kernel(..)]` that later phases read, if it has any.
+fn kernel_options<'m>(module: &'m parse::Module, name: &str) -> Option<&'m parse::KernelOptions> {
     module
-        .registers
+        .options
         .iter()
         .find(|(kernel, _)| kernel == name)
         .map(|(_, r)| r)

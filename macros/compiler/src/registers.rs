@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use crate::check::types::Scalar;
 use crate::diag::Diagnostics;
 use crate::ir::{for_each_inst, Inst, Kernel, RegisterBudgets, Role, Value};
-use crate::parse::RegistersAttr;
+use crate::parse::{MinBlocksAttr, RegistersAttr};
 
 /// 32-bit registers of an SM's register file on sm_90, all of which one block may hold.
 pub const REGISTER_FILE: u32 = 65536;
@@ -51,6 +51,45 @@ pub fn min_blocks_per_sm(warps: u32, shared_bytes: u32) -> Option<u32> {
     (by_shared >= 1 && by_shared < by_warps).then_some(by_shared)
 }
 
+/// The `.minnctapersm` of `k`: the user's `min_blocks_per_sm = N` when it wrote one and an SM can
+/// hold N blocks of `k` (its warps and its shared memory), else [`min_blocks_per_sm`]'s. `None`
+/// when N cannot be honoured; the errors are reported.
+pub fn occupancy(
+    k: &Kernel,
+    attr: Option<MinBlocksAttr>,
+    diags: &mut Diagnostics,
+) -> Option<Option<u32>> {
+    let Some(MinBlocksAttr { blocks, span }) = attr else {
+        return Some(min_blocks_per_sm(k.warps, k.shared_bytes));
+    };
+    let by_warps = SM_WARPS / k.warps.max(1);
+    if blocks > by_warps {
+        diags.error(
+            span,
+            format!(
+                "an SM holds at most {SM_WARPS} warps: {blocks} blocks of {} warps would be {}; write `min_blocks_per_sm = {by_warps}` or fewer, or give the kernel fewer warps",
+                k.warps,
+                blocks * k.warps
+            ),
+        );
+        return None;
+    }
+    let per_block = k.shared_bytes.saturating_add(BLOCK_RESERVED_SHARED);
+    let by_shared = SM_SHARED / per_block;
+    if blocks > by_shared {
+        diags.error(
+            span,
+            format!(
+                "an SM has {} KiB of shared memory and this kernel takes {} B per block (its channels, barriers and scratch, plus 1 KiB the hardware keeps per block): {by_shared} blocks fit, not {blocks}; write `min_blocks_per_sm = {by_shared}` or fewer, or make the channels smaller",
+                SM_SHARED / 1024,
+                per_block,
+            ),
+        );
+        return None;
+    }
+    Some(Some(blocks))
+}
+
 /// Registers per thread at the entry of a block of `warps` warps: the register file shared by
 /// its threads, in whole multiples of 8 (the allocation unit), at most 255. This is what ptxas
 /// derives itself from `.reqntid` with `.minnctapersm 1` (checked for 4 to 32 warps).
@@ -71,11 +110,29 @@ pub enum Plan {
 
 /// The register budgets of `k`: those of `attr` when the user wrote some, else derived from the
 /// roles: a role that only moves data gets [`MOVER_BUDGET`], the other roles share the rest.
-pub fn plan(k: &Kernel, attr: Option<&RegistersAttr>, diags: &mut Diagnostics) -> Plan {
-    match attr {
-        Some(a) if a.off => Plan::Uniform("turned off by `registers(off)`".to_string()),
-        Some(a) => explicit(k, a, diags),
-        None => match derive(k) {
+/// Budgets share the register file of an SM among the roles of one block, so a kernel that asks
+/// for several blocks per SM (`min_blocks_per_sm`) has none.
+pub fn plan(
+    k: &Kernel,
+    attr: Option<&RegistersAttr>,
+    min_blocks: Option<MinBlocksAttr>,
+    diags: &mut Diagnostics,
+) -> Plan {
+    match (attr, min_blocks) {
+        (Some(a), _) if a.off => Plan::Uniform("turned off by `registers(off)`".to_string()),
+        (Some(_), Some(m)) => {
+            diags.error(
+                m.span,
+                "`min_blocks_per_sm` and `registers(..)` cannot be combined: register budgets give one block the whole register file of an SM, and `min_blocks_per_sm` shares it among several blocks; keep one of them",
+            );
+            Plan::Invalid
+        }
+        (None, Some(m)) => Plan::Uniform(format!(
+            "`min_blocks_per_sm = {}` shares the register file among blocks, and budgets give one block all of it",
+            m.blocks
+        )),
+        (Some(a), None) => explicit(k, a, diags),
+        (None, None) => match derive(k) {
             Ok(b) => Plan::Budgets(b),
             Err(why) => Plan::Uniform(why),
         },

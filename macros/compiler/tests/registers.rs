@@ -365,3 +365,88 @@ fn minnctapersm_where_shared_memory_bounds_the_blocks() {
         .ptx
         .contains(".minnctapersm"));
 }
+
+/// One role on 8 warps without shared memory: the warps allow 8 blocks per SM, but ptxas does not
+/// know that the user means to run 8 and allocates as for one.
+fn flat(attr: TokenStream) -> TokenStream {
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 8 #attr)]
+            pub async fn scale(a: f32, x: &[f32], y: &mut [f32]) {
+                join!(on_warps(0..8, scale_tiles(a, x, y))).await;
+            }
+
+            async fn scale_tiles(a: f32, x: &[f32], y: &mut [f32]) {
+                for tile in block_tiles(y.len(), 4096) {
+                    y[tile.start..tile.end]
+                        .par_iter_mut()
+                        .zip(x[tile.start..tile.end].par_iter())
+                        .for_each(|(o, i)| *o = a.mul_add(*i, *o));
+                }
+            }
+        }
+    }
+}
+
+/// `min_blocks_per_sm = N` reaches the PTX as `.minnctapersm N`, where the kernel would have had
+/// none, and replaces the one shared memory would give.
+#[test]
+fn min_blocks_per_sm_becomes_minnctapersm() {
+    let k = one(flat(quote!(, min_blocks_per_sm = 8)));
+    assert_eq!(k.ir.min_blocks_per_sm, Some(8));
+    assert!(k.ptx.contains(".reqntid 256, 1, 1\n.minnctapersm 8\n"));
+    assert!(k
+        .ir_text
+        .contains("registers: sized for 8 blocks per SM (`.minnctapersm 8`)"));
+    let k = one(flat(quote!()));
+    assert_eq!(k.ir.min_blocks_per_sm, None);
+    assert!(!k.ptx.contains(".minnctapersm"));
+    // The 6-warp pipeline: 9 blocks by shared memory unless the user asks for fewer.
+    let six = |attr| pipeline(6, [quote!(0..1), quote!(1..5), quote!(5..6)], attr);
+    assert_eq!(one(six(quote!())).ir.min_blocks_per_sm, Some(9));
+    let k = one(six(quote!(, min_blocks_per_sm = 2)));
+    assert!(k.ptx.contains(".reqntid 192, 1, 1\n.minnctapersm 2\n"));
+}
+
+/// A kernel whose roles would get register budgets gets none when it asks for several blocks
+/// per SM (budgets give one block the whole register file), and says why.
+#[test]
+fn min_blocks_per_sm_turns_derived_budgets_off() {
+    let k = one(aligned(quote!(, min_blocks_per_sm = 2)));
+    assert_eq!(k.ir.registers, None);
+    assert!(!k.ptx.contains(".maxnreg") && !k.ptx.contains("setmaxnreg"));
+    assert!(k.ptx.contains(".reqntid 512, 1, 1\n.minnctapersm 2\n"));
+    let note = k.registers_note.expect("a note");
+    assert!(note.contains("`min_blocks_per_sm = 2`"), "{note}");
+}
+
+#[test]
+fn min_blocks_per_sm_the_sm_cannot_hold() {
+    // 16 warps: 4 blocks fill the SM's 64 warps.
+    assert_error(
+        aligned(quote!(, min_blocks_per_sm = 5)),
+        "an SM holds at most 64 warps: 5 blocks of 16 warps would be 80; write `min_blocks_per_sm = 4` or fewer",
+    );
+    // 24 KiB of rings and barriers per block: 9 fit in 228 KiB with the 1 KiB each keeps.
+    assert_error(
+        pipeline(
+            6,
+            [quote!(0..1), quote!(1..5), quote!(5..6)],
+            quote!(, min_blocks_per_sm = 10),
+        ),
+        "blocks fit, not 10",
+    );
+    assert_error(
+        aligned(quote!(, min_blocks_per_sm = 0)),
+        "an SM holds 1 to 32 blocks; got 0",
+    );
+    assert_error(
+        aligned(quote!(, min_blocks_per_sm = 2, registers(load = 40))),
+        "`min_blocks_per_sm` and `registers(..)` cannot be combined",
+    );
+    // `registers(off)` leaves nothing to combine.
+    let k = one(aligned(quote!(, min_blocks_per_sm = 2, registers(off))));
+    assert!(k.ptx.contains(".minnctapersm 2\n"));
+}

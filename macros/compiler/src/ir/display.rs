@@ -123,6 +123,12 @@ impl Display for Kernel {
         if self.local_bytes > 0 {
             writeln!(f, "  local arrays: {} B per thread", self.local_bytes)?;
         }
+        if let (None, Some(n)) = (&self.registers, self.min_blocks_per_sm) {
+            writeln!(
+                f,
+                "  registers: sized for {n} blocks per SM (`.minnctapersm {n}`)"
+            )?;
+        }
         if let Some(b) = &self.registers {
             writeln!(
                 f,

@@ -91,6 +91,9 @@ pub struct Kernel {
     /// The roles' register budgets (`setmaxnreg`), when the kernel has them: set after lowering
     /// by [`crate::registers`].
     pub registers: Option<RegisterBudgets>,
+    /// `.minnctapersm`: the blocks an SM must be able to hold, from `min_blocks_per_sm = N` or
+    /// from the blocks shared memory admits; set after lowering by [`crate::registers`].
+    pub min_blocks_per_sm: Option<u32>,
 }
 
 /// Registers per thread for each role, set with `setmaxnreg` at the start of its region (sm_90a).

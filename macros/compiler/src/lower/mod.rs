@@ -498,6 +498,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         cells_offset,
         barriers,
         registers: None,
+        min_blocks_per_sm: None,
         local_bytes: l.local_bytes,
         const_tables: l
             .const_tables

@@ -15,8 +15,30 @@ pub struct Module {
     pub item: syn::ItemMod,
     /// Its items, in order.
     pub items: Vec<Item>,
-    /// The `registers(..)` of each kernel's `#[kernel(...)]` that has one, by the kernel's name.
-    pub registers: Vec<(String, RegistersAttr)>,
+    /// The options of each kernel's `#[kernel(...)]` that later phases read (`registers(..)`,
+    /// `min_blocks_per_sm`), by the kernel's name.
+    pub options: Vec<(String, KernelOptions)>,
+}
+
+/// The options of a `#[kernel(...)]` that take effect after lowering.
+#[derive(Debug, Clone, Default)]
+pub struct KernelOptions {
+    /// `registers(..)`.
+    pub registers: Option<RegistersAttr>,
+    /// `min_blocks_per_sm = N`.
+    pub min_blocks_per_sm: Option<MinBlocksAttr>,
+}
+
+/// `min_blocks_per_sm = N`: the blocks that an SM must be able to hold at once; registers are
+/// allocated so that N blocks' threads fit the register file (PTX `.minnctapersm`, as CUDA's
+/// `__launch_bounds__(threads, N)`). Checked against the kernel's warps and shared memory once
+/// it is lowered (`crate::registers::occupancy`).
+#[derive(Debug, Clone, Copy)]
+pub struct MinBlocksAttr {
+    /// N.
+    pub blocks: u32,
+    /// The number's span, for errors.
+    pub span: Span,
 }
 
 /// One item of the module.
@@ -90,7 +112,7 @@ pub const MAX_WARPS: u32 = 32;
 /// Parses the module. Items the compiler does not support are reported and left out.
 pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
     let mut items = Vec::new();
-    let mut registers = Vec::new();
+    let mut options = Vec::new();
     let content = item.content.take();
     match content {
         None => diags.error(
@@ -99,7 +121,7 @@ pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
         ),
         Some((_, content)) => {
             for it in content {
-                if let Some(parsed) = parse_item(it, &mut registers, diags) {
+                if let Some(parsed) = parse_item(it, &mut options, diags) {
                     items.push(parsed);
                 }
             }
@@ -108,13 +130,13 @@ pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
     Module {
         item,
         items,
-        registers,
+        options,
     }
 }
 
 fn parse_item(
     item: syn::Item,
-    registers: &mut Vec<(String, RegistersAttr)>,
+    options: &mut Vec<(String, KernelOptions)>,
     diags: &mut Diagnostics,
 ) -> Option<Item> {
     match item {
@@ -140,7 +162,7 @@ fn parse_item(
         }
         syn::Item::Fn(mut f) => {
             let mut kernel = None;
-            let mut kernel_registers = None;
+            let mut kernel_options = KernelOptions::default();
             let mut kept = Vec::new();
             for attr in std::mem::take(&mut f.attrs) {
                 if attr.path().is_ident("kernel") {
@@ -148,7 +170,7 @@ fn parse_item(
                         diags.error_at(&attr, "a kernel takes one `#[kernel(...)]` attribute");
                         continue;
                     }
-                    kernel = parse_kernel_attr(&attr, &mut kernel_registers, diags);
+                    kernel = parse_kernel_attr(&attr, &mut kernel_options, diags);
                     if kernel.is_none() {
                         // Still a kernel for the next phases, so that its body gets checked.
                         kernel = Some(KernelAttr {
@@ -162,8 +184,8 @@ fn parse_item(
                 }
             }
             f.attrs = kept;
-            if let Some(r) = kernel_registers {
-                registers.push((f.sig.ident.to_string(), r));
+            if kernel_options.registers.is_some() || kernel_options.min_blocks_per_sm.is_some() {
+                options.push((f.sig.ident.to_string(), kernel_options));
             }
             Some(Item::Fn(FnItem { item: f, kernel }))
         }
@@ -191,7 +213,7 @@ fn parse_item(
 
 fn parse_kernel_attr(
     attr: &syn::Attribute,
-    registers: &mut Option<RegistersAttr>,
+    options: &mut KernelOptions,
     diags: &mut Diagnostics,
 ) -> Option<KernelAttr> {
     let span = attr.span();
@@ -205,6 +227,7 @@ fn parse_kernel_attr(
     let mut warps = None;
     let mut idle_warps = false;
     let mut regs = None;
+    let mut min_blocks = None;
     let result = attr.parse_nested_meta(|meta| {
         if meta.path.is_ident("idle_warps") {
             idle_warps = true;
@@ -223,8 +246,25 @@ fn parse_kernel_attr(
         } else if meta.path.is_ident("registers") {
             regs = Some(parse_registers(&meta)?);
             Ok(())
+        } else if meta.path.is_ident("min_blocks_per_sm") {
+            let lit: syn::LitInt = meta.value()?.parse()?;
+            let n: u32 = lit.base10_parse()?;
+            if n == 0 || n > crate::registers::SM_BLOCKS {
+                return Err(syn::Error::new(
+                    lit.span(),
+                    format!(
+                        "an SM holds 1 to {} blocks; got {n}",
+                        crate::registers::SM_BLOCKS
+                    ),
+                ));
+            }
+            min_blocks = Some(MinBlocksAttr {
+                blocks: n,
+                span: lit.span(),
+            });
+            Ok(())
         } else {
-            Err(meta.error("unknown kernel option: the options are `warps = N`, `idle_warps` and `registers(role = N, ..)`"))
+            Err(meta.error("unknown kernel option: the options are `warps = N`, `idle_warps`, `registers(role = N, ..)` and `min_blocks_per_sm = N`"))
         }
     });
     if let Err(e) = result {
@@ -233,7 +273,8 @@ fn parse_kernel_attr(
     }
     match warps {
         Some(warps) => {
-            *registers = regs;
+            options.registers = regs;
+            options.min_blocks_per_sm = min_blocks;
             Some(KernelAttr {
                 warps,
                 idle_warps,

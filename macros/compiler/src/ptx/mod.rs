@@ -2975,8 +2975,8 @@ impl<'k> Writer<'k> {
             // The registers each thread holds at the entry, which the roles' `setmaxnreg`s
             // redistribute (without it ptxas ignores them).
             writeln!(out, ".maxnreg {}", b.entry)?;
-        } else if let Some(blocks) = crate::registers::min_blocks_per_sm(k.warps, k.shared_bytes) {
-            // Shared memory bounds the blocks per SM: let ptxas use the registers they leave.
+        } else if let Some(blocks) = k.min_blocks_per_sm {
+            // The blocks an SM must hold: ptxas allocates registers so that they fit.
             writeln!(out, ".minnctapersm {blocks}")?;
         }
         writeln!(out, "{{")?;
