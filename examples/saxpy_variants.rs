@@ -11,10 +11,10 @@ use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 /// One loader warp streams tiles of `x` through a ring of `$depth` slots; the other warps of the
 /// block update `y` in place, each element with `$body`, in which `$a` is the kernel's scalar,
 /// `$yi` the `&mut` element of `y` and `$xi` the element of the slot. The names come from the
-/// caller, so that its body can use them.
+/// caller, so that its body can use them. `$option`s are more `#[kernel(..)]` options.
 macro_rules! ring_variant {
     (
-        $name:ident, $kernel:ident, $warps:tt, $tile:tt, $depth:tt,
+        $name:ident, $kernel:ident, $warps:tt, $tile:tt, $depth:tt, [$($option:tt)*],
         |$a:ident, $yi:ident, $xi:ident| $($body:tt)*
     ) => {
         #[gpu_async]
@@ -23,7 +23,7 @@ macro_rules! ring_variant {
 
             pub const TILE: usize = $tile;
 
-            #[kernel(warps = $warps)]
+            #[kernel(warps = $warps, $($option)*)]
             pub async fn $kernel($a: f32, x: &[f32], y: &mut [f32]) {
                 let (tx, rx) = channel::<[f32; TILE], $depth>();
                 join!(
@@ -55,10 +55,101 @@ macro_rules! ring_variant {
     };
 }
 
+/// `z = f(x, y)` out of place, with `x` and `y` both streamed into shared memory: warp 0 copies
+/// tiles of `x` into one ring of `$depth` slots, warp 1 tiles of `y` into another, and the other
+/// warps write `z` from the two slots with `$body` (`$zi` the `&mut` element of `z`, `$xi` and
+/// `$yi` the slots' elements). The compute warps never wait for global memory, which the in-place
+/// [`ring_variant`] cannot avoid: there the warps that write `y` must also read it, since a loader
+/// role holding `&y` while another role holds `&mut y` is what the borrow checker forbids.
+macro_rules! two_ring_variant {
+    (
+        $name:ident, $kernel:ident, $warps:tt, $tile:tt, $depth:tt,
+        |$a:ident, $zi:ident, $xi:ident, $yi:ident| $($body:tt)*
+    ) => {
+        #[gpu_async]
+        pub mod $name {
+            use gpu_async::device::*;
+
+            pub const TILE: usize = $tile;
+
+            #[kernel(warps = $warps)]
+            pub async fn $kernel($a: f32, x: &[f32], y: &[f32], z: &mut [f32]) {
+                let (x_tx, x_rx) = channel::<[f32; TILE], $depth>();
+                let (y_tx, y_rx) = channel::<[f32; TILE], $depth>();
+                join!(
+                    on_warps(0..1, load(x, x_tx)),
+                    on_warps(1..2, load(y, y_tx)),
+                    on_warps(2..$warps, update($a, x_rx, y_rx, z))
+                )
+                .await;
+            }
+
+            async fn load(src: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
+                for tile in block_tiles(src.len(), TILE) {
+                    let mut slot = tx.reserve().await;
+                    slot.copy_from(&src[tile]).await;
+                    slot.send();
+                }
+            }
+
+            async fn update(
+                $a: f32,
+                mut x_rx: Receiver<[f32; TILE], $depth>,
+                mut y_rx: Receiver<[f32; TILE], $depth>,
+                z: &mut [f32],
+            ) {
+                let mut tiles = block_tiles(z.len(), TILE);
+                while let Some(x_slot) = x_rx.recv().await {
+                    let y_slot = y_rx.recv().await.unwrap();
+                    let tile = tiles.next().unwrap();
+                    z[tile]
+                        .par_iter_mut()
+                        .zip(x_slot.par_iter())
+                        .zip(y_slot.par_iter())
+                        .for_each(|(($zi, $xi), $yi)| $($body)*);
+                }
+            }
+        }
+    };
+}
+
+/// One role on all `$warps` warps and no ring: each block takes its tiles of `x` and `y` (one tile
+/// each on a grid of one block per tile) and updates `y` in place with `$body`, every element read
+/// and written with 16-byte global accesses, as the CUDA C++ grid-stride peers do. `$option`s are
+/// more `#[kernel(..)]` options.
+macro_rules! no_ring_variant {
+    (
+        $name:ident, $kernel:ident, $warps:tt, $tile:tt, [$($option:tt)*],
+        |$a:ident, $yi:ident, $xi:ident| $($body:tt)*
+    ) => {
+        #[gpu_async]
+        pub mod $name {
+            use gpu_async::device::*;
+
+            pub const TILE: usize = $tile;
+
+            #[kernel(warps = $warps, $($option)*)]
+            pub async fn $kernel($a: f32, x: &[f32], y: &mut [f32]) {
+                join!(on_warps(0..$warps, update($a, x, y))).await;
+            }
+
+            async fn update($a: f32, x: &[f32], y: &mut [f32]) {
+                for tile in block_tiles(y.len(), TILE) {
+                    y[tile.start..tile.end]
+                        .par_iter_mut()
+                        .zip(x[tile.start..tile.end].par_iter())
+                        .for_each(|($yi, $xi)| $($body)*);
+                }
+            }
+        }
+    };
+}
+
 /// saxpy on 1 + 4 warps, the main example's kernel with other tiles and depths.
 macro_rules! saxpy_variant {
     ($name:ident, $tile:expr, $depth:expr) => {
-        ring_variant!($name, saxpy, 5, $tile, $depth, |a, yi, xi| *yi += a * xi);
+        ring_variant!($name, saxpy, 5, $tile, $depth, [], |a, yi, xi| *yi +=
+            a * xi);
     };
 }
 
@@ -109,81 +200,133 @@ pub mod unchecked {
     }
 }
 
-/// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
-/// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
-macro_rules! fma64_variant {
-    ($name:ident, $warps:literal, $tile:literal, $depth:literal) => {
-        ring_variant!($name, fma64, $warps, $tile, $depth, |a, yi, xi| {
-            let y = *yi;
-            let mut t = *xi;
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            t = a.mul_add(t, y);
-            *yi = t;
+/// Calls `$then!($($args)* |a, params..| body)` with the body of the 64-FMA workload: `t = a * t + y`,
+/// 64 times, from `t = x`, with `x` and `y` read by the tokens in `x: [..]` and `y: [..]`, and
+/// `t` written by `out: [..] = t`. The kernels that do this work differ only in where `x`, `y`
+/// and the result live, so the 64 steps are written once.
+macro_rules! with_fma64_body {
+    (
+        $then:ident!($($args:tt)*),
+        |$a:ident $(, $param:ident)*|,
+        x: [$($x:tt)*], y: [$($y:tt)*], out: [$($out:tt)*]
+    ) => {
+        $then!($($args)* |$a $(, $param)*| {
+            let y = $($y)*;
+            let mut t = $($x)*;
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            t = $a.mul_add(t, y);
+            $($out)* = t;
         });
     };
 }
+
+/// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
+/// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
+macro_rules! fma64_variant {
+    ($name:ident, $warps:literal, $tile:literal, $depth:literal $(, $blocks:literal)?) => {
+        with_fma64_body!(
+            ring_variant!($name, fma64, $warps, $tile, $depth, [$(min_blocks_per_sm = $blocks)?],),
+            |a, yi, xi|,
+            x: [*xi], y: [*yi], out: [*yi]
+        );
+    };
+}
+
+/// The 64-FMA workload out of place (`z = f(x, y)`), both inputs through rings: 2 loader warps and
+/// `$warps - 2` compute warps.
+macro_rules! fma64_two_ring_variant {
+    ($name:ident, $warps:literal, $tile:literal, $depth:literal) => {
+        with_fma64_body!(
+            two_ring_variant!($name, fma64, $warps, $tile, $depth,),
+            |a, zi, xi, yi|,
+            x: [*xi], y: [*yi], out: [*zi]
+        );
+    };
+}
+
+/// The 64-FMA workload in place on one role without a ring ([`no_ring_variant`]), with registers
+/// for `$blocks` blocks per SM when given.
+macro_rules! fma64_no_ring_variant {
+    ($name:ident, $warps:literal, $tile:literal $(, $blocks:literal)?) => {
+        with_fma64_body!(
+            no_ring_variant!($name, fma64, $warps, $tile, [$(min_blocks_per_sm = $blocks)?],),
+            |a, yi, xi|,
+            x: [*xi], y: [*yi], out: [*yi]
+        );
+    };
+}
+
+fma64_no_ring_variant!(fma64_flat_w8_t4k, 8, 4096);
+fma64_no_ring_variant!(fma64_flat_w8_t1k_b8, 8, 1024, 8);
+fma64_no_ring_variant!(fma64_flat_w8_t2k_b8, 8, 2048, 8);
+fma64_no_ring_variant!(fma64_flat_w8_t4k_b8, 8, 4096, 8);
+fma64_no_ring_variant!(fma64_flat_w8_t8k_b8, 8, 8192, 8);
+fma64_no_ring_variant!(fma64_flat_w16_t4k_b4, 16, 4096, 4);
+fma64_no_ring_variant!(fma64_flat_w16_t8k_b4, 16, 8192, 4);
+
+fma64_two_ring_variant!(fma64_xy_w10_t4k_d2, 10, 4096, 2);
 
 fma64_variant!(fma64, 5, 4096, 4);
 fma64_variant!(fma64_w9, 9, 4096, 4);
@@ -193,6 +336,10 @@ fma64_variant!(fma64_w9_t2k, 9, 2048, 4);
 // more resident blocks could use.
 fma64_variant!(fma64_w5_d1, 5, 4096, 1);
 fma64_variant!(fma64_w9_d1, 9, 4096, 1);
+// The same with registers for 7 blocks per SM (63 warps), and a 2-slot ring (6 blocks per SM by
+// shared memory).
+fma64_variant!(fma64_w9_d1_b7, 9, 4096, 1, 7);
+fma64_variant!(fma64_w9_d2, 9, 4096, 2);
 
 /// saxpy without a ring: the block's eight warps update one tile of 4096 elements with 16-byte
 /// accesses, on a grid of one block per tile (the order that took the copy from 0.91x to 0.96x
@@ -233,6 +380,25 @@ type LaunchFn = for<'a> fn(
     (f32, &'a DeviceBuffer<f32>, &'a mut DeviceBuffer<f32>),
 ) -> Launch<'a>;
 
+/// The typed launch of an out-of-place kernel, `z = f(x, y)`.
+type OutOfPlaceFn = for<'a> fn(
+    &'a Device,
+    Grid,
+    (
+        f32,
+        &'a DeviceBuffer<f32>,
+        &'a DeviceBuffer<f32>,
+        &'a mut DeviceBuffer<f32>,
+    ),
+) -> Launch<'a>;
+
+/// A variant's kernel: in place (`y = f(x, y)`) or out of place (`z = f(x, y)`).
+#[derive(Clone, Copy)]
+enum Kernel {
+    InPlace(LaunchFn),
+    OutOfPlace(OutOfPlaceFn),
+}
+
 /// The inputs every variant runs on, and the buffers of the device copy timed next to it.
 struct Inputs {
     n: usize,
@@ -240,27 +406,41 @@ struct Inputs {
     ys: Vec<f32>,
     x: DeviceBuffer<f32>,
     y: DeviceBuffer<f32>,
+    /// The output of the out-of-place kernels.
+    z: DeviceBuffer<f32>,
     src: DeviceBuffer<f32>,
     dst: DeviceBuffer<f32>,
 }
 
 impl Inputs {
-    /// Runs `launch` on `grid` with `a = check.0`, compares every element with
+    /// Launches `kernel` on `grid` with the scalar `a`, from `x` and `y` into `y` (in place) or
+    /// `z` (out of place).
+    fn launch<'a>(&'a mut self, dev: &'a Device, kernel: Kernel, grid: Grid, a: f32) -> Launch<'a> {
+        match kernel {
+            Kernel::InPlace(launch) => launch(dev, grid, (a, &self.x, &mut self.y)),
+            Kernel::OutOfPlace(launch) => launch(dev, grid, (a, &self.x, &self.y, &mut self.z)),
+        }
+    }
+
+    /// Runs `kernel` on `grid` with `a = check.0`, compares every element with
     /// `reference(a, x, y)` bit for bit, and on the GPU times it with `a = time_a` next to a device
     /// copy of as many bytes.
     fn check_and_time(
         &mut self,
         dev: &Device,
         name: &str,
-        launch: LaunchFn,
+        kernel: Kernel,
         grid: Grid,
         (a, time_a): (f32, f32),
         reference: fn(f32, f32, f32) -> f32,
     ) -> Result<(), Box<dyn std::error::Error>> {
         let n = self.n;
         self.y.upload_from(&self.ys)?;
-        launch(dev, grid, (a, &self.x, &mut self.y)).wait()?;
-        let got = self.y.download()?;
+        self.launch(dev, kernel, grid, a).wait()?;
+        let got = match kernel {
+            Kernel::InPlace(_) => self.y.download()?,
+            Kernel::OutOfPlace(_) => self.z.download()?,
+        };
         // The CPU check on every core: 64 FMAs per element take a minute on one at 2^28.
         let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
         let chunk = n.div_ceil(threads).max(1);
@@ -287,9 +467,8 @@ impl Inputs {
             return Err(format!("{name}: wrong results").into());
         }
         if dev.kind() == BackendKind::Cuda {
-            let (x, y) = (&self.x, &mut self.y);
             let ms = median_of(3, 20, || {
-                time_launch(dev, || launch(dev, grid, (time_a, x, &mut *y)))
+                time_launch(dev, || self.launch(dev, kernel, grid, time_a))
             })?;
             let (src, dst) = (&self.src, &mut self.dst);
             let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(src))?;
@@ -326,6 +505,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n,
         x: dev.upload(&xs)?,
         y: dev.upload(&ys)?,
+        z: dev.alloc::<f32>(n)?,
         src: dev.upload(&random_f32(3 * n / 2, 3))?,
         dst: dev.alloc::<f32>(3 * n / 2)?,
         xs,
@@ -383,12 +563,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     for (name, launch, grid) in variants {
         if name.contains(only.as_str()) {
-            inputs.check_and_time(&dev, name, launch, grid, (1.5, 0.5), saxpy_reference)?;
+            let kernel = Kernel::InPlace(launch);
+            inputs.check_and_time(&dev, name, kernel, grid, (1.5, 0.5), saxpy_reference)?;
         }
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
     // warps per block.
-    let fma_variants: [(&str, LaunchFn, Grid); 10] = [
+    let fma_variants: [(&str, LaunchFn, Grid); 14] = [
         (
             "fma64, 1 + 4 warps, tile 4096 x 4, 3/SM",
             fma64::fma64::launch,
@@ -439,10 +620,97 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fma64_w9_d1::fma64::launch,
             tiles_of(fma64_w9_d1::TILE),
         ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 1, min 7 blocks/SM, one block per tile",
+            fma64_w9_d1_b7::fma64::launch,
+            tiles_of(fma64_w9_d1_b7::TILE),
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 1, min 7 blocks/SM, 7/SM",
+            fma64_w9_d1_b7::fma64::launch,
+            per_sm(7)?,
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 2, 6/SM",
+            fma64_w9_d2::fma64::launch,
+            per_sm(6)?,
+        ),
+        (
+            "fma64, 1 + 8 warps, tile 4096 x 2, one block per tile",
+            fma64_w9_d2::fma64::launch,
+            tiles_of(fma64_w9_d2::TILE),
+        ),
     ];
     for (name, launch, grid) in fma_variants {
         if name.contains(only.as_str()) {
-            inputs.check_and_time(&dev, name, launch, grid, (-0.5, -0.5), fma64_reference)?;
+            let kernel = Kernel::InPlace(launch);
+            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
+        }
+    }
+    // The same work in place on one role without a ring, `y` and `x` read from global memory.
+    let flat: [(&str, LaunchFn, Grid); 9] = [
+        (
+            "fma64 flat, 8 warps, tile 4096, one block per tile",
+            fma64_flat_w8_t4k::fma64::launch,
+            tiles_of(fma64_flat_w8_t4k::TILE),
+        ),
+        (
+            "fma64 flat, 8 warps, tile 1024, min 8 blocks/SM, one block per tile",
+            fma64_flat_w8_t1k_b8::fma64::launch,
+            tiles_of(fma64_flat_w8_t1k_b8::TILE),
+        ),
+        (
+            "fma64 flat, 8 warps, tile 2048, min 8 blocks/SM, one block per tile",
+            fma64_flat_w8_t2k_b8::fma64::launch,
+            tiles_of(fma64_flat_w8_t2k_b8::TILE),
+        ),
+        (
+            "fma64 flat, 8 warps, tile 4096, min 8 blocks/SM, one block per tile",
+            fma64_flat_w8_t4k_b8::fma64::launch,
+            tiles_of(fma64_flat_w8_t4k_b8::TILE),
+        ),
+        (
+            "fma64 flat, 8 warps, tile 4096, min 8 blocks/SM, 8/SM",
+            fma64_flat_w8_t4k_b8::fma64::launch,
+            per_sm(8)?,
+        ),
+        (
+            "fma64 flat, 8 warps, tile 8192, min 8 blocks/SM, one block per tile",
+            fma64_flat_w8_t8k_b8::fma64::launch,
+            tiles_of(fma64_flat_w8_t8k_b8::TILE),
+        ),
+        (
+            "fma64 flat, 16 warps, tile 4096, min 4 blocks/SM, one block per tile",
+            fma64_flat_w16_t4k_b4::fma64::launch,
+            tiles_of(fma64_flat_w16_t4k_b4::TILE),
+        ),
+        (
+            "fma64 flat, 16 warps, tile 8192, min 4 blocks/SM, one block per tile",
+            fma64_flat_w16_t8k_b4::fma64::launch,
+            tiles_of(fma64_flat_w16_t8k_b4::TILE),
+        ),
+        (
+            "fma64 flat, 16 warps, tile 8192, min 4 blocks/SM, 4/SM",
+            fma64_flat_w16_t8k_b4::fma64::launch,
+            per_sm(4)?,
+        ),
+    ];
+    for (name, launch, grid) in flat {
+        if name.contains(only.as_str()) {
+            let kernel = Kernel::InPlace(launch);
+            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
+        }
+    }
+    // The same work out of place, `z = f(x, y)`, with `y` streamed through a ring of its own too.
+    let out_of_place: [(&str, OutOfPlaceFn, Grid); 1] = [(
+        "fma64 to z, 2 + 8 warps, tiles 4096 x 2 + 4096 x 2, 2/SM",
+        fma64_xy_w10_t4k_d2::fma64::launch,
+        per_sm(2)?,
+    )];
+    for (name, launch, grid) in out_of_place {
+        if name.contains(only.as_str()) {
+            let kernel = Kernel::OutOfPlace(launch);
+            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
         }
     }
     Ok(())

@@ -21,19 +21,32 @@ __global__ void saxpy_grid_stride(float a, const float4* __restrict__ x, float4*
   }
 }
 
-// Per element: t = x; 64 times t = fma(a, t, y); y = t. Four independent chains per thread.
+// Per element: t = x; 64 times t = fma(a, t, y); the result is t. Four independent chains.
+__device__ __forceinline__ float4 fma64_chains(float a, float4 xv, float4 yv) {
+  float4 t = xv;
+#pragma unroll
+  for (int k = 0; k < 64; ++k) {
+    t.x = fmaf(a, t.x, yv.x);
+    t.y = fmaf(a, t.y, yv.y);
+    t.z = fmaf(a, t.z, yv.z);
+    t.w = fmaf(a, t.w, yv.w);
+  }
+  return t;
+}
+
+// y = fma64(x, y) in place, grid-stride, one float4 per thread and step.
 __global__ void fma64_grid_stride(float a, const float4* __restrict__ x, float4* __restrict__ y, size_t n4) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
-    float4 xv = x[i], yv = y[i];
-    float4 t = xv;
-#pragma unroll
-    for (int k = 0; k < 64; ++k) {
-      t.x = fmaf(a, t.x, yv.x);
-      t.y = fmaf(a, t.y, yv.y);
-      t.z = fmaf(a, t.z, yv.z);
-      t.w = fmaf(a, t.w, yv.w);
-    }
-    y[i] = t;
+    y[i] = fma64_chains(a, x[i], y[i]);
+  }
+}
+
+// z = fma64(x, y) out of place: the peer of the generated kernels that stream y through a ring
+// and write another buffer (same bytes: read x and y, write z).
+__global__ void fma64_grid_stride_to(float a, const float4* __restrict__ x, const float4* __restrict__ y,
+                                     float4* __restrict__ z, size_t n4) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x) {
+    z[i] = fma64_chains(a, x[i], y[i]);
   }
 }
 
@@ -136,6 +149,28 @@ int main(int argc, char** argv) {
     }
     double g = gb_per_s(12.0 * n, best);
     std::printf("fma64 peer: best %d blocks x %d threads: %.0f GB/s (%.3f ms), ratio %.2f to device copy\n", best_b, best_t, g, best, g / cgbs);
+
+    // Out of place, z = fma64(x, y), checked against the same reference (y is the original).
+    float* z;
+    CHECK(cudaMalloc(&z, n * 4));
+    CHECK(cudaMemcpy(y, hy.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(z, 0xff, n * 4));
+    fma64_grid_stride_to<<<blocks, threads>>>(a, (const float4*)x, (const float4*)y, (float4*)z, n / 4);
+    CHECK(cudaGetLastError());
+    CHECK(cudaMemcpy(out.data(), z, n * 4, cudaMemcpyDeviceToHost));
+    size_t zbad = count_parallel(n, [&](size_t i) { return !same_bits(out[i], ref[i]); });
+    failures += zbad;
+    std::printf("fma64 peer to z: out of place, %zu mismatches\n", zbad);
+    best = 1e30f;
+    for (auto& c : cfg) {
+      int t = c[0], b = c[1] * sms;
+      float ms = median_ms([&] { fma64_grid_stride_to<<<b, t>>>(-0.5f, (const float4*)x, (const float4*)y, (float4*)z, n / 4); });
+      std::printf("fma64 peer to z: %d blocks (%d/SM) x %d threads: %.0f GB/s (%.3f ms)\n", b, c[1], t, gb_per_s(12.0 * n, ms), ms);
+      if (ms < best) best = ms, best_b = b, best_t = t;
+    }
+    g = gb_per_s(12.0 * n, best);
+    std::printf("fma64 peer to z: best %d blocks x %d threads: %.0f GB/s (%.3f ms), ratio %.2f to device copy\n", best_b, best_t, g, best, g / cgbs);
+    CHECK(cudaFree(z));
   }
   CHECK(cudaFree(x));
   CHECK(cudaFree(y));

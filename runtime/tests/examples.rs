@@ -242,6 +242,59 @@ fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
     Ok(())
 }
 
+/// The 64-FMA kernels that take their own shapes: one role without a ring, with registers sized for
+/// 8 blocks per SM (`min_blocks_per_sm`), in place; and the out-of-place kernel that streams `x`
+/// and `y` through two rings. Every element against the CPU's 64 `mul_add`s, at lengths with and
+/// without a partial tile, on a grid of one block per tile (more blocks than are resident) and on
+/// a smaller one.
+#[test]
+fn fma64_variants_on_both_backends() -> gpu_async::Result<()> {
+    use saxpy_variants::{fma64_flat_w8_t4k_b8 as flat, fma64_xy_w10_t4k_d2 as two_rings};
+    let reference = |a: f32, x: f32, y: f32| {
+        let mut t = x;
+        for _ in 0..64 {
+            t = a.mul_add(t, y);
+        }
+        t
+    };
+    for dev in devices::devices() {
+        for n in [0, 1, 4095, 4096, 40_009, 1 << 20] {
+            let grids = [Grid::per_tile(n, flat::TILE), Grid::blocks(3)];
+            let xs = gpu_async::bench::random_f32(n, 5);
+            let ys = gpu_async::bench::random_f32(n, 6);
+            let x = dev.upload(&xs)?;
+            let y_in = dev.upload(&ys)?;
+            for grid in grids {
+                let mut y = dev.upload(&ys)?;
+                gpu_async::block_on(flat::fma64::launch(&dev, grid, (-0.5, &x, &mut y)))?;
+                let mut z = dev.alloc::<f32>(n)?;
+                gpu_async::block_on(two_rings::fma64::launch(
+                    &dev,
+                    grid,
+                    (-0.5, &x, &y_in, &mut z),
+                ))?;
+                for (name, got) in [
+                    ("in place, no ring", y.download()?),
+                    ("two rings", z.download()?),
+                ] {
+                    let bad = got
+                        .iter()
+                        .zip(xs.iter().zip(&ys))
+                        .filter(|(g, (x, y))| g.to_bits() != reference(-0.5, **x, **y).to_bits())
+                        .count();
+                    assert_eq!(
+                        bad,
+                        0,
+                        "fma64 {name} on {dev}: n = {n}, {} blocks",
+                        grid.block_count()
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn copy_on_the_simulator() -> gpu_async::Result<()> {
     let dev = Device::simulator();

@@ -295,6 +295,14 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile8k_depth3::saxpy::PTX,
         ),
         ("saxpy_fma64", saxpy_variants::fma64::fma64::PTX),
+        (
+            "saxpy_fma64_flat_min_blocks",
+            saxpy_variants::fma64_flat_w8_t4k_b8::fma64::PTX,
+        ),
+        (
+            "saxpy_fma64_two_rings",
+            saxpy_variants::fma64_xy_w10_t4k_d2::fma64::PTX,
+        ),
         ("saxpy_unchecked", saxpy_variants::unchecked::saxpy::PTX),
         ("tuples_pairs", arrays::tuples::pairs::PTX),
         ("structs_apply", arrays::structs::apply::PTX),
