@@ -3,8 +3,13 @@
 //! with bulk asynchronous copies (`copy_to`).
 //!
 //! ```text
-//! cargo run --release --example pipeline -- [elements] [blocks per multiprocessor]
+//! cargo run --release --example pipeline -- [elements] [blocks per multiprocessor, or `tiles`]
 //! ```
+//!
+//! The grid is one block per 8 tiles by default (`tiles`): more blocks than an SM holds, each
+//! streaming 8 tiles through its rings, which measured 3% faster on an H200 than a grid of 2 to 8
+//! blocks per multiprocessor streaming all the tiles (the hand-written peer gains as much from the
+//! same grid; `docs/benchmarks.md`). A number instead runs that many blocks per multiprocessor.
 
 use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
@@ -58,6 +63,18 @@ pub mod pipeline {
             let tile = tiles.next().unwrap();
             slot.copy_to(&mut y[tile]).await; // bulk async copy to global memory
         }
+    }
+}
+
+/// Tiles per block of the default grid ([`tile_group_grid`]).
+pub const TILES_PER_BLOCK: usize = 8;
+
+/// One block per [`TILES_PER_BLOCK`] tiles of `n` elements on the GPU (at least one), a few on
+/// the simulator.
+pub fn tile_group_grid(dev: &Device, n: usize) -> Grid {
+    match dev.kind() {
+        BackendKind::Cuda => Grid::per_tile(n, TILES_PER_BLOCK * pipeline::TILE),
+        _ => Grid::blocks(5),
     }
 }
 
@@ -136,10 +153,26 @@ pub fn launch_and_check(
 #[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 5_000_000)?;
-    let blocks_per_sm: u32 = arg(2, "blocks per multiprocessor", 8)?;
+    let shape: String = arg(
+        2,
+        "blocks per multiprocessor, or `tiles`",
+        "tiles".to_string(),
+    )?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = grid_for(&dev, blocks_per_sm)?;
+    let grid = match shape.as_str() {
+        "tiles" => tile_group_grid(&dev, n),
+        per_sm => match per_sm.parse::<u32>() {
+            Ok(k) => grid_for(&dev, k)?,
+            Err(_) => {
+                return Err(format!(
+                    "the second argument is a number of blocks per multiprocessor or `tiles`, \
+                     not `{per_sm}`"
+                )
+                .into())
+            }
+        },
+    };
     let mismatches = run_and_check(&dev, grid, n, 3)?;
     println!(
         "check: {n} elements, {} blocks, {mismatches} mismatches against the CPU loop",

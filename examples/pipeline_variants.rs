@@ -103,6 +103,8 @@ pub fn variants() -> [(&'static str, ScaleShift); 7] {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 1 << 20)?;
     let only: String = arg(2, "part of a variant's name", String::new())?;
+    // The grids, comma-separated: `N` runs N blocks per SM, `eN` one block per N elements.
+    let grids: String = arg(3, "grids such as 2,3,4 or e16384", "2,3,4".to_string())?;
     let dev = Device::default()?;
     println!("backend: {dev}");
     let xs = random_f32(n, 21);
@@ -115,12 +117,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if !name.contains(only.as_str()) {
             continue;
         }
-        let per_sm: &[u32] = match dev.kind() {
-            BackendKind::Cuda => &[2, 3, 4],
-            _ => &[1],
+        let specs: Vec<&str> = match dev.kind() {
+            BackendKind::Cuda => grids.split(',').collect(),
+            _ => vec!["1"],
         };
-        for &blocks_per_sm in per_sm {
-            let grid = pipeline::grid_for(&dev, blocks_per_sm)?;
+        for spec in specs {
+            let grid = match spec.strip_prefix('e') {
+                Some(elements) => match elements.parse::<usize>() {
+                    Ok(e) if e > 0 => gpu_async::Grid::per_tile(n, e),
+                    _ => return Err(format!("`{spec}` is not eN with N > 0").into()),
+                },
+                None => match spec.parse::<u32>() {
+                    Ok(k) if k > 0 => pipeline::grid_for(&dev, k)?,
+                    _ => return Err(format!("`{spec}` is not a number of blocks per SM").into()),
+                },
+            };
             let bad = pipeline::launch_and_check(launch, &dev, grid, (a, b), (&xs, &x), &mut y)?;
             println!(
                 "check: {name}, {} blocks, {bad} mismatches against the CPU loop",
@@ -139,7 +150,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )?;
                 let (k, c) = (gb_per_s(8 * n, ms), gb_per_s(8 * n, copy_ms));
                 println!(
-                    "bandwidth: {name}, {blocks_per_sm}/SM: {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.3}",
+                    "bandwidth: {name}, grid {spec} ({} blocks): {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.3}",
+                    grid.block_count(),
                     k / c
                 );
             }

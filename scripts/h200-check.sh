@@ -19,8 +19,8 @@ for t in test-examples test-bulk_copies test-channel_ends test-language test-dif
 done
 for ex in saxpy pipeline; do
   for n in 5000000 268435456; do
-    for per_sm in 4 8; do
-      echo "=== $ex n=$n blocks/SM=$per_sm"
+    for per_sm in tiles 4 8; do
+      echo "=== $ex n=$n grid=$per_sm"
       timeout 120 ".gpu/bin/$ex" "$n" "$per_sm" 2>&1 | tee -a "$out/examples.log" | grep -E "check|bandwidth|Error" || status=1
     done
   done

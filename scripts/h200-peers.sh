@@ -56,7 +56,7 @@ for round in $(seq 1 "${PEERS_ROUNDS:-2}"); do
     rust saxpy "$n" "$per_sm"
   done
   if has pipeline_ws; then timeout "$limit" "$bin/pipeline_ws" "$n" || rc=1; fi
-  for per_sm in 4 8; do
+  for per_sm in tiles 4 8; do
     rust pipeline "$n" "$per_sm"
   done
 done

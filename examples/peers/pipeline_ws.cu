@@ -175,11 +175,13 @@ struct Config {
   int tile, depth, odepth, lag;
   size_t smem;
   std::vector<int> per_sm;
+  // Grids larger than what is resident: one block per K tiles, for each K here.
+  std::vector<int> tiles_per_block;
 };
 template <int TILE, int DEPTH, int ODEPTH, int LAG>
-static Config ws_config(std::vector<int> per_sm) {
+static Config ws_config(std::vector<int> per_sm, std::vector<int> tiles_per_block = {}) {
   return Config{"pipeline_ws", pipeline_ws<TILE, DEPTH, ODEPTH, LAG>, TILE, DEPTH, ODEPTH, LAG,
-                ws_smem_bytes<TILE, DEPTH, ODEPTH>(), per_sm};
+                ws_smem_bytes<TILE, DEPTH, ODEPTH>(), per_sm, tiles_per_block};
 }
 
 // (a*x)+b on the host, each operation rounded to f32 (the volatile keeps the compiler from
@@ -242,11 +244,11 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Config> configs;
-  configs.push_back(ws_config<1024, 4, 2, 0>({2, 3, 4, 8}));
+  configs.push_back(ws_config<1024, 4, 2, 0>({2, 3, 4, 8}, {8, 16, 32, 64}));
   // Deeper rings and smaller tiles, the shapes examples/pipeline_variants.rs runs.
   configs.push_back(ws_config<1024, 6, 2, 0>({2, 3, 4}));
-  configs.push_back(ws_config<1024, 8, 2, 0>({2, 3, 4}));
-  configs.push_back(ws_config<1024, 4, 3, 0>({2, 3, 4}));
+  configs.push_back(ws_config<1024, 8, 2, 0>({2, 3, 4}, {16}));
+  configs.push_back(ws_config<1024, 4, 3, 0>({2, 3, 4}, {16}));
   configs.push_back(ws_config<1024, 8, 4, 0>({2, 3, 4}));
   configs.push_back(ws_config<512, 8, 4, 0>({2, 3, 4}));
   configs.push_back(ws_config<2048, 4, 2, 0>({2, 4}));
@@ -260,14 +262,21 @@ int main(int argc, char** argv) {
     CHECK(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)c.smem));
     int fit = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, c.kernel, WS_THREADS, c.smem));
-    for (int per_sm : c.per_sm) {
+    // Positive: blocks per SM; negative: one block per -grid tiles.
+    std::vector<int> grids = c.per_sm;
+    for (int k : c.tiles_per_block) grids.push_back(-k);
+    for (int grid : grids) {
       char what[160];
-      std::snprintf(what, sizeof what, "TILE=%d DEPTH=%d ODEPTH=%d LAG=%d, %d/SM", c.tile, c.depth, c.odepth, c.lag, per_sm);
-      if (per_sm > fit) {
+      if (grid > 0)
+        std::snprintf(what, sizeof what, "TILE=%d DEPTH=%d ODEPTH=%d LAG=%d, %d/SM", c.tile, c.depth, c.odepth, c.lag, grid);
+      else
+        std::snprintf(what, sizeof what, "TILE=%d DEPTH=%d ODEPTH=%d LAG=%d, 1 block per %d tiles", c.tile, c.depth, c.odepth, c.lag, -grid);
+      if (grid > fit) {
         std::printf("pipeline_ws peer: %s: skipped, only %d blocks of %zu B shared memory fit on an SM\n", what, fit, c.smem);
         continue;
       }
-      const int blocks = per_sm * sms;
+      const size_t span = (size_t)c.tile * (size_t)(grid > 0 ? 1 : -grid);
+      const int blocks = grid > 0 ? grid * sms : (int)((n + span - 1) / span);
       auto launch = [&](float a, float b, size_t m) { c.kernel<<<blocks, WS_THREADS, c.smem>>>(a, b, x, y, m); };
       size_t bs = check(n_small, launch), bn = check(n, launch);
       failures += bs + bn;

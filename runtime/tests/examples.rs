@@ -182,7 +182,18 @@ fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
 
 #[test]
 fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
-    on_the_gpu("pipeline", pipeline::run_and_check)
+    on_the_gpu("pipeline", pipeline::run_and_check)?;
+    // The example's default grid: one block per 8 tiles, more blocks than are resident.
+    let Some(dev) = gpu() else { return Ok(()) };
+    for (i, &n) in LENGTHS.iter().chain(&[(1 << 24) + 13]).enumerate() {
+        let grid = pipeline::tile_group_grid(&dev, n);
+        let bad = pipeline::run_and_check(&dev, grid, n, 70 + i as u64)?;
+        assert_eq!(
+            bad, 0,
+            "pipeline, one block per 8 tiles: {bad} mismatches, n = {n}"
+        );
+    }
+    Ok(())
 }
 
 #[test]
