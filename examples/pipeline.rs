@@ -11,7 +11,7 @@
 //! blocks per multiprocessor streaming all the tiles (the hand-written peer gains as much from the
 //! same grid; `docs/benchmarks.md`). A number instead runs that many blocks per multiprocessor.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch, GridShape};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 #[gpu_async]
@@ -153,25 +153,16 @@ pub fn launch_and_check(
 #[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a number of elements", 5_000_000)?;
-    let shape: String = arg(
+    let shape = arg(
         2,
-        "blocks per multiprocessor, or `tiles`",
-        "tiles".to_string(),
+        "a number of blocks per multiprocessor or `tiles`",
+        GridShape::Tiles,
     )?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = match shape.as_str() {
-        "tiles" => tile_group_grid(&dev, n),
-        per_sm => match per_sm.parse::<u32>() {
-            Ok(k) => grid_for(&dev, k)?,
-            Err(_) => {
-                return Err(format!(
-                    "the second argument is a number of blocks per multiprocessor or `tiles`, \
-                     not `{per_sm}`"
-                )
-                .into())
-            }
-        },
+    let grid = match shape {
+        GridShape::Tiles => tile_group_grid(&dev, n),
+        GridShape::PerSm(k) => grid_for(&dev, k)?,
     };
     let mismatches = run_and_check(&dev, grid, n, 3)?;
     println!(

@@ -569,7 +569,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
     // warps per block.
-    let fma_variants: [(&str, LaunchFn, Grid); 14] = [
+    let fma_variants: [(&str, LaunchFn, Grid); 23] = [
         (
             "fma64, 1 + 4 warps, tile 4096 x 4, 3/SM",
             fma64::fma64::launch,
@@ -640,15 +640,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             fma64_w9_d2::fma64::launch,
             tiles_of(fma64_w9_d2::TILE),
         ),
-    ];
-    for (name, launch, grid) in fma_variants {
-        if name.contains(only.as_str()) {
-            let kernel = Kernel::InPlace(launch);
-            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
-        }
-    }
-    // The same work in place on one role without a ring, `y` and `x` read from global memory.
-    let flat: [(&str, LaunchFn, Grid); 9] = [
+        // The same work in place on one role without a ring, `y` and `x` read from global
+        // memory.
         (
             "fma64 flat, 8 warps, tile 4096, one block per tile",
             fma64_flat_w8_t4k::fma64::launch,
@@ -695,7 +688,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             per_sm(4)?,
         ),
     ];
-    for (name, launch, grid) in flat {
+    for (name, launch, grid) in fma_variants {
         if name.contains(only.as_str()) {
             let kernel = Kernel::InPlace(launch);
             inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;

@@ -77,11 +77,46 @@ pub fn gb_per_s(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
 }
 
+/// A grid as an example's command line names it: `tiles` (the example's grid of blocks that
+/// each take a few tiles) or a number of blocks per multiprocessor. Read it with [`arg`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GridShape {
+    /// `tiles`.
+    Tiles,
+    /// `N`: N blocks per multiprocessor.
+    PerSm(u32),
+}
+
+impl std::str::FromStr for GridShape {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "tiles" => Ok(GridShape::Tiles),
+            n => n.parse().map(GridShape::PerSm),
+        }
+    }
+}
+
 /// The command-line argument at `position` (1 is the first), parsed, or `default` when absent;
 /// an argument that does not parse is an error naming `what` was expected.
 pub fn arg<T: std::str::FromStr>(position: usize, what: &str, default: T) -> Result<T, String> {
     match std::env::args().nth(position) {
         Some(s) => s.parse().map_err(|_| format!("expected {what}, got `{s}`")),
         None => Ok(default),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GridShape;
+
+    #[test]
+    fn grid_shapes_parse_from_tiles_or_a_count() {
+        assert_eq!("tiles".parse(), Ok(GridShape::Tiles));
+        assert_eq!("4".parse(), Ok(GridShape::PerSm(4)));
+        assert!("x".parse::<GridShape>().is_err());
+        assert!("-1".parse::<GridShape>().is_err());
+        assert!("Tiles".parse::<GridShape>().is_err());
     }
 }
