@@ -375,12 +375,23 @@ fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
     })
 }
 
-/// The invariants of `k.registers`, for the verifier.
+/// The invariants of `k.registers` and `k.min_blocks_per_sm`, for the verifier.
 pub fn invariants(k: &Kernel) -> Vec<String> {
-    let Some(b) = &k.registers else {
-        return Vec::new();
-    };
     let mut errors = Vec::new();
+    if let Some(n) = k.min_blocks_per_sm {
+        // What `occupancy` checked: N blocks of the kernel fit an SM.
+        let shared = k.shared_bytes.saturating_add(BLOCK_RESERVED_SHARED);
+        if n == 0 || n > SM_BLOCKS || n * k.warps > SM_WARPS || n.saturating_mul(shared) > SM_SHARED
+        {
+            errors.push(format!(
+                "`.minnctapersm {n}` for blocks of {} warps and {shared} B",
+                k.warps
+            ));
+        }
+    }
+    let Some(b) = &k.registers else {
+        return errors;
+    };
     if let Some(why) = misaligned(k) {
         errors.push(format!("register budgets, but {why}"));
         return errors;

@@ -443,6 +443,12 @@ fn the_verifier_rejects_broken_ir() {
         .iter()
         .any(|e| e.contains("a select in a role of several warps")));
 
+    let mut too_many_blocks = good.clone();
+    too_many_blocks.min_blocks_per_sm = Some(64 / too_many_blocks.warps + 1);
+    assert!(verify::verify(&too_many_blocks)
+        .iter()
+        .any(|e| e.contains(".minnctapersm")));
+
     let mut too_big = good;
     too_big.shared_bytes = 300 * 1024;
     assert!(!verify::verify(&too_big).is_empty());
