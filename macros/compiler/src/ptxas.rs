@@ -53,8 +53,13 @@ pub fn arch(ptx: &str) -> &str {
 /// when it rejects the PTX, warns, or reports that it ignored the `setmaxnreg`s (its info
 /// C7508, which leaves every role with the same registers).
 pub fn assemble(ptxas: &PathBuf, name: &str, ptx: &str) -> Result<Report, String> {
+    // One file per call: threads of one process (tests run in parallel) may assemble kernels of
+    // the same name at once, and a shared file would be rewritten under a running ptxas.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("gpu-async-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = format!("{name}-{call}");
     let src = dir.join(format!("{name}.ptx"));
     std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
     let out = Command::new(ptxas)
