@@ -373,8 +373,8 @@ pub mod tile_per_block {
     }
 }
 
-/// The CPU meaning of [`fma64`].
-fn fma64_reference(a: f32, x: f32, y: f32) -> f32 {
+/// The CPU meaning of [`fma64`] and of every 64-FMA kernel here.
+pub fn fma64_reference(a: f32, x: f32, y: f32) -> f32 {
     let mut t = x;
     for _ in 0..64 {
         t = a.mul_add(t, y);

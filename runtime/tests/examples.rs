@@ -260,13 +260,9 @@ fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
 /// a smaller one.
 #[test]
 fn fma64_variants_on_both_backends() -> gpu_async::Result<()> {
-    use saxpy_variants::{fma64_flat_w8_t4k_b8 as flat, fma64_xy_w10_t4k_d2 as two_rings};
-    let reference = |a: f32, x: f32, y: f32| {
-        let mut t = x;
-        for _ in 0..64 {
-            t = a.mul_add(t, y);
-        }
-        t
+    use saxpy_variants::{
+        fma64_flat_w8_t4k_b8 as flat, fma64_reference as reference,
+        fma64_xy_w10_t4k_d2 as two_rings,
     };
     for dev in devices::devices() {
         for n in [0, 1, 4095, 4096, 40_009, 1 << 20] {

@@ -46,9 +46,17 @@ pub const SM_BLOCKS: u32 = 32;
 /// on the 64-FMA saxpy of 9 warps and 64 KiB: 30 registers without, 51 with). It never lowers
 /// the residency a launch can reach, which shared memory already bounds.
 pub fn min_blocks_per_sm(warps: u32, shared_bytes: u32) -> Option<u32> {
+    let (by_warps, by_shared) = blocks_that_fit(warps, shared_bytes);
+    (by_shared >= 1 && by_shared < by_warps).then_some(by_shared)
+}
+
+/// The blocks of `warps` warps and `shared_bytes` of shared memory that an SM can hold, as
+/// bounded by its warps and block slots, and as bounded by its shared memory (with the 1 KiB it
+/// keeps per block).
+fn blocks_that_fit(warps: u32, shared_bytes: u32) -> (u32, u32) {
     let by_warps = (SM_WARPS / warps.max(1)).min(SM_BLOCKS);
     let by_shared = SM_SHARED / shared_bytes.saturating_add(BLOCK_RESERVED_SHARED);
-    (by_shared >= 1 && by_shared < by_warps).then_some(by_shared)
+    (by_warps, by_shared)
 }
 
 /// The `.minnctapersm` of `k`: the user's `min_blocks_per_sm = N` when it wrote one and an SM can
@@ -62,7 +70,7 @@ pub fn occupancy(
     let Some(MinBlocksAttr { blocks, span }) = attr else {
         return Some(min_blocks_per_sm(k.warps, k.shared_bytes));
     };
-    let by_warps = SM_WARPS / k.warps.max(1);
+    let (by_warps, by_shared) = blocks_that_fit(k.warps, k.shared_bytes);
     if blocks > by_warps {
         diags.error(
             span,
@@ -74,15 +82,13 @@ pub fn occupancy(
         );
         return None;
     }
-    let per_block = k.shared_bytes.saturating_add(BLOCK_RESERVED_SHARED);
-    let by_shared = SM_SHARED / per_block;
     if blocks > by_shared {
         diags.error(
             span,
             format!(
                 "an SM has {} KiB of shared memory and this kernel takes {} B per block (its channels, barriers and scratch, plus 1 KiB the hardware keeps per block): {by_shared} blocks fit, not {blocks}; write `min_blocks_per_sm = {by_shared}` or fewer, or make the channels smaller",
                 SM_SHARED / 1024,
-                per_block,
+                k.shared_bytes.saturating_add(BLOCK_RESERVED_SHARED),
             ),
         );
         return None;
@@ -380,12 +386,11 @@ pub fn invariants(k: &Kernel) -> Vec<String> {
     let mut errors = Vec::new();
     if let Some(n) = k.min_blocks_per_sm {
         // What `occupancy` checked: N blocks of the kernel fit an SM.
-        let shared = k.shared_bytes.saturating_add(BLOCK_RESERVED_SHARED);
-        if n == 0 || n > SM_BLOCKS || n * k.warps > SM_WARPS || n.saturating_mul(shared) > SM_SHARED
-        {
+        let (by_warps, by_shared) = blocks_that_fit(k.warps, k.shared_bytes);
+        if n == 0 || n > by_warps || n > by_shared {
             errors.push(format!(
-                "`.minnctapersm {n}` for blocks of {} warps and {shared} B",
-                k.warps
+                "`.minnctapersm {n}` for blocks of {} warps and {} B of shared memory",
+                k.warps, k.shared_bytes
             ));
         }
     }
