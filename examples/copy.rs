@@ -7,7 +7,7 @@
 //! cargo run --release --example copy -- [elements] [blocks per multiprocessor]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -120,15 +120,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let x = dev.upload(&random_f32(n, 32))?;
         let mut y = dev.alloc::<f32>(n)?;
         let mut dst = dev.alloc::<f32>(n)?;
+        let mut timing = Timing::new(&dev)?;
         let kernel_ms = median_of(3, 20, || {
-            time_launch(&dev, || copy::copy::launch(&dev, grid, (&x, &mut y)))
+            timing.time_launch(|| copy::copy::launch(&dev, grid, (&x, &mut y)))
         })?;
         let tiles_ms = median_of(3, 20, || {
-            time_launch(&dev, || {
-                tiles::copy::launch(&dev, tile_grid(n), (&x, &mut y))
-            })
+            timing.time_launch(|| tiles::copy::launch(&dev, tile_grid(n), (&x, &mut y)))
         })?;
-        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&x))?;
+        let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&x))?;
         let (k, t, c) = (
             gb_per_s(8 * n, kernel_ms),
             gb_per_s(8 * n, tiles_ms),

@@ -9,7 +9,7 @@
 //! cargo run --release --example handoff -- [items] [SM clock in MHz]
 //! ```
 
-use gpu_async::bench::{arg, median_of, time_launch};
+use gpu_async::bench::{arg, median_of, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 macro_rules! handoff {
@@ -115,6 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // payload with the producer's lanes.
     let src = dev.upload(&(0..4096u32).collect::<Vec<_>>())?;
     let empty = dev.alloc::<u32>(0)?;
+    let mut timing = Timing::new(&dev)?;
     let mut out = dev.alloc::<u32>(1)?;
     // Cycles are nanoseconds at this clock (the H200's 1980 MHz boost clock by default; the
     // peer converts with the same number, so the ratio does not depend on it).
@@ -133,7 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(2, 10, || {
-                time_launch(&dev, || launch(&dev, Grid::blocks(1), (items, s, &mut out)))
+                timing.time_launch(|| launch(&dev, Grid::blocks(1), (items, s, &mut out)))
             })?;
             let ns = ms * 1e6 / f64::from(items);
             println!(

@@ -10,7 +10,7 @@
 //! Checked bin by bin against a CPU count; on a GPU it prints the bandwidth next to a
 //! device-to-device copy.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_of, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -114,12 +114,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut bins = dev.upload(&[0u32; 256])?;
         let src = dev.upload(&skewed_bytes(n, 19))?;
         let mut dst = dev.alloc::<u8>(n)?;
+        let mut timing = Timing::new(&dev)?;
         let kernel_ms = median_of(3, 20, || {
-            time_launch(&dev, || {
-                histogram::count::launch(&dev, grid, (&x, &mut bins))
-            })
+            timing.time_launch(|| histogram::count::launch(&dev, grid, (&x, &mut bins)))
         })?;
-        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+        let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&src))?;
         // The kernel reads n bytes; the copy of n bytes reads and writes them.
         let (k, c) = (gb_per_s(n, kernel_ms), gb_per_s(2 * n, copy_ms));
         println!(

@@ -8,7 +8,7 @@
 //! cargo run --release --example join_cost -- [items per stream]
 //! ```
 
-use gpu_async::bench::{arg, median_of, time_launch};
+use gpu_async::bench::{arg, median_of, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 macro_rules! join_cost {
@@ -169,13 +169,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if dev.kind() != BackendKind::Cuda {
         return Ok(());
     }
+    let mut timing = Timing::new(&dev)?;
     let mut out_a = dev.alloc::<u32>(1)?;
     let mut out_b = dev.alloc::<u32>(1)?;
     for (payload, form, launch) in variants() {
         let ms = median_of(2, 15, || {
-            time_launch(&dev, || {
-                launch(&dev, Grid::blocks(1), (items, &mut out_a, &mut out_b))
-            })
+            timing.time_launch(|| launch(&dev, Grid::blocks(1), (items, &mut out_a, &mut out_b)))
         })?;
         let ns = ms * 1e6 / f64::from(2 * items);
         println!("join cost {payload}, {form}: {ns:.1} ns per item");

@@ -11,7 +11,7 @@
 //! blocks per multiprocessor streaming all the tiles (the hand-written peer gains as much from the
 //! same grid; `docs/benchmarks.md`). A number instead runs that many blocks per multiprocessor.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch, GridShape};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, GridShape, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 #[gpu_async]
@@ -95,19 +95,19 @@ pub type ScaleShift = for<'a> fn(
 ) -> Launch<'a>;
 
 /// The median time in ms of `launch` on `grid` (`a = 2`, `b = 1`, from `x` into `y`) and of a
-/// device copy from `src` to `dst`, 20 runs each after 3 warm-ups. Both read and write as many
-/// floats, so their bandwidths compare.
+/// device copy from `src` to `dst`, 20 runs each after 3 warm-ups, timed by `timing` (on `dev`).
+/// Both read and write as many floats, so their bandwidths compare.
 pub fn time_against_copy(
     launch: ScaleShift,
-    dev: &Device,
+    (dev, timing): (&Device, &mut Timing),
     grid: Grid,
     (x, y): (&DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
     (src, dst): (&DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
 ) -> gpu_async::Result<(f64, f64)> {
     let kernel_ms = median_of(3, 20, || {
-        time_launch(dev, || launch(dev, grid, (2.0, 1.0, x, &mut *y)))
+        timing.time_launch(|| launch(dev, grid, (2.0, 1.0, x, &mut *y)))
     })?;
-    let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(src))?;
+    let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(src))?;
     Ok((kernel_ms, copy_ms))
 }
 
@@ -177,9 +177,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut y = dev.alloc::<f32>(n)?;
         let src = dev.upload(&random_f32(n, 12))?;
         let mut dst = dev.alloc::<f32>(n)?;
+        let mut timing = Timing::new(&dev)?;
         let (kernel_ms, copy_ms) = time_against_copy(
             pipeline::scale_shift::launch,
-            &dev,
+            (&dev, &mut timing),
             grid,
             (&x, &mut y),
             (&src, &mut dst),

@@ -6,7 +6,7 @@
 //! cargo run --release --example pipeline_variants -- [elements] [part of a variant's name]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, random_f32};
+use gpu_async::bench::{arg, gb_per_s, random_f32, Timing};
 use gpu_async::{gpu_async, BackendKind, Device};
 
 /// The example the variants are of: its launch type and its check.
@@ -112,6 +112,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut y = dev.upload(&random_f32(n, 22))?;
     let src = dev.upload(&random_f32(n, 23))?;
     let mut dst = dev.alloc::<f32>(n)?;
+    let mut timing = Timing::new(&dev)?;
     let (a, b) = (1.75f32, -0.25f32);
     for (name, launch) in variants() {
         if !name.contains(only.as_str()) {
@@ -143,7 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if dev.kind() == BackendKind::Cuda {
                 let (ms, copy_ms) = pipeline::time_against_copy(
                     launch,
-                    &dev,
+                    (&dev, &mut timing),
                     grid,
                     (&x, &mut y),
                     (&src, &mut dst),

@@ -10,7 +10,7 @@
 //! CPU reference below computes the very same bits; the example also prints the relative error
 //! against an `f64` sum. On a GPU it prints the bandwidth next to a device-to-device copy.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
 use gpu_async::device::reduction_order;
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
@@ -119,12 +119,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut partials = dev.alloc::<f32>(grid.block_count() as usize)?;
         let src = dev.upload(&random_f32(n / 2, 12))?;
         let mut dst = dev.alloc::<f32>(n / 2)?;
+        let mut timing = Timing::new(&dev)?;
         let kernel_ms = median_of(3, 20, || {
-            time_launch(&dev, || {
-                reduce::sum::launch(&dev, grid, (&x, &mut partials))
-            })
+            timing.time_launch(|| reduce::sum::launch(&dev, grid, (&x, &mut partials)))
         })?;
-        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+        let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&src))?;
         // The kernel reads 4 bytes per element; the copy of n/2 floats moves as many bytes.
         let (k, c) = (gb_per_s(4 * n, kernel_ms), gb_per_s(4 * n, copy_ms));
         println!(

@@ -14,7 +14,7 @@
 //! Runs on the GPU when there is one and on the simulator otherwise, checks every element against
 //! a plain CPU loop, and on the GPU prints the bandwidth next to the device's own copy bandwidth.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch, GridShape};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, GridShape, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -123,10 +123,11 @@ fn bandwidth(dev: &Device, grid: Grid, n: usize) -> gpu_async::Result<()> {
     let mut y = dev.upload(&random_f32(n, 8))?;
     let src = dev.upload(&random_f32(3 * n / 2, 9))?;
     let mut dst = dev.alloc::<f32>(3 * n / 2)?;
+    let mut timing = Timing::new(dev)?;
     let saxpy_ms = median_of(3, 20, || {
-        time_launch(dev, || stream::saxpy::launch(dev, grid, (0.5, &x, &mut y)))
+        timing.time_launch(|| stream::saxpy::launch(dev, grid, (0.5, &x, &mut y)))
     })?;
-    let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(&src))?;
+    let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&src))?;
     // saxpy reads x and y and writes y: 12 bytes per element; the copy moves as many.
     let bytes = 12 * n;
     let (k, c) = (

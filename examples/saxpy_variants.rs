@@ -12,7 +12,7 @@
 //! cargo run --release --example saxpy_variants -- [elements] [part of a variant's name]
 //! ```
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};
 
 /// One loader warp streams tiles of `x` through a ring of `$depth` slots; the other warps of the
@@ -435,7 +435,7 @@ impl Inputs {
     /// copy of as many bytes.
     fn check_and_time(
         &mut self,
-        dev: &Device,
+        (dev, timing): (&Device, &mut Timing),
         name: &str,
         kernel: Kernel,
         grid: Grid,
@@ -476,10 +476,10 @@ impl Inputs {
         }
         if dev.kind() == BackendKind::Cuda {
             let ms = median_of(3, 20, || {
-                time_launch(dev, || self.launch(dev, kernel, grid, time_a))
+                timing.time_launch(|| self.launch(dev, kernel, grid, time_a))
             })?;
             let (src, dst) = (&self.src, &mut self.dst);
-            let copy_ms = median_ms(dev, 3, 20, || dst.copy_from_buffer(src))?;
+            let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(src))?;
             let (k, c) = (gb_per_s(12 * n, ms), gb_per_s(12 * n, copy_ms));
             println!(
                 "  {k:.0} GB/s ({ms:.3} ms), device copy {c:.0} GB/s, ratio {:.2}",
@@ -509,6 +509,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let xs = random_f32(n, 1);
     let ys = random_f32(n, 2);
+    let mut timing = Timing::new(&dev)?;
     let mut inputs = Inputs {
         n,
         x: dev.upload(&xs)?,
@@ -572,7 +573,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, launch, grid) in variants {
         if name.contains(only.as_str()) {
             let kernel = Kernel::InPlace(launch);
-            inputs.check_and_time(&dev, name, kernel, grid, (1.5, 0.5), saxpy_reference)?;
+            inputs.check_and_time(
+                (&dev, &mut timing),
+                name,
+                kernel,
+                grid,
+                (1.5, 0.5),
+                saxpy_reference,
+            )?;
         }
     }
     // 64 dependent FMAs per element (a = -0.5 keeps the values finite): 4, 8 and 16 compute
@@ -699,7 +707,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, launch, grid) in fma_variants {
         if name.contains(only.as_str()) {
             let kernel = Kernel::InPlace(launch);
-            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
+            inputs.check_and_time(
+                (&dev, &mut timing),
+                name,
+                kernel,
+                grid,
+                (-0.5, -0.5),
+                fma64_reference,
+            )?;
         }
     }
     // The same work out of place, `z = f(x, y)`, with `y` streamed through a ring of its own too.
@@ -711,7 +726,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (name, launch, grid) in out_of_place {
         if name.contains(only.as_str()) {
             let kernel = Kernel::OutOfPlace(launch);
-            inputs.check_and_time(&dev, name, kernel, grid, (-0.5, -0.5), fma64_reference)?;
+            inputs.check_and_time(
+                (&dev, &mut timing),
+                name,
+                kernel,
+                grid,
+                (-0.5, -0.5),
+                fma64_reference,
+            )?;
         }
     }
     Ok(())

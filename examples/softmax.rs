@@ -9,7 +9,7 @@
 //! Checked against an `f64` CPU softmax (every element within 1e-5 relative); on a GPU it prints
 //! the bandwidth next to a device-to-device copy.
 
-use gpu_async::bench::{arg, gb_per_s, median_ms, median_of, random_f32, time_launch};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -120,10 +120,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut y = dev.alloc::<f32>(n)?;
         let src = dev.upload(&random_f32(n, 23))?;
         let mut dst = dev.alloc::<f32>(n)?;
+        let mut timing = Timing::new(&dev)?;
         let kernel_ms = median_of(3, 20, || {
-            time_launch(&dev, || softmax::rows::launch(&dev, grid, (&x, &mut y)))
+            timing.time_launch(|| softmax::rows::launch(&dev, grid, (&x, &mut y)))
         })?;
-        let copy_ms = median_ms(&dev, 3, 20, || dst.copy_from_buffer(&src))?;
+        let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&src))?;
         // Both read n floats and write n floats.
         let (k, c) = (gb_per_s(8 * n, kernel_ms), gb_per_s(8 * n, copy_ms));
         println!(

@@ -1,5 +1,6 @@
 // Helpers shared by the CUDA C++ peers (saxpy.cu, pipeline_ws.cu): error checks, the timing rule
-// of the benchmarks (3 warm-ups, median of 20 launches between CUDA events), a fixed-seed
+// of the benchmarks (3 warm-ups, median of 20 launches between CUDA events, each after an L2
+// flush that keeps the GPU busy while the run is enqueued), a fixed-seed
 // random fill that runs on every host core, and a parallel loop for the host-side checks.
 #pragma once
 #include <algorithm>
@@ -21,7 +22,27 @@
     }                                                                                 \
   } while (0)
 
-// 3 warm-ups, then the median of 20 launches, each between two events.
+// Before each timed run, untimed: a copy of 128 MiB between two scratch buffers on the same
+// stream, as gpu_async::bench::Timing does before each of the Rust examples' runs (and
+// triton.testing.do_bench's zeroing of 256 MB before each of its runs). It evicts the L2, and
+// it keeps the GPU busy while the host enqueues the start event, the run and the end event, so
+// that the time is the GPU's and not the host's submission of the run.
+struct FlushBuffers {
+  void* src = nullptr;
+  void* dst = nullptr;
+  static constexpr size_t bytes = size_t(128) << 20;
+};
+static void flush_l2() {
+  static FlushBuffers f = [] {
+    FlushBuffers b;
+    CHECK(cudaMalloc(&b.src, FlushBuffers::bytes));
+    CHECK(cudaMalloc(&b.dst, FlushBuffers::bytes));
+    return b;
+  }();
+  CHECK(cudaMemcpyAsync(f.dst, f.src, FlushBuffers::bytes, cudaMemcpyDeviceToDevice));
+}
+
+// 3 warm-ups, then the median of 20 launches, each between two events after a flush_l2().
 template <class F>
 static float median_ms(F launch) {
   cudaEvent_t s, e;
@@ -32,6 +53,7 @@ static float median_ms(F launch) {
   CHECK(cudaDeviceSynchronize());
   std::vector<float> t;
   for (int i = 0; i < 20; ++i) {
+    flush_l2();
     CHECK(cudaEventRecord(s));
     launch();
     CHECK(cudaEventRecord(e));

@@ -1,7 +1,8 @@
 //! Small helpers for examples, tests and benchmarks: reproducible random inputs and median
 //! timings with device events.
 
-use crate::backend::Device;
+use crate::backend::{BackendKind, Device};
+use crate::buffer::DeviceBuffer;
 use crate::error::Result;
 use crate::launch::Launch;
 
@@ -21,31 +22,100 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// Runs `work` `warmup` times untimed, then `runs` times, each timed on the device's stream with
-/// events (wall clock on the simulator); returns the median in milliseconds.
-pub fn median_ms(
-    device: &Device,
-    warmup: usize,
-    runs: usize,
-    mut work: impl FnMut() -> Result<()>,
-) -> Result<f64> {
-    for _ in 0..warmup {
-        work()?;
+/// Times device work the way the benchmarks compare it with their peers: device events around
+/// each run, and before each run, untimed, a copy of 128 MiB between two scratch buffers on the
+/// same stream (CUDA only).
+///
+/// The copy does two things, as `triton.testing.do_bench`'s zeroing of a 256 MB buffer does:
+/// it evicts the L2 (60 MB on an H200), so no run starts with the previous run's data cached,
+/// and it keeps the GPU busy (about 65 µs on an H200) while the host enqueues the start event,
+/// the run and the end event, so that the time measured is the GPU's alone and not the host's
+/// submission of the run. Without it, on an idle stream, the start event fires as soon as it is
+/// enqueued and the time includes the host's work up to the launch (about 2.5 µs more for a
+/// typed launch than for a CUDA C++ `<<<>>>` launch, measured on the H200 in the eleventh
+/// session; `docs/benchmarks.md`). The CUDA C++ and PyTorch peers time the same way
+/// (`examples/peers/`). What a launch costs the host is measured apart, by
+/// `examples/launch_overhead.rs`.
+///
+/// On the simulator the runs are timed with the wall clock and nothing is flushed.
+pub struct Timing {
+    device: Device,
+    /// The flush's source and destination (CUDA only).
+    scratch: Option<(DeviceBuffer<u32>, DeviceBuffer<u32>)>,
+}
+
+impl Timing {
+    /// Bytes of each scratch buffer: the flush reads this many and writes this many.
+    pub const FLUSH_BYTES: usize = 128 << 20;
+
+    /// A timing of work on `device`'s default stream; allocates the two scratch buffers on CUDA.
+    pub fn new(device: &Device) -> Result<Self> {
+        let scratch = match device.kind() {
+            BackendKind::Cuda => {
+                let words = Self::FLUSH_BYTES / 4;
+                Some((device.alloc::<u32>(words)?, device.alloc::<u32>(words)?))
+            }
+            BackendKind::Simulator => None,
+        };
+        Ok(Timing {
+            device: device.clone(),
+            scratch,
+        })
     }
-    device.synchronize()?;
-    median_of(0, runs, || {
-        let timer = device.start_timer()?;
-        work()?;
-        timer.stop()
-    })
+
+    /// Enqueues the flush on the device's default stream (nothing on the simulator).
+    fn flush(&mut self) -> Result<()> {
+        if let Some((src, dst)) = &mut self.scratch {
+            dst.copy_from_buffer(src)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `work` `warmup` times untimed, then `runs` times, each after a flush and timed on the
+    /// device's default stream with events (the wall clock on the simulator); returns the median
+    /// in milliseconds. `work` enqueues asynchronous work (a copy, a launch that it does not wait
+    /// for).
+    pub fn median_ms(
+        &mut self,
+        warmup: usize,
+        runs: usize,
+        mut work: impl FnMut() -> Result<()>,
+    ) -> Result<f64> {
+        for _ in 0..warmup {
+            work()?;
+        }
+        self.device.synchronize()?;
+        median_of(0, runs, || {
+            self.flush()?;
+            let timer = self.device.start_timer()?;
+            work()?;
+            timer.stop()
+        })
+    }
+
+    /// The milliseconds of one launch on the device's default stream: a flush, the start point,
+    /// the launch that `launch` enqueues, and the end point recorded right after the enqueue
+    /// ([`Timer::mark_end`]), so that the host's wake-up after the kernel is not counted either;
+    /// waits for the launch (its error, if any, is returned). With [`median_of`]:
+    ///
+    /// ```ignore
+    /// let mut timing = Timing::new(&dev)?;
+    /// let ms = median_of(3, 20, || timing.time_launch(|| kernel::launch(&dev, grid, (&x, &mut y))))?;
+    /// ```
+    ///
+    /// [`Timer::mark_end`]: crate::Timer::mark_end
+    pub fn time_launch<'a>(&mut self, launch: impl FnOnce() -> Launch<'a>) -> Result<f64> {
+        self.flush()?;
+        let timer = self.device.start_timer()?;
+        let launch = launch();
+        let end = timer.mark_end()?;
+        launch.wait()?;
+        end.ms()
+    }
 }
 
 /// Runs `run` `warmup` times, then `runs` times, and returns the median of the milliseconds it
-/// measured. For launches, with [`time_launch`]:
-///
-/// ```ignore
-/// let ms = median_of(3, 20, || time_launch(&dev, || kernel::launch(&dev, grid, (&x, &mut y))))?;
-/// ```
+/// measured; for launches, with [`Timing::time_launch`].
 pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64>) -> Result<f64> {
     for _ in 0..warmup {
         run()?;
@@ -56,20 +126,6 @@ pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64
     }
     times.sort_by(f64::total_cmp);
     Ok(times[times.len() / 2])
-}
-
-/// The milliseconds of one launch on `device`'s default stream: the start point, the launch that
-/// `launch` enqueues, and the end point recorded right after the enqueue ([`Timer::mark_end`]),
-/// so that the host's wake-up after the kernel is not counted; waits for the launch (its error,
-/// if any, is returned).
-///
-/// [`Timer::mark_end`]: crate::Timer::mark_end
-pub fn time_launch<'a>(device: &Device, launch: impl FnOnce() -> Launch<'a>) -> Result<f64> {
-    let timer = device.start_timer()?;
-    let launch = launch();
-    let end = timer.mark_end()?;
-    launch.wait()?;
-    end.ms()
 }
 
 /// Gigabytes per second for `bytes` moved in `ms` milliseconds.
