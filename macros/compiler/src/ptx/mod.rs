@@ -1459,7 +1459,7 @@ impl<'k> Writer<'k> {
                 self.tmp(Class::Pred),
             );
             self.line(format!("add.u32 {c}, {c}, 1;"))?;
-            self.line(format!("and.b32 {low}, {c}, 31;"))?;
+            self.line(format!("and.b32 {low}, {c}, 15;"))?;
             self.line(format!("setp.ne.u32 {quiet}, {low}, 0;"))?;
             self.line(format!("@{quiet} bra {head};"))?;
             self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
@@ -1698,19 +1698,23 @@ impl<'k> Writer<'k> {
             Inst::Loop { id, body } => {
                 let head = format!("$loop_{}", id.0);
                 // A role loop watches the abort word (a cancelled or failed launch stops even in
-                // a loop without awaits) every 32nd iteration (of an unrolled loop: every 32nd
+                // a loop without awaits) every 16th iteration (of an unrolled loop: every 16th
                 // round of its copies): every warp of every block runs
                 // these loops, and one word read by all of them on every iteration would be a hot
                 // spot of the L2. Loops inside parallel bodies run per thread and are not watched.
-                // The word is read 32 iterations before it is tested (first before the loop), so
-                // that the loop never stalls on the load: a global load's ~1 µs every 32 items
-                // was measured on the H200 at up to 22 ns per item of a bulk-copy handoff.
+                // The word is read 16 iterations before it is tested, so that the loop never
+                // stalls on the load: a global load's ~1 µs every 32 items was measured on the
+                // H200 at up to 22 ns per item of a bulk-copy handoff. It is not read before the
+                // loop (its register starts as the complement of the launch id, so the first
+                // test never fires): a loop of a few iterations, as in a grid of one block per few
+                // tiles, reads nothing, where a read before every such loop (196,608 per launch
+                // of the pipeline example at 2^28) cost 0.2% of its bandwidth on the H200.
                 let watched = self.role.is_some() && self.par_exit.is_none();
-                let abort = self.abort.clone();
                 let count = if watched {
                     let (c, word) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                    let launch_id = self.launch_id.clone();
                     self.line(format!("mov.u32 {c}, 0;"))?;
-                    self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
+                    self.line(format!("not.b32 {word}, {launch_id};"))?;
                     Some((c, word))
                 } else {
                     None
