@@ -2,11 +2,14 @@
 //!
 //! ```text
 //! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx]
+//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] --ptx-only > k.ptx
 //! ```
 //!
 //! For each kernel of each `#[gpu_async]` module in FILE (or only KERNEL): its roles and warp
 //! ranges, its channels and their shared-memory layout, ptxas's resource report (when ptxas is
-//! found), the role/channel IR with `--ir`, and the PTX unless `--no-ptx`.
+//! found), the role/channel IR with `--ir`, and the PTX unless `--no-ptx`. With `--ptx-only`, the
+//! PTX of the one kernel that FILE (or KERNEL) names and nothing else, to load it elsewhere (the
+//! CUDA driver API, `ptxas`).
 
 use std::process::ExitCode;
 
@@ -21,8 +24,17 @@ fn main() -> ExitCode {
         .map(String::as_str)
         .collect();
     let plain: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    const USAGE: &str = "usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only]";
+    if let Some(f) = flags
+        .iter()
+        .find(|f| !["--ir", "--no-ptx", "--ptx-only"].contains(f))
+    {
+        eprintln!("unknown option `{f}`\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    let ptx_only = flags.contains(&"--ptx-only");
     let Some(path) = plain.first() else {
-        eprintln!("usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx]");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
     let wanted = plain.get(1).map(|s| s.as_str());
@@ -48,6 +60,7 @@ fn main() -> ExitCode {
     }
     let ptxas = ptxas::find();
     let mut shown = 0;
+    let mut ptx_of = Vec::new();
     for module in modules {
         match compile(module.into_token_stream()) {
             Err(diags) => {
@@ -62,7 +75,11 @@ fn main() -> ExitCode {
                     .filter(|k| wanted.is_none_or(|w| w == k.name))
                 {
                     shown += 1;
-                    print_kernel(k, ptxas.as_ref(), &flags);
+                    if ptx_only {
+                        ptx_of.push((k.name.clone(), k.ptx.clone()));
+                    } else {
+                        print_kernel(k, ptxas.as_ref(), &flags);
+                    }
                 }
             }
         }
@@ -70,6 +87,21 @@ fn main() -> ExitCode {
     if shown == 0 {
         eprintln!("no kernel named `{}` in {path}", wanted.unwrap_or(""));
         return ExitCode::FAILURE;
+    }
+    if ptx_only {
+        // One PTX module per kernel: several would not make one file that loads.
+        match ptx_of.as_slice() {
+            [(_, ptx)] => print!("{ptx}"),
+            several => {
+                let names: Vec<&str> = several.iter().map(|(n, _)| n.as_str()).collect();
+                eprintln!(
+                    "--ptx-only prints one kernel, and {path} has {}: {}; name one as KERNEL",
+                    names.len(),
+                    names.join(", ")
+                );
+                return ExitCode::FAILURE;
+            }
+        }
     }
     ExitCode::SUCCESS
 }
