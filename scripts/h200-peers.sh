@@ -23,7 +23,7 @@ nvcc --version | tail -n 2 | head -n 1
 built=()
 for src in examples/peers/*.cu; do
   name=$(basename "$src" .cu)
-  if nvcc -O3 -arch=sm_90 -Xptxas -v -o "$bin/$name" "$src" 2>"$bin/$name.log"; then
+  if nvcc -O3 -arch=sm_90 -Xptxas -v -o "$bin/$name" "$src" -lcuda 2>"$bin/$name.log"; then
     built+=("$name")
     awk -v peer="$name" '
       /Compiling entry function/ { split($0, q, "\047"); fn = q[2] }
