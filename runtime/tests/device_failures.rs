@@ -102,6 +102,37 @@ fn an_unwrap_of_none_while_another_role_waits() {
 }
 
 #[test]
+fn a_tile_of_a_longer_slice_is_out_of_bounds() {
+    for dev in devices() {
+        let x = dev.upload(&vec![1.5f32; 64 * 5]).unwrap();
+        let mut y = dev.alloc::<f32>(64 * 3 + 10).unwrap();
+        let err = block_on(k::tiles_of_another_slice::launch(
+            &dev,
+            Grid::blocks(2),
+            (&x, &mut y),
+        ))
+        .unwrap_err();
+        eprintln!("{dev}: {err}");
+        // Rust's message on the simulator, the compiler's on the GPU.
+        let message = match dev.kind() {
+            gpu_async::BackendKind::Simulator => "out of range for slice of length 202",
+            _ => "slice range past the end of the slice",
+        };
+        expect_panic(err, "copy_tiles", message, "y[tile.start..tile.end]");
+        // As long as `x`, `y` takes every tile.
+        let mut y = dev.alloc::<f32>(64 * 5).unwrap();
+        block_on(k::tiles_of_another_slice::launch(
+            &dev,
+            Grid::blocks(2),
+            (&x, &mut y),
+        ))
+        .unwrap();
+        assert_eq!(y.download().unwrap(), vec![1.5; 64 * 5], "{dev}");
+        still_usable(&dev);
+    }
+}
+
+#[test]
 fn a_deadlock_is_stopped_by_the_watchdog() {
     for dev in devices() {
         dev.set_watchdog(Some(Duration::from_millis(200)));

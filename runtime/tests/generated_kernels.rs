@@ -241,6 +241,13 @@ fn kernels() -> Vec<Generated> {
             ir: faults::faults::short_output::IR,
             spec: &faults::faults::short_output::SPEC,
         },
+        // A tile of `x` slices `y`: its end check must stay (`bounds` proves only tiles of `y`).
+        Generated {
+            name: "faults_tiles_of_another_slice",
+            ptx: faults::faults::tiles_of_another_slice::PTX,
+            ir: faults::faults::tiles_of_another_slice::IR,
+            spec: &faults::faults::tiles_of_another_slice::SPEC,
+        },
         Generated {
             name: "language_hash",
             ptx: language::language::hash::PTX,

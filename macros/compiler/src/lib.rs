@@ -8,13 +8,15 @@
 //!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
-//! 5. [`verify`]: the IR's invariants, before anything is emitted.
-//! 6. [`ptx`]: the PTX writer.
-//! 7. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
+//! 6. [`verify`]: the IR's invariants, before anything is emitted.
+//! 7. [`ptx`]: the PTX writer.
+//! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
 //!
 //! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
 //! the expansion always contains something, so that the rest of the crate keeps type-checking.
 
+pub mod bounds;
 pub mod check;
 pub mod diag;
 pub mod ir;
@@ -81,6 +83,7 @@ fn compile_module(
             continue;
         };
         licm::hoist_loop_invariants(&mut kernel);
+        bounds::remove_proven_checks(&mut kernel);
         let options = kernel_options(&module, &f.name);
         let min_blocks = options.and_then(|o| o.min_blocks_per_sm);
         let Some(min_blocks_per_sm) = registers::occupancy(&kernel, min_blocks, diags) else {

@@ -1,5 +1,6 @@
 //! Kernels that fail on purpose: a bound broken by some threads of a parallel loop, a division by
-//! zero in role code, an `unwrap()` of `None` in one role of two, an `assert!` in a parallel loop,
+//! zero in role code, an `unwrap()` of `None` in one role of two, a tile of one slice used on a
+//! shorter one, an `assert!` in a parallel loop,
 //! `panic!` and `unreachable!` in role code, `MIN / -1`.
 
 use gpu_async::gpu_async;
@@ -57,6 +58,22 @@ pub mod faults {
             y[tile]
                 .par_iter_mut()
                 .zip(slot.par_iter())
+                .for_each(|(o, i)| *o = *i);
+        }
+    }
+
+    /// Tiles of `x` slice `y` too: past the end of `y` when `y` is shorter. The compiler proves
+    /// `y[tile]` within `y` only for tiles of `y.len()`, so this check must stay.
+    #[kernel(warps = 1)]
+    pub async fn tiles_of_another_slice(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..1, copy_tiles(x, y))).await;
+    }
+
+    async fn copy_tiles(x: &[f32], y: &mut [f32]) {
+        for tile in block_tiles(x.len(), TILE) {
+            y[tile.start..tile.end]
+                .par_iter_mut()
+                .zip(x[tile.start..tile.end].par_iter())
                 .for_each(|(o, i)| *o = *i);
         }
     }

@@ -1,0 +1,360 @@
+//! Bounds checks the compiler proves never fire: a `panic_if` whose condition is false on every
+//! path to it is removed.
+//!
+//! Why: a role that walks its tiles with `block_tiles(x.len(), T)` and slices `x[tile]` checks,
+//! on every tile, that the range starts before it ends, that it ends within `x`, and that a bulk
+//! copy of it fits the slot. `block_tiles` only yields ranges `start..min(start + T, len)` with
+//! `start < len`, so none of those checks can fire, and ptxas cannot see it (the facts come from
+//! the loop's exit test). On the H200, cutting them out of the pipeline example's PTX made it
+//! 0.8% faster at 2 blocks per SM, where its single-warp load and store roles pay for every
+//! instruction between a wait and a copy (`docs/benchmarks.md`, eleventh session).
+//!
+//! How: a forward walk over each role's structured code that knows, at each instruction, the
+//! expressions of `usize` and `bool` values computed before it (constants, copies, `min`, `+`,
+//! `-`, comparisons, `!`) and the booleans known true or false there: after a `panic_if c`,
+//! `c` is false; after `if c { ..; break }`, `c` is false; inside `if c`, `c` is true. A value's
+//! expression and facts are forgotten when it or one of its operands is written again, when
+//! a branch of an `if` may have written it, and, for a loop, when the loop body writes it
+//! anywhere (the body may run again). From these it proves `a <= b` by a few rules that hold for
+//! unsigned 64-bit integers:
+//!
+//! - `a` and `b` are the same value (through copies), or `a < b` is known;
+//! - `b = min(s, t)` with `a <= s` and `a <= t`; `a = min(p, q)` with `p <= b` or `q <= b`;
+//! - `b = a + c` for a constant `c < 2^63`, when `a < L` is known for a slice length `L` (a
+//!   kernel parameter's length, below 2^63 since it counts elements of at least one byte), so
+//!   that the sum does not wrap;
+//! - `a = m - s` with `s <= m` and `m = min(s + c, _)` (as above, no wrap): `a <= c`;
+//! - both are constants.
+//!
+//! A check `a > b` with `a <= b` proven, `!x` with `x` known true, and `c1 == c2` of two different
+//! constants are removed. Nothing else changes: the values stay computed (ptxas drops those no
+//! longer used), and the simulator, which runs the kernel's Rust code, still checks: it can never
+//! fail there either.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::check::types::Scalar;
+use crate::ir::{for_each_inst, BinOp, Block, Imm, Inst, Kernel, ParamKind, UnOp, Value};
+
+/// Removes the checks of `k` that are proven never to fire; returns how many.
+pub fn remove_proven_checks(k: &mut Kernel) -> usize {
+    let mut slice_lens = HashSet::new();
+    for p in &k.params {
+        if let ParamKind::Slice { len, .. } = p.kind {
+            slice_lens.insert(len);
+        }
+    }
+    let types: Vec<Scalar> = k.values.iter().map(|v| v.ty).collect();
+    let mut removed = 0;
+    for role in &mut k.roles {
+        let mut facts = Facts {
+            types: &types,
+            exprs: HashMap::new(),
+            known: HashMap::new(),
+            slice_lens: slice_lens.clone(),
+        };
+        removed += facts.walk(&mut role.body);
+    }
+    removed
+}
+
+/// What a value was computed from, as far as these proofs need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expr {
+    Const(u64),
+    Copy(Value),
+    Not(Value),
+    Binary(BinOp, Value, Value),
+}
+
+impl Expr {
+    fn operands(self) -> Vec<Value> {
+        match self {
+            Expr::Const(_) => Vec::new(),
+            Expr::Copy(v) | Expr::Not(v) => vec![v],
+            Expr::Binary(_, a, b) => vec![a, b],
+        }
+    }
+}
+
+/// The state of the walk at one point of the code.
+struct Facts<'k> {
+    types: &'k [Scalar],
+    /// The expression of each value whose current content it still describes.
+    exprs: HashMap<Value, Expr>,
+    /// Booleans known true or false here.
+    known: HashMap<Value, bool>,
+    /// Values holding a slice parameter's length (below 2^63), not written since.
+    slice_lens: HashSet<Value>,
+}
+
+/// How deep `le` may recurse: the tile ranges need 4; more would only cost compile time.
+const DEPTH: u32 = 6;
+
+impl Facts<'_> {
+    fn clone_state(&self) -> Facts<'_> {
+        Facts {
+            types: self.types,
+            exprs: self.exprs.clone(),
+            known: self.known.clone(),
+            slice_lens: self.slice_lens.clone(),
+        }
+    }
+
+    /// Walks `block`, removing the checks proven false; returns how many it removed.
+    fn walk(&mut self, block: &mut Block) -> usize {
+        let mut removed = 0;
+        let mut out = Vec::with_capacity(block.0.len());
+        for mut inst in std::mem::take(&mut block.0) {
+            match &mut inst {
+                Inst::PanicIf { cond, .. } => {
+                    if self.is_false(*cond, DEPTH) {
+                        removed += 1;
+                        continue;
+                    }
+                    let cond = *cond;
+                    out.push(inst);
+                    self.learn(cond, false);
+                    continue;
+                }
+                Inst::If { cond, then, else_ } => {
+                    let cond = *cond;
+                    let mut then_facts = self.clone_state();
+                    then_facts.learn(cond, true);
+                    removed += then_facts.walk(then);
+                    let mut else_facts = self.clone_state();
+                    else_facts.learn(cond, false);
+                    removed += else_facts.walk(else_);
+                    let (then_leaves, else_leaves) = (leaves(then), leaves(else_));
+                    let written = written_in(&[&*then, &*else_]);
+                    self.forget_all(&written);
+                    // Past an `if` whose one branch always leaves, the other one was taken.
+                    if then_leaves && !else_leaves && else_.0.is_empty() {
+                        self.learn(cond, false);
+                    } else if else_leaves && !then_leaves && then.0.is_empty() {
+                        self.learn(cond, true);
+                    }
+                }
+                Inst::Loop { body, .. } => {
+                    // The body may run again after writing anything it writes.
+                    let written = written_in(&[&*body]);
+                    self.forget_all(&written);
+                    let mut body_facts = self.clone_state();
+                    removed += body_facts.walk(body);
+                }
+                other => {
+                    // Nested code (parallel loops, `join!` branches) is not walked; what it
+                    // writes is forgotten.
+                    let mut written: Vec<Value> = other.defs();
+                    match other {
+                        Inst::Join { branches } => {
+                            let blocks: Vec<&Block> = branches.iter().collect();
+                            written.extend(written_in(&blocks));
+                        }
+                        Inst::ParFor(p) => {
+                            let mut blocks = vec![&p.body];
+                            if let Some(r) = &p.reduce {
+                                blocks.push(&r.combine);
+                            }
+                            written.extend(written_in(&blocks));
+                        }
+                        _ => {}
+                    }
+                    self.forget_all(&written);
+                    if let Some((dst, e)) = expression(other) {
+                        // An expression that reads its own destination describes the old value.
+                        if !e.operands().contains(&dst) {
+                            self.exprs.insert(dst, e);
+                        }
+                    }
+                }
+            }
+            out.push(inst);
+        }
+        block.0 = out;
+        removed
+    }
+
+    /// Forgets what is known of each of `written` and every expression that reads one.
+    fn forget_all(&mut self, written: &[Value]) {
+        if written.is_empty() {
+            return;
+        }
+        let w: HashSet<Value> = written.iter().copied().collect();
+        self.exprs
+            .retain(|v, e| !w.contains(v) && !e.operands().iter().any(|o| w.contains(o)));
+        self.known.retain(|v, _| !w.contains(v));
+        self.slice_lens.retain(|v| !w.contains(v));
+    }
+
+    /// Records that `b` holds `value` here (and what follows from `!`).
+    fn learn(&mut self, b: Value, value: bool) {
+        self.known.insert(b, value);
+        if let Some(Expr::Not(x)) = self.exprs.get(&b).copied() {
+            self.known.insert(x, !value);
+        }
+    }
+
+    /// `v` through copies.
+    fn root(&self, mut v: Value) -> Value {
+        for _ in 0..16 {
+            match self.exprs.get(&v) {
+                Some(Expr::Copy(src)) => v = *src,
+                _ => break,
+            }
+        }
+        v
+    }
+
+    fn expr(&self, v: Value) -> Option<Expr> {
+        self.exprs.get(&self.root(v)).copied()
+    }
+
+    fn constant(&self, v: Value) -> Option<u64> {
+        match self.expr(v) {
+            Some(Expr::Const(c)) => Some(c),
+            _ => None,
+        }
+    }
+
+    fn is_usize(&self, v: Value) -> bool {
+        self.types.get(v.0 as usize) == Some(&Scalar::Usize)
+    }
+
+    fn is_true(&self, b: Value, depth: u32) -> bool {
+        let b = self.root(b);
+        if self.known.get(&b) == Some(&true) {
+            return true;
+        }
+        match self.exprs.get(&b) {
+            Some(Expr::Not(x)) if depth > 0 => self.is_false(*x, depth - 1),
+            _ => false,
+        }
+    }
+
+    fn is_false(&self, b: Value, depth: u32) -> bool {
+        let b = self.root(b);
+        if self.known.get(&b) == Some(&false) {
+            return true;
+        }
+        if depth == 0 {
+            return false;
+        }
+        match self.exprs.get(&b).copied() {
+            Some(Expr::Not(x)) => self.is_true(x, depth - 1),
+            Some(Expr::Binary(BinOp::Gt, a, c)) if self.is_usize(a) => self.le(a, c, depth - 1),
+            Some(Expr::Binary(BinOp::Eq, a, c)) => matches!(
+                (self.constant(a), self.constant(c)),
+                (Some(x), Some(y)) if x != y
+            ),
+            _ => false,
+        }
+    }
+
+    /// `a < l` is known here.
+    fn known_lt(&self, a: Value, l: Value) -> bool {
+        let (a, l) = (self.root(a), self.root(l));
+        self.known.iter().any(|(b, value)| {
+            *value
+                && matches!(self.exprs.get(b), Some(Expr::Binary(BinOp::Lt, x, y))
+                    if self.root(*x) == a && self.root(*y) == l && self.is_usize(*x))
+        })
+    }
+
+    /// `a < L` is known for a slice length `L`: `a + c` does not wrap for a constant `c < 2^63`.
+    fn below_a_slice_length(&self, a: Value) -> bool {
+        let a = self.root(a);
+        self.slice_lens
+            .iter()
+            .any(|l| self.known_lt(a, *l) || self.known_lt(a, self.root(*l)))
+    }
+
+    /// `a <= b`, both `usize`, proven here.
+    fn le(&self, a: Value, b: Value, depth: u32) -> bool {
+        let (a, b) = (self.root(a), self.root(b));
+        if a == b || self.known_lt(a, b) {
+            return true;
+        }
+        if let (Some(x), Some(y)) = (self.constant(a), self.constant(b)) {
+            return x <= y;
+        }
+        if depth == 0 {
+            return false;
+        }
+        let d = depth - 1;
+        if let Some(Expr::Binary(BinOp::Min, s, t)) = self.exprs.get(&b).copied() {
+            if self.le(a, s, d) && self.le(a, t, d) {
+                return true;
+            }
+        }
+        if let Some(Expr::Binary(BinOp::Min, p, q)) = self.exprs.get(&a).copied() {
+            if self.le(p, b, d) || self.le(q, b, d) {
+                return true;
+            }
+        }
+        if let Some(Expr::Binary(BinOp::Add, x, c)) = self.exprs.get(&b).copied() {
+            if self.root(x) == a && self.no_wrap(a, c) {
+                return true;
+            }
+        }
+        if let (Some(Expr::Binary(BinOp::Sub, m, s)), Some(k)) =
+            (self.exprs.get(&a).copied(), self.constant(b))
+        {
+            // `m - s <= c <= k` when `s <= m` and `m = min(s + c, _)` without wrapping.
+            if self.le(s, m, d) {
+                if let Some(Expr::Binary(BinOp::Min, t, _)) = self.expr(m) {
+                    if let Some(Expr::Binary(BinOp::Add, x, c)) = self.expr(t) {
+                        if self.root(x) == self.root(s) && self.no_wrap(s, c) {
+                            return self.constant(c).is_some_and(|c| c <= k);
+                        }
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// `a + c` does not wrap: `c` is a constant below 2^63 and `a` below a slice length.
+    fn no_wrap(&self, a: Value, c: Value) -> bool {
+        self.constant(c).is_some_and(|c| c < 1 << 63) && self.below_a_slice_length(a)
+    }
+}
+
+/// The value an instruction defines and its expression, for the instructions the proofs read.
+fn expression(inst: &Inst) -> Option<(Value, Expr)> {
+    match inst {
+        Inst::Const {
+            dst,
+            imm: Imm::Int(v),
+        } => Some((*dst, Expr::Const(*v))),
+        Inst::Copy { dst, src } => Some((*dst, Expr::Copy(*src))),
+        Inst::Unary {
+            dst,
+            op: UnOp::Not,
+            src,
+        } => Some((*dst, Expr::Not(*src))),
+        Inst::Binary { dst, op, lhs, rhs }
+            if matches!(
+                op,
+                BinOp::Min | BinOp::Add | BinOp::Sub | BinOp::Lt | BinOp::Gt | BinOp::Eq
+            ) =>
+        {
+            Some((*dst, Expr::Binary(*op, *lhs, *rhs)))
+        }
+        _ => None,
+    }
+}
+
+/// Every value written in `blocks`, nested code included.
+fn written_in(blocks: &[&Block]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for b in blocks {
+        for_each_inst(b, &mut |inst: &Inst| out.extend(inst.defs()));
+    }
+    out
+}
+
+/// `block` always leaves the code after it: it ends with `break` or `continue`.
+fn leaves(block: &Block) -> bool {
+    matches!(block.0.last(), Some(Inst::Break(_) | Inst::Continue(_)))
+}
