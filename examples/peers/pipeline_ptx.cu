@@ -14,6 +14,13 @@
 //   cargo run -p gpu-async-compiler --bin gpu-async-inspect -- examples/pipeline.rs --ptx-only > scale_shift.ptx
 //   nvcc -O3 -arch=sm_90 -o pipeline_ptx examples/peers/pipeline_ptx.cu -lcuda
 //   pipeline_ptx ELEMENTS ROUNDS scale_shift.ptx [more .ptx files with the same entry]
+//
+// Environment: PIPELINE_PTX_POOL=1 allocates x and y from the stream-ordered pool
+// (cudaMallocAsync), as gpu-async's buffers are (cuMemAllocAsync), instead of cudaMalloc, for
+// every kernel; PIPELINE_PTX_WATCHDOG_NS=N passes the generated kernels a watchdog bound of N ns
+// (gpu-async's default is 5 s; 0, the default here, turns it off). Built with
+// `--default-stream per-thread`, everything runs on the per-thread stream instead of the legacy
+// one.
 #include <cuda.h>
 #include "pipeline_ablation.cuh"
 
@@ -116,8 +123,19 @@ int main(int argc, char** argv) {
   float *x, *y;
   unsigned* abort_word;
   void* record;
-  CHECK(cudaMalloc(&x, cap * 4));
-  CHECK(cudaMalloc(&y, cap * 4));
+  const char* pool = std::getenv("PIPELINE_PTX_POOL");
+  const char* watchdog_env = std::getenv("PIPELINE_PTX_WATCHDOG_NS");
+  const uint64_t watchdog_ns = watchdog_env ? std::strtoull(watchdog_env, nullptr, 10) : 0;
+  if (pool && std::string(pool) == "1") {
+    CHECK(cudaMallocAsync(&x, cap * 4, 0));
+    CHECK(cudaMallocAsync(&y, cap * 4, 0));
+    CHECK(cudaStreamSynchronize(0));
+  } else {
+    CHECK(cudaMalloc(&x, cap * 4));
+    CHECK(cudaMalloc(&y, cap * 4));
+  }
+  std::printf("pipeline_ptx: x and y from %s, watchdog %llu ns\n", pool ? "the stream-ordered pool" : "cudaMalloc",
+              (unsigned long long)watchdog_ns);
   CHECK(cudaMalloc(&abort_word, 4));
   CHECK(cudaMalloc(&record, 64));
   CHECK(cudaMemset(abort_word, 0, 4));
@@ -132,7 +150,7 @@ int main(int argc, char** argv) {
       return;
     }
     CUdeviceptr px = (CUdeviceptr)x, py = (CUdeviceptr)y, pa = (CUdeviceptr)abort_word, pr = (CUdeviceptr)record;
-    uint64_t len = m, watchdog = 0;
+    uint64_t len = m, watchdog = watchdog_ns;
     unsigned id = 1;
     void* params[] = {&a, &b, &px, &len, &py, &len, &pa, &id, &pr, &watchdog};
     CU(cuLaunchKernel(e.fn, blocks, 1, 1, THREADS, 1, 1, GENERATED_SMEM, 0, params, nullptr));
