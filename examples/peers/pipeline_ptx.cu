@@ -18,7 +18,9 @@
 // Environment: PIPELINE_PTX_POOL=1 allocates x and y from the stream-ordered pool
 // (cudaMallocAsync), as gpu-async's buffers are (cuMemAllocAsync), instead of cudaMalloc, for
 // every kernel; PIPELINE_PTX_WATCHDOG_NS=N passes the generated kernels a watchdog bound of N ns
-// (gpu-async's default is 5 s; 0, the default here, turns it off). Built with
+// (gpu-async's default is 5 s; 0, the default here, turns it off); PIPELINE_PTX_PRIORITY_STREAM=1
+// first creates a stream of the greatest priority that runs nothing, as gpu-async's cancel
+// stream. Built with
 // `--default-stream per-thread`, everything runs on the per-thread stream instead of the legacy
 // one.
 #include <cuda.h>
@@ -126,6 +128,15 @@ int main(int argc, char** argv) {
   const char* pool = std::getenv("PIPELINE_PTX_POOL");
   const char* watchdog_env = std::getenv("PIPELINE_PTX_WATCHDOG_NS");
   const uint64_t watchdog_ns = watchdog_env ? std::strtoull(watchdog_env, nullptr, 10) : 0;
+  // A stream of the greatest priority in the context, running nothing, as gpu-async's cancel
+  // stream is.
+  if (const char* hp = std::getenv("PIPELINE_PTX_PRIORITY_STREAM"); hp && std::string(hp) == "1") {
+    int least = 0, greatest = 0;
+    CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    cudaStream_t high;
+    CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
+    std::printf("pipeline_ptx: a stream of priority %d (least %d) exists, unused\n", greatest, least);
+  }
   if (pool && std::string(pool) == "1") {
     CHECK(cudaMallocAsync(&x, cap * 4, 0));
     CHECK(cudaMallocAsync(&y, cap * 4, 0));
