@@ -704,28 +704,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             per_sm(4)?,
         ),
     ];
-    for (name, launch, grid) in fma_variants {
-        if name.contains(only.as_str()) {
-            let kernel = Kernel::InPlace(launch);
-            inputs.check_and_time(
-                (&dev, &mut timing),
-                name,
-                kernel,
-                grid,
-                (-0.5, -0.5),
-                fma64_reference,
-            )?;
-        }
-    }
     // The same work out of place, `z = f(x, y)`, with `y` streamed through a ring of its own too.
     let out_of_place: [(&str, OutOfPlaceFn, Grid); 1] = [(
         "fma64 to z, 2 + 8 warps, tiles 4096 x 2 + 4096 x 2, 2/SM",
         fma64_xy_w10_t4k_d2::fma64::launch,
         per_sm(2)?,
     )];
-    for (name, launch, grid) in out_of_place {
+    let fma_kernels = fma_variants
+        .into_iter()
+        .map(|(name, launch, grid)| (name, Kernel::InPlace(launch), grid))
+        .chain(
+            out_of_place
+                .into_iter()
+                .map(|(name, launch, grid)| (name, Kernel::OutOfPlace(launch), grid)),
+        );
+    for (name, kernel, grid) in fma_kernels {
         if name.contains(only.as_str()) {
-            let kernel = Kernel::OutOfPlace(launch);
             inputs.check_and_time(
                 (&dev, &mut timing),
                 name,

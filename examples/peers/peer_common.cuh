@@ -42,9 +42,11 @@ static void flush_l2() {
   CHECK(cudaMemcpyAsync(f.dst, f.src, FlushBuffers::bytes, cudaMemcpyDeviceToDevice));
 }
 
-// 3 warm-ups, then the median of 20 launches, each between two events after a flush_l2().
+// 3 warm-ups, then the median of 20 launches, each between two events after a flush_l2() (or,
+// with `flush` false, on an idle stream: the timing before the eleventh session, which counted
+// the host's submission of the launch).
 template <class F>
-static float median_ms(F launch) {
+static float median_ms(F launch, bool flush = true) {
   cudaEvent_t s, e;
   CHECK(cudaEventCreate(&s));
   CHECK(cudaEventCreate(&e));
@@ -53,7 +55,7 @@ static float median_ms(F launch) {
   CHECK(cudaDeviceSynchronize());
   std::vector<float> t;
   for (int i = 0; i < 20; ++i) {
-    flush_l2();
+    if (flush) flush_l2();
     CHECK(cudaEventRecord(s));
     launch();
     CHECK(cudaEventRecord(e));

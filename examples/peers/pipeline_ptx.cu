@@ -61,31 +61,6 @@ struct Entry {
 // The generated kernel's dynamic shared memory (the inspect tool prints it): 24704 B.
 constexpr unsigned GENERATED_SMEM = 24704;
 
-// 3 warm-ups, then the median of 20 launches between events on an idle stream (no flush): the
-// timing of the benchmarks before the eleventh session.
-template <class F>
-static float median_ms_idle(F launch) {
-  cudaEvent_t s, e;
-  CHECK(cudaEventCreate(&s));
-  CHECK(cudaEventCreate(&e));
-  for (int i = 0; i < 3; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int i = 0; i < 20; ++i) {
-    CHECK(cudaEventRecord(s));
-    launch();
-    CHECK(cudaEventRecord(e));
-    CHECK(cudaEventSynchronize(e));
-    float ms;
-    CHECK(cudaEventElapsedTime(&ms, s, e));
-    t.push_back(ms);
-  }
-  CHECK(cudaEventDestroy(s));
-  CHECK(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: pipeline_ptx ELEMENTS ROUNDS FILE.ptx...\n");
@@ -194,7 +169,7 @@ int main(int argc, char** argv) {
     for (int si = 0; si < 4; ++si)
       for (size_t i = 0; i < entries.size(); ++i) {
         auto run = [&] { launch(entries[i], blocks_of(settings[si].grid), 2.0f, 1.0f, n); };
-        const float ms = settings[si].flushed ? median_ms(run) : median_ms_idle(run);
+        const float ms = median_ms(run, settings[si].flushed);
         gbs[{i, si}].push_back(gb_per_s(8.0 * n, ms));
       }
   auto median = [](std::vector<double> v) {
