@@ -113,3 +113,43 @@ fn checks_that_can_fire_stay() {
     assert_eq!(count("slice range past the end of the slice"), 2, "{ir}");
     assert_eq!(count("slice index starts after it ends"), 1, "{ir}");
 }
+
+#[test]
+fn a_value_written_again_keeps_its_checks() {
+    let module = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+            pub const TILE: usize = 256;
+
+            #[kernel(warps = 1)]
+            pub async fn k(bump: bool, x: &[f32], out: &mut [u32]) {
+                join!(on_warps(0..1, work(bump, x, out))).await;
+            }
+
+            async fn work(bump: bool, x: &[f32], out: &mut [u32]) {
+                let mut total = 0usize;
+                let mut limit = x.len();
+                for tile in block_tiles(x.len(), TILE) {
+                    // Written in a branch: past the end of `x` when `bump`.
+                    let mut end = tile.end;
+                    if bump {
+                        end = end + 1;
+                    }
+                    total = total + x[tile.start..end].len();
+                    // Written later in the loop: from the second tile on, it is the previous
+                    // tile's start, before this tile's.
+                    total = total + x[tile.start..limit].len();
+                    limit = tile.start;
+                }
+                out[0..1].par_iter_mut().for_each(|o| *o = total as u32);
+            }
+        }
+    };
+    let ir = one(module).ir_text;
+    let left = checks(&ir);
+    let count = |m: &str| left.iter().filter(|l| **l == m).count();
+    // Both slices of `x` keep both checks; `out[0..1]` keeps its end's (`out` may be empty),
+    // not its start's (`0 <= 1`).
+    assert_eq!(count("slice index starts after it ends"), 2, "{ir}");
+    assert_eq!(count("slice range past the end of the slice"), 3, "{ir}");
+}
