@@ -78,6 +78,7 @@ impl Expr {
 }
 
 /// The state of the walk at one point of the code.
+#[derive(Clone)]
 struct Facts<'k> {
     types: &'k [Scalar],
     /// The expression of each value whose current content it still describes.
@@ -92,15 +93,6 @@ struct Facts<'k> {
 const DEPTH: u32 = 6;
 
 impl Facts<'_> {
-    fn clone_state(&self) -> Facts<'_> {
-        Facts {
-            types: self.types,
-            exprs: self.exprs.clone(),
-            known: self.known.clone(),
-            slice_lens: self.slice_lens.clone(),
-        }
-    }
-
     /// Walks `block`, removing the checks proven false; returns how many it removed.
     fn walk(&mut self, block: &mut Block) -> usize {
         let mut removed = 0;
@@ -119,10 +111,10 @@ impl Facts<'_> {
                 }
                 Inst::If { cond, then, else_ } => {
                     let cond = *cond;
-                    let mut then_facts = self.clone_state();
+                    let mut then_facts = self.clone();
                     then_facts.learn(cond, true);
                     removed += then_facts.walk(then);
-                    let mut else_facts = self.clone_state();
+                    let mut else_facts = self.clone();
                     else_facts.learn(cond, false);
                     removed += else_facts.walk(else_);
                     let (then_leaves, else_leaves) = (leaves(then), leaves(else_));
@@ -139,7 +131,7 @@ impl Facts<'_> {
                     // The body may run again after writing anything it writes.
                     let written = written_in(&[&*body]);
                     self.forget_all(&written);
-                    let mut body_facts = self.clone_state();
+                    let mut body_facts = self.clone();
                     removed += body_facts.walk(body);
                 }
                 other => {
@@ -263,10 +255,7 @@ impl Facts<'_> {
 
     /// `a < L` is known for a slice length `L`: `a + c` does not wrap for a constant `c < 2^63`.
     fn below_a_slice_length(&self, a: Value) -> bool {
-        let a = self.root(a);
-        self.slice_lens
-            .iter()
-            .any(|l| self.known_lt(a, *l) || self.known_lt(a, self.root(*l)))
+        self.slice_lens.iter().any(|l| self.known_lt(a, *l))
     }
 
     /// `a <= b`, both `usize`, proven here.
