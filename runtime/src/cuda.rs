@@ -18,12 +18,12 @@
 //! A device has a *default stream* (its own non-blocking stream, or the cudarc stream it was made
 //! from) and any number of further streams ([`CudaDevice::new_stream`]). Each stream is a
 //! [`StreamState`]: the CUDA stream plus the abort protocol's state of the launches on it (see
-//! [`crate::abort`]): its abort word (4 bytes of device memory), its *record ring* (4096 failure
-//! records of 32 bytes, page-locked host memory mapped into the device's address space; launch `k`
-//! writes slot `k % 4096`) and its launch-id counter. A failing launch never clears another
-//! running launch's id from the abort word, since the launches of one stream run one after
-//! another. A device has one more stream, the *cancel stream*, used only to write abort words
-//! while kernels run ([`CudaDevice::request_abort`]).
+//! [`crate::abort`]): its abort word (the first 4 bytes of 4 KiB of device memory), its *record
+//! ring* (4096 failure records of 32 bytes, page-locked host memory mapped into the device's
+//! address space; launch `k` writes slot `k % 4096`) and its launch-id counter. A failing launch
+//! never clears another running launch's id from the abort word, since the launches of one stream
+//! run one after another. A device has one more stream, the *cancel stream*, used only to write
+//! abort words while kernels run ([`CudaDevice::request_abort`]).
 //!
 //! # Completion
 //!
@@ -100,6 +100,59 @@ pub(crate) fn driver_error(call: &'static str, err: DriverError) -> Error {
 /// `map_err` adapter for [`driver_error`].
 fn cuda(call: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |err| driver_error(call, err)
+}
+
+/// Where every buffer this crate allocates starts: a multiple of 4 KiB ([`CudaDevice::alloc`]).
+///
+/// Measured on an H200 (docs/benchmarks.md, twelfth session): the pipeline example's bulk copies
+/// from and to buffers 256 or 512 bytes past a 4 KiB boundary, where the driver's pool put them
+/// after a small allocation, ran 0.1-0.2% slower on its default grid and 0.6-0.8% slower at 2
+/// blocks per multiprocessor, in the hand-written peer as in the generated kernel; offsets of 1,
+/// 2 and 4 KiB cost nothing.
+pub(crate) const BUFFER_ALIGN: usize = 4096;
+
+/// Allocates `bytes` (non-zero) bytes of device memory of the current context: stream-ordered on
+/// `stream` with `cuMemAllocAsync` when `async_alloc`, with `cuMemAlloc` otherwise. The caller
+/// frees it with [`driver_free`] and the same `async_alloc`.
+fn driver_alloc(bytes: usize, stream: &CudaStream, async_alloc: bool) -> Result<u64> {
+    let mut ptr: sys::CUdeviceptr = 0;
+    if async_alloc {
+        // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; the stream belongs to the
+        // current context.
+        unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.cu_stream()) }
+            .result()
+            .map_err(cuda("cuMemAllocAsync"))?;
+    } else {
+        // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; a context is current.
+        unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
+            .result()
+            .map_err(cuda("cuMemAlloc"))?;
+    }
+    Ok(ptr)
+}
+
+/// Frees `base`, allocated by [`driver_alloc`] with the same `async_alloc` on `stream`'s
+/// context, after every use of it: stream-ordered on `stream` (the caller ordered the uses on
+/// other streams before it), or, without stream-ordered allocation, after synchronizing
+/// `stream`, which then must have waited for every use. Errors are dropped: there is no one to
+/// tell, and the memory is leaked rather than freed under a kernel when the synchronization
+/// fails.
+fn driver_free(base: u64, stream: &CudaStream, async_alloc: bool) {
+    if stream.context().bind_to_thread().is_err() {
+        return;
+    }
+    if async_alloc {
+        // SAFETY: `base` was allocated by `cuMemAllocAsync` in this context and is freed only
+        // here, once (the callers' contract). The free is ordered on `stream` after every use of
+        // the memory (the callers' contract). The context is current.
+        let _ = unsafe { sys::cuMemFreeAsync(base, stream.cu_stream()) };
+    } else if stream.synchronize().is_ok() {
+        // SAFETY: `base` was allocated by `cuMemAlloc` in this context and is freed only here,
+        // once. `stream` was just synchronized, and it had waited for every use of the memory
+        // on other streams (the callers' contract), so nothing uses it any more. The context is
+        // current.
+        let _ = unsafe { sys::cuMemFree_v2(base) };
+    }
 }
 
 /// Whether `libcuda` can be loaded. Checked once per process.
@@ -330,33 +383,48 @@ impl CudaDevice {
     }
 
     /// Allocates `bytes` bytes on the default stream, contents unspecified (the callers write
-    /// all of them before anything can read them). Zero bytes allocate nothing.
+    /// all of them before anything can read them), starting at a multiple of [`BUFFER_ALIGN`].
+    /// Zero bytes allocate nothing.
+    ///
+    /// The driver's pools place allocations at 512-byte granularity, so a buffer allocated after
+    /// a small one would start 512 bytes into a page. The size is rounded up to a multiple of
+    /// `BUFFER_ALIGN`, which keeps the pool's next allocations aligned as well; when the driver
+    /// still returns an unaligned address (memory allocated around this crate, through cudarc
+    /// for instance), the allocation is made again `BUFFER_ALIGN` bytes larger and the buffer
+    /// starts at its first aligned address.
     fn alloc(&self, bytes: usize) -> Result<DeviceMem> {
         let home = Arc::clone(&self.default_stream.stream);
         if bytes == 0 {
             return Ok(DeviceMem::new(0, 0, home, Owner::Nothing));
         }
+        let too_large = || Error::Buffer(format!("cannot allocate {bytes} bytes: too large"));
+        let rounded = bytes
+            .checked_next_multiple_of(BUFFER_ALIGN)
+            .ok_or_else(too_large)?;
         self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        let mut ptr: sys::CUdeviceptr = 0;
         let async_free = self.ctx.has_async_alloc();
-        if async_free {
-            // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; the stream belongs to
-            // this context, which is current.
-            unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, home.cu_stream()) }
-                .result()
-                .map_err(cuda("cuMemAllocAsync"))?;
-        } else {
-            // SAFETY: `ptr` is a valid out-pointer; `bytes` is non-zero; the context is current.
-            unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) }
-                .result()
-                .map_err(cuda("cuMemAlloc"))?;
+        let base = driver_alloc(rounded, &home, async_free)?;
+        if base % BUFFER_ALIGN as u64 == 0 {
+            // From here on, dropping the `DeviceMem` frees the allocation.
+            return Ok(DeviceMem::new(
+                base,
+                bytes,
+                home,
+                Owner::Driver { async_free, base },
+            ));
         }
-        // From here on, dropping the `DeviceMem` frees the allocation.
+        driver_free(base, &home, async_free);
+        let padded = rounded.checked_add(BUFFER_ALIGN).ok_or_else(too_large)?;
+        let base = driver_alloc(padded, &home, async_free)?;
+        let ptr = base.next_multiple_of(BUFFER_ALIGN as u64);
+        // From here on, dropping the `DeviceMem` frees the allocation. `ptr` is at most
+        // `BUFFER_ALIGN - 256` bytes past `base` (the driver aligns to at least 256 bytes), so the
+        // buffer's `bytes` bytes lie inside the `padded` ones.
         Ok(DeviceMem::new(
             ptr,
             bytes,
             home,
-            Owner::Driver { async_free },
+            Owner::Driver { async_free, base },
         ))
     }
 
@@ -493,11 +561,33 @@ impl CudaDevice {
             Owner::Cudarc(None) | Owner::Nothing => {
                 home.null::<T>().map_err(cuda("cuMemAllocAsync"))?
             }
-            Owner::Driver { async_free } => {
+            Owner::Driver { async_free, base } if base != mem.ptr => {
+                // The buffer starts past its allocation's base (see `alloc`), which cudarc
+                // could not free: hand over a copy, and free the allocation after it.
+                mem.owner = Owner::Driver { async_free, base };
+                // SAFETY: the slice's contents are unspecified until the copy below, which is
+                // ordered on `home` before anything cudarc or the caller can issue on it, and
+                // writes all of its bytes.
+                let mut slice = unsafe { home.alloc::<T>(len) }.map_err(cuda("cuMemAllocAsync"))?;
+                let (dst, src, bytes) = {
+                    let (dst, _record) = slice.device_ptr_mut(&home);
+                    (dst, mem.ptr, mem.bytes)
+                };
+                // SAFETY: `dst` is the slice's allocation of `len * size_of::<T>()` = `bytes`
+                // bytes and `src` `mem`'s, both of this context, which is current (bound by
+                // `alloc`); `mem` is freed by its drop below, ordered on `home` after
+                // this copy, and the slice by cudarc, also after it on `home`. The source's
+                // bytes were written by this crate as `T`s, so the slice holds valid `T`s.
+                unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, home.cu_stream()) }
+                    .result()
+                    .map_err(cuda("cuMemcpyDtoDAsync"))?;
+                slice
+            }
+            Owner::Driver { async_free, base } => {
                 // cudarc frees with `cuMemFreeAsync` when the context supports it, as
                 // `DeviceMem` does; make sure both agree.
                 if async_free != self.ctx.has_async_alloc() {
-                    mem.owner = Owner::Driver { async_free };
+                    mem.owner = Owner::Driver { async_free, base };
                     return Err(Error::Buffer(
                         "into_cudarc: the buffer's memory cannot be handed to cudarc".to_string(),
                     ));
@@ -517,7 +607,7 @@ impl CudaDevice {
                 match upgraded {
                     Ok(slice) => slice,
                     Err(_) => {
-                        mem.owner = Owner::Driver { async_free };
+                        mem.owner = Owner::Driver { async_free, base };
                         return Err(Error::Cuda {
                             call: "cuEventCreate",
                             message: "cudarc could not create the slice's events".to_string(),
@@ -695,11 +785,11 @@ impl CudaDevice {
     /// waited for the running kernel to end.
     pub(crate) fn request_abort(&self, stream: &StreamState, launch_id: u32) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
-        // SAFETY: the address is that of the 4-byte device allocation `stream.abort_word`, which
-        // stays allocated until `stream` is dropped, and that drop synchronizes the cancel stream
-        // before freeing it; one `u32` is written. Kernels read the word concurrently with
-        // volatile loads, which a 4-byte aligned store cannot tear. The cancel stream belongs to
-        // this context, which is current.
+        // SAFETY: the address is that of the first 4 bytes of the device allocation
+        // `stream.abort_word`, which stays allocated until `stream` is dropped, and that drop
+        // synchronizes the cancel stream before freeing it; one `u32` is written. Kernels read the
+        // word concurrently with volatile loads, which a 4-byte aligned store cannot tear. The
+        // cancel stream belongs to this context, which is current.
         unsafe {
             sys::cuMemsetD32Async(
                 stream.abort_word_address(),
@@ -731,7 +821,8 @@ pub(crate) struct StreamState {
     stream: Arc<CudaStream>,
     /// The device's cancel stream, which writes `abort_word`.
     cancel_stream: Arc<CudaStream>,
-    /// The abort word: one `u32` of device memory, zero at creation.
+    /// The abort word: the first `u32` of this device memory (`BUFFER_ALIGN` bytes), zero at
+    /// creation.
     abort_word: CudaSlice<u32>,
     /// The failure records of the launches: slot `k % RECORD_SLOTS` is launch `k`'s.
     ring: RecordRing,
@@ -804,8 +895,10 @@ impl StreamState {
         cancel_stream: Arc<CudaStream>,
         watcher_priority: i32,
     ) -> Result<StreamState> {
+        // One word is used; allocating a whole `BUFFER_ALIGN` keeps the buffers that the pool
+        // places after it aligned without padding (see `CudaDevice::alloc`).
         let abort_word = stream
-            .alloc_zeros::<u32>(1)
+            .alloc_zeros::<u32>(BUFFER_ALIGN / 4)
             .map_err(cuda("cuMemAllocAsync"))?;
         let ring = RecordRing::new(stream.context())?;
         // The abort word was allocated and zeroed on `stream`; wait for that, so that it is
@@ -1056,9 +1149,10 @@ impl StreamState {
             epochs.current = next;
         }
         bind(self.stream.context())?;
-        // SAFETY: the address is that of the 4-byte device allocation `self.abort_word`, alive
-        // while `self` is; one `u32` is written. The stream is valid and its context current.
-        // Ordered on the stream, the write completes before any later launch starts.
+        // SAFETY: the address is that of the first 4 bytes of the device allocation
+        // `self.abort_word`, alive while `self` is; one `u32` is written. The stream is valid and
+        // its context current. Ordered on the stream, the write completes before any later launch
+        // starts.
         unsafe { sys::cuMemsetD32Async(self.abort_word_address(), 0, 1, self.stream.cu_stream()) }
             .result()
             .map_err(cuda("cuMemsetD32Async"))?;
@@ -1073,7 +1167,7 @@ impl StreamState {
             .map_err(cuda("cuStreamSynchronize"))?;
         let mut value = [0u32];
         self.stream
-            .memcpy_dtoh(&self.abort_word, &mut value)
+            .memcpy_dtoh(&self.abort_word.slice(0..1), &mut value)
             .map_err(cuda("cuMemcpyDtoHAsync"))?;
         self.synchronize()?;
         Ok(value[0])
@@ -1256,9 +1350,10 @@ impl Access {
 enum Owner {
     /// No memory (an empty buffer), or it was handed on.
     Nothing,
-    /// Allocated by this crate: `cuMemFreeAsync` on the home stream, or, without stream-ordered
+    /// Allocated by this crate, from `base` (the buffer's address, or up to [`BUFFER_ALIGN`]
+    /// bytes before it): `cuMemFreeAsync` on the home stream, or, without stream-ordered
     /// allocation, `cuMemFree` after synchronizing it.
-    Driver { async_free: bool },
+    Driver { async_free: bool, base: u64 },
     /// A cudarc slice (`CudaSlice<T>`), freed by its drop on its own stream, the home stream.
     Cudarc(Option<Box<dyn Any + Send + Sync>>),
 }
@@ -1297,8 +1392,8 @@ impl DeviceMem {
         self.uses.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The raw device address (`CUdeviceptr`); 0 for an empty buffer. Allocations of the driver
-    /// are aligned to at least 256 bytes.
+    /// The raw device address (`CUdeviceptr`); 0 for an empty buffer, a multiple of
+    /// [`BUFFER_ALIGN`] for the memory this crate allocated (at least 256 for adopted slices).
     pub(crate) fn address(&self) -> u64 {
         self.ptr
     }
@@ -1357,24 +1452,7 @@ impl Drop for DeviceMem {
             Owner::Nothing => {}
             // cudarc frees it on its stream, the home stream, in stream order.
             Owner::Cudarc(slice) => drop(slice.take()),
-            Owner::Driver { async_free } => {
-                if self.home.context().bind_to_thread().is_err() {
-                    return;
-                }
-                if *async_free {
-                    // SAFETY: `ptr` was allocated by `cuMemAllocAsync` in this context and is
-                    // freed only here, once. The free is ordered on the home stream after every
-                    // use of the memory: those on the home stream by the stream, the others by
-                    // the waits just issued. The context is current.
-                    let _ = unsafe { sys::cuMemFreeAsync(self.ptr, self.home.cu_stream()) };
-                } else if self.home.synchronize().is_ok() {
-                    // SAFETY: `ptr` was allocated by `cuMemAlloc` in this context and is freed
-                    // only here, once. The home stream was just synchronized, and it waited for
-                    // every use of the memory on other streams first, so nothing uses it any
-                    // more. The context is current.
-                    let _ = unsafe { sys::cuMemFree_v2(self.ptr) };
-                }
-            }
+            Owner::Driver { async_free, base } => driver_free(*base, &self.home, *async_free),
         }
     }
 }

@@ -8,6 +8,7 @@
 //!   at once, writing nothing. Otherwise the grid then writes `value` to every element of `out`
 //!   (grid-stride loop).
 //! - `affine(x, y)`: `y[i] = 2 * x[i] + 1`.
+//! - `address_of(x, out)`: `out[0]` = the device address of `x`, as the kernel receives it.
 
 use gpu_async::__private::{launch_on, Target};
 use gpu_async::{
@@ -108,6 +109,26 @@ DONE:
 END:
     ret;
 }
+
+.visible .entry address_of(
+    .param .u64 x_ptr,
+    .param .u64 x_len,
+    .param .u64 out_ptr,
+    .param .u64 out_len,
+    .param .u64 abort_word,
+    .param .u32 launch_id,
+    .param .u64 record,
+    .param .u64 watchdog_ns
+)
+{
+    .reg .b64 %rd<3>;
+
+    ld.param.u64 %rd1, [x_ptr];
+    ld.param.u64 %rd2, [out_ptr];
+    cvta.to.global.u64 %rd2, %rd2;
+    st.global.u64 [%rd2], %rd1;
+    ret;
+}
 "#;
 
 pub static SPIN_WRITE: KernelSpec = KernelSpec {
@@ -165,6 +186,33 @@ pub static AFFINE: KernelSpec = KernelSpec {
     abort_protocol: true,
 };
 
+pub static ADDRESS_OF: KernelSpec = KernelSpec {
+    entry: "address_of",
+    path: "host_kernels::address_of",
+    ptx: PTX,
+    warps: 1,
+    shared_bytes: 0,
+    params: &[
+        ParamSpec {
+            name: "x",
+            kind: ParamKind::Slice {
+                elem: ScalarType::U8,
+                mutable: false,
+            },
+        },
+        ParamSpec {
+            name: "out",
+            kind: ParamKind::Slice {
+                elem: ScalarType::U64,
+                mutable: true,
+            },
+        },
+    ],
+    roles: &[],
+    sites: &[],
+    abort_protocol: true,
+};
+
 fn cuda_only() -> Error {
     Error::Buffer("hand-written PTX kernels run on CUDA only".to_string())
 }
@@ -206,6 +254,21 @@ pub fn affine<'a>(
         Target::Cuda(args) => {
             args.slice("x", x)?;
             args.slice_mut("y", y)
+        }
+        Target::Sim(_) => Err(cuda_only()),
+    })
+}
+
+/// `address_of` on `stream`, one thread: writes the address of `x` into `out[0]`.
+pub fn address_of<'a>(
+    stream: &'a Stream,
+    x: &'a DeviceBuffer<u8>,
+    out: &'a mut DeviceBuffer<u64>,
+) -> Launch<'a> {
+    launch_on(stream, &ADDRESS_OF, Grid::blocks(1), move |t| match t {
+        Target::Cuda(args) => {
+            args.slice("x", x)?;
+            args.slice_mut("out", out)
         }
         Target::Sim(_) => Err(cuda_only()),
     })
