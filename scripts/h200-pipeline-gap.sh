@@ -3,7 +3,8 @@
 # hand-written peer, in one call. Builds examples/peers/pipeline_ablation.cu and pipeline_ptx.cu
 # there (nvcc -O3 -arch=sm_90), runs the ablation (the peer with each difference of the generated
 # protocol added as a flag) and the generated PTX itself next to the peer, flushed and on an idle
-# stream; then the Rust example from .gpu/bin when it is there.
+# stream; then, from .gpu/bin when they are there, the typed launch against a raw cudarc launch of
+# the same PTX in one process (pipeline_raw) and the Rust example.
 #
 #   here:  cargo run -p gpu-async-compiler --bin gpu-async-inspect -- examples/pipeline.rs \
 #            --ptx-only > .gpu/scale_shift.ptx          (and ../shared/tools/gpu-bundle)
@@ -24,6 +25,9 @@ else
   echo "note: no PTX file given, pipeline_ptx skipped"
 fi
 timeout 300 "$bin/pipeline_ablation" "$n" 3 || rc=1
+if [ -x .gpu/bin/pipeline_raw ]; then
+  timeout 300 .gpu/bin/pipeline_raw "$n" "$rounds" | grep -v "^check: .* 0 mismatches" || rc=1
+fi
 if [ -x .gpu/bin/pipeline ]; then
   for r in 1 2 3; do
     for grid in tiles 2; do .gpu/bin/pipeline "$n" "$grid" | grep -E "bandwidth" || rc=1; done

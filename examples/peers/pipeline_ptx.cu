@@ -20,7 +20,10 @@
 // every kernel; PIPELINE_PTX_WATCHDOG_NS=N passes the generated kernels a watchdog bound of N ns
 // (gpu-async's default is 5 s; 0, the default here, turns it off); PIPELINE_PTX_PRIORITY_STREAM=1
 // first creates a stream of the greatest priority that runs nothing, as gpu-async's cancel
-// stream. Built with
+// stream; PIPELINE_PTX_X_SHIFT=B and PIPELINE_PTX_Y_SHIFT=B place x and y B bytes (a multiple
+// of 16) past the start of their allocations (256 and 512 cost up to 0.8%: gpu-async's buffers
+// start on 4 KiB boundaries since); PIPELINE_PTX_CARVEOUT=P sets every kernel's preferred
+// shared-memory carveout to P percent (the default already fits 9 blocks per SM). Built with
 // `--default-stream per-thread`, everything runs on the per-thread stream instead of the legacy
 // one.
 #include <cuda.h>
@@ -112,16 +115,38 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, greatest));
     std::printf("pipeline_ptx: a stream of priority %d (least %d) exists, unused\n", greatest, least);
   }
+  // x's and y's distances past the start of their allocations, in bytes.
+  const char* shift_env = std::getenv("PIPELINE_PTX_Y_SHIFT");
+  const size_t y_shift = shift_env ? std::strtoull(shift_env, nullptr, 10) : 0;
+  const char* x_shift_env = std::getenv("PIPELINE_PTX_X_SHIFT");
+  const size_t x_shift = x_shift_env ? std::strtoull(x_shift_env, nullptr, 10) : 0;
   if (pool && std::string(pool) == "1") {
-    CHECK(cudaMallocAsync(&x, cap * 4, 0));
-    CHECK(cudaMallocAsync(&y, cap * 4, 0));
+    CHECK(cudaMallocAsync(&x, cap * 4 + x_shift, 0));
+    CHECK(cudaMallocAsync(&y, cap * 4 + y_shift, 0));
     CHECK(cudaStreamSynchronize(0));
   } else {
-    CHECK(cudaMalloc(&x, cap * 4));
-    CHECK(cudaMalloc(&y, cap * 4));
+    CHECK(cudaMalloc(&x, cap * 4 + x_shift));
+    CHECK(cudaMalloc(&y, cap * 4 + y_shift));
   }
-  std::printf("pipeline_ptx: x and y from %s, watchdog %llu ns\n", pool ? "the stream-ordered pool" : "cudaMalloc",
+  x = (float*)((char*)x + x_shift);
+  y = (float*)((char*)y + y_shift);
+  std::printf("pipeline_ptx: x and y from %s, at %p and %p (shifted by %zu and %zu B), watchdog %llu ns\n",
+              pool ? "the stream-ordered pool" : "cudaMalloc", (void*)x, (void*)y, x_shift, y_shift,
               (unsigned long long)watchdog_ns);
+  // The preferred shared-memory carveout in percent (-1: the driver's default), for every kernel.
+  const char* carveout_env = std::getenv("PIPELINE_PTX_CARVEOUT");
+  const int carveout = carveout_env ? std::atoi(carveout_env) : -1;
+  for (auto& e : entries) {
+    int fit = 0;
+    if (e.peer) {
+      if (carveout >= 0) CHECK(cudaFuncSetAttribute(e.peer, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
+      CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, e.peer, THREADS, SMEM));
+    } else {
+      if (carveout >= 0) CU(cuFuncSetAttribute(e.fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout));
+      CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, e.fn, THREADS, GENERATED_SMEM));
+    }
+    std::printf("pipeline_ptx: %s: %d blocks per SM fit (carveout %d)\n", e.name.c_str(), fit, carveout);
+  }
   CHECK(cudaMalloc(&abort_word, 4));
   CHECK(cudaMalloc(&record, 64));
   CHECK(cudaMemset(abort_word, 0, 4));
