@@ -16,7 +16,7 @@
 
 use gpu_async::bench::{arg, median_of, Timing};
 use gpu_async::cudarc::driver::DevicePtr;
-use gpu_async::{BackendKind, Device, DeviceBuffer, Error};
+use gpu_async::{BackendKind, Device, DeviceBuffer};
 
 #[path = "histogram.rs"]
 #[allow(dead_code)]
@@ -78,7 +78,7 @@ fn main() -> AnyResult<()> {
             .filter(|(g, w)| g != w)
             .count();
         if bad != 0 {
-            return Err(Error::Buffer(format!("{bad} bins differ from the CPU count")).into());
+            return Err(format!("{bad} bins differ from the CPU count").into());
         }
         kept.push(bins);
         println!(

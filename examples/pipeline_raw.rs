@@ -160,8 +160,10 @@ fn main() -> AnyResult<()> {
                 })
             })?;
             let raw_ms = timing.median_ms(3, 20, || {
-                raw_launch(&stream, &func, grid, &raw)
-                    .map_err(|e| gpu_async::Error::Buffer(e.to_string()))
+                raw_launch(&stream, &func, grid, &raw).map_err(|e| gpu_async::Error::Cuda {
+                    call: "cuLaunchKernel (cudarc's launch_builder)",
+                    message: e.to_string(),
+                })
             })?;
             typed_gbs.push(gb_per_s(8 * n, typed_ms));
             raw_gbs.push(gb_per_s(8 * n, raw_ms));
