@@ -123,6 +123,27 @@ static inline bool same_bits(float a, float b) {
   return x == y;
 }
 
+// The pipeline peers' reference: (a*x)+b on the host, each operation rounded to f32 (the volatile
+// keeps the compiler from contracting it into an FMA).
+static float host_f(float a, float b, float x) {
+  volatile float p = a * x;
+  return p + b;
+}
+
+// The pipeline peers' check: poisons y[0..m), runs `launch` (which computes y = a*x + b on the
+// device copy of hx), waits for it, reads y back into hy and returns how many of its elements
+// differ, bit for bit, from host_f.
+template <class F>
+static size_t affine_mismatches(float a, float b, size_t m, const std::vector<float>& hx, float* y,
+                                std::vector<float>& hy, F launch) {
+  CHECK(cudaMemset(y, 0xff, m * 4));
+  launch();
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaMemcpy(hy.data(), y, m * 4, cudaMemcpyDeviceToHost));
+  return count_parallel(m, [&](size_t i) { return !same_bits(hy[i], host_f(a, b, hx[i])); });
+}
+
 static inline double gb_per_s(double bytes, float ms) { return bytes / (ms * 1e-3) / 1e9; }
 
 static int sm_count() {

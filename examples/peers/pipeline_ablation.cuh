@@ -293,8 +293,3 @@ static std::string describe(int flags) {
   return "peer + " + flag_list(flags, ", ");
 }
 
-static float host_f(float a, float b, float x) {
-  volatile float p = a * x;
-  return p + b;
-}
-

@@ -116,10 +116,10 @@ int main(int argc, char** argv) {
     std::printf("pipeline_ptx: a stream of priority %d (least %d) exists, unused\n", greatest, least);
   }
   // x's and y's distances past the start of their allocations, in bytes.
-  const char* shift_env = std::getenv("PIPELINE_PTX_Y_SHIFT");
-  const size_t y_shift = shift_env ? std::strtoull(shift_env, nullptr, 10) : 0;
   const char* x_shift_env = std::getenv("PIPELINE_PTX_X_SHIFT");
+  const char* y_shift_env = std::getenv("PIPELINE_PTX_Y_SHIFT");
   const size_t x_shift = x_shift_env ? std::strtoull(x_shift_env, nullptr, 10) : 0;
+  const size_t y_shift = y_shift_env ? std::strtoull(y_shift_env, nullptr, 10) : 0;
   if (pool && std::string(pool) == "1") {
     CHECK(cudaMallocAsync(&x, cap * 4 + x_shift, 0));
     CHECK(cudaMallocAsync(&y, cap * 4 + y_shift, 0));
@@ -171,14 +171,11 @@ int main(int argc, char** argv) {
 
   size_t failures = 0;
   for (auto& e : entries) {
-    for (auto [m, blocks] : {std::pair<size_t, int>{n_small, 3}, {n_small, blocks_of(2)}, {n, blocks_of(-8)}}) {
+    for (const auto& shape : {std::pair<size_t, int>{n_small, 3}, {n_small, blocks_of(2)}, {n, blocks_of(-8)}}) {
+      const size_t m = shape.first;
+      const int blocks = shape.second;
       const float a = 1.75f, b = -0.375f;
-      CHECK(cudaMemset(y, 0xff, m * 4));
-      launch(e, blocks, a, b, m);
-      CHECK(cudaGetLastError());
-      CHECK(cudaDeviceSynchronize());
-      CHECK(cudaMemcpy(hy.data(), y, m * 4, cudaMemcpyDeviceToHost));
-      const size_t bad = count_parallel(m, [&](size_t i) { return !same_bits(hy[i], host_f(a, b, hx[i])); });
+      const size_t bad = affine_mismatches(a, b, m, hx, y, hy, [&] { launch(e, blocks, a, b, m); });
       failures += bad;
       if (bad) std::printf("pipeline_ptx: %s: %zu mismatches of %zu\n", e.name.c_str(), bad, m);
     }

@@ -184,19 +184,12 @@ static Config ws_config(std::vector<int> per_sm, std::vector<int> tiles_per_bloc
                 ws_smem_bytes<TILE, DEPTH, ODEPTH>(), per_sm, tiles_per_block};
 }
 
-// (a*x)+b on the host, each operation rounded to f32 (the volatile keeps the compiler from
-// contracting it into an FMA).
-static float host_f(float a, float b, float x) {
-  volatile float p = a * x;
-  return p + b;
-}
-
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (size_t(1) << 28);
   const size_t n_small = (size_t(1) << 20) + 37;
   const size_t cap = std::max(n, n_small);
   const int sms = sm_count();
-  std::vector<float> hx(cap), hy(cap), ref(cap);
+  std::vector<float> hx(cap), hy(cap);
   random_fill(hx, 7);
   float *x, *y, *copy_src, *copy_dst;
   CHECK(cudaMalloc(&x, cap * 4));
@@ -215,15 +208,7 @@ int main(int argc, char** argv) {
   auto check = [&](size_t m, auto launch) {
     const float a = 0.75f + (float)(check_no % 5), b = -0.25f - 0.125f * (float)(check_no % 7);
     ++check_no;
-    CHECK(cudaMemset(y, 0xff, m * 4));
-    launch(a, b, m);
-    CHECK(cudaGetLastError());
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(hy.data(), y, m * 4, cudaMemcpyDeviceToHost));
-    parallel_for(m, [&](size_t lo, size_t hi) {
-      for (size_t i = lo; i < hi; ++i) ref[i] = host_f(a, b, hx[i]);
-    });
-    return count_parallel(m, [&](size_t i) { return !same_bits(hy[i], ref[i]); });
+    return affine_mismatches(a, b, m, hx, y, hy, [&] { launch(a, b, m); });
   };
 
   size_t failures = 0;
