@@ -27,6 +27,9 @@ pub mod ptx;
 pub mod ptxas;
 pub mod registers;
 pub mod shadow;
+pub mod target;
+pub mod tir;
+pub mod types;
 pub mod verify;
 
 use proc_macro2::TokenStream;
@@ -70,7 +73,7 @@ pub fn compile(module: TokenStream) -> Result<Vec<CompiledKernel>, Diagnostics> 
 fn compile_module(
     item: syn::ItemMod,
     diags: &mut Diagnostics,
-) -> (parse::Module, check::Program, Vec<CompiledKernel>) {
+) -> (parse::Module, tir::Program, Vec<CompiledKernel>) {
     let mut module = parse::parse_module(item, diags);
     let program = check::check_module(&mut module, diags);
     let mut kernels = Vec::new();

@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 
-use gpu_async_compiler::check::types::Scalar;
 use gpu_async_compiler::compile;
 use gpu_async_compiler::ir::{BinOp, Block, Imm, Inst, Kernel, LoopId, ParFor, UnOp, Value};
+use gpu_async_compiler::types::Scalar;
 use quote::quote;
 
 // ---------------------------------------------------------------------------------------------

@@ -33,8 +33,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::check::types::Scalar;
 use crate::ir::{for_each_inst, BinOp, Block, Imm, Inst, Kernel, ParamKind, UnOp, Value};
+use crate::types::Scalar;
 
 /// Removes the checks of `k` that are proven never to fire; returns how many.
 pub fn remove_proven_checks(k: &mut Kernel) -> usize {

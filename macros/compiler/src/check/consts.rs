@@ -2,9 +2,9 @@
 
 use std::collections::HashMap;
 
-use super::tir::Lit;
-use super::types::Scalar;
 use crate::diag::Diagnostics;
+use crate::tir::Lit;
+use crate::types::Scalar;
 
 /// Evaluates a constant expression of type `ty`.
 pub(crate) fn eval_const(

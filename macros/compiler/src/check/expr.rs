@@ -6,11 +6,12 @@ use proc_macro2::Span;
 use quote::quote_spanned;
 use syn::spanned::Spanned;
 
-use super::sig::{chan_args, heap_message, Signature};
-use super::tir::*;
-use super::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
+use super::sig::{chan_args, heap_message};
 use super::{assignable, ModuleScope};
 use crate::diag::Diagnostics;
+use crate::tir::Signature;
+use crate::tir::*;
+use crate::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
 
 mod concurrent;
 

@@ -6,9 +6,6 @@
 //! for `let` bindings as ascriptions, so that rustc verifies the inference, and it rewrites
 //! `join!(...)` into a call of `gpu_async::device::join_roles`.
 
-pub mod tir;
-pub mod types;
-
 mod consts;
 mod expr;
 mod sig;
@@ -18,27 +15,9 @@ use std::collections::HashMap;
 
 use crate::diag::Diagnostics;
 use crate::parse::{Item, Module};
-use tir::{FnId, Function, Lit};
-use types::{Scalar, Ty};
-
-pub use sig::Signature;
-
-/// A checked module.
-pub struct Program {
-    /// Every function, indexed by [`FnId`].
-    pub functions: Vec<Function>,
-    /// The kernels, in module order.
-    pub kernels: Vec<FnId>,
-    /// Every function's signature, indexed by [`FnId`] (the module's functions in order).
-    pub signatures: Vec<Signature>,
-    /// The module's `static` tables, indexed by `ExprKind::Static`'s number.
-    pub statics: Vec<StaticTable>,
-    /// The module's structs, indexed by `Ty::Struct`'s number.
-    pub structs: Vec<StructDef>,
-    /// The instances of generic helpers, with the checker's edits, for the shadow code (the
-    /// calls are rewritten to them).
-    pub instances: Vec<syn::ItemFn>,
-}
+use crate::target::CONST_LIMIT;
+use crate::tir::{self, FnId, Function, Lit, Program, Signature, StaticTable, StructDef};
+use crate::types::{Scalar, Ty};
 
 /// A generic helper instantiated with scalars; its `FnId` follows the module's functions.
 #[derive(Debug, Clone)]
@@ -51,50 +30,6 @@ pub(crate) struct Instance {
 
 /// At most this many instances of generic helpers per module.
 const MAX_INSTANCES: usize = 256;
-
-/// A `#[derive(Clone, Copy)] struct` of the module: named fields of scalars and arrays of
-/// scalars. A value of it is its *components* in order: one per scalar field, `N` per array
-/// field `[T; N]` (named `field[k]`).
-#[derive(Debug, Clone)]
-pub struct StructDef {
-    /// The name.
-    pub name: String,
-    /// The components, in declaration order.
-    pub fields: Vec<(String, Scalar)>,
-    /// The declared fields: name, first component, and `Some(N)` for an array field.
-    pub declared: Vec<(String, usize, Option<u32>)>,
-}
-
-impl StructDef {
-    /// The declared field `name`: its first component and array length.
-    pub fn field(&self, name: &str) -> Option<(usize, Option<u32>)> {
-        self.declared
-            .iter()
-            .find(|(n, ..)| n == name)
-            .map(|(_, first, len)| (*first, *len))
-    }
-}
-
-/// A `static NAME: [T; N] = [..];` of the module: a table in constant memory.
-#[derive(Debug, Clone)]
-pub struct StaticTable {
-    /// The user's name.
-    pub name: String,
-    /// Element type.
-    pub elem: Scalar,
-    /// The elements' values.
-    pub values: Vec<Lit>,
-}
-
-/// Constant memory a kernel can address (the user bank of sm_90).
-pub const CONST_LIMIT: usize = 64 * 1024;
-
-impl Program {
-    /// The function `id`.
-    pub fn function(&self, id: FnId) -> &Function {
-        &self.functions[id.0 as usize]
-    }
-}
 
 /// What every function's checker may look up.
 pub(crate) struct ModuleScope {

@@ -1,31 +1,13 @@
 //! Function signatures: parameter and return types.
 
-use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 use super::consts::eval_usize;
-use super::types::{ChanElem, ChanTy, Scalar, Ty};
 use super::ModuleScope;
 use crate::diag::Diagnostics;
 use crate::parse::KernelAttr;
-
-/// A function's signature.
-#[derive(Debug, Clone)]
-pub struct Signature {
-    /// The name.
-    pub name: String,
-    /// `async fn`.
-    pub is_async: bool,
-    /// `#[kernel(warps = N)]`.
-    pub kernel: Option<KernelAttr>,
-    /// `(name, type, mut, span)` of each parameter.
-    pub params: Vec<(String, Ty, bool, Span)>,
-    /// The return type.
-    pub ret: Ty,
-    /// The names of a generic helper's type parameters (its parameters and result may be
-    /// `Ty::Generic`); each use instantiates it with scalars.
-    pub generics: Vec<String>,
-}
+use crate::tir::Signature;
+use crate::types::{ChanElem, ChanTy, Scalar, Ty};
 
 /// Reads a function's signature; reports what the kernel language cannot take.
 pub(crate) fn signature(
@@ -265,7 +247,7 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
             if let syn::Type::Slice(s) = &*r.elem {
                 if let syn::Type::Path(p) = &*s.elem {
                     let last = p.path.segments.last().map(|s| s.ident.to_string());
-                    if let Some(atomic) = last.as_deref().and_then(super::types::atomic_scalar) {
+                    if let Some(atomic) = last.as_deref().and_then(crate::types::atomic_scalar) {
                         if r.mutability.is_some() {
                             diags.error_at(r, "atomics are updated through shared references: write `&[AtomicU32]`, not `&mut`");
                             return Ty::Error;

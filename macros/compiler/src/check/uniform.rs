@@ -16,8 +16,8 @@ use std::collections::HashSet;
 
 use proc_macro2::Span;
 
-use super::tir::{BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
 use crate::diag::Diagnostics;
+use crate::tir::{BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
 
 /// Checks a `for_each_lane` body whose own locals are those numbered `first_local` and up;
 /// `items` are the item bindings (varying from the start).
@@ -281,8 +281,8 @@ fn place_local(e: &Expr) -> Option<u32> {
     }
 }
 
-fn pat_locals(p: &super::tir::LetPattern) -> Vec<u32> {
-    use super::tir::LetPattern;
+fn pat_locals(p: &crate::tir::LetPattern) -> Vec<u32> {
+    use crate::tir::LetPattern;
     match p {
         LetPattern::Local(id) => vec![id.0],
         LetPattern::Pair(a, b) => vec![a.0, b.0],

@@ -7,7 +7,7 @@
 
 mod display;
 
-use crate::check::types::{ChanTy, Scalar};
+use crate::types::{ChanTy, Scalar};
 
 /// A virtual register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -387,10 +387,10 @@ pub enum Inst {
     /// compare-and-swap.
     Atomic {
         dst: Option<Value>,
-        op: crate::check::tir::AtomicOp,
+        op: crate::tir::AtomicOp,
         addr: Value,
         operands: Vec<Value>,
-        order: crate::check::tir::MemOrder,
+        order: crate::tir::MemOrder,
     },
     /// `*addr = value` in `space` (local arrays).
     Store {

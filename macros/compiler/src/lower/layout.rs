@@ -5,8 +5,7 @@ use proc_macro2::Span;
 use crate::diag::Diagnostics;
 use crate::ir::Channel;
 
-/// Shared memory a block may use on sm_90 (227 KiB).
-pub const SHARED_LIMIT: u32 = 227 * 1024;
+use crate::target::SHARED_LIMIT;
 
 fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to

@@ -15,9 +15,9 @@ mod fmod;
 use proc_macro2::Span;
 
 use super::Lowerer;
-use crate::check::tir::MathFn;
-use crate::check::types::Scalar;
 use crate::ir::{BinOp, Imm, Inst, UnOp, Value};
+use crate::tir::MathFn;
+use crate::types::Scalar;
 
 /// `2 / k` for the odd `k` of the `atanh` series of the logarithm, `ln m = 2 atanh(s)`.
 const ATANH_TERMS: usize = 9;
@@ -692,8 +692,8 @@ impl Lowerer<'_> {
 }
 
 /// The bytes of a constant of type `ty` in memory (little-endian, as the GPU stores it).
-pub(super) fn lit_bytes(lit: crate::check::tir::Lit, ty: Scalar) -> Vec<u8> {
-    use crate::check::tir::Lit;
+pub(super) fn lit_bytes(lit: crate::tir::Lit, ty: Scalar) -> Vec<u8> {
+    use crate::tir::Lit;
     let bits: u64 = match (lit, ty) {
         (Lit::Bool(b), _) => u64::from(b),
         (Lit::Float(f), Scalar::F64) => f.to_bits(),

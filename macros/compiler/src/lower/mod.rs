@@ -11,20 +11,18 @@ mod layout;
 mod math;
 mod protocol;
 
-pub use layout::SHARED_LIMIT;
-
 use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
 
-use crate::check::tir::{self, Expr, ExprKind, FnId, LetPattern, Lit, LocalId, ParBinding, Stmt};
-use crate::check::types::{ChanElem, ChanTy, Scalar, Ty};
-use crate::check::Program;
 use crate::diag::Diagnostics;
 use crate::ir::{
     self, BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParSource, RoleId,
     ShuffleMode, Site, SiteId, SiteKind, Space, Special, UnOp, Value, ValueInfo, VoteMode,
 };
+use crate::tir::Program;
+use crate::tir::{self, Expr, ExprKind, FnId, LetPattern, Lit, LocalId, ParBinding, Stmt};
+use crate::types::{ChanElem, ChanTy, Scalar, Ty};
 
 /// Where a memory access goes, for deciding which parallel loops need a barrier after them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -3048,8 +3046,8 @@ impl Lowerer<'_> {
                 let mutable = matches!(
                     e.ty,
                     Ty::ParIter(
-                        crate::check::types::ParShape::Source { mutable: true, .. }
-                            | crate::check::types::ParShape::Structs { mutable: true, .. }
+                        crate::types::ParShape::Source { mutable: true, .. }
+                            | crate::types::ParShape::Structs { mutable: true, .. }
                     )
                 );
                 let v = self.expr(base);
@@ -3095,10 +3093,7 @@ impl Lowerer<'_> {
                     }
                     _ => return Leaf::Index,
                 };
-                let is_struct = matches!(
-                    e.ty,
-                    Ty::ParIter(crate::check::types::ParShape::Structs { .. })
-                );
+                let is_struct = matches!(e.ty, Ty::ParIter(crate::types::ParShape::Structs { .. }));
                 let mut ks = Vec::new();
                 for (space, addr, len, elem, key, tiles) in parts {
                     let elem_value = self.new_value(elem, None);

@@ -6,8 +6,9 @@
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use crate::check::types::Scalar;
 use crate::diag::Diagnostics;
+use crate::target::MAX_WARPS;
+use crate::types::Scalar;
 
 /// A parsed `#[gpu_async] mod`.
 pub struct Module {
@@ -105,9 +106,6 @@ pub struct KernelAttr {
     /// The span of the attribute, for errors about warps.
     pub span: Span,
 }
-
-/// The most warps a block can have (1024 threads).
-pub const MAX_WARPS: u32 = 32;
 
 /// Parses the module. Items the compiler does not support are reported and left out.
 pub fn parse_module(mut item: syn::ItemMod, diags: &mut Diagnostics) -> Module {
@@ -249,12 +247,12 @@ fn parse_kernel_attr(
         } else if meta.path.is_ident("min_blocks_per_sm") {
             let lit: syn::LitInt = meta.value()?.parse()?;
             let n: u32 = lit.base10_parse()?;
-            if n == 0 || n > crate::registers::SM_BLOCKS {
+            if n == 0 || n > crate::target::SM_BLOCKS {
                 return Err(syn::Error::new(
                     lit.span(),
                     format!(
                         "an SM holds 1 to {} blocks; got {n}",
-                        crate::registers::SM_BLOCKS
+                        crate::target::SM_BLOCKS
                     ),
                 ));
             }

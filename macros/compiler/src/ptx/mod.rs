@@ -14,12 +14,12 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write};
 
-use crate::check::tir::{AtomicOp, MemOrder};
-use crate::check::types::Scalar;
 use crate::ir::{
     BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, ParFor, ParReduce, ParamKind,
     Role, ShuffleMode, SiteId, Space, Special, UnOp, Value, VoteMode,
 };
+use crate::tir::{AtomicOp, MemOrder};
+use crate::types::Scalar;
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
 const UNROLL: u32 = 4;
@@ -28,12 +28,7 @@ const UNROLL: u32 = 4;
 const FAILURE_PANIC: u32 = 1;
 const FAILURE_TIMEOUT: u32 = 2;
 
-/// The PTX ISA version and target every kernel uses.
-pub const PTX_VERSION: &str = "8.0";
-/// The target architecture.
-pub const PTX_TARGET: &str = "sm_90";
-/// The target of kernels with register budgets: `setmaxnreg` is an sm_90a instruction.
-pub const PTX_TARGET_BUDGETS: &str = "sm_90a";
+pub use crate::target::{PTX_TARGET, PTX_TARGET_BUDGETS, PTX_VERSION};
 
 /// Writes `kernel` as a PTX module.
 pub fn write_kernel(kernel: &Kernel) -> Result<String, fmt::Error> {

@@ -9,9 +9,9 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::check::types::{Scalar, Ty};
-use crate::check::Signature;
 use crate::ir::Kernel;
+use crate::tir::Signature;
+use crate::types::{Scalar, Ty};
 
 /// What the launcher of one kernel needs.
 pub struct LauncherInput<'a> {
@@ -20,7 +20,7 @@ pub struct LauncherInput<'a> {
     /// Its signature.
     pub sig: &'a Signature,
     /// The module's structs (a struct parameter travels as one kernel parameter per field).
-    pub structs: &'a [crate::check::StructDef],
+    pub structs: &'a [crate::tir::StructDef],
     /// The lowered kernel, its PTX and IR text; `None` when compilation failed (a stub is emitted).
     pub compiled: Option<(&'a Kernel, &'a str, &'a str)>,
 }

@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use crate::check::types::Scalar;
 use crate::ir::{
     BinOp, Block, Inst, Kernel, LoopId, ParamKind, RoleId, SiteId, SiteKind, Space, UnOp, Value,
     VoteMode,
 };
+use crate::types::Scalar;
 
 /// Checks `k`; returns every violated invariant.
 pub fn verify(k: &Kernel) -> Vec<String> {
@@ -57,7 +57,7 @@ impl Verifier<'_> {
         if !k.idle_warps && owner.iter().any(Option::is_none) {
             self.errors.push("a warp runs no role".into());
         }
-        if k.shared_bytes > crate::lower::SHARED_LIMIT {
+        if k.shared_bytes > crate::target::SHARED_LIMIT {
             self.errors
                 .push(format!("{} B of shared memory", k.shared_bytes));
         }

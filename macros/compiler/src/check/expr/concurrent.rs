@@ -11,10 +11,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 
 use super::{err, mk, Checker};
-use crate::check::tir::{
-    Block, Expr, ExprKind, LetPattern, LocalId, SelectArm, Stmt, SELECT_DISABLED,
-};
-use crate::check::types::Ty;
+use crate::tir::{Block, Expr, ExprKind, LetPattern, LocalId, SelectArm, Stmt, SELECT_DISABLED};
+use crate::types::Ty;
 
 /// The most branches of a `join!` and arms of a `select!` (the runtime's `join8`, `select8`).
 const MAX_BRANCHES: usize = 8;
@@ -337,11 +335,11 @@ impl Checker<'_> {
                 self.expect(body, &t);
             }
             (None, Ty::IntLit) => {
-                super::fix_literals(body, crate::check::types::Scalar::I32);
+                super::fix_literals(body, crate::types::Scalar::I32);
                 *ty = Some(body.ty.clone());
             }
             (None, Ty::FloatLit) => {
-                super::fix_literals(body, crate::check::types::Scalar::F32);
+                super::fix_literals(body, crate::types::Scalar::F32);
                 *ty = Some(body.ty.clone());
             }
             (None, other) => *ty = Some(other.clone()),

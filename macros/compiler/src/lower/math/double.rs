@@ -19,8 +19,8 @@
 //! error (`docs/language.md` has the table).
 
 use super::super::Lowerer;
-use crate::check::types::Scalar;
 use crate::ir::{BinOp, Block, Imm, Inst, UnOp, Value};
+use crate::types::Scalar;
 
 const F: Scalar = Scalar::F64;
 

@@ -13,8 +13,8 @@
 //! representable in the half type too).
 
 use super::super::Lowerer;
-use crate::check::types::Scalar;
 use crate::ir::{BinOp, Imm, Inst, UnOp, Value};
+use crate::types::Scalar;
 
 impl Lowerer<'_> {
     /// `a % b` (and `a %= b`) on any float type; other operands are `Rem` as they are.

@@ -10,33 +10,18 @@
 
 use std::cmp::Ordering;
 
-use crate::check::types::Scalar;
 use crate::diag::Diagnostics;
 use crate::ir::{for_each_inst, Inst, Kernel, RegisterBudgets, Role, Value};
 use crate::parse::{MinBlocksAttr, RegistersAttr};
+use crate::types::Scalar;
 
-/// 32-bit registers of an SM's register file on sm_90, all of which one block may hold.
-pub const REGISTER_FILE: u32 = 65536;
-/// The most registers a thread can have at the entry (ptxas ignores a larger `.maxnreg`).
-pub const MAX_ENTRY: u32 = 255;
-/// `setmaxnreg`'s smallest count.
-pub const MIN_BUDGET: u32 = 24;
-/// `setmaxnreg`'s largest count.
-pub const MAX_BUDGET: u32 = 256;
 /// The budget of a role that only moves data: CUTLASS's for its producer warpgroups
 /// (`LoadRegisterRequirement`).
 pub const MOVER_BUDGET: u32 = 40;
-/// Warps per warpgroup.
-pub const WARPGROUP: u32 = 4;
-
-/// Shared memory of an SM on sm_90 that its resident blocks share (228 KiB).
-pub const SM_SHARED: u32 = 228 * 1024;
-/// Shared memory the hardware reserves for each resident block on sm_90 (1 KiB).
-pub const BLOCK_RESERVED_SHARED: u32 = 1024;
-/// Warps an SM holds at most on sm_90.
-pub const SM_WARPS: u32 = 64;
-/// Blocks an SM holds at most on sm_90.
-pub const SM_BLOCKS: u32 = 32;
+use crate::target::{
+    BLOCK_RESERVED_SHARED, MAX_BUDGET, MAX_ENTRY, MIN_BUDGET, REGISTER_FILE, SM_BLOCKS, SM_SHARED,
+    SM_WARPS, WARPGROUP,
+};
 
 /// The `.minnctapersm` of a kernel: how many of its blocks fit in an SM's shared memory, when
 /// that is fewer than its warps allow (`None` otherwise). Without it ptxas allocates registers as

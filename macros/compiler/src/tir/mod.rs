@@ -3,7 +3,11 @@
 
 use proc_macro2::Span;
 
-use super::types::{ChanTy, Scalar, Ty};
+use crate::types::{ChanTy, Scalar, Ty};
+
+mod program;
+
+pub use program::{Program, Signature, StaticTable, StructDef};
 
 /// A local variable of a function (parameters first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
