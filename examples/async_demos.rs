@@ -1,4 +1,4 @@
-//! The usual "async Rust on a GPU" demos, ported to gpu-async (issue 4): an async fn awaited
+//! The usual "async Rust on a GPU" demos, written with gpu-async: an async fn awaited
 //! once, chained async fns (`add_then_double` awaiting `add` and `double`), awaits inside
 //! conditionals, an async block, three independent tasks running at once, and the future
 //! combinators `join!` and `select!` inside one role. Each kernel's output is checked against

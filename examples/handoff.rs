@@ -1,4 +1,4 @@
-//! The cost of one channel handoff (issue 4): one producer warp, one consumer warp, one block, a
+//! The cost of one channel handoff: one producer warp, one consumer warp, one block, a
 //! ring of depth 1, 2 or 4, and three payloads: 4 bytes (the handshake alone), 16 bytes per lane
 //! (512 bytes written by the producer's 32 lanes) and a 16 KiB bulk copy from global memory. The
 //! consumer reads one element of each slot and releases it. Prints nanoseconds per item and

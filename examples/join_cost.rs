@@ -1,4 +1,4 @@
-//! The cost of concurrency inside a role (issue 4): the same work, two streams of `items`
+//! The cost of concurrency inside a role: the same work, two streams of `items`
 //! handoffs each, consumed by two roles (one loop each, on its own warp), by one role that runs
 //! both loops with `join!`, and by one role that takes both streams with `select!`. Two producer
 //! warps send; one block. Prints nanoseconds per item (both streams' items counted) for a 4-byte

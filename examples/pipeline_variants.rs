@@ -1,5 +1,5 @@
 //! The pipeline example's kernel with other tile sizes and ring depths, to find which shape of it
-//! moves the most bytes (issue 5). Same kernel text, other constants; every variant checked once
+//! moves the most bytes. Same kernel text, other constants; every variant checked once
 //! against a CPU loop, then timed next to a device copy of as many bytes.
 //!
 //! ```text

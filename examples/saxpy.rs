@@ -6,9 +6,9 @@
 //! ```
 //!
 //! The grid is one block per tile by default (`tiles`): each block's loader brings in its one
-//! tile while the other resident blocks compute, which measured 1.03x the hand-written CUDA C++
-//! saxpy on an H200 where a persistent grid of 4 or 8 blocks per multiprocessor, running the
-//! same kernel, reached 0.98x (`docs/benchmarks.md`). A number instead runs that many blocks per
+//! tile while the other resident blocks compute, which measures 1.05x the hand-written CUDA C++
+//! saxpy on an H200 where a persistent grid of 4 blocks per multiprocessor, running the same
+//! kernel, reached 0.98x (`docs/benchmarks.md`). A number instead runs that many blocks per
 //! multiprocessor, each streaming its share of the tiles through the ring.
 //!
 //! Runs on the GPU when there is one and on the simulator otherwise, checks every element against

@@ -1,10 +1,10 @@
-//! saxpy with other tile sizes and ring depths than the main example, and the 64-FMA workload of
-//! issue 5 in several kernel shapes, to find where a streaming kernel's speed comes from. Every
+//! saxpy with other tile sizes and ring depths than the main example, and the 64-FMA workload
+//! in several kernel shapes, to find where a streaming kernel's speed comes from. Every
 //! result is checked against the CPU bit for bit.
 //!
 //! The shapes: the main example's ring (one loader warp, the other warps computing; other tiles,
 //! depths and warps), one role without a ring (`fma64 flat`: the 64-FMA workload's fastest
-//! kernel on the H200, with `min_blocks_per_sm = 8` on a grid of one block per tile, 1.05x its
+//! kernel on the H200, with `min_blocks_per_sm = 8` on a grid of one block per tile, 1.06x its
 //! CUDA C++ peer), and an out-of-place kernel with both inputs through rings (`fma64 to z`).
 //! `docs/benchmarks.md` has the numbers.
 //!
@@ -167,7 +167,7 @@ saxpy_variant!(tile4k_depth4, 4096, 4);
 saxpy_variant!(tile8k_depth3, 8192, 3);
 
 /// The main example's shape (tile 2048, depth 3) with the tile slicing unchecked
-/// (`get_unchecked`), to measure what the bounds checks cost (issue 3).
+/// (`get_unchecked`), to measure what the bounds checks cost.
 #[gpu_async]
 pub mod unchecked {
     use gpu_async::device::*;
@@ -290,7 +290,7 @@ macro_rules! with_fma64_body {
 }
 
 /// `y = f(x, y)` with 64 dependent FMAs per element (`t = a * t + y`, 64 times, from `t = x`):
-/// the compute-heavier streaming workload of issue 5, peer `fma64` in `examples/peers/saxpy.cu`.
+/// the compute-heavier streaming workload, peer `fma64` in `examples/peers/saxpy.cu`.
 macro_rules! fma64_variant {
     ($name:ident, $warps:literal, $tile:literal, $depth:literal $(, $blocks:literal)?) => {
         with_fma64_body!(
@@ -349,9 +349,9 @@ fma64_variant!(fma64_w9_d1_b7, 9, 4096, 1, 7);
 fma64_variant!(fma64_w9_d2, 9, 4096, 2);
 
 /// saxpy without a ring: the block's eight warps update one tile of 4096 elements with 16-byte
-/// accesses, on a grid of one block per tile (the order that took the copy from 0.91x to 0.96x
-/// of `cudaMemcpy`; for saxpy it measured 4229-4250 GB/s in the fifth session, about what the
-/// ring kernel measured on the same grid).
+/// accesses, on a grid of one block per tile (the order of the copy example's tile copy; for
+/// saxpy it measured about what the ring kernel measures on the same grid: 4229-4250 GB/s against
+/// 4240-4257 on an H200, 2026-11-29, timed without the L2 flush).
 #[gpu_async]
 pub mod tile_per_block {
     use gpu_async::device::*;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gpu/ carried: the channel handoff
 # benchmark (examples/handoff.rs) and its hand-written peer (examples/peers/handoff.cu, built
-# here with nvcc -O3 -arch=sm_90) in the same call.
+# here with nvcc -O3 -arch=sm_90) in the same run.
 #
 #   bash scripts/h200-handoff.sh [items, default 100000]
 set -u -o pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gpu/ carried: builds every CUDA C++ peer
 # in examples/peers/ there (nvcc -O3 -arch=sm_90) and runs them, the PyTorch peers
-# (examples/peers/torch_peers.py) and the Rust examples in the same call. A Rust executable that
+# (examples/peers/torch_peers.py) and the Rust examples in the same run. A Rust executable that
 # is not in .gpu/bin is skipped with a note.
 #
 #   bash scripts/h200-peers.sh [elements, default 2^28] [copy elements, default 2^30]
@@ -61,7 +61,7 @@ for round in $(seq 1 "${PEERS_ROUNDS:-2}"); do
   done
 done
 
-echo "=== channel handoff (issue 4): hand-written mbarriers and __syncthreads, then the generated kernels"
+echo "=== channel handoff: hand-written mbarriers and __syncthreads, then the generated kernels"
 if has handoff; then timeout "$limit" "$bin/handoff" 100000 || rc=1; fi
 if [ -x .gpu/bin/handoff ]; then timeout "$limit" .gpu/bin/handoff 100000 | grep handoff || rc=1; fi
 

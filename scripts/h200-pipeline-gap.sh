@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root: where the pipeline example stands against its
-# hand-written peer, in one call. Builds examples/peers/pipeline_ablation.cu and pipeline_ptx.cu
+# hand-written peer, in one run. Builds examples/peers/pipeline_ablation.cu and pipeline_ptx.cu
 # there (nvcc -O3 -arch=sm_90), runs the ablation (the peer with each difference of the generated
 # protocol added as a flag) and the generated PTX itself next to the peer, flushed and on an idle
 # stream; then, from .gpu/bin when they are there, the typed launch against a raw cudarc launch of
 # the same PTX in one process (pipeline_raw) and the Rust example.
 #
-#   here:  cargo run -p gpu-async-compiler --bin gpu-async-inspect -- examples/pipeline.rs \
-#            --ptx-only > .gpu/scale_shift.ptx          (and ../shared/tools/gpu-bundle)
-#   there: bash scripts/h200-pipeline-gap.sh [elements, default 2^28] [rounds, default 5] \
+#   on a machine with Rust, next to building the example executables into .gpu/bin/:
+#          cargo run -p gpu-async-compiler --bin gpu-async-inspect -- examples/pipeline.rs \
+#            --ptx-only > .gpu/scale_shift.ptx
+#   then, with .gpu/ carried, on the GPU machine:
+#          bash scripts/h200-pipeline-gap.sh [elements, default 2^28] [rounds, default 5] \
 #            .gpu/scale_shift.ptx [more PTX files with the same entry]
 set -u -o pipefail
 n=${1:-268435456}

@@ -1,4 +1,4 @@
-// The peer of examples/handoff.rs (issue 4): the same producer/consumer handoff written by hand
+// The peer of examples/handoff.rs: the same producer/consumer handoff written by hand
 // with raw mbarriers (phase parity, one arrival per warp, expect_tx for the bulk copy), and with
 // __syncthreads. One block of two warps; the consumer reads one element of each slot. Built on
 // the GPU machine with nvcc -O3 -arch=sm_90 by scripts/h200-peers.sh; prints ns per item

@@ -43,8 +43,8 @@ static void flush_l2() {
 }
 
 // 3 warm-ups, then the median of 20 launches, each between two events after a flush_l2() (or,
-// with `flush` false, on an idle stream: the timing before the eleventh session, which counted
-// the host's submission of the launch).
+// with `flush` false, on an idle stream, which counts the host's submission of the launch in
+// the time).
 template <class F>
 static float median_ms(F launch, bool flush = true) {
   cudaEvent_t s, e;

@@ -1,8 +1,8 @@
 // Where the pipeline example loses to its peer: the peer of examples/peers/pipeline_ws.cu
 // (TILE 1024, 4 input slots, 2 output slots, LAG 0), with each difference of the kernel that
 // gpu-async generates for examples/pipeline.rs added back on its own, as a flag. All flags
-// together are a hand-written copy of the generated protocol (as of the eleventh session's start,
-// examples/peers/pipeline_ptx.cu runs the generated PTX itself); leaving one out at a time, or adding
+// together are a hand-written model of the generated protocol (examples/peers/pipeline_ptx.cu
+// runs the generated PTX itself); leaving one out at a time, or adding
 // one at a time, says what each costs.
 //
 //   F_STATE      each slot has a state word (1 open, 0 closed); a receiver reads it after its
@@ -16,9 +16,9 @@
 //   F_LATEARRIVE the load role sets expect_tx (no arrive), issues the copy, then arrives.
 //   F_CHECKS     the load and store roles compute each tile's range with 64-bit bounds and
 //                slice checks and the 16-byte split after their wait, as the generated code does.
-//   F_CANCEL     every role reads the abort word at its start and every 32 iterations (what the
-//                generated code did until the eleventh session; it now reads the word first at
-//                the 16th iteration, then every 16th, and tests it 16 iterations later).
+//   F_CANCEL     every role reads the abort word at its start and every 32 iterations (the
+//                generated code reads the word first at the 16th iteration, then every 16th,
+//                and tests it 16 iterations later).
 //   F_CLOSE      the roles do not count tiles: the load role ends with an end-of-stream marker
 //                that takes a slot (state 0), the transform passes one on through the output
 //                ring, the store leaves when it sees it. Needs F_STATE.

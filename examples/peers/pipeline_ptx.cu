@@ -3,8 +3,8 @@
 // each against the hand-written peer (pipeline_ablation.cuh with no flag, the kernel of
 // pipeline_ws.cu) and the ablation's copy of the generated protocol, on the example's default grid
 // (one block per 8 tiles) and on 2 blocks per SM, in two ways: after an L2 flush (as every
-// benchmark times since the eleventh session, peer_common.cuh) and on an idle stream (the timing
-// before it). What it separates: the kernel's own time from what the Rust launch path adds, and,
+// benchmark times, peer_common.cuh) and on an idle stream (which counts the host's submission of
+// the launch). What it separates: the kernel's own time from what the Rust launch path adds, and,
 // with edited PTX, what one part of the generated code costs.
 //
 // Random inputs; every element checked bit-exactly at n (default grid) and at 2^20 + 37 (3 blocks,
@@ -21,8 +21,8 @@
 // (gpu-async's default is 5 s; 0, the default here, turns it off); PIPELINE_PTX_PRIORITY_STREAM=1
 // first creates a stream of the greatest priority that runs nothing, as gpu-async's cancel
 // stream; PIPELINE_PTX_X_SHIFT=B and PIPELINE_PTX_Y_SHIFT=B place x and y B bytes (a multiple
-// of 16) past the start of their allocations (256 and 512 cost up to 0.8%: gpu-async's buffers
-// start on 4 KiB boundaries since); PIPELINE_PTX_CARVEOUT=P sets every kernel's preferred
+// of 16) past the start of their allocations (256 and 512 cost up to 0.8%, which is why
+// gpu-async's buffers start on 4 KiB boundaries); PIPELINE_PTX_CARVEOUT=P sets every kernel's preferred
 // shared-memory carveout to P percent (the default already fits 9 blocks per SM). Built with
 // `--default-stream per-thread`, everything runs on the per-thread stream instead of the legacy
 // one.

@@ -1,7 +1,7 @@
 // The CUDA C++ peers of examples/saxpy.rs, for docs/benchmarks.md: a grid-stride saxpy with 16-byte
 // accesses, the same loop doing 64 dependent FMAs per element ("fma64"), and a plain copy y = x
 // (a grid-stride float4 kernel next to cudaMemcpy device-to-device). Built on the GPU machine with
-// `nvcc -O3 -arch=sm_90` and run in the same call as the Rust examples (scripts/h200-peers.sh).
+// `nvcc -O3 -arch=sm_90` and run next to the Rust examples (scripts/h200-peers.sh).
 // Random inputs (fixed seeds), every element checked (against fmaf: nvcc contracts a*x+y into one
 // FMA, and fma64 calls fmaf itself), 3 warm-ups, median of 20 launches timed with events, and a
 // device-to-device cudaMemcpy of as many bytes timed the same way.
