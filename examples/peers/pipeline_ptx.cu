@@ -2,9 +2,9 @@
 // examples/pipeline.rs's `scale_shift` (and of any edited copies) with the driver API and times
 // each against the hand-written peer (pipeline_ablation.cuh with no flag, the kernel of
 // pipeline_ws.cu) and the ablation's copy of the generated protocol, on the example's default grid
-// (one block per 8 tiles) and on 2 blocks per SM, in two ways: after an L2 flush (as every
-// benchmark times, peer_common.cuh) and on an idle stream (which counts the host's submission of
-// the launch). What it separates: the kernel's own time from what the Rust launch path adds, and,
+// (one block per 8 tiles) and on 2 blocks per SM, in two ways: after an L2 flush (as the
+// streaming benchmarks time, peer_common.cuh) and on an idle stream (which counts the host's
+// submission of the launch). What it separates: the kernel's own time from what the Rust launch path adds, and,
 // with edited PTX, what one part of the generated code costs.
 //
 // Random inputs; every element checked bit-exactly at n (default grid) and at 2^20 + 37 (3 blocks,
