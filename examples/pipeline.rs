@@ -9,7 +9,8 @@
 //! The grid is one block per 8 tiles by default (`tiles`): more blocks than an SM holds, each
 //! streaming 8 tiles through its rings, which measured 3% faster on an H200 than a grid of 2 to 8
 //! blocks per multiprocessor streaming all the tiles (the hand-written peer gains as much from the
-//! same grid; `docs/design.md`, *Grids*). A number instead runs that many blocks per multiprocessor.
+//! same grid; `docs/design.md`, *Grids*). A number instead runs that many blocks per
+//! multiprocessor.
 
 use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, GridShape, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, from the repository root, with .gpu/ carried (the test and example
-# executables, built in release mode on a machine with Rust, in .gpu/bin/): every GPU test (heavy ones included) with a time bound each, then the examples at
-# a few sizes and grids. Everything is also written under $OUT (when set) for later reading.
+# executables, built in release mode on a machine with Rust, in .gpu/bin/): every GPU test
+# (heavy ones included) with a time bound each, then the examples at a few sizes and grids.
+# Everything is also written under $OUT (when set) for later reading.
 set -u -o pipefail
 out=${OUT:-/tmp}
 export RUST_BACKTRACE=1
