@@ -336,6 +336,8 @@ pub mod record {
     pub const fn offset(word: usize) -> usize {
         word * 4
     }
+
+    const _: () = assert!(ROLE < WORDS);
 }
 
 #[cfg(test)]
@@ -361,7 +363,6 @@ mod tests {
             assert_eq!(p.index(), i);
         }
         assert_eq!(record::offset(record::ROLE), 20);
-        assert!(record::ROLE < record::WORDS);
         for kind in [FailureKind::Panic, FailureKind::Watchdog] {
             assert_eq!(FailureKind::from_code(kind.code()), Some(kind));
         }
