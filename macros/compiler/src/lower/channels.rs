@@ -1,0 +1,187 @@
+//! Channels in role code: the awaited operations (`reserve`, `recv`, and the bulk copies
+//! `copy_from` and `copy_to` between global memory and a slot), `send`, and the slot a
+//! `recv().await` produced. Each wait gets a site, so that the GPU can report where it hung.
+//!
+//! The channels are made by `kernel` and their ends handed out by `roles`; this module holds
+//! what role code does with an end.
+
+use proc_macro2::Span;
+
+use super::values::{MemKey, Val};
+use super::Lowerer;
+use crate::ir::{BinOp, ChannelId, Inst, SiteKind, Value};
+use crate::tir::{Expr, ExprKind};
+use crate::types::{Scalar, Ty};
+
+impl Lowerer<'_> {
+    /// `inner.await`: a helper call, a `join!` of futures, or a wait on a channel, one-shot
+    /// value or barrier.
+    pub(super) fn await_expr(&mut self, inner: &Expr, span: Span) -> Val {
+        match &inner.kind {
+            ExprKind::JoinFutures(branches) => self.join_futures(branches, span),
+            ExprKind::Call(fid, args) => {
+                let vals = self.call_args(args);
+                self.inline_call(*fid, vals, span)
+            }
+            ExprKind::OneshotRecv(rx) => self.oneshot_recv(rx, span),
+            ExprKind::BarrierWait(b) => self.barrier_wait(b, span),
+            ExprKind::Reserve(tx) => self.reserve(tx, span),
+            ExprKind::Recv(rx) => self.recv(rx, span),
+            ExprKind::CopyTo(slot, dst) => self.copy_to(slot, dst, inner.span),
+            ExprKind::CopyFrom(slot, src) => self.copy_from(slot, src, inner.span),
+            _ => Val::Unit,
+        }
+    }
+
+    /// `tx.reserve().await`: a free slot to fill.
+    fn reserve(&mut self, tx: &Expr, span: Span) -> Val {
+        match self.expr(tx) {
+            Val::Sender(c) => {
+                let name = self.channels[c.0 as usize].name.clone();
+                let site = self.site(
+                    SiteKind::Wait,
+                    format!("`reserve()` on channel `{name}`"),
+                    span,
+                );
+                self.emit(Inst::Reserve { chan: c, site });
+                Val::SendSlot(c)
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    /// `rx.recv().await`: whether an item came (its slot is `recv_slot_of`) or the
+    /// channel closed.
+    fn recv(&mut self, rx: &Expr, span: Span) -> Val {
+        match self.expr(rx) {
+            Val::Receiver(c) => {
+                let some = self.new_value(Scalar::Bool, None);
+                let name = self.channels[c.0 as usize].name.clone();
+                let site = self.site(
+                    SiteKind::Wait,
+                    format!("`recv()` on channel `{name}`"),
+                    span,
+                );
+                self.emit(Inst::Recv {
+                    chan: c,
+                    some,
+                    site,
+                });
+                Val::Scalar(some)
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    /// `slot.send()` of a reserved slot, which moves it.
+    pub(super) fn send_expr(&mut self, slot: &Expr, span: Span) -> Val {
+        if let ExprKind::Local(id) = slot.kind {
+            if let Some(Val::SendSlot(c)) = self.frame().locals.get(&id).cloned() {
+                self.emit(Inst::Send { chan: c });
+                self.mark_moved(id, span);
+            }
+        }
+        Val::Unit
+    }
+
+    /// The slot a `recv().await` just produced.
+    pub(super) fn recv_slot_of(&mut self, scrutinee: &Expr) -> Val {
+        match &scrutinee.ty {
+            Ty::OptRecvSlot(_) => {
+                let chan = self.recv_chan(scrutinee);
+                chan.map_or(Val::Unit, Val::RecvSlot)
+            }
+            _ => Val::Unit,
+        }
+    }
+
+    /// The channel of a `rx.recv()` (awaited or not).
+    pub(super) fn recv_chan(&mut self, e: &Expr) -> Option<ChannelId> {
+        match &e.kind {
+            ExprKind::Await(inner) => self.recv_chan(inner),
+            ExprKind::Recv(rx) => match self.expr(rx) {
+                Val::Receiver(c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `slot.copy_to(dst).await` of a received slot.
+    fn copy_to(&mut self, slot: &Expr, dst: &Expr, span: Span) -> Val {
+        let (s, v) = (self.expr(slot), self.expr(dst));
+        if let (Val::RecvSlot(c), Val::Slice { ptr, len, mem, .. }) = (s, v) {
+            let n = self.channels[c.0 as usize].ty.len;
+            let cap = self.usize_const(u64::from(n));
+            let too_long = self.binary(BinOp::Gt, len, cap);
+            let message =
+                format!("copy_to: the destination is longer than the slot's {n} elements");
+            self.panic_if(too_long, &message, span);
+            let bulk = self.bulk_bytes(c, ptr, len);
+            self.emit(Inst::CopyOut {
+                chan: c,
+                dst: ptr,
+                len,
+                bulk,
+            });
+            self.channels[c.0 as usize].bulk_reads = true;
+            self.access(MemKey::Slot(c));
+            self.access(mem);
+        }
+        Val::Unit
+    }
+
+    /// `slot.copy_from(src).await` of a reserved slot.
+    fn copy_from(&mut self, slot: &Expr, src: &Expr, span: Span) -> Val {
+        self.check_not_copied(slot, span);
+        let (s, v) = (self.expr(slot), self.expr(src));
+        if let (Val::SendSlot(c), Val::Slice { ptr, len, .. }) = (s, v) {
+            let n = self.channels[c.0 as usize].ty.len;
+            let cap = self.usize_const(u64::from(n));
+            let too_long = self.binary(BinOp::Gt, len, cap);
+            let message = format!("copy_from: the source is longer than the slot's {n} elements");
+            self.panic_if(too_long, &message, span);
+            let bulk = self.bulk_bytes(c, ptr, len);
+            self.emit(Inst::CopyIn {
+                chan: c,
+                src: ptr,
+                len,
+                bulk,
+            });
+            self.access(MemKey::Slot(c));
+            if let ExprKind::Local(id) = slot.kind {
+                self.frame().copied.insert(id);
+            }
+        }
+        Val::Unit
+    }
+
+    /// The bytes of a bulk copy between the global address `global` and a slot of channel
+    /// `chan` that one `cp.async.bulk` moves: the 16-byte-aligned part of `len` elements, or 0
+    /// when `global` is not 16-byte aligned (the role's threads then copy it all). Plain
+    /// arithmetic, so that the loop-invariant pass computes it once for an invariant source.
+    fn bulk_bytes(&mut self, chan: ChannelId, global: Value, len: Value) -> Value {
+        // The checker allows bulk copies of scalar payloads only; the PTX writer refuses others.
+        let size = self.channels[chan.0 as usize]
+            .ty
+            .elem
+            .scalar()
+            .map_or(0, Scalar::size);
+        let size = self.usize_const(u64::from(size));
+        let bytes = self.binary(BinOp::Mul, len, size);
+        let whole = self.usize_const(!15);
+        let whole = self.binary(BinOp::And, bytes, whole);
+        let fifteen = self.usize_const(15);
+        let low = self.binary(BinOp::And, global, fifteen);
+        let zero = self.usize_const(0);
+        let aligned = self.binary(BinOp::Eq, low, zero);
+        let bulk = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Select {
+            dst: bulk,
+            cond: aligned,
+            if_true: whole,
+            if_false: zero,
+        });
+        bulk
+    }
+}

@@ -1,0 +1,169 @@
+//! The lowering's state types: what an expression lowers to (`Val`), where a memory access
+//! goes (`MemKey`), the frames of inlined functions with their scopes and loops, the kernel's
+//! one-shot values, and the context of the parallel loop being lowered.
+//!
+//! Every topic module of the lowering builds and reads these, so they sit apart from all of them.
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::Span;
+
+use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Value};
+use crate::tir::{FnId, LocalId};
+use crate::types::Scalar;
+
+/// Where a memory access goes, for deciding which parallel loops need a barrier after them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum MemKey {
+    Param(usize),
+    Slot(ChannelId),
+}
+
+/// What an expression lowers to: registers, or the static description of a place, a channel
+/// end, a range or another value the lowering follows without registers of its own.
+#[derive(Debug, Clone)]
+pub(super) enum Val {
+    Unit,
+    Scalar(Value),
+    Slice {
+        ptr: Value,
+        len: Value,
+        elem: Scalar,
+        mem: MemKey,
+        tiles: bool,
+    },
+    Range {
+        start: Value,
+        end: Value,
+        tiles: bool,
+    },
+    OptRange {
+        some: Value,
+        start: Value,
+        end: Value,
+    },
+    Tiles {
+        next: Value,
+        step: Value,
+        len: Value,
+        tile: Value,
+    },
+    Sender(ChannelId),
+    Receiver(ChannelId),
+    SendSlot(ChannelId),
+    RecvSlot(ChannelId),
+    ElemRef(usize),
+    /// An element of a struct slot in a parallel loop: the source of each field.
+    StructRef(Vec<usize>),
+    /// An element of an atomic slice: its global address.
+    AtomicRef(Value),
+    /// A local array in registers (indexed by constants only): one value per element.
+    Array(Vec<Value>),
+    /// A `static` table of the module, in constant memory.
+    ConstTable(u32),
+    /// A tuple of scalars.
+    Tuple(Vec<Value>),
+    /// A block-local shared value: its cell.
+    SharedCell(u32),
+    /// A barrier between roles: its number.
+    Barrier(u32),
+    /// The sending end of one-shot value `k`.
+    OneshotTx(u32),
+    /// The receiving end of one-shot value `k`.
+    OneshotRx(u32),
+    /// A local array in the thread's local memory: its address.
+    LocalArray {
+        addr: Value,
+        elem: Scalar,
+        len: u32,
+    },
+    /// A `compare_exchange` result: whether it stored, and the previous value.
+    Cas {
+        ok: Value,
+        old: Value,
+    },
+}
+
+impl Val {
+    /// The scalars a value is made of: one for a scalar, each element of a tuple.
+    pub(super) fn scalars(&self) -> Vec<Value> {
+        match self {
+            Val::Scalar(v) => vec![*v],
+            Val::Tuple(values) => values.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A block of an inlined function, as ownership sees it.
+pub(super) struct Scope {
+    /// Locals whose drop has an effect, in declaration order.
+    pub(super) owned: Vec<(LocalId, Span)>,
+    /// The loop this scope is the body of.
+    pub(super) lp: Option<LoopScope>,
+}
+
+/// A loop, as `break` and `continue` see it.
+#[derive(Debug, Clone)]
+pub(super) struct LoopScope {
+    pub(super) id: LoopId,
+    pub(super) label: Option<String>,
+    /// Where `break value` puts its value (`loop` expressions).
+    pub(super) result: Option<Value>,
+}
+
+impl LoopScope {
+    pub(super) fn new(id: LoopId, label: &Option<String>) -> Option<LoopScope> {
+        Some(LoopScope {
+            id,
+            label: label.clone(),
+            result: None,
+        })
+    }
+}
+
+/// One inlined function instance.
+pub(super) struct Frame {
+    pub(super) func: FnId,
+    pub(super) locals: HashMap<LocalId, Val>,
+    pub(super) moved: HashSet<LocalId>,
+    pub(super) copied: HashSet<LocalId>,
+    pub(super) scopes: Vec<Scope>,
+    pub(super) decl_depth: HashMap<LocalId, u32>,
+    /// For a function with `return`: the loop its body runs in (left by `return`) and the
+    /// value it returns.
+    pub(super) ret: Option<(LoopId, Vec<Value>)>,
+}
+
+impl Frame {
+    pub(super) fn new(func: FnId) -> Frame {
+        Frame {
+            func,
+            locals: HashMap::new(),
+            moved: HashSet::new(),
+            copied: HashSet::new(),
+            scopes: vec![Scope {
+                owned: Vec::new(),
+                lp: None,
+            }],
+            decl_depth: HashMap::new(),
+            ret: None,
+        }
+    }
+}
+
+/// A one-shot value of the kernel being lowered.
+pub(super) struct Oneshot {
+    pub(super) cell: u32,
+    pub(super) name: String,
+    pub(super) sender: Option<RoleId>,
+    pub(super) receiver: Option<RoleId>,
+    pub(super) span: Span,
+}
+
+/// The parallel loop being lowered: its sources, whose element reads and writes its body marks.
+pub(super) struct ParCtx {
+    pub(super) sources: Vec<ParSource>,
+    /// `cond_depth` at the top of the body: a write deeper than this is conditional.
+    pub(super) body_depth: u32,
+}
