@@ -2181,6 +2181,8 @@ impl Checker<'_> {
         true
     }
 
+    /// `receiver.method(args)`: the receiver is checked first, then the method is looked up by
+    /// the receiver's type.
     fn method_call(&mut self, m: &mut syn::ExprMethodCall) -> Expr {
         let span = m.span();
         let name = m.method.to_string();
@@ -2196,25 +2198,97 @@ impl Checker<'_> {
             }
             return err(span);
         }
-        let argc = m.args.len();
-        let want_args = |this: &mut Self, n: usize| -> bool {
-            if argc != n {
-                this.diags.error(
-                    m.method.span(),
-                    format!(
-                        "`{name}` takes {n} argument{}",
-                        if n == 1 { "" } else { "s" }
-                    ),
-                );
-                false
-            } else {
-                true
+        let name = name.as_str();
+        match &receiver.ty {
+            Ty::Slice { .. } | Ty::Array(..) => self.slice_method(name, receiver, m, span),
+            Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit => {
+                self.number_method(name, receiver, m, span)
             }
-        };
+            Ty::Opt(_) => self.option_method(name, receiver, m, span),
+            Ty::AtomicSlice(_) | Ty::AtomicRef(_) | Ty::CasResult(_) => {
+                self.atomic_method(name, receiver, m, span)
+            }
+            Ty::Receiver(_)
+            | Ty::Sender(_)
+            | Ty::SendSlot(_)
+            | Ty::RecvSlot(_)
+            | Ty::OptRecvSlot(_) => self.channel_method(name, receiver, m, span),
+            Ty::OneshotSender(_)
+            | Ty::OneshotReceiver(_)
+            | Ty::Barrier
+            | Ty::BarrierRef
+            | Ty::Shared(_)
+            | Ty::SharedRef(_) => self.sync_method(name, receiver, m, span),
+            Ty::Range | Ty::OptRange | Ty::Tiles => self.range_method(name, receiver, m, span),
+            Ty::ParIter(_) => self.par_iter_method(name, receiver, m, span),
+            Ty::Lane => self.lane_method(name, m, awaited, span),
+            _ => self.unknown_method(name, &receiver.ty, m, span),
+        }
+    }
+
+    /// Whether the method call has `n` arguments; reports it if not.
+    fn want_args(&mut self, m: &syn::ExprMethodCall, n: usize) -> bool {
+        let name = &m.method;
+        if m.args.len() != n {
+            self.diags.error(
+                m.method.span(),
+                format!(
+                    "`{name}` takes {n} argument{}",
+                    if n == 1 { "" } else { "s" }
+                ),
+            );
+            false
+        } else {
+            true
+        }
+    }
+
+    /// A method no receiver type has: raw pointers and `overflowing_*` are named with what to
+    /// write instead.
+    fn unknown_method(
+        &mut self,
+        name: &str,
+        rty: &Ty,
+        m: &syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        match (name, rty) {
+            ("as_ptr" | "as_mut_ptr" | "as_ptr_range" | "as_mut_ptr_range", _) => {
+                self.diags.error(m.method.span(), "raw pointers are not in the kernel language: index the slice (the index is checked), or use `get_unchecked` in an `unsafe` block");
+                err(span)
+            }
+            (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
+                if s.is_int() && name.starts_with("overflowing_") =>
+            {
+                let op = name.split_once('_').map_or("", |(_, op)| op);
+                self.diags.error(
+                    m.method.span(),
+                    format!("`{name}` returns a tuple with an overflow flag, which the kernel language does not have: use `checked_{op}`, `wrapping_{op}` or `saturating_{op}`"),
+                );
+                err(span)
+            }
+            _ => {
+                self.diags.error(
+                    m.method.span(),
+                    format!("`{name}` is not a method the kernel language knows on `{rty}`"),
+                );
+                err(span)
+            }
+        }
+    }
+
+    /// A method of a slice or a local array: `len`, `get_unchecked` (in `unsafe`), `par_iter`.
+    fn slice_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
         let rty = receiver.ty.clone();
-        match (name.as_str(), &rty) {
+        match (name, &rty) {
             ("get_unchecked" | "get_unchecked_mut", Ty::Slice { elem, mutable })
-                if want_args(self, 1) =>
+                if self.want_args(m, 1) =>
             {
                 let (elem, mutable) = (*elem, *mutable);
                 if !self.in_unsafe {
@@ -2254,227 +2328,45 @@ impl Checker<'_> {
                 let ty = inner.ty.clone();
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
-            ("subscribe", Ty::Receiver(c)) if want_args(self, 0) => {
-                let c = c.clone();
-                if !self.is_kernel() {
-                    self.diags.error(m.method.span(), "`subscribe()` makes another receiver in the kernel body, before `join!`; each receiving role takes its own");
-                    return err(span);
-                }
-                mk(
-                    ExprKind::Subscribe(Box::new(receiver)),
-                    Ty::Receiver(c),
-                    span,
-                )
-            }
-            ("send", Ty::OneshotSender(s)) if want_args(self, 1) => {
-                let s = *s;
-                if self.par_locals_start.is_some() || self.is_kernel() {
-                    self.diags.error(m.method.span(), "`send` of a one-shot value is role code: every iteration of a parallel loop would send");
-                    return err(span);
-                }
-                self.local_of(&receiver, "send");
-                let want = Ty::Scalar(s);
-                let v = self.expr(&mut m.args[0], Some(&want));
-                let mut v = self.auto_deref(v);
-                self.expect(&mut v, &want);
-                mk(
-                    ExprKind::OneshotSend(Box::new(receiver), Box::new(v)),
-                    Ty::Unit,
-                    span,
-                )
-            }
-            ("recv", Ty::OneshotReceiver(s)) if want_args(self, 0) => {
-                let s = *s;
-                if self.par_locals_start.is_some() || self.is_kernel() {
-                    self.diags.error(
-                        m.method.span(),
-                        "`recv()` of a one-shot value is role code: await it in a role",
-                    );
-                    return err(span);
-                }
-                self.local_of(&receiver, "recv");
-                mk(
-                    ExprKind::OneshotRecv(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::Scalar(s))),
-                    span,
-                )
-            }
-            ("wait", Ty::BarrierRef | Ty::Barrier) if want_args(self, 0) => {
-                if self.par_locals_start.is_some() || self.is_kernel() {
-                    self.diags.error(m.method.span(), "`wait()` on a barrier is role code: await it in a role (the kernel body and parallel loops cannot wait)");
-                    return err(span);
-                }
-                mk(
-                    ExprKind::BarrierWait(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::Unit)),
-                    span,
-                )
-            }
-            ("get", Ty::SharedRef(s) | Ty::Shared(s)) if want_args(self, 0) => {
-                let s = *s;
-                mk(ExprKind::SharedGet(Box::new(receiver)), Ty::Scalar(s), span)
-            }
-            ("set", Ty::SharedRef(s) | Ty::Shared(s)) if want_args(self, 1) => {
-                let s = *s;
-                if self.par_locals_start.is_some() {
-                    self.diags.error(m.method.span(), "`set` on a shared value is role code: every iteration of a parallel loop would write it");
-                    return err(span);
-                }
-                let want = Ty::Scalar(s);
-                let v = self.expr(&mut m.args[0], Some(&want));
-                let mut v = self.auto_deref(v);
-                self.expect(&mut v, &want);
-                mk(
-                    ExprKind::SharedSet(Box::new(receiver), Box::new(v)),
-                    Ty::Unit,
-                    span,
-                )
-            }
-            ("is_some" | "is_none", Ty::Opt(_)) if want_args(self, 0) => mk(
-                ExprKind::OptIsSome(Box::new(receiver), name == "is_some"),
-                Ty::Scalar(Scalar::Bool),
-                span,
-            ),
-            ("unwrap", Ty::Opt(s)) if want_args(self, 0) => {
-                let s = *s;
-                mk(
-                    ExprKind::OptUnwrap(Box::new(receiver), None),
-                    Ty::Scalar(s),
-                    span,
-                )
-            }
-            ("unwrap_or", Ty::Opt(s)) if want_args(self, 1) => {
-                let want = Ty::Scalar(*s);
-                let d = self.expr(&mut m.args[0], Some(&want));
-                let mut d = self.auto_deref(d);
-                self.expect(&mut d, &want);
-                mk(
-                    ExprKind::OptUnwrap(Box::new(receiver), Some(Box::new(d))),
-                    want,
-                    span,
-                )
-            }
-            ("len", Ty::Array(_, n)) if want_args(self, 0) => mk(
+            ("len", Ty::Array(_, n)) if self.want_args(m, 0) => mk(
                 ExprKind::Lit(Lit::Int(u128::from(*n))),
                 Ty::Scalar(Scalar::Usize),
                 span,
             ),
-            ("len", Ty::AtomicSlice(_)) if want_args(self, 0) => mk(
+            ("len", Ty::Slice { .. }) if self.want_args(m, 0) => mk(
                 ExprKind::Len(Box::new(receiver)),
                 Ty::Scalar(Scalar::Usize),
                 span,
             ),
-            (_, Ty::AtomicRef(s)) if AtomicOp::lookup(&name).is_some() => {
-                let s = *s;
-                self.atomic_call(&name, receiver, s, m, span)
-            }
-            ("is_ok" | "is_err", Ty::CasResult(_)) if want_args(self, 0) => mk(
-                ExprKind::CasIsOk(Box::new(receiver), name == "is_ok"),
-                Ty::Scalar(Scalar::Bool),
-                span,
-            ),
-            ("unwrap_or_else", Ty::CasResult(s)) if want_args(self, 1) => {
-                let s = *s;
-                let identity = match &m.args[0] {
-                    syn::Expr::Closure(c) if c.inputs.len() == 1 => {
-                        match (&c.inputs[0], &*c.body) {
-                            (syn::Pat::Ident(p), syn::Expr::Path(b)) => b.path.is_ident(&p.ident),
-                            _ => false,
-                        }
-                    }
-                    _ => false,
-                };
-                if !identity {
-                    self.diags.error_at(&m.args[0], "on a `compare_exchange` result, `unwrap_or_else` takes `|v| v`: the previous value either way");
-                    return err(span);
+            ("par_iter" | "par_iter_mut", Ty::Slice { elem, mutable }) if self.want_args(m, 0) => {
+                let (elem, mutable) = (*elem, *mutable);
+                let want_mut = name == "par_iter_mut";
+                if want_mut && !mutable {
+                    self.diags
+                        .error(receiver.span, "`par_iter_mut` needs a `&mut [T]` slice");
                 }
-                mk(ExprKind::CasValue(Box::new(receiver)), Ty::Scalar(s), span)
+                self.par_source(receiver, elem, want_mut, span)
             }
-            ("len", Ty::Slice { .. }) if want_args(self, 0) => mk(
-                ExprKind::Len(Box::new(receiver)),
-                Ty::Scalar(Scalar::Usize),
-                span,
-            ),
-            ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if want_args(self, 0) => mk(
-                ExprKind::Lit(Lit::Int(u128::from(c.len))),
-                Ty::Scalar(Scalar::Usize),
-                span,
-            ),
-            ("reserve", Ty::Sender(c))
-                if want_args(self, 0) && self.no_channel_ops_in_par(span, "reserve") =>
-            {
-                self.local_of(&receiver, "reserve");
-                mk(
-                    ExprKind::Reserve(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::SendSlot(c.clone()))),
-                    span,
-                )
-            }
-            ("recv", Ty::Receiver(c))
-                if want_args(self, 0) && self.no_channel_ops_in_par(span, "recv") =>
-            {
-                self.local_of(&receiver, "recv");
-                mk(
-                    ExprKind::Recv(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::OptRecvSlot(c.clone()))),
-                    span,
-                )
-            }
-            ("send", Ty::SendSlot(_))
-                if want_args(self, 0) && self.no_channel_ops_in_par(span, "send") =>
-            {
-                self.local_of(&receiver, "send");
-                mk(ExprKind::Send(Box::new(receiver)), Ty::Unit, span)
-            }
-            ("copy_from", Ty::SendSlot(c))
-                if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
-            {
-                self.local_of(&receiver, "copy_from");
-                let Some(elem) = self.copy_payload_elem(c, "copy_from", m.method.span()) else {
-                    return err(span);
-                };
-                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", elem, false)
-                else {
-                    return err(span);
-                };
-                mk(
-                    ExprKind::CopyFrom(Box::new(receiver), Box::new(src)),
-                    Ty::Future(Box::new(Ty::Unit)),
-                    span,
-                )
-            }
-            ("copy_to", Ty::RecvSlot(c))
-                if want_args(self, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
-            {
-                self.local_of(&receiver, "copy_to");
-                let Some(elem) = self.copy_payload_elem(c, "copy_to", m.method.span()) else {
-                    return err(span);
-                };
-                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", elem, true) else {
-                    return err(span);
-                };
-                mk(
-                    ExprKind::CopyTo(Box::new(receiver), Box::new(dst)),
-                    Ty::Future(Box::new(Ty::Unit)),
-                    span,
-                )
-            }
-            ("next", Ty::Tiles) if want_args(self, 0) => {
-                if let Some(id) = self.local_of(&receiver, "next") {
-                    if !self.locals[id.0 as usize].mutable {
-                        self.diags.error(
-                            receiver.span,
-                            "`next` advances the iterator: declare it `let mut`",
-                        );
-                    }
-                }
-                mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
-            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a number (or of the element a reference reads): the `half` conversions and
+    /// the math functions.
+    fn number_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
             ("to_f32" | "to_f64" | "to_bits", Ty::Scalar(h) | Ty::ElemRef { elem: h, .. })
-                if h.is_half() && want_args(self, 0) =>
+                if h.is_half() && self.want_args(m, 0) =>
             {
                 let receiver = self.auto_deref(receiver);
-                match name.as_str() {
+                match name {
                     "to_bits" => mk(
                         ExprKind::HalfBits(Box::new(receiver), Scalar::U16),
                         Ty::Scalar(Scalar::U16),
@@ -2493,33 +2385,192 @@ impl Checker<'_> {
                 }
             }
             (_, Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit)
-                if MathFn::lookup(&name).is_some() =>
+                if MathFn::lookup(name).is_some() =>
             {
-                self.math_call(&name, receiver, m, span)
+                self.math_call(name, receiver, m, span)
             }
-            ("rev", Ty::Range)
-                if want_args(self, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>
-            {
-                mk(ExprKind::Rev(Box::new(receiver)), Ty::Range, span)
+            ("par_iter" | "par_iter_mut", Ty::ElemRef { .. }) if self.want_args(m, 0) => {
+                self.diags
+                    .error(span, "a parallel iterator runs over a slice or a slot");
+                err(span)
             }
-            ("step_by", Ty::Range)
-                if want_args(self, 1) && matches!(receiver.kind, ExprKind::Range(..)) =>
-            {
-                let usize_ty = Ty::Scalar(Scalar::Usize);
-                let mut k = self.expr(&mut m.args[0], Some(&usize_ty));
-                self.expect(&mut k, &usize_ty);
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of the `Option` of a `checked_*` method: `is_some`, `unwrap`, `unwrap_or`.
+    fn option_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("is_some" | "is_none", Ty::Opt(_)) if self.want_args(m, 0) => mk(
+                ExprKind::OptIsSome(Box::new(receiver), name == "is_some"),
+                Ty::Scalar(Scalar::Bool),
+                span,
+            ),
+            ("unwrap", Ty::Opt(s)) if self.want_args(m, 0) => {
+                let s = *s;
                 mk(
-                    ExprKind::StepBy(Box::new(receiver), Box::new(k)),
-                    Ty::Range,
+                    ExprKind::OptUnwrap(Box::new(receiver), None),
+                    Ty::Scalar(s),
                     span,
                 )
             }
-            ("unwrap", Ty::OptRange) if want_args(self, 0) => {
-                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
+            ("unwrap_or", Ty::Opt(s)) if self.want_args(m, 1) => {
+                let want = Ty::Scalar(*s);
+                let d = self.expr(&mut m.args[0], Some(&want));
+                let mut d = self.auto_deref(d);
+                self.expect(&mut d, &want);
+                mk(
+                    ExprKind::OptUnwrap(Box::new(receiver), Some(Box::new(d))),
+                    want,
+                    span,
+                )
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of an atomic slice, of one of its elements, or of a `compare_exchange` result.
+    fn atomic_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("len", Ty::AtomicSlice(_)) if self.want_args(m, 0) => mk(
+                ExprKind::Len(Box::new(receiver)),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
+            (_, Ty::AtomicRef(s)) if AtomicOp::lookup(name).is_some() => {
+                let s = *s;
+                self.atomic_call(name, receiver, s, m, span)
+            }
+            ("is_ok" | "is_err", Ty::CasResult(_)) if self.want_args(m, 0) => mk(
+                ExprKind::CasIsOk(Box::new(receiver), name == "is_ok"),
+                Ty::Scalar(Scalar::Bool),
+                span,
+            ),
+            ("unwrap_or_else", Ty::CasResult(s)) if self.want_args(m, 1) => {
+                let s = *s;
+                let identity = match &m.args[0] {
+                    syn::Expr::Closure(c) if c.inputs.len() == 1 => {
+                        match (&c.inputs[0], &*c.body) {
+                            (syn::Pat::Ident(p), syn::Expr::Path(b)) => b.path.is_ident(&p.ident),
+                            _ => false,
+                        }
+                    }
+                    _ => false,
+                };
+                if !identity {
+                    self.diags.error_at(&m.args[0], "on a `compare_exchange` result, `unwrap_or_else` takes `|v| v`: the previous value either way");
+                    return err(span);
+                }
+                mk(ExprKind::CasValue(Box::new(receiver)), Ty::Scalar(s), span)
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a channel end or slot: `subscribe`, `reserve`, `recv`, `send`, `copy_from`,
+    /// `copy_to`, `len`, `par_iter`.
+    fn channel_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("subscribe", Ty::Receiver(c)) if self.want_args(m, 0) => {
+                let c = c.clone();
+                if !self.is_kernel() {
+                    self.diags.error(m.method.span(), "`subscribe()` makes another receiver in the kernel body, before `join!`; each receiving role takes its own");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::Subscribe(Box::new(receiver)),
+                    Ty::Receiver(c),
+                    span,
+                )
+            }
+            ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if self.want_args(m, 0) => mk(
+                ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
+            ("reserve", Ty::Sender(c))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "reserve") =>
+            {
+                self.local_of(&receiver, "reserve");
+                mk(
+                    ExprKind::Reserve(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::SendSlot(c.clone()))),
+                    span,
+                )
+            }
+            ("recv", Ty::Receiver(c))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "recv") =>
+            {
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::Recv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::OptRecvSlot(c.clone()))),
+                    span,
+                )
+            }
+            ("send", Ty::SendSlot(_))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "send") =>
+            {
+                self.local_of(&receiver, "send");
+                mk(ExprKind::Send(Box::new(receiver)), Ty::Unit, span)
+            }
+            ("copy_from", Ty::SendSlot(c))
+                if self.want_args(m, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
+            {
+                self.local_of(&receiver, "copy_from");
+                let Some(elem) = self.copy_payload_elem(c, "copy_from", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", elem, false)
+                else {
+                    return err(span);
+                };
+                mk(
+                    ExprKind::CopyFrom(Box::new(receiver), Box::new(src)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            ("copy_to", Ty::RecvSlot(c))
+                if self.want_args(m, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
+            {
+                self.local_of(&receiver, "copy_to");
+                let Some(elem) = self.copy_payload_elem(c, "copy_to", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", elem, true) else {
+                    return err(span);
+                };
+                mk(
+                    ExprKind::CopyTo(Box::new(receiver), Box::new(dst)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
             }
             // `rx.recv().await.unwrap()`: the next slot, or a device panic once the channel is
             // closed (the slot's channel must be known where it is received).
-            ("unwrap", Ty::OptRecvSlot(c)) if want_args(self, 0) => {
+            ("unwrap", Ty::OptRecvSlot(c)) if self.want_args(m, 0) => {
                 let c = c.clone();
                 let is_recv = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
                 if !is_recv {
@@ -2528,25 +2579,8 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::RecvSlot(c), span)
             }
-            (
-                "par_iter" | "par_iter_mut",
-                Ty::Slice { elem, mutable } | Ty::ElemRef { elem, mutable },
-            ) if want_args(self, 0) => {
-                let (elem, mutable) = (*elem, *mutable);
-                let want_mut = name == "par_iter_mut";
-                if matches!(rty, Ty::ElemRef { .. }) {
-                    self.diags
-                        .error(span, "a parallel iterator runs over a slice or a slot");
-                    return err(span);
-                }
-                if want_mut && !mutable {
-                    self.diags
-                        .error(receiver.span, "`par_iter_mut` needs a `&mut [T]` slice");
-                }
-                self.par_source(receiver, elem, want_mut, span)
-            }
             ("par_iter" | "par_iter_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
-                if want_args(self, 0) =>
+                if self.want_args(m, 0) =>
             {
                 let want_mut = name == "par_iter_mut";
                 if want_mut && matches!(rty, Ty::RecvSlot(_)) {
@@ -2555,7 +2589,7 @@ impl Checker<'_> {
                         "a received slot is read-only: `par_iter_mut` works on a reserved slot",
                     );
                 }
-                self.local_of(&receiver, &name);
+                self.local_of(&receiver, name);
                 match &c.elem {
                     ChanElem::Scalar(elem) => self.par_source(receiver, *elem, want_mut, span),
                     ChanElem::Struct { id, name, .. } => {
@@ -2575,7 +2609,144 @@ impl Checker<'_> {
                     }
                 }
             }
-            ("zip", Ty::ParIter(a)) if want_args(self, 1) => {
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a one-shot end, a barrier or a shared value.
+    fn sync_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("send", Ty::OneshotSender(s)) if self.want_args(m, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`send` of a one-shot value is role code: every iteration of a parallel loop would send");
+                    return err(span);
+                }
+                self.local_of(&receiver, "send");
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::OneshotSend(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            ("recv", Ty::OneshotReceiver(s)) if self.want_args(m, 0) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(
+                        m.method.span(),
+                        "`recv()` of a one-shot value is role code: await it in a role",
+                    );
+                    return err(span);
+                }
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::OneshotRecv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Scalar(s))),
+                    span,
+                )
+            }
+            ("wait", Ty::BarrierRef | Ty::Barrier) if self.want_args(m, 0) => {
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`wait()` on a barrier is role code: await it in a role (the kernel body and parallel loops cannot wait)");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::BarrierWait(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            ("get", Ty::SharedRef(s) | Ty::Shared(s)) if self.want_args(m, 0) => {
+                let s = *s;
+                mk(ExprKind::SharedGet(Box::new(receiver)), Ty::Scalar(s), span)
+            }
+            ("set", Ty::SharedRef(s) | Ty::Shared(s)) if self.want_args(m, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() {
+                    self.diags.error(m.method.span(), "`set` on a shared value is role code: every iteration of a parallel loop would write it");
+                    return err(span);
+                }
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::SharedSet(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a loop's iterator: `rev` and `step_by` of a range, `next` of `block_tiles`.
+    fn range_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("next", Ty::Tiles) if self.want_args(m, 0) => {
+                if let Some(id) = self.local_of(&receiver, "next") {
+                    if !self.locals[id.0 as usize].mutable {
+                        self.diags.error(
+                            receiver.span,
+                            "`next` advances the iterator: declare it `let mut`",
+                        );
+                    }
+                }
+                mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
+            }
+            ("rev", Ty::Range)
+                if self.want_args(m, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                mk(ExprKind::Rev(Box::new(receiver)), Ty::Range, span)
+            }
+            ("step_by", Ty::Range)
+                if self.want_args(m, 1) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut k = self.expr(&mut m.args[0], Some(&usize_ty));
+                self.expect(&mut k, &usize_ty);
+                mk(
+                    ExprKind::StepBy(Box::new(receiver), Box::new(k)),
+                    Ty::Range,
+                    span,
+                )
+            }
+            ("unwrap", Ty::OptRange) if self.want_args(m, 0) => {
+                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a parallel iterator: `zip`, `enumerate`, `map`, the loops and the reductions.
+    fn par_iter_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("zip", Ty::ParIter(a)) if self.want_args(m, 1) => {
                 let other = self.expr(&mut m.args[0], None);
                 match &other.ty {
                     Ty::ParIter(b) => {
@@ -2593,7 +2764,7 @@ impl Checker<'_> {
                     }
                 }
             }
-            ("enumerate", Ty::ParIter(a)) if want_args(self, 0) => {
+            ("enumerate", Ty::ParIter(a)) if self.want_args(m, 0) => {
                 let shape = ParShape::Enumerate(Box::new(a.clone()));
                 mk(
                     ExprKind::Enumerate(Box::new(receiver)),
@@ -2601,14 +2772,14 @@ impl Checker<'_> {
                     span,
                 )
             }
-            ("for_each", Ty::ParIter(shape)) if want_args(self, 1) => {
+            ("for_each", Ty::ParIter(shape)) if self.want_args(m, 1) => {
                 if let ParShape::Mapped(_) = shape {
                     self.diags.error(m.method.span(), "`map` feeds a reduction (`sum`, `min`, `max`, `reduce`); to write elements, use `for_each` on the unmapped iterator");
                     return err(span);
                 }
                 self.for_each(receiver, shape.clone(), &mut m.args[0], span)
             }
-            ("for_each_lane", Ty::ParIter(shape)) if want_args(self, 1) => {
+            ("for_each_lane", Ty::ParIter(shape)) if self.want_args(m, 1) => {
                 if let ParShape::Mapped(_) = shape {
                     self.diags.error(
                         m.method.span(),
@@ -2618,16 +2789,15 @@ impl Checker<'_> {
                 }
                 self.for_each_lane(receiver, shape.clone(), &mut m.args[0], span)
             }
-            (_, Ty::Lane) => self.lane_method(&name, m, awaited, span),
-            ("map", Ty::ParIter(shape)) if want_args(self, 1) => {
+            ("map", Ty::ParIter(shape)) if self.want_args(m, 1) => {
                 let shape = shape.clone();
                 self.par_map(receiver, shape, &mut m.args[0], span)
             }
-            ("sum" | "min" | "max", Ty::ParIter(shape)) if want_args(self, 0) => {
+            ("sum" | "min" | "max", Ty::ParIter(shape)) if self.want_args(m, 0) => {
                 let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
                     return err(span);
                 };
-                let red = match name.as_str() {
+                let red = match name {
                     "sum" => Reduction::Sum,
                     "min" => Reduction::Min,
                     _ => Reduction::Max,
@@ -2640,7 +2810,7 @@ impl Checker<'_> {
             }
             // `fold` is `reduce` under the name some users reach for first: the accumulator and
             // the items have one type, and `op` also combines partial results (associative).
-            ("reduce" | "fold", Ty::ParIter(shape)) if want_args(self, 2) => {
+            ("reduce" | "fold", Ty::ParIter(shape)) if self.want_args(m, 2) => {
                 let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
                     return err(span);
                 };
@@ -2656,29 +2826,7 @@ impl Checker<'_> {
                 };
                 self.custom_reduce(receiver, elem, id_arg, op_arg, span)
             }
-            ("as_ptr" | "as_mut_ptr" | "as_ptr_range" | "as_mut_ptr_range", _) => {
-                self.diags.error(m.method.span(), "raw pointers are not in the kernel language: index the slice (the index is checked), or use `get_unchecked` in an `unsafe` block");
-                err(span)
-            }
-            (_, Ty::Scalar(s) | Ty::ElemRef { elem: s, .. })
-                if s.is_int() && name.starts_with("overflowing_") =>
-            {
-                let op = name.split_once('_').map_or("", |(_, op)| op);
-                self.diags.error(
-                    m.method.span(),
-                    format!("`{name}` returns a tuple with an overflow flag, which the kernel language does not have: use `checked_{op}`, `wrapping_{op}` or `saturating_{op}`"),
-                );
-                err(span)
-            }
-            _ => {
-                if argc == m.args.len() {
-                    self.diags.error(
-                        m.method.span(),
-                        format!("`{name}` is not a method the kernel language knows on `{rty}`"),
-                    );
-                }
-                err(span)
-            }
+            _ => self.unknown_method(name, &rty, m, span),
         }
     }
 
