@@ -806,6 +806,8 @@ impl Checker<'_> {
         stmts(block)
     }
 
+    /// Checks an expression. `expected` is the type its context wants, where known: it gives
+    /// untyped literals their type.
     fn expr(&mut self, e: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
         let span = e.span();
         match e {
@@ -831,209 +833,20 @@ impl Checker<'_> {
                 }
                 out
             }
-            syn::Expr::Cast(c) => {
-                let target = super::sig::parse_type(&c.ty, self.scope, self.diags);
-                let inner = self.expr(&mut c.expr, None);
-                let inner = self.auto_deref(inner);
-                match (&target, &inner.ty) {
-                    (Ty::Scalar(t), Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit) => {
-                        let mut inner = inner;
-                        match inner.ty {
-                            Ty::IntLit => fix_literals(&mut inner, Scalar::I32),
-                            Ty::FloatLit => fix_literals(&mut inner, Scalar::F32),
-                            _ => {}
-                        }
-                        if t.is_half() || inner.ty.scalar().is_some_and(Scalar::is_half) {
-                            self.diags.error(span, "`as` does not convert the `half` types in Rust: write `f16::from_f32(x)` (or `bf16::`) and `x.to_f32()`");
-                            return err(span);
-                        }
-                        if *t == Scalar::Bool && inner.ty != Ty::Scalar(Scalar::Bool) {
-                            self.diags.error(span, "casting to `bool` is not allowed in Rust: compare with zero instead, `x != 0`");
-                        }
-                        mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
-                    }
-                    (Ty::Scalar(t), Ty::Enum(..)) if t.is_int() => {
-                        mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
-                    }
-                    (Ty::Error, _) | (_, Ty::Error) => err(span),
-                    _ => {
-                        self.diags.error(
-                            span,
-                            format!(
-                                "`as` converts between scalars; cannot cast `{}` to `{}`",
-                                inner.ty, target
-                            ),
-                        );
-                        err(span)
-                    }
-                }
-            }
+            syn::Expr::Cast(c) => self.cast(c, span),
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Call(c) => self.call(c),
-            syn::Expr::Await(a) if matches!(&*a.base, syn::Expr::Async(_)) => {
-                // `async { .. }.await`: the block runs in place, in the enclosing role.
-                let syn::Expr::Async(block) = &mut *a.base else {
-                    return err(span);
-                };
-                if self.par_locals_start.is_some() || !self.sig.is_async {
-                    self.diags.error(a.await_token.span, "an async block is awaited in an async fn's role code, not in a parallel loop");
-                    return err(span);
-                }
-                self.async_block(block, span)
-            }
-            syn::Expr::Await(a) => {
-                self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));
-                let inner = self.expr(&mut a.base, None);
-                self.await_base = false;
-                if inner.ty == Ty::Error {
-                    return err(span);
-                }
-                if let ExprKind::Warp(..) = inner.kind {
-                    // A warp operation: checked (and typed as its result) by `lane_method`.
-                    return inner;
-                }
-                if self.par_locals_start.is_some() {
-                    self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
-                    return err(span);
-                }
-                if !self.sig.is_async {
-                    self.diags.error(
-                        a.await_token.span,
-                        "`.await` is only allowed inside `async fn`s",
-                    );
-                    return err(span);
-                }
-                match inner.ty.clone() {
-                    Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
-                    Ty::Error => err(span),
-                    other => {
-                        self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));
-                        err(span)
-                    }
-                }
-            }
+            syn::Expr::Await(a) => self.await_expr(a, span),
             syn::Expr::Index(ix) => self.index(ix),
-            syn::Expr::Range(r) => {
-                let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
-                    self.diags
-                        .error(span, "write a range with both ends, `a..b`");
-                    return err(span);
-                };
-                if matches!(r.limits, syn::RangeLimits::Closed(_)) {
-                    self.diags.error(
-                        span,
-                        "inclusive ranges are not supported yet: write `a..b + 1`",
-                    );
-                    return err(span);
-                }
-                let usize_ty = Ty::Scalar(Scalar::Usize);
-                let mut s = self.expr(start, Some(&usize_ty));
-                let mut t = self.expr(end, Some(&usize_ty));
-                self.expect(&mut s, &usize_ty);
-                self.expect(&mut t, &usize_ty);
-                mk(ExprKind::Range(Box::new(s), Box::new(t)), Ty::Range, span)
-            }
-            syn::Expr::Reference(r) => {
-                let inner = self.expr(&mut r.expr, None);
-                match inner.ty {
-                    Ty::Slice { elem, mutable } => {
-                        if r.mutability.is_some() && !mutable {
-                            self.diags
-                                .error(span, "cannot borrow a read-only slice as `&mut`");
-                        }
-                        let ty = Ty::Slice {
-                            elem,
-                            mutable: r.mutability.is_some(),
-                        };
-                        Expr { ty, ..inner }
-                    }
-                    Ty::Shared(s) if r.mutability.is_none() => mk(
-                        ExprKind::Block(Block {
-                            stmts: Vec::new(),
-                            tail: Some(Box::new(inner)),
-                        }),
-                        Ty::SharedRef(s),
-                        span,
-                    ),
-                    Ty::Shared(_) => {
-                        self.diags.error(span, "a shared value is updated through `&Shared<T>`: write `&cell`, not `&mut cell`");
-                        err(span)
-                    }
-                    Ty::Barrier if r.mutability.is_none() => mk(
-                        ExprKind::Block(Block {
-                            stmts: Vec::new(),
-                            tail: Some(Box::new(inner)),
-                        }),
-                        Ty::BarrierRef,
-                        span,
-                    ),
-                    Ty::Error => err(span),
-                    _ => {
-                        self.diags.error(span, "references are supported to slices and shared values only, as in `&x[range]`: pass scalars by value");
-                        err(span)
-                    }
-                }
-            }
-            syn::Expr::Block(b) => {
-                if let Some(l) = &b.label {
-                    self.diags.error_at(l, "block labels are not supported yet");
-                }
-                let block = self.block(&mut b.block);
-                let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
-                mk(ExprKind::Block(block), ty, span)
-            }
+            syn::Expr::Range(r) => self.range_expr(r, span),
+            syn::Expr::Reference(r) => self.reference(r, span),
+            syn::Expr::Block(b) => self.block_expr(b, span),
             syn::Expr::If(i) => self.if_expr(i, expected),
-            syn::Expr::Assign(a) => {
-                let place = self.place(&mut a.left);
-                let mut value = self.expr(&mut a.right, Some(&place.ty));
-                let target = match &place.ty {
-                    Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
-                    t => t.clone(),
-                };
-                self.expect(&mut value, &target);
-                mk(
-                    ExprKind::Assign(Box::new(place), Box::new(value)),
-                    Ty::Unit,
-                    span,
-                )
-            }
+            syn::Expr::Assign(a) => self.assign(a, span),
             syn::Expr::Macro(m) => self.macro_call(&m.mac.clone(), Some(e)),
-            syn::Expr::Loop(l) => {
-                let label = label_name(&l.label);
-                let (body, break_ty) = self.in_loop(label.clone(), true, |c| c.block(&mut l.body));
-                // Without a `break`, a `loop` never ends: its type is `!`.
-                let ty = match break_ty {
-                    Some(t) => t,
-                    None if Self::has_break(&body) => Ty::Unit,
-                    None => Ty::Never,
-                };
-                mk(ExprKind::Loop(label, body), ty, span)
-            }
+            syn::Expr::Loop(l) => self.loop_expr(l, span),
             syn::Expr::Match(m) => self.match_expr(m, expected),
-            syn::Expr::Return(r) => {
-                if self.in_async_block {
-                    self.diags.error_at(&r.return_token, "`return` in an async block leaves the block, not the function, in Rust: give the block a value instead");
-                    return err(span);
-                }
-                if self.par_locals_start.is_some() {
-                    self.diags.error_at(&r.return_token, "`return` inside a `par_iter` closure: the closure's value is its last expression");
-                    return err(span);
-                }
-                self.has_return = true;
-                let ret = self.sig.ret.clone();
-                let value = r.expr.as_mut().map(|v| {
-                    let mut v = self.expr(v, Some(&ret));
-                    self.expect(&mut v, &ret);
-                    Box::new(v)
-                });
-                if value.is_none() && ret != Ty::Unit && ret != Ty::Error {
-                    self.diags.error_at(
-                        &r.return_token,
-                        format!("this function returns a `{ret}`: write `return value;`"),
-                    );
-                }
-                mk(ExprKind::Return(value), Ty::Never, span)
-            }
+            syn::Expr::Return(r) => self.return_expr(r, span),
             syn::Expr::ForLoop(_)
             | syn::Expr::While(_)
             | syn::Expr::Break(_)
@@ -1059,15 +872,7 @@ impl Checker<'_> {
                 );
                 err(span)
             }
-            syn::Expr::Unsafe(u) => {
-                // Only for the unchecked accessors: what else is unsafe in Rust (raw pointers,
-                // `unsafe fn`s) is not in the language, and says so where it appears.
-                let outer = std::mem::replace(&mut self.in_unsafe, true);
-                let block = self.block(&mut u.block);
-                self.in_unsafe = outer;
-                let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
-                mk(ExprKind::Block(block), ty, span)
-            }
+            syn::Expr::Unsafe(u) => self.unsafe_block(u, span),
             syn::Expr::Let(l) => {
                 self.diags.error_at(
                     &l.let_token,
@@ -1075,193 +880,10 @@ impl Checker<'_> {
                 );
                 err(span)
             }
-            syn::Expr::Field(f) => {
-                let base = self.expr(&mut f.base, None);
-                let name = match &f.member {
-                    syn::Member::Named(n) => n.to_string(),
-                    syn::Member::Unnamed(_) => String::new(),
-                };
-                match (&base.ty, name.as_str()) {
-                    (Ty::Range, "start" | "end") => {
-                        let end = name == "end";
-                        mk(
-                            ExprKind::RangeBound(Box::new(base), end),
-                            Ty::Scalar(Scalar::Usize),
-                            span,
-                        )
-                    }
-                    (
-                        Ty::StructRef {
-                            id,
-                            name: sname,
-                            mutable,
-                        },
-                        field,
-                    ) if matches!(f.member, syn::Member::Named(_)) => {
-                        // `p.x` of a slot element: the element's field, read in place (or
-                        // written, through `place`).
-                        let def = &self.scope.struct_defs[*id as usize];
-                        match def.field(field) {
-                            Some((first, Some(len))) => mk(
-                                ExprKind::StructArray(Box::new(base.clone()), first as u32, len),
-                                Ty::Array(def.fields[first].1, len),
-                                span,
-                            ),
-                            Some((i, None)) => {
-                                let elem = def.fields[i].1;
-                                let field_ref = mk(
-                                    ExprKind::TupleField(Box::new(base.clone()), i as u32),
-                                    Ty::ElemRef {
-                                        elem,
-                                        mutable: *mutable,
-                                    },
-                                    span,
-                                );
-                                mk(ExprKind::Deref(Box::new(field_ref)), Ty::Scalar(elem), span)
-                            }
-                            None => {
-                                self.diags.error_at(
-                                    &f.member,
-                                    format!("`{sname}` has no field `{field}`"),
-                                );
-                                err(span)
-                            }
-                        }
-                    }
-                    (Ty::Struct(id, sname), field) if matches!(f.member, syn::Member::Named(_)) => {
-                        let def = &self.scope.struct_defs[*id as usize];
-                        let field = field.to_string();
-                        match def.field(&field) {
-                            Some((first, Some(len))) => mk(
-                                ExprKind::StructArray(Box::new(base), first as u32, len),
-                                Ty::Array(def.fields[first].1, len),
-                                span,
-                            ),
-                            Some((i, None)) => {
-                                let t = Ty::Scalar(def.fields[i].1);
-                                mk(ExprKind::TupleField(Box::new(base), i as u32), t, span)
-                            }
-                            None => {
-                                self.diags.error_at(
-                                    &f.member,
-                                    format!("`{sname}` has no field `{field}`"),
-                                );
-                                err(span)
-                            }
-                        }
-                    }
-                    (Ty::Tuple(ts), _) if matches!(f.member, syn::Member::Unnamed(_)) => {
-                        let syn::Member::Unnamed(index) = &f.member else {
-                            return err(span);
-                        };
-                        match ts.get(index.index as usize) {
-                            Some(t) => {
-                                let t = t.clone();
-                                mk(ExprKind::TupleField(Box::new(base), index.index), t, span)
-                            }
-                            None => {
-                                self.diags.error_at(
-                                    &f.member,
-                                    format!("this tuple has {} elements", ts.len()),
-                                );
-                                err(span)
-                            }
-                        }
-                    }
-                    (Ty::Error, _) => err(span),
-                    _ => {
-                        self.diags.error_at(
-                            &f.member,
-                            "field access is supported on ranges (`r.start`, `r.end`) and tuples (`t.0`) for now",
-                        );
-                        err(span)
-                    }
-                }
-            }
-            syn::Expr::Repeat(r) => {
-                let elem_expected = match expected {
-                    Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
-                    _ => None,
-                };
-                let value = self.expr(&mut r.expr, elem_expected.as_ref());
-                let Some(value) = self.array_element(value) else {
-                    return err(span);
-                };
-                let n = match super::consts::eval_usize(&r.len, &self.scope.consts) {
-                    Ok(n) => n as u32,
-                    Err(e) => {
-                        self.diags.push(e);
-                        return err(span);
-                    }
-                };
-                let s = value.ty.scalar().unwrap_or(Scalar::I32);
-                mk(
-                    ExprKind::ArrayRepeat(Box::new(value), n),
-                    Ty::Array(s, n),
-                    span,
-                )
-            }
-            syn::Expr::Array(a) => {
-                let mut elem_ty = match expected {
-                    Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
-                    _ => None,
-                };
-                let mut elems = Vec::new();
-                for x in a.elems.iter_mut() {
-                    let e = self.expr(x, elem_ty.as_ref());
-                    if elem_ty.is_none() && matches!(e.ty, Ty::Scalar(_)) {
-                        elem_ty = Some(e.ty.clone());
-                    }
-                    elems.push(e);
-                }
-                let mut out = Vec::new();
-                for e in elems {
-                    let mut e = self.auto_deref(e);
-                    if let Some(t) = &elem_ty {
-                        self.expect(&mut e, t);
-                    }
-                    let Some(e) = self.array_element(e) else {
-                        return err(span);
-                    };
-                    out.push(e);
-                }
-                let s = out
-                    .first()
-                    .and_then(|e| e.ty.scalar())
-                    .unwrap_or(Scalar::I32);
-                let n = out.len() as u32;
-                mk(ExprKind::ArrayList(out), Ty::Array(s, n), span)
-            }
-            syn::Expr::Tuple(t) if !t.elems.is_empty() => {
-                let want: Vec<Option<Ty>> = match expected {
-                    Some(Ty::Tuple(ts)) if ts.len() == t.elems.len() => {
-                        ts.iter().cloned().map(Some).collect()
-                    }
-                    _ => vec![None; t.elems.len()],
-                };
-                let mut elems = Vec::new();
-                for (x, w) in t.elems.iter_mut().zip(&want) {
-                    let e = self.expr(x, w.as_ref());
-                    let mut e = self.auto_deref(e);
-                    if let Some(w) = w {
-                        self.expect(&mut e, w);
-                    }
-                    match e.ty {
-                        Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit => {}
-                        Ty::Error => return err(span),
-                        ref other => {
-                            self.diags.error(
-                                e.span,
-                                format!("tuple elements are scalars; this is a `{other}`"),
-                            );
-                            return err(span);
-                        }
-                    }
-                    elems.push(e);
-                }
-                let ty = Ty::Tuple(elems.iter().map(|e| e.ty.clone()).collect());
-                mk(ExprKind::TupleLit(elems), ty, span)
-            }
+            syn::Expr::Field(f) => self.field(f, span),
+            syn::Expr::Repeat(r) => self.array_repeat(r, expected, span),
+            syn::Expr::Array(a) => self.array_list(a, expected, span),
+            syn::Expr::Tuple(t) if !t.elems.is_empty() => self.tuple_lit(t, expected, span),
             syn::Expr::Struct(st) => self.struct_lit(st, span),
             syn::Expr::Tuple(_) => {
                 self.diags
@@ -1271,6 +893,427 @@ impl Checker<'_> {
             _ => {
                 self.diags
                     .error(span, "this expression is not in the kernel language");
+                err(span)
+            }
+        }
+    }
+
+    /// `x as T`: between scalars (not the `half` types), and from an enum to an integer.
+    fn cast(&mut self, c: &mut syn::ExprCast, span: Span) -> Expr {
+        let target = super::sig::parse_type(&c.ty, self.scope, self.diags);
+        let inner = self.expr(&mut c.expr, None);
+        let inner = self.auto_deref(inner);
+        match (&target, &inner.ty) {
+            (Ty::Scalar(t), Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit) => {
+                let mut inner = inner;
+                match inner.ty {
+                    Ty::IntLit => fix_literals(&mut inner, Scalar::I32),
+                    Ty::FloatLit => fix_literals(&mut inner, Scalar::F32),
+                    _ => {}
+                }
+                if t.is_half() || inner.ty.scalar().is_some_and(Scalar::is_half) {
+                    self.diags.error(span, "`as` does not convert the `half` types in Rust: write `f16::from_f32(x)` (or `bf16::`) and `x.to_f32()`");
+                    return err(span);
+                }
+                if *t == Scalar::Bool && inner.ty != Ty::Scalar(Scalar::Bool) {
+                    self.diags.error(span, "casting to `bool` is not allowed in Rust: compare with zero instead, `x != 0`");
+                }
+                mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
+            }
+            (Ty::Scalar(t), Ty::Enum(..)) if t.is_int() => {
+                mk(ExprKind::Cast(Box::new(inner), *t), Ty::Scalar(*t), span)
+            }
+            (Ty::Error, _) | (_, Ty::Error) => err(span),
+            _ => {
+                self.diags.error(
+                    span,
+                    format!(
+                        "`as` converts between scalars; cannot cast `{}` to `{}`",
+                        inner.ty, target
+                    ),
+                );
+                err(span)
+            }
+        }
+    }
+
+    /// `a..b`: a range of `usize` with both ends, as a slice is indexed with.
+    fn range_expr(&mut self, r: &mut syn::ExprRange, span: Span) -> Expr {
+        let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
+            self.diags
+                .error(span, "write a range with both ends, `a..b`");
+            return err(span);
+        };
+        if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+            self.diags.error(
+                span,
+                "inclusive ranges are not supported yet: write `a..b + 1`",
+            );
+            return err(span);
+        }
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let mut s = self.expr(start, Some(&usize_ty));
+        let mut t = self.expr(end, Some(&usize_ty));
+        self.expect(&mut s, &usize_ty);
+        self.expect(&mut t, &usize_ty);
+        mk(ExprKind::Range(Box::new(s), Box::new(t)), Ty::Range, span)
+    }
+
+    /// `&x` and `&mut x`: of a slice, of a shared value or of a barrier.
+    fn reference(&mut self, r: &mut syn::ExprReference, span: Span) -> Expr {
+        let inner = self.expr(&mut r.expr, None);
+        match inner.ty {
+            Ty::Slice { elem, mutable } => {
+                if r.mutability.is_some() && !mutable {
+                    self.diags
+                        .error(span, "cannot borrow a read-only slice as `&mut`");
+                }
+                let ty = Ty::Slice {
+                    elem,
+                    mutable: r.mutability.is_some(),
+                };
+                Expr { ty, ..inner }
+            }
+            Ty::Shared(s) if r.mutability.is_none() => mk(
+                ExprKind::Block(Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(inner)),
+                }),
+                Ty::SharedRef(s),
+                span,
+            ),
+            Ty::Shared(_) => {
+                self.diags.error(span, "a shared value is updated through `&Shared<T>`: write `&cell`, not `&mut cell`");
+                err(span)
+            }
+            Ty::Barrier if r.mutability.is_none() => mk(
+                ExprKind::Block(Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(inner)),
+                }),
+                Ty::BarrierRef,
+                span,
+            ),
+            Ty::Error => err(span),
+            _ => {
+                self.diags.error(span, "references are supported to slices and shared values only, as in `&x[range]`: pass scalars by value");
+                err(span)
+            }
+        }
+    }
+
+    /// A block as an expression: its value is its tail's.
+    fn block_expr(&mut self, b: &mut syn::ExprBlock, span: Span) -> Expr {
+        if let Some(l) = &b.label {
+            self.diags.error_at(l, "block labels are not supported yet");
+        }
+        let block = self.block(&mut b.block);
+        let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        mk(ExprKind::Block(block), ty, span)
+    }
+
+    /// `place = value`.
+    fn assign(&mut self, a: &mut syn::ExprAssign, span: Span) -> Expr {
+        let place = self.place(&mut a.left);
+        let mut value = self.expr(&mut a.right, Some(&place.ty));
+        let target = match &place.ty {
+            Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
+            t => t.clone(),
+        };
+        self.expect(&mut value, &target);
+        mk(
+            ExprKind::Assign(Box::new(place), Box::new(value)),
+            Ty::Unit,
+            span,
+        )
+    }
+
+    /// `loop { .. }`: its value is given by `break value`, and it is `!` without a `break`.
+    fn loop_expr(&mut self, l: &mut syn::ExprLoop, span: Span) -> Expr {
+        let label = label_name(&l.label);
+        let (body, break_ty) = self.in_loop(label.clone(), true, |c| c.block(&mut l.body));
+        // Without a `break`, a `loop` never ends: its type is `!`.
+        let ty = match break_ty {
+            Some(t) => t,
+            None if Self::has_break(&body) => Ty::Unit,
+            None => Ty::Never,
+        };
+        mk(ExprKind::Loop(label, body), ty, span)
+    }
+
+    /// `return` and `return value` (not out of an async block or a parallel loop's closure).
+    fn return_expr(&mut self, r: &mut syn::ExprReturn, span: Span) -> Expr {
+        if self.in_async_block {
+            self.diags.error_at(&r.return_token, "`return` in an async block leaves the block, not the function, in Rust: give the block a value instead");
+            return err(span);
+        }
+        if self.par_locals_start.is_some() {
+            self.diags.error_at(
+                &r.return_token,
+                "`return` inside a `par_iter` closure: the closure's value is its last expression",
+            );
+            return err(span);
+        }
+        self.has_return = true;
+        let ret = self.sig.ret.clone();
+        let value = r.expr.as_mut().map(|v| {
+            let mut v = self.expr(v, Some(&ret));
+            self.expect(&mut v, &ret);
+            Box::new(v)
+        });
+        if value.is_none() && ret != Ty::Unit && ret != Ty::Error {
+            self.diags.error_at(
+                &r.return_token,
+                format!("this function returns a `{ret}`: write `return value;`"),
+            );
+        }
+        mk(ExprKind::Return(value), Ty::Never, span)
+    }
+
+    /// `unsafe { .. }`, inside which the unchecked accessors may be called.
+    fn unsafe_block(&mut self, u: &mut syn::ExprUnsafe, span: Span) -> Expr {
+        // Only for the unchecked accessors: what else is unsafe in Rust (raw pointers,
+        // `unsafe fn`s) is not in the language, and says so where it appears.
+        let outer = std::mem::replace(&mut self.in_unsafe, true);
+        let block = self.block(&mut u.block);
+        self.in_unsafe = outer;
+        let ty = block.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        mk(ExprKind::Block(block), ty, span)
+    }
+
+    /// `base.field`: a range's `start` or `end`, a struct's field (of a value or of a slot
+    /// element), a tuple's element.
+    fn field(&mut self, f: &mut syn::ExprField, span: Span) -> Expr {
+        let base = self.expr(&mut f.base, None);
+        let name = match &f.member {
+            syn::Member::Named(n) => n.to_string(),
+            syn::Member::Unnamed(_) => String::new(),
+        };
+        match (&base.ty, name.as_str()) {
+            (Ty::Range, "start" | "end") => {
+                let end = name == "end";
+                mk(
+                    ExprKind::RangeBound(Box::new(base), end),
+                    Ty::Scalar(Scalar::Usize),
+                    span,
+                )
+            }
+            (
+                Ty::StructRef {
+                    id,
+                    name: sname,
+                    mutable,
+                },
+                field,
+            ) if matches!(f.member, syn::Member::Named(_)) => {
+                // `p.x` of a slot element: the element's field, read in place (or
+                // written, through `place`).
+                let def = &self.scope.struct_defs[*id as usize];
+                match def.field(field) {
+                    Some((first, Some(len))) => mk(
+                        ExprKind::StructArray(Box::new(base.clone()), first as u32, len),
+                        Ty::Array(def.fields[first].1, len),
+                        span,
+                    ),
+                    Some((i, None)) => {
+                        let elem = def.fields[i].1;
+                        let field_ref = mk(
+                            ExprKind::TupleField(Box::new(base.clone()), i as u32),
+                            Ty::ElemRef {
+                                elem,
+                                mutable: *mutable,
+                            },
+                            span,
+                        );
+                        mk(ExprKind::Deref(Box::new(field_ref)), Ty::Scalar(elem), span)
+                    }
+                    None => {
+                        self.diags
+                            .error_at(&f.member, format!("`{sname}` has no field `{field}`"));
+                        err(span)
+                    }
+                }
+            }
+            (Ty::Struct(id, sname), field) if matches!(f.member, syn::Member::Named(_)) => {
+                let def = &self.scope.struct_defs[*id as usize];
+                let field = field.to_string();
+                match def.field(&field) {
+                    Some((first, Some(len))) => mk(
+                        ExprKind::StructArray(Box::new(base), first as u32, len),
+                        Ty::Array(def.fields[first].1, len),
+                        span,
+                    ),
+                    Some((i, None)) => {
+                        let t = Ty::Scalar(def.fields[i].1);
+                        mk(ExprKind::TupleField(Box::new(base), i as u32), t, span)
+                    }
+                    None => {
+                        self.diags
+                            .error_at(&f.member, format!("`{sname}` has no field `{field}`"));
+                        err(span)
+                    }
+                }
+            }
+            (Ty::Tuple(ts), _) if matches!(f.member, syn::Member::Unnamed(_)) => {
+                let syn::Member::Unnamed(index) = &f.member else {
+                    return err(span);
+                };
+                match ts.get(index.index as usize) {
+                    Some(t) => {
+                        let t = t.clone();
+                        mk(ExprKind::TupleField(Box::new(base), index.index), t, span)
+                    }
+                    None => {
+                        self.diags
+                            .error_at(&f.member, format!("this tuple has {} elements", ts.len()));
+                        err(span)
+                    }
+                }
+            }
+            (Ty::Error, _) => err(span),
+            _ => {
+                self.diags.error_at(
+                    &f.member,
+                    "field access is supported on ranges (`r.start`, `r.end`) and tuples (`t.0`) for now",
+                );
+                err(span)
+            }
+        }
+    }
+
+    /// `[value; N]` with a constant `N`.
+    fn array_repeat(&mut self, r: &mut syn::ExprRepeat, expected: Option<&Ty>, span: Span) -> Expr {
+        let elem_expected = match expected {
+            Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
+            _ => None,
+        };
+        let value = self.expr(&mut r.expr, elem_expected.as_ref());
+        let Some(value) = self.array_element(value) else {
+            return err(span);
+        };
+        let n = match super::consts::eval_usize(&r.len, &self.scope.consts) {
+            Ok(n) => n as u32,
+            Err(e) => {
+                self.diags.push(e);
+                return err(span);
+            }
+        };
+        let s = value.ty.scalar().unwrap_or(Scalar::I32);
+        mk(
+            ExprKind::ArrayRepeat(Box::new(value), n),
+            Ty::Array(s, n),
+            span,
+        )
+    }
+
+    /// `[a, b, ..]`: scalars of one type.
+    fn array_list(&mut self, a: &mut syn::ExprArray, expected: Option<&Ty>, span: Span) -> Expr {
+        let mut elem_ty = match expected {
+            Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
+            _ => None,
+        };
+        let mut elems = Vec::new();
+        for x in a.elems.iter_mut() {
+            let e = self.expr(x, elem_ty.as_ref());
+            if elem_ty.is_none() && matches!(e.ty, Ty::Scalar(_)) {
+                elem_ty = Some(e.ty.clone());
+            }
+            elems.push(e);
+        }
+        let mut out = Vec::new();
+        for e in elems {
+            let mut e = self.auto_deref(e);
+            if let Some(t) = &elem_ty {
+                self.expect(&mut e, t);
+            }
+            let Some(e) = self.array_element(e) else {
+                return err(span);
+            };
+            out.push(e);
+        }
+        let s = out
+            .first()
+            .and_then(|e| e.ty.scalar())
+            .unwrap_or(Scalar::I32);
+        let n = out.len() as u32;
+        mk(ExprKind::ArrayList(out), Ty::Array(s, n), span)
+    }
+
+    /// `(a, b, ..)` of scalars.
+    fn tuple_lit(&mut self, t: &mut syn::ExprTuple, expected: Option<&Ty>, span: Span) -> Expr {
+        let want: Vec<Option<Ty>> = match expected {
+            Some(Ty::Tuple(ts)) if ts.len() == t.elems.len() => {
+                ts.iter().cloned().map(Some).collect()
+            }
+            _ => vec![None; t.elems.len()],
+        };
+        let mut elems = Vec::new();
+        for (x, w) in t.elems.iter_mut().zip(&want) {
+            let e = self.expr(x, w.as_ref());
+            let mut e = self.auto_deref(e);
+            if let Some(w) = w {
+                self.expect(&mut e, w);
+            }
+            match e.ty {
+                Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit => {}
+                Ty::Error => return err(span),
+                ref other => {
+                    self.diags.error(
+                        e.span,
+                        format!("tuple elements are scalars; this is a `{other}`"),
+                    );
+                    return err(span);
+                }
+            }
+            elems.push(e);
+        }
+        let ty = Ty::Tuple(elems.iter().map(|e| e.ty.clone()).collect());
+        mk(ExprKind::TupleLit(elems), ty, span)
+    }
+
+    /// `x.await`: of a future, of a warp operation (checked where it is called), or of an
+    /// `async { .. }` block, which runs in place in the enclosing role.
+    fn await_expr(&mut self, a: &mut syn::ExprAwait, span: Span) -> Expr {
+        if matches!(&*a.base, syn::Expr::Async(_)) {
+            // `async { .. }.await`: the block runs in place, in the enclosing role.
+            let syn::Expr::Async(block) = &mut *a.base else {
+                return err(span);
+            };
+            if self.par_locals_start.is_some() || !self.sig.is_async {
+                self.diags.error(
+                    a.await_token.span,
+                    "an async block is awaited in an async fn's role code, not in a parallel loop",
+                );
+                return err(span);
+            }
+            return self.async_block(block, span);
+        }
+        self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));
+        let inner = self.expr(&mut a.base, None);
+        self.await_base = false;
+        if inner.ty == Ty::Error {
+            return err(span);
+        }
+        if let ExprKind::Warp(..) = inner.kind {
+            // A warp operation: checked (and typed as its result) by `lane_method`.
+            return inner;
+        }
+        if self.par_locals_start.is_some() {
+            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
+            return err(span);
+        }
+        if !self.sig.is_async {
+            self.diags.error(
+                a.await_token.span,
+                "`.await` is only allowed inside `async fn`s",
+            );
+            return err(span);
+        }
+        match inner.ty.clone() {
+            Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
+            Ty::Error => err(span),
+            other => {
+                self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));
                 err(span)
             }
         }
