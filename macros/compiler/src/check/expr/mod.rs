@@ -219,6 +219,8 @@ impl Checker<'_> {
         out
     }
 
+    /// `let pattern = value;`, with the type the checker infers written into the shadow code's
+    /// pattern (unless the user wrote one).
     fn let_stmt(&mut self, local: &mut syn::Local) -> Option<Stmt> {
         let Some(init) = local.init.as_mut() else {
             self.diags.error_at(
@@ -247,198 +249,13 @@ impl Checker<'_> {
         }
         match &pat {
             syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                if let Ty::IntLit = value.ty {
-                    fix_literals(&mut value, Scalar::I32);
-                } else if let Ty::FloatLit = value.ty {
-                    fix_literals(&mut value, Scalar::F32);
-                }
-                if matches!(value.ty, Ty::ChanPair(_)) {
-                    self.diags.error_at(
-                        &pat,
-                        "a channel is two ends: write `let (tx, rx) = channel::<..>();`",
-                    );
-                }
-                if matches!(value.ty, Ty::ElemRef { .. })
-                    || matches!(value.ty, Ty::Future(_) | Ty::ParIter(_) | Ty::Role)
-                {
-                    self.diags.error(value.span, format!("a value of type `{}` cannot be stored in a local: use it where it is made", value.ty));
-                }
-                if let Ty::Tuple(ts) = value.ty.clone() {
-                    let defaults: Vec<Ty> = ts
-                        .iter()
-                        .map(|t| match t {
-                            Ty::IntLit => Ty::Scalar(Scalar::I32),
-                            Ty::FloatLit => Ty::Scalar(Scalar::F32),
-                            t => t.clone(),
-                        })
-                        .collect();
-                    self.expect(&mut value, &Ty::Tuple(defaults));
-                    if ascribed.is_none() {
-                        let span = pi.ident.span();
-                        let names: Vec<syn::Ident> = value_tuple_names(&value.ty, span);
-                        local.pat = syn::Pat::Type(syn::PatType {
-                            attrs: Vec::new(),
-                            pat: Box::new(pat.clone()),
-                            colon_token: Default::default(),
-                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
-                        });
-                    }
-                }
-                if ascribed.is_none() {
-                    if let Ty::Array(s, n) = value.ty {
-                        // Written in, so that rustc's element type is the checker's.
-                        let span = pi.ident.span();
-                        let s_ident = syn::Ident::new(s.rust_name(), span);
-                        let n = n as usize;
-                        local.pat = syn::Pat::Type(syn::PatType {
-                            attrs: Vec::new(),
-                            pat: Box::new(pat.clone()),
-                            colon_token: Default::default(),
-                            ty: Box::new(syn::Type::Verbatim(
-                                quote_spanned!(span=> [#s_ident; #n]),
-                            )),
-                        });
-                    }
-                    if let Ty::Scalar(s) = value.ty {
-                        let span = pi.ident.span();
-                        let s_ident = syn::Ident::new(s.rust_name(), span);
-                        local.pat = syn::Pat::Type(syn::PatType {
-                            attrs: Vec::new(),
-                            pat: Box::new(pat.clone()),
-                            colon_token: Default::default(),
-                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> #s_ident))),
-                        });
-                    }
-                }
-                let id = self.declare(
-                    &pi.ident.to_string(),
-                    value.ty.clone(),
-                    pi.mutability.is_some(),
-                    pi.ident.span(),
-                );
-                Some(Stmt::Let(LetPattern::Local(id), value))
+                self.let_name(local, &pat, pi, value, ascribed.as_ref())
             }
             syn::Pat::Wild(_) => Some(Stmt::Let(LetPattern::Ignore, value)),
-            syn::Pat::Tuple(t) if matches!(value.ty, Ty::Tuple(ref ts) if ts.len() == t.elems.len()) =>
-            {
-                let Ty::Tuple(ts) = value.ty.clone() else {
-                    return None;
-                };
-                let defaults: Vec<Ty> = ts
-                    .iter()
-                    .map(|t| match t {
-                        Ty::IntLit => Ty::Scalar(Scalar::I32),
-                        Ty::FloatLit => Ty::Scalar(Scalar::F32),
-                        t => t.clone(),
-                    })
-                    .collect();
-                self.expect(&mut value, &Ty::Tuple(defaults.clone()));
-                let mut ids = Vec::new();
-                for (p, ty) in t.elems.iter().zip(defaults) {
-                    match p {
-                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                            ids.push(Some(self.declare(
-                                &pi.ident.to_string(),
-                                ty,
-                                pi.mutability.is_some(),
-                                pi.ident.span(),
-                            )));
-                        }
-                        syn::Pat::Wild(_) => ids.push(None),
-                        other => {
-                            self.diags
-                                .error_at(other, "bind each element of the tuple to a name or `_`");
-                            return None;
-                        }
-                    }
-                }
-                // Written in, so that rustc's element types are the checker's.
-                if ascribed.is_none() {
-                    if let Ty::Tuple(ts) = &value.ty {
-                        let span = t.span();
-                        let names: Vec<syn::Ident> = ts
-                            .iter()
-                            .map(|t| {
-                                syn::Ident::new(t.scalar().map_or("i32", |s| s.rust_name()), span)
-                            })
-                            .collect();
-                        local.pat = syn::Pat::Type(syn::PatType {
-                            attrs: Vec::new(),
-                            pat: Box::new(pat.clone()),
-                            colon_token: Default::default(),
-                            ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
-                        });
-                    }
-                }
-                Some(Stmt::Let(LetPattern::Tuple(ids), value))
+            syn::Pat::Tuple(t) if matches!(value.ty, Ty::Tuple(ref ts) if ts.len() == t.elems.len()) => {
+                self.let_tuple(local, &pat, t, value, ascribed.as_ref())
             }
-            syn::Pat::Tuple(t) if t.elems.len() == 2 => {
-                if let Ty::OneshotPair(s) = value.ty {
-                    let mut ids = Vec::new();
-                    for (i, p) in t.elems.iter().enumerate() {
-                        let syn::Pat::Ident(pi) = p else {
-                            self.diags.error_at(
-                                p,
-                                "name each end of the one-shot value: `let (tx, rx) = ...`",
-                            );
-                            return None;
-                        };
-                        let ty = if i == 0 {
-                            Ty::OneshotSender(s)
-                        } else {
-                            Ty::OneshotReceiver(s)
-                        };
-                        ids.push(self.declare(
-                            &pi.ident.to_string(),
-                            ty,
-                            pi.mutability.is_some(),
-                            pi.ident.span(),
-                        ));
-                    }
-                    return Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value));
-                }
-                let Ty::ChanPair(c) = value.ty.clone() else {
-                    if value.ty != Ty::Error {
-                        self.diags.error_at(
-                            &pat,
-                            "tuple patterns are supported for `let (tx, rx) = channel::<..>();` only",
-                        );
-                    }
-                    // Declare the names anyway, so that their uses are not reported again.
-                    for p in &t.elems {
-                        if let syn::Pat::Ident(pi) = p {
-                            self.declare(&pi.ident.to_string(), Ty::Error, true, pi.ident.span());
-                        }
-                    }
-                    return None;
-                };
-                let mut ids = Vec::new();
-                for (i, p) in t.elems.iter().enumerate() {
-                    match p {
-                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                            let ty = if i == 0 {
-                                Ty::Sender(c.clone())
-                            } else {
-                                Ty::Receiver(c.clone())
-                            };
-                            ids.push(self.declare(
-                                &pi.ident.to_string(),
-                                ty,
-                                pi.mutability.is_some(),
-                                pi.ident.span(),
-                            ));
-                        }
-                        other => {
-                            self.diags.error_at(
-                                other,
-                                "name each end of the channel: `let (tx, rx) = ...`",
-                            );
-                            return None;
-                        }
-                    }
-                }
-                Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value))
-            }
+            syn::Pat::Tuple(t) if t.elems.len() == 2 => self.let_pair(&pat, t, value),
             other => {
                 self.diags.error_at(
                     other,
@@ -447,6 +264,217 @@ impl Checker<'_> {
                 None
             }
         }
+    }
+
+    /// `let name = value;` (`pat` is `local`'s pattern without its ascription).
+    fn let_name(
+        &mut self,
+        local: &mut syn::Local,
+        pat: &syn::Pat,
+        pi: &syn::PatIdent,
+        mut value: Expr,
+        ascribed: Option<&Ty>,
+    ) -> Option<Stmt> {
+        if let Ty::IntLit = value.ty {
+            fix_literals(&mut value, Scalar::I32);
+        } else if let Ty::FloatLit = value.ty {
+            fix_literals(&mut value, Scalar::F32);
+        }
+        if matches!(value.ty, Ty::ChanPair(_)) {
+            self.diags.error_at(
+                &pat,
+                "a channel is two ends: write `let (tx, rx) = channel::<..>();`",
+            );
+        }
+        if matches!(value.ty, Ty::ElemRef { .. })
+            || matches!(value.ty, Ty::Future(_) | Ty::ParIter(_) | Ty::Role)
+        {
+            self.diags.error(
+                value.span,
+                format!(
+                    "a value of type `{}` cannot be stored in a local: use it where it is made",
+                    value.ty
+                ),
+            );
+        }
+        if let Ty::Tuple(ts) = value.ty.clone() {
+            let defaults: Vec<Ty> = ts
+                .iter()
+                .map(|t| match t {
+                    Ty::IntLit => Ty::Scalar(Scalar::I32),
+                    Ty::FloatLit => Ty::Scalar(Scalar::F32),
+                    t => t.clone(),
+                })
+                .collect();
+            self.expect(&mut value, &Ty::Tuple(defaults));
+            if ascribed.is_none() {
+                let span = pi.ident.span();
+                let names: Vec<syn::Ident> = value_tuple_names(&value.ty, span);
+                local.pat = syn::Pat::Type(syn::PatType {
+                    attrs: Vec::new(),
+                    pat: Box::new(pat.clone()),
+                    colon_token: Default::default(),
+                    ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
+                });
+            }
+        }
+        if ascribed.is_none() {
+            if let Ty::Array(s, n) = value.ty {
+                // Written in, so that rustc's element type is the checker's.
+                let span = pi.ident.span();
+                let s_ident = syn::Ident::new(s.rust_name(), span);
+                let n = n as usize;
+                local.pat = syn::Pat::Type(syn::PatType {
+                    attrs: Vec::new(),
+                    pat: Box::new(pat.clone()),
+                    colon_token: Default::default(),
+                    ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> [#s_ident; #n]))),
+                });
+            }
+            if let Ty::Scalar(s) = value.ty {
+                let span = pi.ident.span();
+                let s_ident = syn::Ident::new(s.rust_name(), span);
+                local.pat = syn::Pat::Type(syn::PatType {
+                    attrs: Vec::new(),
+                    pat: Box::new(pat.clone()),
+                    colon_token: Default::default(),
+                    ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> #s_ident))),
+                });
+            }
+        }
+        let id = self.declare(
+            &pi.ident.to_string(),
+            value.ty.clone(),
+            pi.mutability.is_some(),
+            pi.ident.span(),
+        );
+        Some(Stmt::Let(LetPattern::Local(id), value))
+    }
+
+    /// `let (a, b, ..) = value;` of a tuple value: each element bound to a name or `_`.
+    fn let_tuple(
+        &mut self,
+        local: &mut syn::Local,
+        pat: &syn::Pat,
+        t: &syn::PatTuple,
+        mut value: Expr,
+        ascribed: Option<&Ty>,
+    ) -> Option<Stmt> {
+        let Ty::Tuple(ts) = value.ty.clone() else {
+            return None;
+        };
+        let defaults: Vec<Ty> = ts
+            .iter()
+            .map(|t| match t {
+                Ty::IntLit => Ty::Scalar(Scalar::I32),
+                Ty::FloatLit => Ty::Scalar(Scalar::F32),
+                t => t.clone(),
+            })
+            .collect();
+        self.expect(&mut value, &Ty::Tuple(defaults.clone()));
+        let mut ids = Vec::new();
+        for (p, ty) in t.elems.iter().zip(defaults) {
+            match p {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    ids.push(Some(self.declare(
+                        &pi.ident.to_string(),
+                        ty,
+                        pi.mutability.is_some(),
+                        pi.ident.span(),
+                    )));
+                }
+                syn::Pat::Wild(_) => ids.push(None),
+                other => {
+                    self.diags
+                        .error_at(other, "bind each element of the tuple to a name or `_`");
+                    return None;
+                }
+            }
+        }
+        // Written in, so that rustc's element types are the checker's.
+        if ascribed.is_none() {
+            if let Ty::Tuple(ts) = &value.ty {
+                let span = t.span();
+                let names: Vec<syn::Ident> = ts
+                    .iter()
+                    .map(|t| syn::Ident::new(t.scalar().map_or("i32", |s| s.rust_name()), span))
+                    .collect();
+                local.pat = syn::Pat::Type(syn::PatType {
+                    attrs: Vec::new(),
+                    pat: Box::new(pat.clone()),
+                    colon_token: Default::default(),
+                    ty: Box::new(syn::Type::Verbatim(quote_spanned!(span=> (#(#names,)*)))),
+                });
+            }
+        }
+        Some(Stmt::Let(LetPattern::Tuple(ids), value))
+    }
+
+    /// `let (tx, rx) = ..;` of a channel or of a one-shot value: its two ends.
+    fn let_pair(&mut self, pat: &syn::Pat, t: &syn::PatTuple, value: Expr) -> Option<Stmt> {
+        if let Ty::OneshotPair(s) = value.ty {
+            let mut ids = Vec::new();
+            for (i, p) in t.elems.iter().enumerate() {
+                let syn::Pat::Ident(pi) = p else {
+                    self.diags.error_at(
+                        p,
+                        "name each end of the one-shot value: `let (tx, rx) = ...`",
+                    );
+                    return None;
+                };
+                let ty = if i == 0 {
+                    Ty::OneshotSender(s)
+                } else {
+                    Ty::OneshotReceiver(s)
+                };
+                ids.push(self.declare(
+                    &pi.ident.to_string(),
+                    ty,
+                    pi.mutability.is_some(),
+                    pi.ident.span(),
+                ));
+            }
+            return Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value));
+        }
+        let Ty::ChanPair(c) = value.ty.clone() else {
+            if value.ty != Ty::Error {
+                self.diags.error_at(
+                    &pat,
+                    "tuple patterns are supported for `let (tx, rx) = channel::<..>();` only",
+                );
+            }
+            // Declare the names anyway, so that their uses are not reported again.
+            for p in &t.elems {
+                if let syn::Pat::Ident(pi) = p {
+                    self.declare(&pi.ident.to_string(), Ty::Error, true, pi.ident.span());
+                }
+            }
+            return None;
+        };
+        let mut ids = Vec::new();
+        for (i, p) in t.elems.iter().enumerate() {
+            match p {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    let ty = if i == 0 {
+                        Ty::Sender(c.clone())
+                    } else {
+                        Ty::Receiver(c.clone())
+                    };
+                    ids.push(self.declare(
+                        &pi.ident.to_string(),
+                        ty,
+                        pi.mutability.is_some(),
+                        pi.ident.span(),
+                    ));
+                }
+                other => {
+                    self.diags
+                        .error_at(other, "name each end of the channel: `let (tx, rx) = ...`");
+                    return None;
+                }
+            }
+        }
+        Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value))
     }
 
     /// Runs `f` inside a loop context; returns its result and the type `break value` gave.
@@ -499,93 +527,8 @@ impl Checker<'_> {
     /// expression).
     fn control_stmt(&mut self, e: &mut syn::Expr) -> Option<Stmt> {
         match e {
-            syn::Expr::ForLoop(f) => {
-                let label = label_name(&f.label);
-                let mut head = &mut *f.expr;
-                while let syn::Expr::Paren(p) = head {
-                    head = &mut *p.expr;
-                }
-                let iter = match head {
-                    syn::Expr::Range(r) => self.loop_range(r),
-                    other => self.expr(other, None),
-                };
-                let var_ty = match (&iter.kind, &iter.ty) {
-                    (ExprKind::Range(a, _) | ExprKind::InclusiveRange(a, _), _) => a.ty.clone(),
-                    (ExprKind::StepBy(..) | ExprKind::Rev(..), _) => Ty::Scalar(Scalar::Usize),
-                    (_, Ty::Tiles) => Ty::Range,
-                    (_, Ty::Error) => Ty::Error,
-                    (_, other) => {
-                        self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`) or `block_tiles(..)`, not over `{other}`"));
-                        Ty::Error
-                    }
-                };
-                self.names.push(HashMap::new());
-                let var = match &*f.pat {
-                    syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
-                        &pi.ident.to_string(),
-                        var_ty,
-                        pi.mutability.is_some(),
-                        pi.ident.span(),
-                    ),
-                    syn::Pat::Wild(w) => self.declare("_", var_ty, false, w.span()),
-                    other => {
-                        self.diags
-                            .error_at(other, "bind the loop variable to a name");
-                        self.declare("_", var_ty, false, other.span())
-                    }
-                };
-                let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
-                self.names.pop();
-                Some(Stmt::For(label, var, iter, body))
-            }
-            syn::Expr::While(w) => {
-                let label = label_name(&w.label);
-                if let syn::Expr::Let(l) = &mut *w.cond {
-                    let scrutinee = self.expr(&mut l.expr, None);
-                    let item_ty = match &scrutinee.ty {
-                        Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
-                        Ty::OptRange => Ty::Range,
-                        Ty::Error => Ty::Error,
-                        other => {
-                            self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
-                            Ty::Error
-                        }
-                    };
-                    self.names.push(HashMap::new());
-                    let var = match &*l.pat {
-                        syn::Pat::TupleStruct(ts)
-                            if ts.path.is_ident("Some") && ts.elems.len() == 1 =>
-                        {
-                            match &ts.elems[0] {
-                                syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
-                                    &pi.ident.to_string(),
-                                    item_ty,
-                                    pi.mutability.is_some(),
-                                    pi.ident.span(),
-                                ),
-                                syn::Pat::Wild(wd) => self.declare("_", item_ty, false, wd.span()),
-                                other => {
-                                    self.diags
-                                        .error_at(other, "bind the item to a name: `Some(slot)`");
-                                    self.declare("_", item_ty, false, other.span())
-                                }
-                            }
-                        }
-                        other => {
-                            self.diags
-                                .error_at(other, "write `while let Some(name) = ...`");
-                            self.declare("_", item_ty, false, other.span())
-                        }
-                    };
-                    let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
-                    self.names.pop();
-                    return Some(Stmt::WhileLet(label, var, scrutinee, body));
-                }
-                let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
-                self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
-                let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
-                Some(Stmt::While(label, cond, body))
-            }
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::While(w) => self.while_loop(w),
             syn::Expr::Break(b) => {
                 let target = self.target_loop(&b.label, &*b, "break");
                 let value = b.expr.as_mut().map(|v| self.break_value(target, v));
@@ -599,6 +542,95 @@ impl Checker<'_> {
             }
             _ => None,
         }
+    }
+
+    /// `for x in iter { .. }` over a range (maybe reversed or stepped) or `block_tiles(..)`.
+    fn for_loop(&mut self, f: &mut syn::ExprForLoop) -> Option<Stmt> {
+        let label = label_name(&f.label);
+        let mut head = &mut *f.expr;
+        while let syn::Expr::Paren(p) = head {
+            head = &mut *p.expr;
+        }
+        let iter = match head {
+            syn::Expr::Range(r) => self.loop_range(r),
+            other => self.expr(other, None),
+        };
+        let var_ty = match (&iter.kind, &iter.ty) {
+            (ExprKind::Range(a, _) | ExprKind::InclusiveRange(a, _), _) => a.ty.clone(),
+            (ExprKind::StepBy(..) | ExprKind::Rev(..), _) => Ty::Scalar(Scalar::Usize),
+            (_, Ty::Tiles) => Ty::Range,
+            (_, Ty::Error) => Ty::Error,
+            (_, other) => {
+                self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`) or `block_tiles(..)`, not over `{other}`"));
+                Ty::Error
+            }
+        };
+        self.names.push(HashMap::new());
+        let var = match &*f.pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                &pi.ident.to_string(),
+                var_ty,
+                pi.mutability.is_some(),
+                pi.ident.span(),
+            ),
+            syn::Pat::Wild(w) => self.declare("_", var_ty, false, w.span()),
+            other => {
+                self.diags
+                    .error_at(other, "bind the loop variable to a name");
+                self.declare("_", var_ty, false, other.span())
+            }
+        };
+        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
+        self.names.pop();
+        Some(Stmt::For(label, var, iter, body))
+    }
+
+    /// `while cond { .. }`, and `while let Some(x) = ..` over receives and tiles.
+    fn while_loop(&mut self, w: &mut syn::ExprWhile) -> Option<Stmt> {
+        let label = label_name(&w.label);
+        if let syn::Expr::Let(l) = &mut *w.cond {
+            let scrutinee = self.expr(&mut l.expr, None);
+            let item_ty = match &scrutinee.ty {
+                Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+                Ty::OptRange => Ty::Range,
+                Ty::Error => Ty::Error,
+                other => {
+                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
+                    Ty::Error
+                }
+            };
+            self.names.push(HashMap::new());
+            let var = match &*l.pat {
+                syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                    match &ts.elems[0] {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                            &pi.ident.to_string(),
+                            item_ty,
+                            pi.mutability.is_some(),
+                            pi.ident.span(),
+                        ),
+                        syn::Pat::Wild(wd) => self.declare("_", item_ty, false, wd.span()),
+                        other => {
+                            self.diags
+                                .error_at(other, "bind the item to a name: `Some(slot)`");
+                            self.declare("_", item_ty, false, other.span())
+                        }
+                    }
+                }
+                other => {
+                    self.diags
+                        .error_at(other, "write `while let Some(name) = ...`");
+                    self.declare("_", item_ty, false, other.span())
+                }
+            };
+            let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+            self.names.pop();
+            return Some(Stmt::WhileLet(label, var, scrutinee, body));
+        }
+        let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
+        self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
+        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+        Some(Stmt::While(label, cond, body))
     }
 
     /// The value of `break value`: all the breaks of one `loop` give values of one type.
@@ -3970,80 +4002,7 @@ impl Checker<'_> {
                 if !self.is_kernel() {
                     return self.role_join(mac, node, span);
                 }
-                let parsed = mac.parse_body_with(
-                    syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
-                );
-                let mut roles_syn = match parsed {
-                    Ok(r) => r,
-                    Err(e) => {
-                        self.diags.push(e);
-                        return err(span);
-                    }
-                };
-                let mut roles = Vec::new();
-                let mut rewritten = Vec::new();
-                for role in roles_syn.iter_mut() {
-                    if let Some((e, role_name)) = self.on_warps(role) {
-                        roles.push(e);
-                        let rspan = role.span();
-                        let lit = syn::LitStr::new(&role_name, rspan);
-                        rewritten.push(quote_spanned!(rspan=> #role.__named(#lit)));
-                    }
-                }
-                if roles_syn.is_empty() {
-                    self.diags.error(
-                        span,
-                        "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
-                    );
-                }
-                // Each barrier learns, in the simulator, how many roles meet at it: those given it.
-                let mut meeting: Vec<(LocalId, usize)> = Vec::new();
-                for role in &roles {
-                    let ExprKind::OnWarps { call, .. } = &role.kind else {
-                        continue;
-                    };
-                    let ExprKind::Call(_, args) = &call.kind else {
-                        continue;
-                    };
-                    let mut mine: Vec<LocalId> = Vec::new();
-                    for a in args {
-                        let local = match &a.kind {
-                            ExprKind::Block(b) => b.tail.as_deref(),
-                            _ => Some(a),
-                        };
-                        if let (
-                            Ty::BarrierRef,
-                            Some(Expr {
-                                kind: ExprKind::Local(id),
-                                ..
-                            }),
-                        ) = (&a.ty, local)
-                        {
-                            if !mine.contains(id) {
-                                mine.push(*id);
-                            }
-                        }
-                    }
-                    for id in mine {
-                        match meeting.iter_mut().find(|(l, _)| *l == id) {
-                            Some((_, n)) => *n += 1,
-                            None => meeting.push((id, 1)),
-                        }
-                    }
-                }
-                let counts = meeting.iter().map(|(id, n)| {
-                    let local = &self.locals[id.0 as usize].name;
-                    let name = match local.strip_prefix("r#") {
-                        Some(raw) => syn::Ident::new_raw(raw, span),
-                        None => syn::Ident::new(local, span),
-                    };
-                    quote_spanned!(span=> #name.__participants(#n);)
-                });
-                *node = syn::Expr::Verbatim(quote_spanned!(span=> {
-                    #(#counts)*
-                    ::gpu_async::device::join_roles([#(#rewritten),*])
-                }));
-                mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
+                self.kernel_join(mac, node, span)
             }
             "select" => self.select(mac, node, span),
             "vec" | "format" => {
@@ -4072,6 +4031,85 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `join!(on_warps(..), ..)` in a kernel body: its roles. The shadow code calls
+    /// `join_roles`, after telling each barrier how many roles meet at it.
+    fn kernel_join(&mut self, mac: &syn::Macro, node: &mut syn::Expr, span: Span) -> Expr {
+        let parsed = mac.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        );
+        let mut roles_syn = match parsed {
+            Ok(r) => r,
+            Err(e) => {
+                self.diags.push(e);
+                return err(span);
+            }
+        };
+        let mut roles = Vec::new();
+        let mut rewritten = Vec::new();
+        for role in roles_syn.iter_mut() {
+            if let Some((e, role_name)) = self.on_warps(role) {
+                roles.push(e);
+                let rspan = role.span();
+                let lit = syn::LitStr::new(&role_name, rspan);
+                rewritten.push(quote_spanned!(rspan=> #role.__named(#lit)));
+            }
+        }
+        if roles_syn.is_empty() {
+            self.diags.error(
+                span,
+                "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
+            );
+        }
+        // Each barrier learns, in the simulator, how many roles meet at it: those given it.
+        let mut meeting: Vec<(LocalId, usize)> = Vec::new();
+        for role in &roles {
+            let ExprKind::OnWarps { call, .. } = &role.kind else {
+                continue;
+            };
+            let ExprKind::Call(_, args) = &call.kind else {
+                continue;
+            };
+            let mut mine: Vec<LocalId> = Vec::new();
+            for a in args {
+                let local = match &a.kind {
+                    ExprKind::Block(b) => b.tail.as_deref(),
+                    _ => Some(a),
+                };
+                if let (
+                    Ty::BarrierRef,
+                    Some(Expr {
+                        kind: ExprKind::Local(id),
+                        ..
+                    }),
+                ) = (&a.ty, local)
+                {
+                    if !mine.contains(id) {
+                        mine.push(*id);
+                    }
+                }
+            }
+            for id in mine {
+                match meeting.iter_mut().find(|(l, _)| *l == id) {
+                    Some((_, n)) => *n += 1,
+                    None => meeting.push((id, 1)),
+                }
+            }
+        }
+        let counts = meeting.iter().map(|(id, n)| {
+            let local = &self.locals[id.0 as usize].name;
+            let name = match local.strip_prefix("r#") {
+                Some(raw) => syn::Ident::new_raw(raw, span),
+                None => syn::Ident::new(local, span),
+            };
+            quote_spanned!(span=> #name.__participants(#n);)
+        });
+        *node = syn::Expr::Verbatim(quote_spanned!(span=> {
+            #(#counts)*
+            ::gpu_async::device::join_roles([#(#rewritten),*])
+        }));
+        mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
     }
 
     /// `panic!`, `assert!` and friends: a device panic whose message is Rust's (the format string
