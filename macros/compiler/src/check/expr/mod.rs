@@ -263,54 +263,6 @@ impl Checker<'_> {
         }
     }
 
-    /// `x.await`: of a future, of a warp operation (checked where it is called), or of an
-    /// `async { .. }` block, which runs in place in the enclosing role.
-    fn await_expr(&mut self, a: &mut syn::ExprAwait, span: Span) -> Expr {
-        if matches!(&*a.base, syn::Expr::Async(_)) {
-            // `async { .. }.await`: the block runs in place, in the enclosing role.
-            let syn::Expr::Async(block) = &mut *a.base else {
-                return err(span);
-            };
-            if self.par_locals_start.is_some() || !self.sig.is_async {
-                self.diags.error(
-                    a.await_token.span,
-                    "an async block is awaited in an async fn's role code, not in a parallel loop",
-                );
-                return err(span);
-            }
-            return self.async_block(block, span);
-        }
-        self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));
-        let inner = self.expr(&mut a.base, None);
-        self.await_base = false;
-        if inner.ty == Ty::Error {
-            return err(span);
-        }
-        if let ExprKind::Warp(..) = inner.kind {
-            // A warp operation: checked (and typed as its result) by `lane_method`.
-            return inner;
-        }
-        if self.par_locals_start.is_some() {
-            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
-            return err(span);
-        }
-        if !self.sig.is_async {
-            self.diags.error(
-                a.await_token.span,
-                "`.await` is only allowed inside `async fn`s",
-            );
-            return err(span);
-        }
-        match inner.ty.clone() {
-            Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
-            Ty::Error => err(span),
-            other => {
-                self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));
-                err(span)
-            }
-        }
-    }
-
     fn auto_deref(&mut self, e: Expr) -> Expr {
         match e.ty {
             Ty::ElemRef { elem, .. } => {
