@@ -11,6 +11,8 @@ use crate::tir::{Block, Expr, ExprKind, LetPattern, Lit, MatchArm, MatchPat, Stm
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
+    /// `if cond { .. } else { .. }` (without `else`, of type `()`), and `if let Some(v) = opt`,
+    /// which becomes `let tmp = opt;` and an `if` on `tmp.is_some()` that binds `v`.
     pub(super) fn if_expr(&mut self, i: &mut syn::ExprIf, expected: Option<&Ty>) -> Expr {
         let span = i.span();
         let bool_ty = Ty::Scalar(Scalar::Bool);
@@ -265,6 +267,8 @@ impl Checker<'_> {
         mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
     }
 
+    /// Pushes the values `pat` matches to `out`: literals, constants, enum variants, `lo..=hi`
+    /// ranges and `a | b`.
     fn match_patterns(&mut self, pat: &syn::Pat, int: Scalar, out: &mut Vec<MatchPat>) {
         let value = |this: &mut Self, e: &syn::Expr| -> Option<u64> {
             if let syn::Expr::Path(p) = e {

@@ -12,6 +12,8 @@ use crate::tir::{Expr, ExprKind, FnId};
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
+    /// `f(args)`: a function of `gpu_async::device`, a `half` constructor, or a helper fn of the
+    /// module.
     pub(super) fn call(&mut self, c: &mut syn::ExprCall) -> Expr {
         let span = c.span();
         let syn::Expr::Path(p) = &*c.func else {
@@ -166,6 +168,8 @@ impl Checker<'_> {
         }
     }
 
+    /// A call of a helper fn of the module (a kernel cannot be called): each argument has its
+    /// parameter's type.
     fn helper_call(&mut self, id: FnId, c: &mut syn::ExprCall, span: Span) -> Expr {
         if !self.scope.sigs[id.0 as usize].generics.is_empty() {
             return self.generic_call(id, c, span);

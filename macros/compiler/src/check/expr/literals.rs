@@ -10,6 +10,8 @@ use crate::tir::{Expr, ExprKind, Lit};
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
+    /// An integer, float or `bool` literal. An unsuffixed number takes the expected type where
+    /// that is a type of its kind, and stays untyped otherwise.
     pub(super) fn literal(&mut self, lit: &syn::Lit, expected: Option<&Ty>) -> Expr {
         let span = lit.span();
         match lit {
@@ -76,6 +78,8 @@ impl Checker<'_> {
         }
     }
 
+    /// A name: an enum variant, an associated constant (`u32::MAX`), a local, or a `const` or
+    /// `static` of the module.
     pub(super) fn path_expr(&mut self, p: &syn::ExprPath) -> Expr {
         let span = p.span();
         if let Some(e) = self.enum_value(&p.path) {

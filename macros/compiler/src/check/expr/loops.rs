@@ -21,6 +21,7 @@ pub(super) struct LoopCtx {
     break_ty: Option<Ty>,
 }
 
+/// The name of a loop's label, without its `'`.
 fn label_name(l: &Option<syn::Label>) -> Option<String> {
     l.as_ref().map(|l| l.name.ident.to_string())
 }
@@ -225,6 +226,7 @@ impl Checker<'_> {
         value
     }
 
+    /// Whether `block` has a `break` at any depth.
     fn has_break(block: &Block) -> bool {
         // A `loop` whose body has a `break` (at any depth of statements) ends; nested loops'
         // own breaks are counted too, which only makes the type `()` instead of `!`.

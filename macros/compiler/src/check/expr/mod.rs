@@ -1,4 +1,9 @@
 //! The function checker: statements and expressions.
+//!
+//! One [`Checker`] walks one function. This file holds its state, the entry
+//! [`check_function`], the helpers every part uses (scopes, `expect`, `auto_deref`) and `expr`,
+//! which hands each kind of expression to the module of its topic; each module adds the methods
+//! of its topic to `Checker`.
 
 use std::collections::HashMap;
 
@@ -7,8 +12,7 @@ use syn::spanned::Spanned;
 
 use super::{assignable, ModuleScope};
 use crate::diag::Diagnostics;
-use crate::tir::Signature;
-use crate::tir::*;
+use crate::tir::{BinOp, Expr, ExprKind, FnId, Function, Lit, Local, LocalId, Signature};
 use crate::types::{Scalar, Ty};
 use loops::LoopCtx;
 use operators::wrapping_form;
@@ -89,11 +93,14 @@ pub(crate) fn check_function(
     (function, checker.calls)
 }
 
+/// The state of checking one function.
 struct Checker<'a> {
     scope: &'a ModuleScope,
     sig: &'a Signature,
     diags: &'a mut Diagnostics,
+    /// The function's locals, by `LocalId`.
     locals: Vec<Local>,
+    /// The names in scope, one map per block, innermost last.
     names: Vec<HashMap<String, LocalId>>,
     /// Inside a `for_each` closure: the first local the closure declared. Locals before it are
     /// captured, and read-only.
@@ -112,9 +119,12 @@ struct Checker<'a> {
     await_base: bool,
     /// Inside a branch of a `join!` of futures (where another `join!` is not supported).
     in_join: bool,
+    /// The helpers called, and where (for the recursion check).
     calls: Vec<(FnId, Span)>,
 }
 
+/// The expression given where checking failed: of type `Ty::Error`, which its uses do not
+/// report again.
 fn err(span: Span) -> Expr {
     Expr {
         kind: ExprKind::Lit(Lit::Bool(false)),
@@ -123,11 +133,13 @@ fn err(span: Span) -> Expr {
     }
 }
 
+/// An expression of `kind` and type `ty` at `span`.
 fn mk(kind: ExprKind, ty: Ty, span: Span) -> Expr {
     Expr { kind, ty, span }
 }
 
 impl Checker<'_> {
+    /// Declares a local in the innermost scope; returns its id.
     fn declare(&mut self, name: &str, ty: Ty, mutable: bool, span: Span) -> LocalId {
         let id = LocalId(self.locals.len() as u32);
         self.locals.push(Local {
@@ -143,10 +155,12 @@ impl Checker<'_> {
         id
     }
 
+    /// The local a name refers to, innermost scope first.
     fn lookup(&self, name: &str) -> Option<LocalId> {
         self.names.iter().rev().find_map(|s| s.get(name).copied())
     }
 
+    /// The function being checked is a kernel.
     fn is_kernel(&self) -> bool {
         self.sig.kernel.is_some()
     }
@@ -263,6 +277,8 @@ impl Checker<'_> {
         }
     }
 
+    /// The value an element reference refers to (as Rust derefs `v` in `v + 1`); any other
+    /// expression as it is.
     fn auto_deref(&mut self, e: Expr) -> Expr {
         match e.ty {
             Ty::ElemRef { elem, .. } => {
@@ -273,6 +289,7 @@ impl Checker<'_> {
         }
     }
 
+    /// The local `e` is; reports that `what` is called on a local variable if `e` is not one.
     fn local_of(&mut self, e: &Expr, what: &str) -> Option<LocalId> {
         match e.kind {
             ExprKind::Local(id) => Some(id),

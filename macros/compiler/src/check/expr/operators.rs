@@ -13,6 +13,8 @@ use crate::tir::{BinOp, Expr, ExprKind, UnOp};
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
+    /// `a op b` and `place op= b`: both sides of one type (a literal side takes the other's),
+    /// except a shift's amount, which is any integer.
     pub(super) fn binary(&mut self, b: &mut syn::ExprBinary, expected: Option<&Ty>) -> Expr {
         let span = b.span();
         use syn::BinOp as S;
@@ -163,6 +165,8 @@ impl Checker<'_> {
         mk(ExprKind::Binary(op, Box::new(l), Box::new(r)), result, span)
     }
 
+    /// Reports `op` where it is not defined for `s` (the `half` types have arithmetic and
+    /// comparisons only).
     fn check_operand_type(&mut self, op: BinOp, s: Scalar, span: Span) {
         if s.is_half()
             && !matches!(
@@ -202,6 +206,7 @@ impl Checker<'_> {
         }
     }
 
+    /// `*r`, `-x` (which the shadow code spells `wrapping_neg` on signed integers) and `!x`.
     pub(super) fn unary(&mut self, u: &mut syn::ExprUnary, expected: Option<&Ty>) -> Expr {
         let span = u.span();
         match u.op {

@@ -107,6 +107,8 @@ impl Checker<'_> {
         }
     }
 
+    /// A parallel iterator over the elements of a slice or a slot (not inside another parallel
+    /// loop's closure).
     pub(super) fn par_source(
         &mut self,
         receiver: Expr,
@@ -128,6 +130,7 @@ impl Checker<'_> {
         )
     }
 
+    /// `iter.for_each(|item| body)`: the body runs once per item.
     fn for_each(&mut self, iter: Expr, shape: ParShape, arg: &mut syn::Expr, span: Span) -> Expr {
         let syn::Expr::Closure(c) = arg else {
             self.diags
@@ -350,6 +353,7 @@ impl Checker<'_> {
         Some(c)
     }
 
+    /// A closure's body as a block (an expression body is its tail).
     pub(super) fn closure_body(&mut self, body: &mut syn::Expr) -> Block {
         match body {
             syn::Expr::Block(b) => self.block(&mut b.block),
@@ -363,6 +367,8 @@ impl Checker<'_> {
         }
     }
 
+    /// Declares the names of a parallel closure's parameter: a reference to an element or a
+    /// struct, `(a, b)` for `zip`, `(i, x)` for `enumerate`.
     pub(super) fn par_binding(&mut self, pat: &syn::Pat, shape: &ParShape) -> ParBinding {
         match pat {
             syn::Pat::Type(t) => self.par_binding(&t.pat, shape),

@@ -174,6 +174,7 @@ impl Checker<'_> {
         }
     }
 
+    /// `base[i]` of a slice, a local array, an atomic slice or a slot, and `slice[a..b]`.
     pub(super) fn index(&mut self, ix: &mut syn::ExprIndex) -> Expr {
         let span = ix.span();
         let base = self.expr(&mut ix.expr, None);

@@ -15,6 +15,7 @@ use crate::tir::{Block, Expr, ExprKind, LetPattern, Stmt};
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
+    /// A block, in a scope of its own: its statements and its tail expression.
     pub(super) fn block(&mut self, block: &mut syn::Block) -> Block {
         self.names.push(HashMap::new());
         let mut out = Block::default();
