@@ -1,6 +1,7 @@
-//! Concurrency inside a role: `join!` of futures and `select!` between channel receives.
+//! Concurrency inside a role: `.await` (of a future or of an `async { .. }` block), `join!` of
+//! futures and `select!` between channel receives.
 //!
-//! Both are checked here and rewritten, for the shadow code, into calls of
+//! `join!` and `select!` are checked here and rewritten, for the shadow code, into calls of
 //! `gpu_async::device::{joinN, selectN}` (what rustc checks and the simulator runs).
 
 use std::collections::HashMap;
@@ -172,11 +173,59 @@ impl Checker<'_> {
         }
     }
 
+    /// `x.await`: of a future, of a warp operation (checked where it is called), or of an
+    /// `async { .. }` block, which runs in place in the enclosing role.
+    pub(super) fn await_expr(&mut self, a: &mut syn::ExprAwait, span: Span) -> Expr {
+        if matches!(&*a.base, syn::Expr::Async(_)) {
+            // `async { .. }.await`: the block runs in place, in the enclosing role.
+            let syn::Expr::Async(block) = &mut *a.base else {
+                return err(span);
+            };
+            if self.par_locals_start.is_some() || !self.sig.is_async {
+                self.diags.error(
+                    a.await_token.span,
+                    "an async block is awaited in an async fn's role code, not in a parallel loop",
+                );
+                return err(span);
+            }
+            return self.async_block(block, span);
+        }
+        self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));
+        let inner = self.expr(&mut a.base, None);
+        self.await_base = false;
+        if inner.ty == Ty::Error {
+            return err(span);
+        }
+        if let ExprKind::Warp(..) = inner.kind {
+            // A warp operation: checked (and typed as its result) by `lane_method`.
+            return inner;
+        }
+        if self.par_locals_start.is_some() {
+            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
+            return err(span);
+        }
+        if !self.sig.is_async {
+            self.diags.error(
+                a.await_token.span,
+                "`.await` is only allowed inside `async fn`s",
+            );
+            return err(span);
+        }
+        match inner.ty.clone() {
+            Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
+            Ty::Error => err(span),
+            other => {
+                self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));
+                err(span)
+            }
+        }
+    }
+
     /// An async block (a `join!` branch, or awaited in place), checked in its own scope. An
     /// `async move` block owns the values it mentions: those dropped with an effect (a sender
     /// closes its channel, a slot is released) are dropped where the block ends, as in Rust, not
     /// where the enclosing function ends; the block gets those drops as its last statements.
-    pub(super) fn async_block(&mut self, block: &mut syn::ExprAsync, span: Span) -> Expr {
+    fn async_block(&mut self, block: &mut syn::ExprAsync, span: Span) -> Expr {
         let first_own = self.locals.len() as u32;
         let outer = std::mem::replace(&mut self.in_async_block, true);
         self.names.push(HashMap::new());

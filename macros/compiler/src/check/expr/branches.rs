@@ -1,0 +1,350 @@
+//! Branches: `if`, `if let Some(v) = ..`, `match` over integers and enums, and `return`.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::{err, fix_literals, mk, Checker};
+use crate::check::consts;
+use crate::tir::{Block, Expr, ExprKind, LetPattern, Lit, MatchArm, MatchPat, Stmt};
+use crate::types::{Scalar, Ty};
+
+impl Checker<'_> {
+    /// `if cond { .. } else { .. }` (without `else`, of type `()`), and `if let Some(v) = opt`,
+    /// which becomes `let tmp = opt;` and an `if` on `tmp.is_some()` that binds `v`.
+    pub(super) fn if_expr(&mut self, i: &mut syn::ExprIf, expected: Option<&Ty>) -> Expr {
+        let span = i.span();
+        let bool_ty = Ty::Scalar(Scalar::Bool);
+        // `if let Some(v) = opt { .. }`: `let tmp = opt; if tmp.is_some() { let v = ..; .. }`.
+        let mut if_let = None;
+        let (cond, mut then) = if let syn::Expr::Let(l) = &mut *i.cond {
+            let scrutinee = self.expr(&mut l.expr, None);
+            let s = match scrutinee.ty {
+                Ty::Opt(s) => s,
+                Ty::Error => return err(span),
+                Ty::OptRecvSlot(_) => {
+                    self.diags.error_at(&l.let_token, "`if let` over a receive is not supported: write `while let Some(slot) = rx.recv().await`, or `let slot = rx.recv().await.unwrap();`");
+                    return err(span);
+                }
+                ref other => {
+                    self.diags.error(
+                        scrutinee.span,
+                        format!("`if let` takes the `Option` of a `checked_*` method here, not a `{other}`"),
+                    );
+                    return err(span);
+                }
+            };
+            let name = match &*l.pat {
+                syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                    match &ts.elems[0] {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                            Some((
+                                pi.ident.to_string(),
+                                pi.mutability.is_some(),
+                                pi.ident.span(),
+                            ))
+                        }
+                        syn::Pat::Wild(_) => None,
+                        other => {
+                            self.diags
+                                .error_at(other, "bind the value to a name, as in `Some(v)`");
+                            return err(span);
+                        }
+                    }
+                }
+                other => {
+                    self.diags.error_at(
+                        other,
+                        "write `if let Some(v) = ..` (use `.is_none()` for the other case)",
+                    );
+                    return err(span);
+                }
+            };
+            let tmp = self.declare("__gpu_async_option", Ty::Opt(s), false, span);
+            let tmp_expr = mk(ExprKind::Local(tmp), Ty::Opt(s), span);
+            let cond = mk(
+                ExprKind::OptIsSome(Box::new(tmp_expr.clone()), true),
+                bool_ty.clone(),
+                span,
+            );
+            self.names.push(HashMap::new());
+            let mut bound = Vec::new();
+            if let Some((name, mutable, at)) = name {
+                let v = self.declare(&name, Ty::Scalar(s), mutable, at);
+                // The value where it is `Some` (the `unwrap_or` default is never taken there).
+                let zero = mk(ExprKind::Lit(Lit::Int(0)), Ty::Scalar(s), span);
+                let zero = if s.is_float() {
+                    mk(ExprKind::Lit(Lit::Float(0.0)), Ty::Scalar(s), span)
+                } else {
+                    zero
+                };
+                let value = mk(
+                    ExprKind::OptUnwrap(Box::new(tmp_expr), Some(Box::new(zero))),
+                    Ty::Scalar(s),
+                    span,
+                );
+                bound.push(Stmt::Let(LetPattern::Local(v), value));
+            }
+            let mut then = self.block(&mut i.then_branch);
+            self.names.pop();
+            bound.append(&mut then.stmts);
+            then.stmts = bound;
+            if_let = Some((tmp, scrutinee));
+            (cond, then)
+        } else {
+            let mut cond = self.expr(&mut i.cond, Some(&bool_ty));
+            self.expect(&mut cond, &bool_ty);
+            let then = self.block(&mut i.then_branch);
+            (cond, then)
+        };
+        let else_ = i
+            .else_branch
+            .as_mut()
+            .map(|(_, e)| Box::new(self.expr(e, expected)));
+        let then_ty = then.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        let ty = match &else_ {
+            None => {
+                if !matches!(then_ty, Ty::Unit | Ty::Error) {
+                    self.diags.error(
+                        span,
+                        "an `if` without `else` has no value: add an `else` branch",
+                    );
+                }
+                Ty::Unit
+            }
+            Some(e) => {
+                let mut e = e.clone();
+                match (&then_ty, &e.ty) {
+                    (a, b) if a == b => a.clone(),
+                    // A branch that never ends (`return`, `break`, a `loop` without one) takes
+                    // the other's type.
+                    (Ty::Never, b) => b.clone(),
+                    (a, Ty::Never) => a.clone(),
+                    (Ty::Scalar(s), Ty::IntLit | Ty::FloatLit) => {
+                        self.expect(&mut e, &Ty::Scalar(*s));
+                        then_ty.clone()
+                    }
+                    (Ty::IntLit | Ty::FloatLit, Ty::Scalar(s)) => {
+                        let s = *s;
+                        if let Some(t) = then.tail.as_mut() {
+                            self.expect(t, &Ty::Scalar(s));
+                        }
+                        Ty::Scalar(s)
+                    }
+                    (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
+                    (a, b) => {
+                        self.diags.error(
+                            span,
+                            format!(
+                                "the branches of this `if` have different types, `{a}` and `{b}`"
+                            ),
+                        );
+                        Ty::Error
+                    }
+                }
+            }
+        };
+        let else_ = else_.map(|mut e| {
+            if let Ty::Scalar(s) = ty {
+                fix_literals(&mut e, s);
+            }
+            e
+        });
+        if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
+            self.diags.error(span, format!("an `if` cannot produce a `{ty}` yet: declare it before the `if` and assign its parts in each branch"));
+            return err(span);
+        }
+        let if_expr = mk(ExprKind::If(Box::new(cond), then, else_), ty.clone(), span);
+        match if_let {
+            Some((tmp, scrutinee)) => mk(
+                ExprKind::Block(Block {
+                    stmts: vec![Stmt::Let(LetPattern::Local(tmp), scrutinee)],
+                    tail: Some(Box::new(if_expr)),
+                }),
+                ty,
+                span,
+            ),
+            None => if_expr,
+        }
+    }
+
+    /// `match` over an integer: literal, `a | b` and `lo..=hi` patterns, `_`, guards.
+    pub(super) fn match_expr(&mut self, m: &mut syn::ExprMatch, expected: Option<&Ty>) -> Expr {
+        let span = m.match_token.span;
+        let scrutinee = self.expr(&mut m.expr, None);
+        let mut scrutinee = self.auto_deref(scrutinee);
+        if scrutinee.ty == Ty::IntLit {
+            fix_literals(&mut scrutinee, Scalar::I32);
+        }
+        let int = match scrutinee.ty {
+            Ty::Scalar(s) if s.is_int() => s,
+            // An enum without payloads is matched on its discriminant.
+            Ty::Enum(..) => Scalar::U32,
+            Ty::Error => return err(span),
+            Ty::Opt(_) => {
+                self.diags.error(scrutinee.span, "`match` on an `Option` is not in the kernel language yet: write `if let Some(v) = .. { .. } else { .. }`");
+                return err(span);
+            }
+            ref other => {
+                self.diags.error(scrutinee.span, format!("`match` works over integers in kernels; this is a `{other}` (use `if`/`else`)"));
+                return err(span);
+            }
+        };
+        let mut arms = Vec::new();
+        let mut ty: Option<Ty> = expected.cloned().filter(|t| matches!(t, Ty::Scalar(_)));
+        for arm in m.arms.iter_mut() {
+            let mut patterns = Vec::new();
+            self.names.push(HashMap::new());
+            let binding = match &arm.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    patterns.push(MatchPat::Wild);
+                    Some(self.declare(
+                        &pi.ident.to_string(),
+                        Ty::Scalar(int),
+                        false,
+                        pi.ident.span(),
+                    ))
+                }
+                pat => {
+                    self.match_patterns(pat, int, &mut patterns);
+                    None
+                }
+            };
+            let guard = arm.guard.as_mut().map(|(_, g)| {
+                let mut g = self.expr(g, Some(&Ty::Scalar(Scalar::Bool)));
+                self.expect(&mut g, &Ty::Scalar(Scalar::Bool));
+                g
+            });
+            let mut body = self.expr(&mut arm.body, ty.as_ref());
+            match (&ty, &body.ty) {
+                (_, Ty::Never | Ty::Error) => {}
+                (Some(t), _) => {
+                    let t = t.clone();
+                    self.expect(&mut body, &t);
+                }
+                (None, Ty::IntLit | Ty::FloatLit) => {}
+                (None, other) => ty = Some(other.clone()),
+            }
+            self.names.pop();
+            arms.push(MatchArm {
+                patterns,
+                binding,
+                guard,
+                body,
+            });
+        }
+        let ty = match ty {
+            Some(t) => t,
+            None => {
+                // Every arm is a literal (or diverges): Rust's defaults.
+                let lit = arms
+                    .iter()
+                    .map(|a| a.body.ty.clone())
+                    .find(|t| matches!(t, Ty::IntLit | Ty::FloatLit));
+                // Left open, like a literal: the context (a `let` type, a return type) fixes it.
+                match lit {
+                    Some(t) => t,
+                    None => {
+                        if arms.iter().all(|a| a.body.ty == Ty::Never) {
+                            Ty::Never
+                        } else {
+                            Ty::Unit
+                        }
+                    }
+                }
+            }
+        };
+        if let Ty::Scalar(s) = ty {
+            for a in arms.iter_mut() {
+                fix_literals(&mut a.body, s);
+            }
+        }
+        if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
+            self.diags.error(span, format!("a `match` cannot produce a `{ty}` yet: declare it before the `match` and assign its parts in each arm"));
+            return err(span);
+        }
+        mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
+    }
+
+    /// Pushes the values `pat` matches to `out`: literals, constants, enum variants, `lo..=hi`
+    /// ranges and `a | b`.
+    fn match_patterns(&mut self, pat: &syn::Pat, int: Scalar, out: &mut Vec<MatchPat>) {
+        let value = |this: &mut Self, e: &syn::Expr| -> Option<u64> {
+            if let syn::Expr::Path(p) = e {
+                if let Some(v) = this.enum_value(&p.path) {
+                    return match v.kind {
+                        ExprKind::Lit(Lit::Int(d)) => Some(int.int_bits(d as i128)),
+                        _ => None,
+                    };
+                }
+            }
+            match consts::eval_const(e, int, &this.scope.consts, this.diags) {
+                // The bits the lowering gives a constant of this type (all 64 of them for the
+                // 64-bit types).
+                Some(Lit::Int(v)) => Some(int.int_bits(v as i128)),
+                _ => None,
+            }
+        };
+        match pat {
+            syn::Pat::Wild(_) => out.push(MatchPat::Wild),
+            syn::Pat::Or(o) => {
+                for p in &o.cases {
+                    self.match_patterns(p, int, out);
+                }
+            }
+            syn::Pat::Lit(l) => {
+                let e = syn::Expr::Lit(l.clone());
+                if let Some(v) = value(self, &e) {
+                    out.push(MatchPat::Value(v));
+                }
+            }
+            syn::Pat::Path(p) => {
+                let e = syn::Expr::Path(p.clone());
+                if let Some(v) = value(self, &e) {
+                    out.push(MatchPat::Value(v));
+                }
+            }
+            syn::Pat::Range(r) if matches!(r.limits, syn::RangeLimits::Closed(_)) => {
+                match (r.start.as_deref(), r.end.as_deref()) {
+                    (Some(a), Some(b)) => {
+                        if let (Some(a), Some(b)) = (value(self, a), value(self, b)) {
+                            out.push(MatchPat::Range(a, b));
+                        }
+                    }
+                    _ => self.diags.error_at(r, "write a range pattern with both ends, `lo..=hi`"),
+                }
+            }
+            other => self.diags.error_at(other, "`match` arms in kernels are integer literals, constants, `lo..=hi` ranges, `a | b`, or `_`"),
+        }
+    }
+
+    /// `return` and `return value` (not out of an async block or a parallel loop's closure).
+    pub(super) fn return_expr(&mut self, r: &mut syn::ExprReturn, span: Span) -> Expr {
+        if self.in_async_block {
+            self.diags.error_at(&r.return_token, "`return` in an async block leaves the block, not the function, in Rust: give the block a value instead");
+            return err(span);
+        }
+        if self.par_locals_start.is_some() {
+            self.diags.error_at(
+                &r.return_token,
+                "`return` inside a `par_iter` closure: the closure's value is its last expression",
+            );
+            return err(span);
+        }
+        self.has_return = true;
+        let ret = self.sig.ret.clone();
+        let value = r.expr.as_mut().map(|v| {
+            let mut v = self.expr(v, Some(&ret));
+            self.expect(&mut v, &ret);
+            Box::new(v)
+        });
+        if value.is_none() && ret != Ty::Unit && ret != Ty::Error {
+            self.diags.error_at(
+                &r.return_token,
+                format!("this function returns a `{ret}`: write `return value;`"),
+            );
+        }
+        mk(ExprKind::Return(value), Ty::Never, span)
+    }
+}

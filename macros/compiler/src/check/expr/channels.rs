@@ -1,0 +1,271 @@
+//! Methods of the values roles share: channel ends and their slots (`reserve`, `recv`, `send`,
+//! `copy_from`, `copy_to`), one-shot values, barriers and shared values.
+//!
+//! Most are role code: a parallel loop's closure cannot use a channel, send a one-shot value,
+//! wait at a barrier or write a shared value.
+
+use proc_macro2::Span;
+
+use super::{err, mk, Checker};
+use crate::tir::{Expr, ExprKind, Lit};
+use crate::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
+
+impl Checker<'_> {
+    /// A method of a channel end or slot: `subscribe`, `reserve`, `recv`, `send`, `copy_from`,
+    /// `copy_to`, `len`, `par_iter`.
+    pub(super) fn channel_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("subscribe", Ty::Receiver(c)) if self.want_args(m, 0) => {
+                let c = c.clone();
+                if !self.is_kernel() {
+                    self.diags.error(m.method.span(), "`subscribe()` makes another receiver in the kernel body, before `join!`; each receiving role takes its own");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::Subscribe(Box::new(receiver)),
+                    Ty::Receiver(c),
+                    span,
+                )
+            }
+            ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if self.want_args(m, 0) => mk(
+                ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                Ty::Scalar(Scalar::Usize),
+                span,
+            ),
+            ("reserve", Ty::Sender(c))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "reserve") =>
+            {
+                self.local_of(&receiver, "reserve");
+                mk(
+                    ExprKind::Reserve(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::SendSlot(c.clone()))),
+                    span,
+                )
+            }
+            ("recv", Ty::Receiver(c))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "recv") =>
+            {
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::Recv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::OptRecvSlot(c.clone()))),
+                    span,
+                )
+            }
+            ("send", Ty::SendSlot(_))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "send") =>
+            {
+                self.local_of(&receiver, "send");
+                mk(ExprKind::Send(Box::new(receiver)), Ty::Unit, span)
+            }
+            ("copy_from", Ty::SendSlot(c))
+                if self.want_args(m, 1) && self.no_channel_ops_in_par(span, "copy_from") =>
+            {
+                self.local_of(&receiver, "copy_from");
+                let Some(elem) = self.copy_payload_elem(c, "copy_from", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(src) = self.copy_slice_arg(&mut m.args[0], "copy_from", elem, false)
+                else {
+                    return err(span);
+                };
+                mk(
+                    ExprKind::CopyFrom(Box::new(receiver), Box::new(src)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            ("copy_to", Ty::RecvSlot(c))
+                if self.want_args(m, 1) && self.no_channel_ops_in_par(span, "copy_to") =>
+            {
+                self.local_of(&receiver, "copy_to");
+                let Some(elem) = self.copy_payload_elem(c, "copy_to", m.method.span()) else {
+                    return err(span);
+                };
+                let Some(dst) = self.copy_slice_arg(&mut m.args[0], "copy_to", elem, true) else {
+                    return err(span);
+                };
+                mk(
+                    ExprKind::CopyTo(Box::new(receiver), Box::new(dst)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            // `rx.recv().await.unwrap()`: the next slot, or a device panic once the channel is
+            // closed (the slot's channel must be known where it is received).
+            ("unwrap", Ty::OptRecvSlot(c)) if self.want_args(m, 0) => {
+                let c = c.clone();
+                let is_recv = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
+                if !is_recv {
+                    self.diags.error(m.method.span(), "`unwrap` takes the slot of `rx.recv().await` directly: write `rx.recv().await.unwrap()`, or `while let Some(slot) = rx.recv().await`");
+                    return err(span);
+                }
+                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::RecvSlot(c), span)
+            }
+            ("par_iter" | "par_iter_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
+                if self.want_args(m, 0) =>
+            {
+                let want_mut = name == "par_iter_mut";
+                if want_mut && matches!(rty, Ty::RecvSlot(_)) {
+                    self.diags.error(
+                        receiver.span,
+                        "a received slot is read-only: `par_iter_mut` works on a reserved slot",
+                    );
+                }
+                self.local_of(&receiver, name);
+                match &c.elem {
+                    ChanElem::Scalar(elem) => self.par_source(receiver, *elem, want_mut, span),
+                    ChanElem::Struct { id, name, .. } => {
+                        let shape = ParShape::Structs {
+                            id: *id,
+                            name: name.clone(),
+                            mutable: want_mut,
+                        };
+                        if self.par_locals_start.is_some() {
+                            return self.par_source(receiver, Scalar::U32, want_mut, span);
+                        }
+                        mk(
+                            ExprKind::ParSource(Box::new(receiver)),
+                            Ty::ParIter(shape),
+                            span,
+                        )
+                    }
+                }
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A method of a one-shot end, a barrier or a shared value.
+    pub(super) fn sync_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("send", Ty::OneshotSender(s)) if self.want_args(m, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`send` of a one-shot value is role code: every iteration of a parallel loop would send");
+                    return err(span);
+                }
+                self.local_of(&receiver, "send");
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::OneshotSend(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            ("recv", Ty::OneshotReceiver(s)) if self.want_args(m, 0) => {
+                let s = *s;
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(
+                        m.method.span(),
+                        "`recv()` of a one-shot value is role code: await it in a role",
+                    );
+                    return err(span);
+                }
+                self.local_of(&receiver, "recv");
+                mk(
+                    ExprKind::OneshotRecv(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Scalar(s))),
+                    span,
+                )
+            }
+            ("wait", Ty::BarrierRef | Ty::Barrier) if self.want_args(m, 0) => {
+                if self.par_locals_start.is_some() || self.is_kernel() {
+                    self.diags.error(m.method.span(), "`wait()` on a barrier is role code: await it in a role (the kernel body and parallel loops cannot wait)");
+                    return err(span);
+                }
+                mk(
+                    ExprKind::BarrierWait(Box::new(receiver)),
+                    Ty::Future(Box::new(Ty::Unit)),
+                    span,
+                )
+            }
+            ("get", Ty::SharedRef(s) | Ty::Shared(s)) if self.want_args(m, 0) => {
+                let s = *s;
+                mk(ExprKind::SharedGet(Box::new(receiver)), Ty::Scalar(s), span)
+            }
+            ("set", Ty::SharedRef(s) | Ty::Shared(s)) if self.want_args(m, 1) => {
+                let s = *s;
+                if self.par_locals_start.is_some() {
+                    self.diags.error(m.method.span(), "`set` on a shared value is role code: every iteration of a parallel loop would write it");
+                    return err(span);
+                }
+                let want = Ty::Scalar(s);
+                let v = self.expr(&mut m.args[0], Some(&want));
+                let mut v = self.auto_deref(v);
+                self.expect(&mut v, &want);
+                mk(
+                    ExprKind::SharedSet(Box::new(receiver), Box::new(v)),
+                    Ty::Unit,
+                    span,
+                )
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// Whether a channel operation may be used here; reports it inside a parallel loop's
+    /// closure.
+    fn no_channel_ops_in_par(&mut self, span: Span, what: &str) -> bool {
+        if self.par_locals_start.is_some() {
+            self.diags.error(span, format!("`{what}` inside a `par_iter` closure: channel operations belong to the role, outside the parallel loop"));
+            return false;
+        }
+        true
+    }
+
+    /// The scalar of a payload that `copy_from`/`copy_to` move; `None` after reporting a struct
+    /// payload (its slot is stored field by field on the GPU, not as the host's array).
+    fn copy_payload_elem(&mut self, c: &ChanTy, what: &str, span: Span) -> Option<Scalar> {
+        match &c.elem {
+            ChanElem::Scalar(s) => Some(*s),
+            ChanElem::Struct { name, .. } => {
+                self.diags.error(span, format!("`{what}` copies arrays of scalars; a slot of `{name}` is written with `slot.par_iter_mut()` and read with `slot.par_iter()`"));
+                None
+            }
+        }
+    }
+
+    /// The slice of global memory `copy_from` reads (`&[elem]`) or `copy_to` writes
+    /// (`&mut [elem]`); `None` after reporting anything else.
+    fn copy_slice_arg(
+        &mut self,
+        arg: &mut syn::Expr,
+        method: &str,
+        elem: Scalar,
+        writes: bool,
+    ) -> Option<Expr> {
+        let slice = self.expr(arg, None);
+        match slice.ty {
+            Ty::Slice { elem: e, mutable } if e == elem && (mutable || !writes) => Some(slice),
+            Ty::Error => None,
+            ref t => {
+                let want = if writes { "&mut " } else { "&" };
+                self.diags.error(
+                    slice.span,
+                    format!(
+                        "`{method}` takes a `{want}[{elem}]` slice of global memory, found `{t}`"
+                    ),
+                );
+                None
+            }
+        }
+    }
+}

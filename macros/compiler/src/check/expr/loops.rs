@@ -1,0 +1,342 @@
+//! Loops: `for`, `while`, `while let`, `loop`, `break` and `continue`, and the methods of the
+//! iterators a `for` loop runs over (`rev`, `step_by`, `block_tiles(..).next()`).
+//!
+//! Loops are statements in the typed IR, except `loop`, which can give a value.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+use super::{err, fix_literals, mk, Checker};
+use crate::tir::{Block, Expr, ExprKind, Stmt};
+use crate::types::{Scalar, Ty};
+
+/// What a `break` or `continue` inside a loop needs to know about it.
+pub(super) struct LoopCtx {
+    label: Option<String>,
+    /// `loop` (which `break value` may give a value to), not `for`/`while`.
+    is_loop_expr: bool,
+    /// The type of the values given by `break value` so far.
+    break_ty: Option<Ty>,
+}
+
+/// The name of a loop's label, without its `'`.
+fn label_name(l: &Option<syn::Label>) -> Option<String> {
+    l.as_ref().map(|l| l.name.ident.to_string())
+}
+
+impl Checker<'_> {
+    /// Loops, which the typed IR keeps as statements (`loop`, which can have a value, is an
+    /// expression).
+    pub(super) fn control_stmt(&mut self, e: &mut syn::Expr) -> Option<Stmt> {
+        match e {
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::While(w) => self.while_loop(w),
+            syn::Expr::Break(b) => {
+                let target = self.target_loop(&b.label, &*b, "break");
+                let value = b.expr.as_mut().map(|v| self.break_value(target, v));
+                let label = b.label.as_ref().map(|l| l.ident.to_string());
+                Some(Stmt::Break(label, value, b.span()))
+            }
+            syn::Expr::Continue(c) => {
+                self.target_loop(&c.label, &*c, "continue");
+                let label = c.label.as_ref().map(|l| l.ident.to_string());
+                Some(Stmt::Continue(label, c.span()))
+            }
+            _ => None,
+        }
+    }
+
+    /// `for x in iter { .. }` over a range (maybe reversed or stepped) or `block_tiles(..)`.
+    fn for_loop(&mut self, f: &mut syn::ExprForLoop) -> Option<Stmt> {
+        let label = label_name(&f.label);
+        let mut head = &mut *f.expr;
+        while let syn::Expr::Paren(p) = head {
+            head = &mut *p.expr;
+        }
+        let iter = match head {
+            syn::Expr::Range(r) => self.loop_range(r),
+            other => self.expr(other, None),
+        };
+        let var_ty = match (&iter.kind, &iter.ty) {
+            (ExprKind::Range(a, _) | ExprKind::InclusiveRange(a, _), _) => a.ty.clone(),
+            (ExprKind::StepBy(..) | ExprKind::Rev(..), _) => Ty::Scalar(Scalar::Usize),
+            (_, Ty::Tiles) => Ty::Range,
+            (_, Ty::Error) => Ty::Error,
+            (_, other) => {
+                self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`) or `block_tiles(..)`, not over `{other}`"));
+                Ty::Error
+            }
+        };
+        self.names.push(HashMap::new());
+        let var = match &*f.pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                &pi.ident.to_string(),
+                var_ty,
+                pi.mutability.is_some(),
+                pi.ident.span(),
+            ),
+            syn::Pat::Wild(w) => self.declare("_", var_ty, false, w.span()),
+            other => {
+                self.diags
+                    .error_at(other, "bind the loop variable to a name");
+                self.declare("_", var_ty, false, other.span())
+            }
+        };
+        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
+        self.names.pop();
+        Some(Stmt::For(label, var, iter, body))
+    }
+
+    /// `while cond { .. }`, and `while let Some(x) = ..` over receives and tiles.
+    fn while_loop(&mut self, w: &mut syn::ExprWhile) -> Option<Stmt> {
+        let label = label_name(&w.label);
+        if let syn::Expr::Let(l) = &mut *w.cond {
+            let scrutinee = self.expr(&mut l.expr, None);
+            let item_ty = match &scrutinee.ty {
+                Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+                Ty::OptRange => Ty::Range,
+                Ty::Error => Ty::Error,
+                other => {
+                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
+                    Ty::Error
+                }
+            };
+            self.names.push(HashMap::new());
+            let var = match &*l.pat {
+                syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                    match &ts.elems[0] {
+                        syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
+                            &pi.ident.to_string(),
+                            item_ty,
+                            pi.mutability.is_some(),
+                            pi.ident.span(),
+                        ),
+                        syn::Pat::Wild(wd) => self.declare("_", item_ty, false, wd.span()),
+                        other => {
+                            self.diags
+                                .error_at(other, "bind the item to a name: `Some(slot)`");
+                            self.declare("_", item_ty, false, other.span())
+                        }
+                    }
+                }
+                other => {
+                    self.diags
+                        .error_at(other, "write `while let Some(name) = ...`");
+                    self.declare("_", item_ty, false, other.span())
+                }
+            };
+            let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+            self.names.pop();
+            return Some(Stmt::WhileLet(label, var, scrutinee, body));
+        }
+        let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
+        self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
+        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+        Some(Stmt::While(label, cond, body))
+    }
+
+    /// `loop { .. }`: its value is given by `break value`, and it is `!` without a `break`.
+    pub(super) fn loop_expr(&mut self, l: &mut syn::ExprLoop, span: Span) -> Expr {
+        let label = label_name(&l.label);
+        let (body, break_ty) = self.in_loop(label.clone(), true, |c| c.block(&mut l.body));
+        // Without a `break`, a `loop` never ends: its type is `!`.
+        let ty = match break_ty {
+            Some(t) => t,
+            None if Self::has_break(&body) => Ty::Unit,
+            None => Ty::Never,
+        };
+        mk(ExprKind::Loop(label, body), ty, span)
+    }
+
+    /// Runs `f` inside a loop context; returns its result and the type `break value` gave.
+    fn in_loop<R>(
+        &mut self,
+        label: Option<String>,
+        is_loop_expr: bool,
+        f: impl FnOnce(&mut Self) -> R,
+    ) -> (R, Option<Ty>) {
+        self.loops.push(LoopCtx {
+            label,
+            is_loop_expr,
+            break_ty: None,
+        });
+        let r = f(self);
+        let ctx = self.loops.pop();
+        (r, ctx.and_then(|c| c.break_ty))
+    }
+
+    /// The loop a `break`/`continue` with `label` targets, or an error.
+    fn target_loop(
+        &mut self,
+        label: &Option<syn::Lifetime>,
+        node: &dyn quote::ToTokens,
+        what: &str,
+    ) -> Option<usize> {
+        let found = match label {
+            None => self.loops.len().checked_sub(1),
+            Some(l) => {
+                let name = l.ident.to_string();
+                self.loops
+                    .iter()
+                    .rposition(|c| c.label.as_deref() == Some(name.as_str()))
+            }
+        };
+        if found.is_none() {
+            match label {
+                None => self
+                    .diags
+                    .error_at(node, format!("`{what}` outside of a loop")),
+                Some(l) => self
+                    .diags
+                    .error_at(l, format!("no enclosing loop is labeled `{l}`")),
+            }
+        }
+        found
+    }
+
+    /// The value of `break value`: all the breaks of one `loop` give values of one type.
+    fn break_value(&mut self, target: Option<usize>, v: &mut syn::Expr) -> Expr {
+        let expected = target.and_then(|t| self.loops[t].break_ty.clone());
+        let mut value = self.expr(v, expected.as_ref());
+        let Some(t) = target else {
+            return value;
+        };
+        if !self.loops[t].is_loop_expr {
+            self.diags
+                .error(value.span, "`break` with a value works in `loop` only");
+            return value;
+        }
+        match expected {
+            Some(ty) => self.expect(&mut value, &ty),
+            None => {
+                if value.ty == Ty::IntLit {
+                    fix_literals(&mut value, Scalar::I32);
+                } else if value.ty == Ty::FloatLit {
+                    fix_literals(&mut value, Scalar::F32);
+                }
+                if !matches!(value.ty, Ty::Scalar(_) | Ty::Error) {
+                    self.diags
+                        .error(value.span, "a `loop` can give a scalar value only");
+                }
+                self.loops[t].break_ty = Some(value.ty.clone());
+            }
+        }
+        value
+    }
+
+    /// Whether `block` has a `break` at any depth.
+    fn has_break(block: &Block) -> bool {
+        // A `loop` whose body has a `break` (at any depth of statements) ends; nested loops'
+        // own breaks are counted too, which only makes the type `()` instead of `!`.
+        fn stmts(b: &Block) -> bool {
+            b.stmts.iter().any(|s| match s {
+                Stmt::Break(..) => true,
+                Stmt::For(_, _, _, body)
+                | Stmt::While(_, _, body)
+                | Stmt::WhileLet(_, _, _, body) => stmts(body),
+                Stmt::Expr(e) | Stmt::Let(_, e) => expr(e),
+                _ => false,
+            }) || b.tail.as_deref().is_some_and(expr)
+        }
+        fn expr(e: &Expr) -> bool {
+            match &e.kind {
+                ExprKind::Block(b) | ExprKind::Loop(_, b) => stmts(b),
+                ExprKind::If(_, t, e) => stmts(t) || e.as_deref().is_some_and(expr),
+                ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body)),
+                ExprKind::Select(arms, else_) => {
+                    arms.iter().any(|a| expr(&a.body)) || else_.as_deref().is_some_and(expr)
+                }
+                _ => false,
+            }
+        }
+        stmts(block)
+    }
+
+    /// The range of a `for` loop's head: `a..b` or `a..=b` over any integer type (the ends'
+    /// type; `usize` when both are untyped literals).
+    fn loop_range(&mut self, r: &mut syn::ExprRange) -> Expr {
+        let span = r.span();
+        let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
+        let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
+            self.diags.error(
+                span,
+                "a `for` loop runs over a range with both ends, `a..b`",
+            );
+            return err(span);
+        };
+        let s = self.expr(start, None);
+        let mut s = self.auto_deref(s);
+        let t = self.expr(end, None);
+        let mut t = self.auto_deref(t);
+        let ty = match (&s.ty, &t.ty) {
+            (Ty::Scalar(a), _) if a.is_int() => *a,
+            (_, Ty::Scalar(b)) if b.is_int() => *b,
+            (Ty::IntLit, Ty::IntLit) => Scalar::Usize,
+            (Ty::Error, _) | (_, Ty::Error) => return err(span),
+            (a, b) => {
+                let other = if matches!(a, Ty::IntLit) { b } else { a };
+                self.diags.error(
+                    span,
+                    format!("a `for` loop counts over integers, not `{other}`"),
+                );
+                return err(span);
+            }
+        };
+        let want = Ty::Scalar(ty);
+        self.expect(&mut s, &want);
+        self.expect(&mut t, &want);
+        let kind = if inclusive {
+            ExprKind::InclusiveRange(Box::new(s), Box::new(t))
+        } else {
+            ExprKind::Range(Box::new(s), Box::new(t))
+        };
+        mk(kind, Ty::Range, span)
+    }
+
+    /// A method of a loop's iterator: `rev` and `step_by` of a range, `next` of `block_tiles`.
+    pub(super) fn range_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("next", Ty::Tiles) if self.want_args(m, 0) => {
+                if let Some(id) = self.local_of(&receiver, "next") {
+                    if !self.locals[id.0 as usize].mutable {
+                        self.diags.error(
+                            receiver.span,
+                            "`next` advances the iterator: declare it `let mut`",
+                        );
+                    }
+                }
+                mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
+            }
+            ("rev", Ty::Range)
+                if self.want_args(m, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                mk(ExprKind::Rev(Box::new(receiver)), Ty::Range, span)
+            }
+            ("step_by", Ty::Range)
+                if self.want_args(m, 1) && matches!(receiver.kind, ExprKind::Range(..)) =>
+            {
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let mut k = self.expr(&mut m.args[0], Some(&usize_ty));
+                self.expect(&mut k, &usize_ty);
+                mk(
+                    ExprKind::StepBy(Box::new(receiver), Box::new(k)),
+                    Ty::Range,
+                    span,
+                )
+            }
+            ("unwrap", Ty::OptRange) if self.want_args(m, 0) => {
+                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+}

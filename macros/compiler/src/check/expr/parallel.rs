@@ -1,0 +1,430 @@
+//! Parallel loops: `par_iter`, `zip`, `enumerate`, `for_each`, `map` and the reductions (`sum`,
+//! `min`, `max`, `reduce`), with the closures they take and the bindings of their items.
+//!
+//! A closure's body runs on every thread of the role at once: it sees the captured locals
+//! read-only, and cannot suspend.
+
+use std::collections::HashMap;
+
+use proc_macro2::Span;
+
+use super::{err, fix_literals, mk, Checker};
+use crate::tir::{Block, Expr, ExprKind, ParBinding, Reduction};
+use crate::types::{ParShape, Scalar, Ty};
+
+impl Checker<'_> {
+    /// A method of a parallel iterator: `zip`, `enumerate`, `map`, the loops and the reductions.
+    pub(super) fn par_iter_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let rty = receiver.ty.clone();
+        match (name, &rty) {
+            ("zip", Ty::ParIter(a)) if self.want_args(m, 1) => {
+                let other = self.expr(&mut m.args[0], None);
+                match &other.ty {
+                    Ty::ParIter(b) => {
+                        let shape = ParShape::Zip(Box::new(a.clone()), Box::new(b.clone()));
+                        mk(
+                            ExprKind::Zip(Box::new(receiver), Box::new(other)),
+                            Ty::ParIter(shape),
+                            span,
+                        )
+                    }
+                    Ty::Error => err(span),
+                    t => {
+                        self.diags.error(other.span, format!("`zip` takes another parallel iterator (`x.par_iter()`), found `{t}`"));
+                        err(span)
+                    }
+                }
+            }
+            ("enumerate", Ty::ParIter(a)) if self.want_args(m, 0) => {
+                let shape = ParShape::Enumerate(Box::new(a.clone()));
+                mk(
+                    ExprKind::Enumerate(Box::new(receiver)),
+                    Ty::ParIter(shape),
+                    span,
+                )
+            }
+            ("for_each", Ty::ParIter(shape)) if self.want_args(m, 1) => {
+                if let ParShape::Mapped(_) = shape {
+                    self.diags.error(m.method.span(), "`map` feeds a reduction (`sum`, `min`, `max`, `reduce`); to write elements, use `for_each` on the unmapped iterator");
+                    return err(span);
+                }
+                self.for_each(receiver, shape.clone(), &mut m.args[0], span)
+            }
+            ("for_each_lane", Ty::ParIter(shape)) if self.want_args(m, 1) => {
+                if let ParShape::Mapped(_) = shape {
+                    self.diags.error(
+                        m.method.span(),
+                        "`map` feeds a reduction; run `for_each_lane` on the unmapped iterator",
+                    );
+                    return err(span);
+                }
+                self.for_each_lane(receiver, shape.clone(), &mut m.args[0], span)
+            }
+            ("map", Ty::ParIter(shape)) if self.want_args(m, 1) => {
+                let shape = shape.clone();
+                self.par_map(receiver, shape, &mut m.args[0], span)
+            }
+            ("sum" | "min" | "max", Ty::ParIter(shape)) if self.want_args(m, 0) => {
+                let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
+                    return err(span);
+                };
+                let red = match name {
+                    "sum" => Reduction::Sum,
+                    "min" => Reduction::Min,
+                    _ => Reduction::Max,
+                };
+                mk(
+                    ExprKind::ParReduce(Box::new(receiver), red),
+                    Ty::Scalar(elem),
+                    span,
+                )
+            }
+            // `fold` is `reduce` under the name some users reach for first: the accumulator and
+            // the items have one type, and `op` also combines partial results (associative).
+            ("reduce" | "fold", Ty::ParIter(shape)) if self.want_args(m, 2) => {
+                let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
+                    return err(span);
+                };
+                let (first, second) = m.args.iter_mut().fold((None, None), |(a, b), x| {
+                    if a.is_none() {
+                        (Some(x), b)
+                    } else {
+                        (a, Some(x))
+                    }
+                });
+                let (Some(id_arg), Some(op_arg)) = (first, second) else {
+                    return err(span);
+                };
+                self.custom_reduce(receiver, elem, id_arg, op_arg, span)
+            }
+            _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// A parallel iterator over the elements of a slice or a slot (not inside another parallel
+    /// loop's closure).
+    pub(super) fn par_source(
+        &mut self,
+        receiver: Expr,
+        elem: Scalar,
+        mutable: bool,
+        span: Span,
+    ) -> Expr {
+        if self.par_locals_start.is_some() {
+            self.diags.error(
+                span,
+                "parallel iterators cannot nest: a `par_iter` closure runs on one thread",
+            );
+            return err(span);
+        }
+        mk(
+            ExprKind::ParSource(Box::new(receiver)),
+            Ty::ParIter(ParShape::Source { elem, mutable }),
+            span,
+        )
+    }
+
+    /// `iter.for_each(|item| body)`: the body runs once per item.
+    fn for_each(&mut self, iter: Expr, shape: ParShape, arg: &mut syn::Expr, span: Span) -> Expr {
+        let syn::Expr::Closure(c) = arg else {
+            self.diags
+                .error_at(arg, "`for_each` takes a closure, `|x| ...`");
+            return err(span);
+        };
+        if let Some(a) = &c.asyncness {
+            self.diags.error_at(
+                a,
+                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
+            );
+            return err(span);
+        }
+        if c.inputs.len() != 1 {
+            self.diags.error_at(
+                &c.inputs,
+                "the `for_each` closure takes one parameter (a tuple pattern for zipped items)",
+            );
+            return err(span);
+        }
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let binding = self.par_binding(&c.inputs[0], &shape);
+        let body_block = match &mut *c.body {
+            syn::Expr::Block(b) => self.block(&mut b.block),
+            other => {
+                let e = self.expr(other, None);
+                Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e)),
+                }
+            }
+        };
+        self.par_locals_start = outer;
+        self.names.pop();
+        mk(
+            ExprKind::ForEach(Box::new(iter), binding, body_block, None),
+            Ty::Unit,
+            span,
+        )
+    }
+
+    /// `iter.map(|item| value)`: the value must be a scalar.
+    fn par_map(&mut self, iter: Expr, shape: ParShape, arg: &mut syn::Expr, span: Span) -> Expr {
+        if let ParShape::Mapped(_) = shape {
+            self.diags.error(
+                span,
+                "map the items once: combine the two closures into one",
+            );
+            return err(span);
+        }
+        let Some(c) = self.par_closure(arg, "map", 1) else {
+            return err(span);
+        };
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let binding = self.par_binding(&c.inputs[0], &shape);
+        let mut body = self.closure_body(&mut c.body);
+        self.par_locals_start = outer;
+        self.names.pop();
+        let out = match body.tail.as_mut() {
+            Some(t) => {
+                if t.ty == Ty::IntLit {
+                    fix_literals(t, Scalar::I32);
+                } else if t.ty == Ty::FloatLit {
+                    fix_literals(t, Scalar::F32);
+                }
+                let derefed = self.auto_deref((**t).clone());
+                **t = derefed;
+                t.ty.scalar()
+            }
+            None => None,
+        };
+        let Some(out) = out else {
+            self.diags.error_at(
+                &c.body,
+                "the `map` closure's value must be a number (a reduction combines it)",
+            );
+            return err(span);
+        };
+        mk(
+            ExprKind::ParMap(Box::new(iter), binding, body),
+            Ty::ParIter(ParShape::Mapped(out)),
+            span,
+        )
+    }
+
+    /// The scalar a reduction over `shape` combines: a single source's element, or `map`'s.
+    fn reduction_elem(&mut self, shape: &ParShape, span: Span) -> Option<Scalar> {
+        let elem = match shape {
+            ParShape::Source { mutable: true, .. } => {
+                self.diags.error(
+                    span,
+                    "a reduction reads its items: use `par_iter()`, not `par_iter_mut()`",
+                );
+                return None;
+            }
+            ParShape::Source { elem, .. } | ParShape::Mapped(elem) => *elem,
+            ParShape::Zip(..) | ParShape::Enumerate(..) => {
+                self.diags.error(span, "the items are tuples: map them to one scalar first, as in `.map(|(a, b)| *a * *b).sum()`");
+                return None;
+            }
+            ParShape::Structs { .. } => {
+                self.diags.error(span, "the items are structs: map them to one scalar first, as in `.map(|p| p.x).sum()`");
+                return None;
+            }
+        };
+        if elem == Scalar::Bool {
+            self.diags.error(span, "a reduction combines numbers, not `bool`s: map them, as in `.map(|b| *b as u32).sum()`");
+            return None;
+        }
+        if elem.is_half() {
+            self.diags.error(
+                span,
+                format!("reduce `{elem}` values in `f32`: `.map(|v| v.to_f32()).sum()`"),
+            );
+            return None;
+        }
+        Some(elem)
+    }
+
+    /// `iter.reduce(|| identity, |a, b| op)`.
+    fn custom_reduce(
+        &mut self,
+        iter: Expr,
+        elem: Scalar,
+        id_arg: &mut syn::Expr,
+        op_arg: &mut syn::Expr,
+        span: Span,
+    ) -> Expr {
+        let ty = Ty::Scalar(elem);
+        let Some(idc) = self.par_closure(id_arg, "reduce", 0) else {
+            return err(span);
+        };
+        let mut identity = self.expr(&mut idc.body, Some(&ty));
+        self.expect(&mut identity, &ty);
+        let Some(c) = self.par_closure(op_arg, "reduce", 2) else {
+            return err(span);
+        };
+        self.names.push(HashMap::new());
+        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let mut params = Vec::new();
+        for p in c.inputs.iter() {
+            let p = match p {
+                syn::Pat::Type(t) => &*t.pat,
+                p => p,
+            };
+            match p {
+                syn::Pat::Ident(pi) => params.push(self.declare(
+                    &pi.ident.to_string(),
+                    ty.clone(),
+                    false,
+                    pi.ident.span(),
+                )),
+                other => {
+                    self.diags.error_at(
+                        other,
+                        "name the two values the closure combines, as in `|a, b|`",
+                    );
+                    params.push(self.declare("_", ty.clone(), false, span));
+                }
+            }
+        }
+        let mut op = self.closure_body(&mut c.body);
+        self.par_locals_start = outer;
+        self.names.pop();
+        match op.tail.as_mut() {
+            Some(t) => self.expect(t, &ty),
+            None => self.diags.error_at(
+                &c.body,
+                format!("the `reduce` closure's value must be a `{elem}`"),
+            ),
+        }
+        mk(
+            ExprKind::ParReduce(
+                Box::new(iter),
+                Reduction::Custom {
+                    identity: Box::new(identity),
+                    lhs: params[0],
+                    rhs: params[1],
+                    op,
+                },
+            ),
+            ty,
+            span,
+        )
+    }
+
+    /// The closure of `map` or `reduce`: checks it is a plain closure and its parameter count.
+    fn par_closure<'c>(
+        &mut self,
+        arg: &'c mut syn::Expr,
+        what: &str,
+        params: usize,
+    ) -> Option<&'c mut syn::ExprClosure> {
+        let syn::Expr::Closure(c) = arg else {
+            self.diags
+                .error_at(arg, format!("`{what}` takes a closure here"));
+            return None;
+        };
+        if let Some(a) = &c.asyncness {
+            self.diags.error_at(
+                a,
+                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
+            );
+            return None;
+        }
+        if c.inputs.len() != params {
+            let shape = match params {
+                0 => "no parameters, as in `|| 0.0`",
+                1 => "one parameter (a tuple pattern for zipped items)",
+                _ => "two parameters, as in `|a, b| a + b`",
+            };
+            self.diags.error_at(
+                &c.or1_token,
+                format!("this closure of `{what}` takes {shape}"),
+            );
+            return None;
+        }
+        Some(c)
+    }
+
+    /// A closure's body as a block (an expression body is its tail).
+    pub(super) fn closure_body(&mut self, body: &mut syn::Expr) -> Block {
+        match body {
+            syn::Expr::Block(b) => self.block(&mut b.block),
+            other => {
+                let e = self.expr(other, None);
+                Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e)),
+                }
+            }
+        }
+    }
+
+    /// Declares the names of a parallel closure's parameter: a reference to an element or a
+    /// struct, `(a, b)` for `zip`, `(i, x)` for `enumerate`.
+    pub(super) fn par_binding(&mut self, pat: &syn::Pat, shape: &ParShape) -> ParBinding {
+        match pat {
+            syn::Pat::Type(t) => self.par_binding(&t.pat, shape),
+            syn::Pat::Paren(p) => self.par_binding(&p.pat, shape),
+            syn::Pat::Wild(_) => ParBinding::Ignore,
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let ty = match shape {
+                    ParShape::Source { elem, mutable } => Ty::ElemRef {
+                        elem: *elem,
+                        mutable: *mutable,
+                    },
+                    ParShape::Structs { id, name, mutable } => Ty::StructRef {
+                        id: *id,
+                        name: name.clone(),
+                        mutable: *mutable,
+                    },
+                    _ => {
+                        self.diags
+                            .error_at(pi, "this item is a tuple: destructure it, as in `|(a, b)|`");
+                        Ty::Error
+                    }
+                };
+                ParBinding::Local(self.declare(&pi.ident.to_string(), ty, false, pi.ident.span()))
+            }
+            syn::Pat::Tuple(t) if t.elems.len() == 2 => match shape {
+                ParShape::Zip(a, b) => ParBinding::Pair(
+                    Box::new(self.par_binding(&t.elems[0], a)),
+                    Box::new(self.par_binding(&t.elems[1], b)),
+                ),
+                ParShape::Enumerate(a) => {
+                    let index = match &t.elems[0] {
+                        syn::Pat::Ident(pi) => ParBinding::Local(self.declare(
+                            &pi.ident.to_string(),
+                            Ty::Scalar(Scalar::Usize),
+                            false,
+                            pi.ident.span(),
+                        )),
+                        syn::Pat::Wild(_) => ParBinding::Ignore,
+                        other => {
+                            self.diags.error_at(other, "bind the index to a name");
+                            ParBinding::Ignore
+                        }
+                    };
+                    ParBinding::Pair(Box::new(index), Box::new(self.par_binding(&t.elems[1], a)))
+                }
+                ParShape::Source { .. } | ParShape::Mapped(_) | ParShape::Structs { .. } => {
+                    self.diags
+                        .error_at(t, "this item is a single element, not a tuple");
+                    ParBinding::Ignore
+                }
+            },
+            other => {
+                self.diags
+                    .error_at(other, "bind the closure's items to names, as in `|(y, x)|`");
+                ParBinding::Ignore
+            }
+        }
+    }
+}
