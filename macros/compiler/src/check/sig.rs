@@ -5,8 +5,7 @@ use syn::spanned::Spanned;
 use super::consts::eval_usize;
 use super::ModuleScope;
 use crate::diag::Diagnostics;
-use crate::parse::KernelAttr;
-use crate::tir::Signature;
+use crate::tir::{KernelAttr, Signature};
 use crate::types::{ChanElem, ChanTy, Scalar, Ty};
 
 /// Reads a function's signature; reports what the kernel language cannot take.

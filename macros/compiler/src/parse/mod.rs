@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 
 use crate::diag::Diagnostics;
 use crate::target::MAX_WARPS;
+use crate::tir::KernelAttr;
 use crate::types::Scalar;
 
 /// A parsed `#[gpu_async] mod`.
@@ -93,17 +94,6 @@ pub struct RoleBudget {
     /// Registers per thread: a multiple of 8 in 24..=256 (checked here).
     pub registers: u32,
     /// The role's name token.
-    pub span: Span,
-}
-
-/// `#[kernel(warps = N)]`.
-#[derive(Debug, Clone, Copy)]
-pub struct KernelAttr {
-    /// Warps per block.
-    pub warps: u32,
-    /// `idle_warps`: warps that run no role are intended (otherwise they are an error).
-    pub idle_warps: bool,
-    /// The span of the attribute, for errors about warps.
     pub span: Span,
 }
 

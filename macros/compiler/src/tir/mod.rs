@@ -7,7 +7,7 @@ use crate::types::{ChanTy, Scalar, Ty};
 
 mod program;
 
-pub use program::{Program, Signature, StaticTable, StructDef};
+pub use program::{KernelAttr, Program, Signature, StaticTable, StructDef};
 
 /// A local variable of a function (parameters first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,8 +4,18 @@
 use proc_macro2::Span;
 
 use super::{FnId, Function, Lit};
-use crate::parse::KernelAttr;
 use crate::types::{Scalar, Ty};
+
+/// `#[kernel(warps = N)]`.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelAttr {
+    /// Warps per block.
+    pub warps: u32,
+    /// `idle_warps`: warps that run no role are intended (otherwise they are an error).
+    pub idle_warps: bool,
+    /// The span of the attribute, for errors about warps.
+    pub span: Span,
+}
 
 /// A checked module.
 pub struct Program {
