@@ -58,8 +58,8 @@ fn main() {
     let no_gpu = match no_gpu() {
         None => String::new(),
         Some(why) => format!(
-            "needs an NVIDIA GPU (none where this test was built: {why}); where there is one, \
-             run with `-- --include-ignored`"
+            "needs an NVIDIA GPU (none where this was built: {why}); where there is one, run \
+             with `-- --include-ignored`"
         ),
     };
     println!("cargo:rustc-env=GPU_ASYNC_TESTING_NO_GPU={no_gpu}");
@@ -78,10 +78,7 @@ fn no_gpu() -> Option<String> {
         .iter()
         .find_map(|name| unsafe { libloading::Library::new(*name) }.ok())
     else {
-        return Some(format!(
-            "the CUDA driver library ({}) does not load",
-            names.join(", ")
-        ));
+        return Some(format!("{} does not load", names[0]));
     };
     type CuInit = unsafe extern "C" fn(flags: u32) -> i32;
     type CuDeviceGetCount = unsafe extern "C" fn(count: *mut i32) -> i32;
@@ -93,19 +90,19 @@ fn no_gpu() -> Option<String> {
             lib.get::<CuInit>(b"cuInit"),
             lib.get::<CuDeviceGetCount>(b"cuDeviceGetCount"),
         ) else {
-            return Some("the CUDA driver library lacks cuInit or cuDeviceGetCount".to_string());
+            return Some("the driver library lacks cuInit or cuDeviceGetCount".to_string());
         };
         let status = init(0);
         if status != 0 {
-            return Some(format!("cuInit failed with CUresult {status}"));
+            return Some(format!("cuInit failed (CUresult {status})"));
         }
         let mut count = 0i32;
         let status = device_count(&mut count);
         if status != 0 {
-            return Some(format!("cuDeviceGetCount failed with CUresult {status}"));
+            return Some(format!("cuDeviceGetCount failed (CUresult {status})"));
         }
         if count < 1 {
-            return Some("the CUDA driver reports no device".to_string());
+            return Some("the driver reports no device".to_string());
         }
     }
     None

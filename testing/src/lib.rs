@@ -9,7 +9,9 @@
 //!   GPU run on a GPU machine with `--include-ignored`; without a device such a run must fail,
 //!   which the test's own `Device::cuda(0)` does (`runtime/tests/common/devices.rs`'s `gpu()`).
 //! - `#[on_each_device]` on `fn name(dev: Device)` (or `&Device`): the tests `name::simulator`,
-//!   always run, and `name::gpu`, a `#[needs_gpu]` test that fails without a device.
+//!   always run, and `name::gpu`, a `#[needs_gpu]` test that fails without a device. With
+//!   `dev: fn() -> Device` the test makes the device itself, when it is ready to (after taking
+//!   a lock, say).
 //!
 //! `#[needs_ptxas]` and `#[needs_gpu]` add `#[test]` unless another test attribute (such as
 //! `#[tokio::test]`) follows them, and keep an `#[ignore]` the test already has.
@@ -94,10 +96,19 @@ fn on_each(args: TokenStream2, item: ItemFn) -> syn::Result<TokenStream2> {
     let (Some(FnArg::Typed(dev)), None) = (inputs.next(), inputs.next()) else {
         return Err(syn::Error::new(
             sig.inputs.span(),
-            "expected one argument, the device: `dev: Device` or `dev: &Device`",
+            "expected one argument, the device: `dev: Device`, `dev: &Device` or \
+             `dev: fn() -> Device`",
         ));
     };
-    let by_ref = matches!(*dev.ty, Type::Reference(_)).then(|| quote!(&));
+    let gpu = quote! {
+        ::gpu_async::Device::cuda(0)
+            .unwrap_or_else(|e| ::core::panic!("this test needs an NVIDIA GPU: {e}"))
+    };
+    let (sim, gpu) = match &*dev.ty {
+        Type::Reference(_) => (quote!(&::gpu_async::Device::simulator()), quote!(&#gpu)),
+        Type::BareFn(_) => (quote!(::gpu_async::Device::simulator), quote!(|| #gpu)),
+        _ => (quote!(::gpu_async::Device::simulator()), gpu),
+    };
     let name = &sig.ident;
     let output = &sig.output;
     let gpu_attrs = test_attrs(&[], NO_GPU);
@@ -110,14 +121,12 @@ fn on_each(args: TokenStream2, item: ItemFn) -> syn::Result<TokenStream2> {
 
             #[::core::prelude::v1::test]
             fn simulator() #output {
-                super::#name(#by_ref ::gpu_async::Device::simulator())
+                super::#name(#sim)
             }
 
             #gpu_attrs
             fn gpu() #output {
-                super::#name(#by_ref ::gpu_async::Device::cuda(0).unwrap_or_else(|e| {
-                    ::core::panic!("this test needs an NVIDIA GPU: {e}")
-                }))
+                super::#name(#gpu)
             }
         }
     })
