@@ -39,7 +39,7 @@ fn main() {
         }
         Err(e) if require.is_some() => {
             eprintln!(
-                "GPU_ASYNC_REQUIRE_PTXAS={}, and {e}",
+                "GPU_ASYNC_REQUIRE_PTXAS={} makes ptxas required: {e}",
                 require.unwrap_or_default()
             );
             std::process::exit(1);
