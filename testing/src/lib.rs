@@ -3,8 +3,10 @@
 //! `#[ignore = "<reason>"]` where none was found when the test was built (see `build.rs`), and
 //! shows up as `test foo ... ignored, <reason>`, never as passed.
 //!
-//! - `#[needs_ptxas]`: a test that assembles PTX with ptxas. Where ptxas was not found it is
-//!   ignored; `GPU_ASYNC_REQUIRE_PTXAS=1` makes that a build error instead.
+//! - `#[needs_ptxas]`: a test that assembles PTX with ptxas, which it gets from
+//!   `gpu_async_compiler::ptxas::locate()`. Where ptxas was not found the test is ignored
+//!   (`GPU_ASYNC_REQUIRE_PTXAS=1` makes that a build error instead); a `PTXAS` that names nothing
+//!   is not an absence: the test runs and fails with the error.
 //! - `#[needs_gpu]`: a test that runs on CUDA device 0. Test executables built where there is no
 //!   GPU run on a GPU machine with `--include-ignored`; without a device such a run must fail,
 //!   which the test's own `Device::cuda(0)` does (`runtime/tests/common/devices.rs`'s `gpu()`).
@@ -15,6 +17,11 @@
 //!
 //! `#[needs_ptxas]` and `#[needs_gpu]` add `#[test]` unless another test attribute (such as
 //! `#[tokio::test]`) follows them, and keep an `#[ignore]` the test already has.
+//!
+//! The build script looks again when `PTXAS`, `PATH`, `CUDA_HOME`, `CUDA_PATH`, `VIRTUAL_ENV`,
+//! `GPU_ASYNC_REQUIRE_PTXAS`, `LD_LIBRARY_PATH` or `CUDA_VISIBLE_DEVICES` change, or the ptxas it
+//! found changes; after installing ptxas or a driver with none of those changed,
+//! `cargo clean -p gpu-async-testing` makes it look again.
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
