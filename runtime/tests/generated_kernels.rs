@@ -2,9 +2,9 @@
 //! with register budgets), and its IR and PTX (with ptxas's resource report) kept as insta
 //! snapshots for review.
 //!
-//! ptxas comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (what `.ci/run` installs), found
-//! through `$PTXAS`, the `PATH`, or python3's site-packages. Without it these tests fail, unless
-//! `GPU_ASYNC_SKIP_PTXAS=1` says to skip them.
+//! ptxas comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (what `.ci/run` installs) or a
+//! CUDA toolkit, found as `gpu_async_compiler::ptxas::locate` says. The tests that need it are
+//! `#[needs_ptxas]`: ignored, with the reason, where the build did not find it.
 
 #[allow(dead_code)]
 #[path = "../../examples/saxpy.rs"]
@@ -87,6 +87,8 @@ mod bulk;
 mod budgets;
 
 use std::path::PathBuf;
+
+use gpu_async_testing::needs_ptxas;
 
 struct Generated {
     name: &'static str,
@@ -263,19 +265,9 @@ fn kernels() -> Vec<Generated> {
     ]
 }
 
-/// ptxas, or `None` when the environment opts out; panics (fails the test) when it is missing.
-fn ptxas() -> Option<PathBuf> {
-    if std::env::var("GPU_ASYNC_SKIP_PTXAS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: GPU_ASYNC_SKIP_PTXAS=1");
-        return None;
-    }
-    match gpu_async_compiler::ptxas::find() {
-        Some(p) => Some(p),
-        None => panic!(
-            "ptxas not found: `pip install nvidia-cuda-nvcc==13.0.88` (or set PTXAS=/path/to/ptxas); \
-             set GPU_ASYNC_SKIP_PTXAS=1 to skip these tests"
-        ),
-    }
+/// ptxas; panics (fails the test), saying why, when it is not found.
+fn ptxas() -> PathBuf {
+    gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Assembles `ptx`; returns ptxas's resource report (registers, barriers, stack, spills).
@@ -370,9 +362,9 @@ fn variants() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-#[test]
+#[needs_ptxas]
 fn every_generated_kernel_assembles_with_ptxas() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     for (name, ptx) in variants() {
         let report = assemble(&ptxas, name, ptx);
         assert!(
@@ -397,9 +389,9 @@ fn ir_snapshots() {
     }
 }
 
-#[test]
+#[needs_ptxas]
 fn ptx_snapshots_with_ptxas_report() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     for k in kernels() {
         let report = assemble(&ptxas, k.name, k.ptx);
         // ptxas sees no dynamic shared memory: its size comes from the kernel's layout.
@@ -418,9 +410,9 @@ fn ptx_snapshots_with_ptxas_report() {
 /// coefficients in registers, past the 168 per thread of a 384-thread block; with the derived
 /// budgets (40 for the loader, 232 for the evaluator) nothing spills, without them
 /// (`registers(off)`) ptxas spills.
-#[test]
+#[needs_ptxas]
 fn register_budgets_remove_the_spills_in_the_ptxas_report() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     let with = budgets::budgets::poly::PTX;
     let without = budgets::budgets::poly_uniform::PTX;
     let (report_with, report_without) = (

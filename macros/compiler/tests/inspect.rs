@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use gpu_async_testing::needs_ptxas;
+
 #[test]
 fn inspect_prints_roles_channels_layout_and_graph() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pipeline.rs");
@@ -29,8 +31,8 @@ fn inspect_prints_roles_channels_layout_and_graph() {
     assert!(!text.contains("PTX:"), "--no-ptx");
 }
 
-#[test]
-fn inspect_prints_register_budgets() {
+/// The inspect tool's output for the budgets pipeline of the runtime's tests, without the PTX.
+fn inspect_budgets_pipeline() -> String {
     let file = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../runtime/tests/common/budgets.rs"
@@ -39,8 +41,14 @@ fn inspect_prints_register_budgets() {
         .args([file, "pipeline", "--no-ptx"])
         .output()
         .expect("run gpu-async-inspect");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn inspect_prints_register_budgets() {
+    let text = inspect_budgets_pipeline();
     for needle in [
         "register budgets:\n  128 per thread at the entry (.maxnreg), budgets derived from the roles",
         "  load              40  setmaxnreg.dec.sync.aligned.u32 40;",
@@ -49,9 +57,22 @@ fn inspect_prints_register_budgets() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
-    if gpu_async_compiler::ptxas::find().is_some() {
-        assert!(text.contains("ptxas -arch=sm_90a:"), "{text}");
-    }
+}
+
+#[needs_ptxas]
+fn inspect_prints_the_ptxas_report() {
+    gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
+    let text = inspect_budgets_pipeline();
+    let Some((_, report)) = text.split_once("ptxas -arch=sm_90a:\n") else {
+        panic!("no ptxas section in:\n{text}");
+    };
+    assert!(
+        report
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .any(|l| l.contains("Used ") && l.contains(" registers")),
+        "no ptxas report in:\n{text}"
+    );
 }
 
 #[test]

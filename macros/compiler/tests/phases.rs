@@ -2,6 +2,7 @@
 //! panics on broken input.
 
 use gpu_async_compiler::{compile, expand, verify};
+use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -71,14 +72,10 @@ fn a_streaming_kernel_compiles_to_roles_and_one_channel() {
     assert!(verify::verify(&k.ir).is_empty());
 }
 
-/// Every kernel these tests compile successfully is assembled by ptxas too (when it is
-/// installed; the runtime's `generated_kernels` test is the one that insists on it).
-#[test]
+/// Every kernel these tests compile successfully is assembled by ptxas too.
+#[needs_ptxas]
 fn the_kernels_of_these_tests_assemble_with_ptxas() {
-    let Some(ptxas) = gpu_async_compiler::ptxas::find() else {
-        eprintln!("skipping: ptxas not found");
-        return;
-    };
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for (load, store, warps) in [
         (quote!(0..1), quote!(1..3), 3),
         (quote!(0..1), quote!(1..5), 5),
