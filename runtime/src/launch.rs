@@ -12,7 +12,9 @@ use crate::abort::{
 };
 use crate::backend::{Backend, Device};
 use crate::buffer::DeviceBuffer;
-use crate::cuda::{CompletionMark, CudaDevice, DeviceMem, EventState, LaunchIds, StreamState};
+use crate::cuda::{
+    CompletionListener, CompletionMark, CudaDevice, DeviceMem, EventState, LaunchIds, StreamState,
+};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::SimTarget;
@@ -261,6 +263,13 @@ impl State {
 /// [`Launch::wait`] blocks for launches without a completion event (those the unit tests make
 /// up).
 pub(crate) type Shared = (Mutex<State>, Condvar);
+
+/// The completion callback of a CUDA launch tells its shared state.
+impl CompletionListener for Shared {
+    fn completed(&self, succeeded: bool) {
+        complete(self, succeeded, None);
+    }
+}
 
 fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     shared.0.lock().unwrap_or_else(PoisonError::into_inner)
@@ -849,7 +858,7 @@ impl Future for Launch<'_> {
                             &mark.event,
                             mark.epoch,
                             mark.launch_id,
-                            Arc::clone(&running.shared),
+                            Arc::<Shared>::clone(&running.shared),
                         );
                         if watched.is_ok() {
                             return Poll::Pending;

@@ -10,6 +10,8 @@
 //!
 //! See the repository's README and `docs/design.md` for the programming model.
 
+#![deny(unsafe_code)]
+
 pub use gpu_async_macros::gpu_async;
 
 /// The `cudarc` crate this crate is built on, so that code using
@@ -28,6 +30,8 @@ mod spec;
 
 mod backend;
 mod buffer;
+// The driver layer: the one module where `unsafe` is allowed.
+#[allow(unsafe_code)]
 mod cuda;
 mod executor;
 mod grid;
