@@ -1338,6 +1338,12 @@ mod tests {
     }
 
     #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Launch<'static>>();
+    }
+
+    #[test]
     fn dropping_a_running_launch_cancels_and_waits() {
         let device = Device::simulator();
         let (launch, shared) = running(&device);
