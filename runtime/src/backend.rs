@@ -10,7 +10,8 @@ use cudarc::driver::CudaStream;
 use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
 use crate::cuda::CudaDevice;
 use crate::error::Result;
-use crate::sim::{Schedule, SimConfig, SimOptions};
+use crate::schedule::Schedule;
+use crate::sim::{SimConfig, SimOptions};
 
 /// Which backend a [`Device`] runs kernels on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

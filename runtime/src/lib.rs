@@ -25,6 +25,7 @@ mod abort;
 pub mod bench;
 pub mod device;
 mod error;
+mod schedule;
 mod sim;
 mod spec;
 
@@ -45,10 +46,8 @@ pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
 pub use grid::Grid;
 pub use launch::Launch;
-pub use sim::{
-    explore, AtomicScalar, Exhaustive, Exploration, ParseScheduleError, Schedule, ScheduleFailure,
-    SimOptions, SCHEDULE_ENV,
-};
+pub use schedule::{ParseScheduleError, Schedule, SCHEDULE_ENV};
+pub use sim::{explore, AtomicScalar, Exhaustive, Exploration, ScheduleFailure, SimOptions};
 pub use spec::{
     KernelScalar, KernelSpec, ParamKind, ParamSpec, RoleSpec, ScalarType, SiteKind, SiteSpec,
     HIDDEN_PARAMS,

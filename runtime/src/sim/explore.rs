@@ -2,9 +2,10 @@
 
 use std::fmt;
 
-use super::{Schedule, SimConfig};
+use super::SimConfig;
 use crate::backend::Device;
 use crate::error::{Error, Result};
+use crate::schedule::Schedule;
 
 /// The bounds of an [`explore`]ation.
 ///

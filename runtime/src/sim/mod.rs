@@ -32,7 +32,7 @@ mod schedule;
 
 pub use atomic::{AtomicScalar, AtomicView};
 pub use explore::{explore, Exhaustive, Exploration, ScheduleFailure};
-pub use schedule::{ParseScheduleError, Schedule, SimOptions, SCHEDULE_ENV};
+pub use schedule::SimOptions;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, VecDeque};
@@ -46,6 +46,7 @@ use std::task::{Context, Poll, Waker};
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result, RoleWait};
 use crate::grid::Grid;
+use crate::schedule::Schedule;
 use crate::spec::{KernelScalar, KernelSpec, SiteKind};
 use schedule::{Explorer, Picker, Rng};
 
