@@ -25,6 +25,7 @@ mod abort;
 pub mod bench;
 pub mod device;
 mod error;
+mod exploration;
 mod schedule;
 mod sim;
 mod spec;
@@ -44,10 +45,11 @@ pub use backend::{BackendKind, Device};
 pub use buffer::DeviceBuffer;
 pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
+pub use exploration::{explore, Exhaustive, Exploration, ScheduleFailure};
 pub use grid::Grid;
 pub use launch::Launch;
 pub use schedule::{ParseScheduleError, Schedule, SCHEDULE_ENV};
-pub use sim::{explore, AtomicScalar, Exhaustive, Exploration, ScheduleFailure, SimOptions};
+pub use sim::{AtomicScalar, SimOptions};
 pub use spec::{
     KernelScalar, KernelSpec, ParamKind, ParamSpec, RoleSpec, ScalarType, SiteKind, SiteSpec,
     HIDDEN_PARAMS,
