@@ -15,18 +15,22 @@ use crate::cuda::{CompletionMark, EventState, StreamState};
 use crate::error::{Error, Result};
 use crate::spec::KernelSpec;
 
+// For the links of the docs of `Launch`.
+#[cfg(doc)]
+use super::{launch, launch_on};
+
 /// A kernel launch: a future that resolves when the kernel has finished, with its outcome.
 ///
-/// On CUDA the kernel is already submitted when [`launch_on`](super::launch_on) returns; the
-/// future does not need to be polled for it to run, and the stream never waits for the host.
-/// Submitting records nothing else on the stream: the launch's *completion mark*, an event at the
-/// end of the stream, is recorded the first time the launch is asked about (a poll,
-/// [`Launch::wait`], [`Launch::is_complete`], [`Launch::mark_completion`], or the drop of an
-/// unfinished launch), and only if the launch is not already known to be finished because a later
-/// launch of its stream was seen finished. So enqueueing many launches and awaiting the last costs
-/// one event in all; the price is that **a launch first asked about after more work was enqueued on
-/// its stream resolves when that work has finished too** (call [`Launch::mark_completion`] right
-/// after the launch to pin its end). The first poll that finds the kernel unfinished enqueues, on a
+/// On CUDA the kernel is already submitted when [`launch_on`] returns; the future does not need to
+/// be polled for it to run, and the stream never waits for the host. Submitting records nothing
+/// else on the stream: the launch's *completion mark*, an event at the end of the stream, is
+/// recorded the first time the launch is asked about (a poll, [`Launch::wait`],
+/// [`Launch::is_complete`], [`Launch::mark_completion`], or the drop of an unfinished launch), and
+/// only if the launch is not already known to be finished because a later launch of its stream
+/// was seen finished. So enqueueing many launches and awaiting the last costs one event in all;
+/// the price is that **a launch first asked about after more work was enqueued on its stream
+/// resolves when that work has finished too** (call [`Launch::mark_completion`] right after the
+/// launch to pin its end). The first poll that finds the kernel unfinished enqueues, on a
 /// separate *watcher* stream, a wait for the mark's event and a driver callback that wakes the
 /// task (no polling thread, no busy wait), so it works under any executor; [`Launch::wait`]
 /// instead sleeps on the event. A kernel of the abort protocol that stops itself resolves the
@@ -34,7 +38,7 @@ use crate::spec::KernelSpec;
 /// location) or [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable.
 /// A fault of the kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
 /// `"kernel execution"`; the CUDA context is then unusable. On the simulator the kernel ran
-/// inside [`launch`](super::launch()) and the future is ready at once.
+/// inside [`launch`] and the future is ready at once.
 ///
 /// Failures are read from a ring of 4096 records per stream after the kernel has finished, so
 /// they are reported exactly for up to 4096 launches of one stream in flight (submitted and not
