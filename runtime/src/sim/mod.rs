@@ -1,5 +1,5 @@
 //! The simulator backend: runs a kernel's shadow code (the user's async fns over the real types of
-//! `gpu_async::device`) on the CPU, one block after another.
+//! [`crate::device`]) on the CPU, one block after another.
 //!
 //! Each block's kernel future is driven by a single-threaded executor whose order is a
 //! [`Schedule`]: `join!` runs one role per *step*, from one await on a channel to the next (or
@@ -193,7 +193,7 @@ impl Deferred {
     }
 }
 
-/// What `device::join_roles` does next.
+/// What [`join_roles`](crate::device::join_roles) does next.
 pub(crate) enum Step {
     /// Step this role.
     Run(usize),
