@@ -3,15 +3,15 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cudarc::driver::CudaStream;
 
 use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
 use crate::cuda::CudaDevice;
 use crate::error::Result;
-use crate::sim::{Schedule, SimConfig, SimOptions};
-use crate::stream::{Event, Stream};
+use crate::schedule::Schedule;
+use crate::sim::{SimConfig, SimOptions};
 
 /// Which backend a [`Device`] runs kernels on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,12 +116,6 @@ impl Device {
         Ok(Device::new(Backend::Cuda(Arc::new(gpu)), None))
     }
 
-    /// The cudarc stream of the device's [default stream](Device::default_stream) (from which the
-    /// cudarc context can be reached), on the CUDA backend; `None` on the simulator.
-    pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
-        self.default_stream().cudarc_stream()
-    }
-
     /// The CPU simulator, with the schedule of [`SimOptions::from_env`]: the one in the
     /// environment variable [`SCHEDULE_ENV`](crate::SCHEDULE_ENV) when it is set (to replay a
     /// schedule a deadlock reported), else `Random` with [`SimOptions::DEFAULT_SEED`], so that
@@ -189,21 +183,6 @@ impl Device {
         }
     }
 
-    /// Starts a timer at the current point of the device's default stream: on CUDA an event
-    /// recorded there, so `Timer::stop` measures the GPU time of the work issued in between; on
-    /// the simulator the wall clock (simulated kernels run inside their launch call).
-    pub fn start_timer(&self) -> Result<Timer> {
-        let start = match &self.inner.backend {
-            Backend::Cuda(_) => {
-                let stream = self.default_stream();
-                let event = stream.record_event()?;
-                TimerStart::Cuda(stream, event)
-            }
-            Backend::Sim => TimerStart::Wall(Instant::now()),
-        };
-        Ok(Timer { start })
-    }
-
     /// Sets the watchdog of the kernels launched from now on (by this device and its clones):
     /// `Some(bound)` stops a kernel when any single wait on the GPU (a channel `.await`, a role
     /// barrier) takes longer than `bound`, and its launch returns
@@ -261,86 +240,6 @@ impl fmt::Debug for Device {
             .field("name", &self.name())
             .field("fallback_reason", &self.inner.fallback_reason)
             .finish()
-    }
-}
-
-/// A running timer of a [`Device`], from [`Device::start_timer`].
-pub struct Timer {
-    start: TimerStart,
-}
-
-enum TimerStart {
-    Cuda(Stream, Event),
-    Wall(Instant),
-}
-
-impl Timer {
-    /// Stops the timer and returns the milliseconds since [`Device::start_timer`]: on CUDA the
-    /// time between the two points of the device's default stream (this waits for the work in
-    /// between).
-    pub fn stop(self) -> Result<f64> {
-        match self.start {
-            TimerStart::Cuda(stream, start) => {
-                let end = stream.record_event()?;
-                start.elapsed_ms(&end).map(f64::from)
-            }
-            TimerStart::Wall(start) => Ok(start.elapsed().as_secs_f64() * 1e3),
-        }
-    }
-}
-
-impl Timer {
-    /// Marks the end of the timed work without waiting for it: on CUDA, records the end point
-    /// on the device's default stream now, so that the time measured is the device's from the
-    /// start point to here, and not the host's wake-up after it. For one launch:
-    /// `let end = timer.mark_end()?; launch.wait()?; end.ms()`.
-    pub fn mark_end(self) -> Result<TimerEnd> {
-        let end = match self.start {
-            TimerStart::Cuda(stream, start) => {
-                let end = stream.record_event()?;
-                TimerEnd::Cuda(start, end)
-            }
-            TimerStart::Wall(start) => TimerEnd::Wall(start.elapsed()),
-        };
-        Ok(end)
-    }
-}
-
-/// The two points of a [`Timer`] whose end was marked ([`Timer::mark_end`]).
-pub enum TimerEnd {
-    /// Start and end events on the device's default stream.
-    Cuda(Event, Event),
-    /// The wall-clock time between them (the simulator).
-    Wall(std::time::Duration),
-}
-
-impl TimerEnd {
-    /// The milliseconds between the start and the end point (on CUDA this waits for the end
-    /// point to be reached).
-    pub fn ms(self) -> Result<f64> {
-        match self {
-            TimerEnd::Cuda(start, end) => start.elapsed_ms(&end).map(f64::from),
-            TimerEnd::Wall(d) => Ok(d.as_secs_f64() * 1e3),
-        }
-    }
-}
-
-impl fmt::Debug for TimerEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TimerEnd::Cuda(..) => f.write_str("TimerEnd(cuda events)"),
-            TimerEnd::Wall(d) => write!(f, "TimerEnd({d:?})"),
-        }
-    }
-}
-
-impl fmt::Debug for Timer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let clock = match self.start {
-            TimerStart::Cuda(..) => "cuda events",
-            TimerStart::Wall(_) => "wall clock",
-        };
-        f.debug_struct("Timer").field("clock", &clock).finish()
     }
 }
 
@@ -420,8 +319,5 @@ mod tests {
     fn handles_are_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Device>();
-        check::<Timer>();
-        check::<crate::buffer::DeviceBuffer<f32>>();
-        check::<crate::launch::Launch<'static>>();
     }
 }

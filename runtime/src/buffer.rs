@@ -404,6 +404,12 @@ mod tests {
     }
 
     #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<DeviceBuffer<f32>>();
+    }
+
+    #[test]
     fn copy_between_devices_rejected() -> Result<()> {
         let (a, b) = (Device::simulator(), Device::simulator());
         let mut dst = a.alloc::<i32>(2)?;

@@ -64,6 +64,12 @@ impl Device {
             kind,
         })
     }
+
+    /// The cudarc stream of the device's [default stream](Device::default_stream) (from which the
+    /// cudarc context can be reached), on the CUDA backend; `None` on the simulator.
+    pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
+        self.default_stream().cudarc_stream()
+    }
 }
 
 impl Stream {

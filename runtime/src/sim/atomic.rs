@@ -4,9 +4,6 @@
 
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::SimTarget;
-use crate::buffer::DeviceBuffer;
-use crate::error::Result;
 use crate::spec::KernelScalar;
 
 mod sealed {
@@ -46,7 +43,13 @@ pub struct AtomicView<'a, T: AtomicScalar> {
     atoms: Vec<T::Atomic>,
 }
 
-impl<T: AtomicScalar> AtomicView<'_, T> {
+impl<'a, T: AtomicScalar> AtomicView<'a, T> {
+    /// A view of `values` as atomics, which go back to `values` when it is dropped.
+    pub(crate) fn new(values: &'a mut [T]) -> AtomicView<'a, T> {
+        let atoms = values.iter().map(|&v| T::atomic(v)).collect();
+        AtomicView { values, atoms }
+    }
+
     /// The atomics the kernel's shadow code runs over.
     pub fn atoms(&self) -> &[T::Atomic] {
         &self.atoms
@@ -58,18 +61,5 @@ impl<T: AtomicScalar> Drop for AtomicView<'_, T> {
         for (v, a) in self.values.iter_mut().zip(&self.atoms) {
             *v = T::value(a);
         }
-    }
-}
-
-impl SimTarget {
-    /// The host view of an atomic slice parameter.
-    pub fn view_atomic<'a, T: AtomicScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a mut DeviceBuffer<T>,
-    ) -> Result<AtomicView<'a, T>> {
-        let values = self.view_mut(name, buf)?;
-        let atoms = values.iter().map(|&v| T::atomic(v)).collect();
-        Ok(AtomicView { values, atoms })
     }
 }

@@ -5,10 +5,10 @@
 //! [`Schedule`]: `join!` runs one role per *step*, from one await on a channel to the next (or
 //! until it waits or finishes), and the schedule picks the role of each step among those that
 //! can move: seeded random by default, the fixed round-robin order, or one schedule of a bounded
-//! exhaustive exploration ([`explore()`]). Channels are bounded rings with the GPU's slot
-//! discipline (the end-of-stream marker of a dropped sender takes a slot, as on the GPU), and
-//! parallel iterators are plain loops. A role that waits on a channel can move again once that
-//! channel changed; when no role can move while some are unfinished, every role waits on
+//! exhaustive exploration ([`explore()`](crate::explore())). Channels are bounded rings with the
+//! GPU's slot discipline (the end-of-stream marker of a dropped sender takes a slot, as on the
+//! GPU), and parallel iterators are plain loops. A role that waits on a channel can move again
+//! once that channel changed; when no role can move while some are unfinished, every role waits on
 //! another and the block can never finish: the launch fails with [`Error::Deadlock`], naming each
 //! role and the await (with its source location) it is stuck on, and the schedule that replays
 //! it, instead of hanging. A panic in kernel code (an index out of bounds, say) fails the launch
@@ -27,12 +27,10 @@
 //! location (the error then says `-`).
 
 mod atomic;
-mod explore;
 mod schedule;
 
 pub use atomic::{AtomicScalar, AtomicView};
-pub use explore::{explore, Exhaustive, Exploration, ScheduleFailure};
-pub use schedule::{ParseScheduleError, Schedule, SimOptions, SCHEDULE_ENV};
+pub use schedule::SimOptions;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, VecDeque};
@@ -43,10 +41,10 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 
-use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result, RoleWait};
 use crate::grid::Grid;
-use crate::spec::{KernelScalar, KernelSpec, SiteKind};
+use crate::schedule::Schedule;
+use crate::spec::{KernelSpec, SiteKind};
 use schedule::{Explorer, Picker, Rng};
 
 /// What the launches of one simulator device share: its schedule (or why the schedule asked for
@@ -88,8 +86,8 @@ impl SimConfig {
         self.schedule.as_ref().ok()
     }
 
-    /// The choices a replay device has made so far (for [`explore()`]).
-    fn explorer(&self) -> Option<Explorer> {
+    /// The choices a replay device has made so far (for [`explore()`](crate::explore())).
+    pub(crate) fn explorer(&self) -> Option<Explorer> {
         let explorer = self.explorer.as_ref()?;
         Some(match explorer.lock() {
             Ok(e) => e.clone(),
@@ -542,9 +540,9 @@ pub(crate) fn leave_role(index: usize, returned: bool) {
 /// A launch on the simulator: hands the generated launcher host views of the buffers and runs
 /// the kernel's blocks.
 pub struct SimTarget {
-    spec: &'static KernelSpec,
+    pub(crate) spec: &'static KernelSpec,
     grid: Grid,
-    device_id: u64,
+    pub(crate) device_id: u64,
     config: SimConfig,
 }
 
@@ -561,46 +559,6 @@ impl SimTarget {
             device_id,
             config,
         }
-    }
-
-    fn check_device<T: KernelScalar>(&self, name: &str, buf: &DeviceBuffer<T>) -> Result<()> {
-        if buf.device_id() != self.device_id {
-            return Err(Error::InvalidLaunch {
-                kernel: self.spec.path,
-                reason: format!(
-                    "the buffer passed as `{name}` belongs to another device; upload it to the launch's device"
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    fn not_simulated(&self, name: &str) -> Error {
-        Error::InvalidLaunch {
-            kernel: self.spec.path,
-            reason: format!("the buffer passed as `{name}` does not live in the simulator"),
-        }
-    }
-
-    /// The host view of a read-only slice parameter.
-    pub fn view<'a, T: KernelScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a DeviceBuffer<T>,
-    ) -> Result<&'a [T]> {
-        self.check_device(name, buf)?;
-        buf.host_slice().ok_or_else(|| self.not_simulated(name))
-    }
-
-    /// The host view of a mutable slice parameter.
-    pub fn view_mut<'a, T: KernelScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a mut DeviceBuffer<T>,
-    ) -> Result<&'a mut [T]> {
-        self.check_device(name, buf)?;
-        let err = self.not_simulated(name);
-        buf.host_slice_mut().ok_or(err)
     }
 
     /// Runs `block` once per block of the grid, in order, stopping at the first error.

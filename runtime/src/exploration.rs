@@ -1,10 +1,12 @@
 //! Bounded exhaustive exploration: a test run once per schedule, each on a fresh simulator.
+//! Above the devices, since it makes one simulator device per schedule and hands it to the test.
 
 use std::fmt;
 
-use super::{Schedule, SimConfig};
 use crate::backend::Device;
 use crate::error::{Error, Result};
+use crate::schedule::Schedule;
+use crate::sim::SimConfig;
 
 /// The bounds of an [`explore`]ation.
 ///
