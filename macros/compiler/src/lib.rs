@@ -5,7 +5,7 @@
 //!
 //! 1. [`parse`]: the module's items, sorted into kernels, helpers, constants and uses.
 //! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
-//!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
+//!    not have, producing the typed IR ([`tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
 //! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
