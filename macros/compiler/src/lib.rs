@@ -102,19 +102,22 @@ fn compile_module(
             registers::Plan::Uniform(why) => Some(why),
             registers::Plan::Invalid => continue,
         };
-        let problems = verify::verify(&kernel);
-        if !problems.is_empty() {
-            diags.error(
-                f.span,
-                format!(
-                    "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
-                    f.name,
-                    problems.join("; ")
-                ),
-            );
-            continue;
-        }
-        match ptx::write_kernel(&kernel) {
+        let verified = match verify::verify(&kernel) {
+            Ok(verified) => verified,
+            Err(problems) => {
+                let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                diags.error(
+                    f.span,
+                    format!(
+                        "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
+                        f.name,
+                        problems.join("; ")
+                    ),
+                );
+                continue;
+            }
+        };
+        match ptx::write_kernel(verified.kernel()) {
             Ok(ptx) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
