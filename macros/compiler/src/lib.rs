@@ -9,7 +9,8 @@
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
 //! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
-//! 6. [`verify`]: the IR's invariants, before anything is emitted.
+//! 6. [`verify`]: the IR's invariants, before anything is emitted; only a kernel it verified
+//!    ([`verify::Verified`]) reaches the writer.
 //! 7. [`ptx`]: the PTX writer.
 //! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
 //!
@@ -117,7 +118,7 @@ fn compile_module(
                 continue;
             }
         };
-        match ptx::write_kernel(verified.kernel()) {
+        match ptx::write_kernel(&verified) {
             Ok(ptx) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),

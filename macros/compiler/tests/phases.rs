@@ -1,7 +1,7 @@
 //! The compiler's phases on small inputs: what each accepts, what it reports, and that nothing
 //! panics on broken input.
 
-use gpu_async_compiler::{compile, expand, verify};
+use gpu_async_compiler::{compile, expand, ptx, verify};
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -503,6 +503,19 @@ fn a_verifier_error_names_what_it_concerns_and_reads_as_reported() {
         errors[0].to_string(),
         "ch0 is used by a role that does not own that end"
     );
+}
+
+/// The writer takes only a verified kernel: verifying the compiled IR and writing it gives the
+/// PTX that `compile` wrote.
+#[test]
+fn a_verified_kernel_is_written_as_compile_writes_it() {
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    let k = &kernels[0];
+    let verified = verify::verify(&k.ir).expect("the compiled IR verifies");
+    assert!(std::ptr::eq(verified.kernel(), &k.ir));
+    let ptx = ptx::write_kernel(&verified).expect("the verified kernel is written");
+    assert_eq!(ptx, k.ptx);
 }
 
 #[test]

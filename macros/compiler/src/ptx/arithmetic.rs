@@ -2,8 +2,7 @@
 //! Rust's `as` casts, with narrow integers kept normalized in 32-bit registers and halves
 //! computed in `f32`.
 
-use std::fmt;
-
+use super::error::{WriteError, WriteResult};
 use super::types::{bits_ty, cmp_name, exact_int_ty, half_name, ptx_ty, Class};
 use super::Writer;
 use crate::ir::{BinOp, Imm, UnOp, Value};
@@ -11,7 +10,7 @@ use crate::types::Scalar;
 
 impl Writer<'_> {
     /// `dst = imm`.
-    pub(super) fn constant(&mut self, dst: Value, imm: &Imm) -> fmt::Result {
+    pub(super) fn constant(&mut self, dst: Value, imm: &Imm) -> WriteResult {
         let d = self.reg(dst);
         match (imm, self.k.ty(dst)) {
             (Imm::Bool(b), _) => {
@@ -28,13 +27,13 @@ impl Writer<'_> {
     }
 
     /// `dst = src`.
-    pub(super) fn copy(&mut self, dst: Value, src: Value) -> fmt::Result {
+    pub(super) fn copy(&mut self, dst: Value, src: Value) -> WriteResult {
         let (d, s) = (self.reg(dst), self.reg(src));
         self.line(format!("mov.{} {d}, {s};", bits_ty(self.k.ty(dst))))
     }
 
     /// `dst = op src`.
-    pub(super) fn unary(&mut self, dst: Value, op: UnOp, src: Value) -> fmt::Result {
+    pub(super) fn unary(&mut self, dst: Value, op: UnOp, src: Value) -> WriteResult {
         let (d, s) = (self.reg(dst), self.reg(src));
         let ty = self.k.ty(dst);
         let t = ptx_ty(ty);
@@ -64,7 +63,7 @@ impl Writer<'_> {
         }
     }
 
-    pub(super) fn binary(&mut self, dst: Value, op: BinOp, lhs: Value, rhs: Value) -> fmt::Result {
+    pub(super) fn binary(&mut self, dst: Value, op: BinOp, lhs: Value, rhs: Value) -> WriteResult {
         let (d, a, b) = (self.reg(dst), self.reg(lhs), self.reg(rhs));
         let ty = self.k.ty(lhs);
         if ty == Scalar::Bool {
@@ -106,7 +105,7 @@ impl Writer<'_> {
                 BinOp::Sub => "sub",
                 BinOp::Mul => "mul",
                 BinOp::Div => "div",
-                _ => return Err(fmt::Error),
+                _ => return Err(no_operation(op, ty)),
             };
             let r = self.tmp(Class::F32);
             self.line(format!("{name}.rn.f32 {r}, {fa}, {fb};"))?;
@@ -130,7 +129,7 @@ impl Writer<'_> {
                 BinOp::CopySign => self.line(format!("copysign.{t} {d}, {b}, {a};")),
                 BinOp::Min => self.line(format!("min.{t} {d}, {a}, {b};")),
                 BinOp::Max => self.line(format!("max.{t} {d}, {a}, {b};")),
-                _ => Err(fmt::Error),
+                _ => Err(no_operation(op, ty)),
             };
         }
         match op {
@@ -163,14 +162,14 @@ impl Writer<'_> {
                     return self.line(format!("shr.{t} {d}, {a}, {amount};"));
                 }
             }
-            _ => return Err(fmt::Error),
+            _ => return Err(no_operation(op, ty)),
         }
         self.normalize(&d, ty)
     }
 
     /// Brings an integer narrower than 32 bits back to its normalized form in its register
     /// (wrapping, as Rust's wrapping arithmetic does).
-    fn normalize(&mut self, reg: &str, ty: Scalar) -> fmt::Result {
+    fn normalize(&mut self, reg: &str, ty: Scalar) -> WriteResult {
         match ty {
             Scalar::I8 => self.line(format!("cvt.s32.s8 {reg}, {reg};")),
             Scalar::I16 => self.line(format!("cvt.s32.s16 {reg}, {reg};")),
@@ -183,7 +182,7 @@ impl Writer<'_> {
     /// Rust's `as` between scalars: integers wrap (truncate, or sign- or zero-extend by the
     /// source's signedness), floats to integers saturate (NaN to 0, which PTX's `cvt` does for
     /// integer destinations), integers to floats round to nearest.
-    pub(super) fn cast(&mut self, dst: Value, src: Value) -> fmt::Result {
+    pub(super) fn cast(&mut self, dst: Value, src: Value) -> WriteResult {
         let (d, s) = (self.reg(dst), self.reg(src));
         let (to, from) = (self.k.ty(dst), self.k.ty(src));
         use Scalar::*;
@@ -202,7 +201,10 @@ impl Writer<'_> {
                 half_name(to),
                 ptx_ty(from)
             )),
-            (F16 | Bf16, _) | (_, F16 | Bf16) => Err(fmt::Error),
+            (F16 | Bf16, _) | (_, F16 | Bf16) => Err(WriteError::inconsistent(
+                "a cast of a half from or to a float",
+                format!("{from} as {to}"),
+            )),
             (Bool, F32) => self.line(format!("selp.f32 {d}, 0f3F800000, 0f00000000, {s};")),
             (Bool, F64) => self.line(format!(
                 "selp.f64 {d}, 0d3FF0000000000000, 0d0000000000000000, {s};"
@@ -253,7 +255,7 @@ impl Writer<'_> {
         cond: Value,
         if_true: Value,
         if_false: Value,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (d, c, a, b) = (
             self.reg(dst),
             self.reg(cond),
@@ -274,7 +276,7 @@ impl Writer<'_> {
     }
 
     /// The bits of `src` as `dst`'s type, of the same size.
-    pub(super) fn bitcast(&mut self, dst: Value, src: Value) -> fmt::Result {
+    pub(super) fn bitcast(&mut self, dst: Value, src: Value) -> WriteResult {
         let (d, s) = (self.reg(dst), self.reg(src));
         let (to, from) = (Class::of(self.k.ty(dst)), Class::of(self.k.ty(src)));
         match (from, to) {
@@ -286,9 +288,17 @@ impl Writer<'_> {
     }
 
     /// `dst = a * b + c`, rounded once.
-    pub(super) fn fma(&mut self, dst: Value, a: Value, b: Value, c: Value) -> fmt::Result {
+    pub(super) fn fma(&mut self, dst: Value, a: Value, b: Value, c: Value) -> WriteResult {
         let (d, a, b, c) = (self.reg(dst), self.reg(a), self.reg(b), self.reg(c));
         let t = ptx_ty(self.k.ty(dst));
         self.line(format!("fma.rn.{t} {d}, {a}, {b}, {c};"))
     }
+}
+
+/// Binary operation `op` on operands of type `ty`, which the checker does not let through.
+fn no_operation(op: BinOp, ty: Scalar) -> WriteError {
+    WriteError::inconsistent(
+        format!("a binary operation PTX has for {ty}"),
+        format!("{op:?}"),
+    )
 }

@@ -1,7 +1,6 @@
 //! Atomic operations on global memory, at GPU scope, with the ordering's PTX semantics.
 
-use std::fmt;
-
+use super::error::{WriteError, WriteResult};
 use super::types::{bits_ty, ptx_ty, Class};
 use super::Writer;
 use crate::ir::Value;
@@ -17,12 +16,17 @@ impl Writer<'_> {
         addr: Value,
         operands: &[Value],
         order: MemOrder,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let a = self.reg(addr);
         let ty = match (dst, operands.first()) {
             (Some(d), _) => self.k.ty(d),
             (None, Some(v)) => self.k.ty(*v),
-            (None, None) => return Err(fmt::Error),
+            (None, None) => {
+                return Err(WriteError::inconsistent(
+                    "an atomic operation with a result or an operand",
+                    format!("{op:?} with neither"),
+                ))
+            }
         };
         let vals: Vec<String> = operands.iter().map(|v| self.reg(*v)).collect();
         if order == MemOrder::SeqCst {
@@ -37,7 +41,7 @@ impl Writer<'_> {
                 } else {
                     "acquire"
                 };
-                let d = self.reg(dst.ok_or(fmt::Error)?);
+                let d = self.reg(dst.ok_or_else(|| no_result(op))?);
                 self.line(format!("ld.{sem}.gpu.global.{t} {d}, [{a}];"))
             }
             AtomicOp::Store => {
@@ -55,7 +59,7 @@ impl Writer<'_> {
                     MemOrder::Release => "release",
                     MemOrder::AcqRel | MemOrder::SeqCst => "acq_rel",
                 };
-                let d = self.reg(dst.ok_or(fmt::Error)?);
+                let d = self.reg(dst.ok_or_else(|| no_result(op))?);
                 // Addition wraps the same for signed and unsigned: PTX has it as unsigned.
                 let add_ty = if ty.is_wide_int() { "u64" } else { "u32" };
                 match op {
@@ -94,9 +98,17 @@ impl Writer<'_> {
                         "atom.{sem}.gpu.global.cas.{b} {d}, [{a}], {}, {};",
                         vals[0], vals[1]
                     )),
-                    AtomicOp::Load | AtomicOp::Store => Err(fmt::Error),
+                    AtomicOp::Load | AtomicOp::Store => Err(WriteError::inconsistent(
+                        "a read-modify-write operation",
+                        format!("{op:?}"),
+                    )),
                 }
             }
         }
     }
+}
+
+/// Atomic operation `op`, which has a result, without one.
+fn no_result(op: AtomicOp) -> WriteError {
+    WriteError::inconsistent(format!("a result for the atomic {op:?}"), "none")
 }

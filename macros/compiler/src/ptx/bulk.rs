@@ -2,11 +2,13 @@
 //! `cp.async.bulk` by the role's issuing thread for the 16-byte-aligned part, and a tail of
 //! ordinary loads and stores by the role's threads for the rest.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
 use crate::ir::{ChannelId, Value};
+use crate::types::ChanElem;
 use crate::types::Scalar;
 
 /// The registers of [`Writer::bulk_split`]: the copy's length in elements, the bytes of its
@@ -24,14 +26,14 @@ impl Writer<'_> {
         src: Value,
         len: Value,
         bulk: Value,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let ring = self.ring(chan, true)?;
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (src, len, bulk) = (self.reg(src), self.reg(len), self.reg(bulk));
         // The checker allows bulk copies of scalar payloads only.
         let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
-            return Err(fmt::Error);
+            return Err(not_scalar_payload(chan, &c.ty.elem));
         };
         writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
         let split = self.bulk_split(&len, &bulk)?;
@@ -70,14 +72,14 @@ impl Writer<'_> {
         dst: Value,
         len: Value,
         bulk: Value,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (dst, len, bulk) = (self.reg(dst), self.reg(len), self.reg(bulk));
         // The checker allows bulk copies of scalar payloads only.
         let Some(esize) = c.ty.elem.scalar().map(Scalar::size) else {
-            return Err(fmt::Error);
+            return Err(not_scalar_payload(chan, &c.ty.elem));
         };
         writeln!(
             self.body,
@@ -100,15 +102,20 @@ impl Writer<'_> {
     }
 
     /// The registers of a copy of `len` elements whose 16-byte-aligned part, `bulk` bytes (the
-    /// IR computes them, see [`Inst::CopyIn`](crate::ir::Inst::CopyIn)), one bulk copy moves, and whether this thread
+    /// IR computes them, see [`Inst::CopyIn`]), one bulk copy moves, and whether this thread
     /// issues it. The issuing thread is the one `elect.sync` picked in the role's first warp at
-    /// the role's start ([`RoleCtx::bulk_issuer`](super::kernel::RoleCtx::bulk_issuer)): told so, ptxas issues the copy once, where a
+    /// the role's start ([`RoleCtx::bulk_issuer`]): told so, ptxas issues the copy once, where a
     /// lane test (`lane == 0`) made it wrap the copy in a loop over the lanes that pass the test
     /// (`ELECT` ... `BRA.U.ANY`; 20 ns per item of a 16 KiB copy on the H200,
     /// docs/benchmarks.md). It is the same thread for every copy of the role, so its
     /// `cp.async.bulk.wait_group` covers all of them.
-    fn bulk_split(&mut self, len: &str, bulk: &str) -> Result<BulkSplit, fmt::Error> {
-        let issuer = self.role()?.bulk_issuer.clone().ok_or(fmt::Error)?;
+    ///
+    /// [`Inst::CopyIn`]: crate::ir::Inst::CopyIn
+    /// [`RoleCtx::bulk_issuer`]: super::kernel::RoleCtx::bulk_issuer
+    fn bulk_split(&mut self, len: &str, bulk: &str) -> WriteResult<BulkSplit> {
+        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
+            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
+        })?;
         let len32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
         let bulk32 = self.tmp(Class::B32);
@@ -135,7 +142,7 @@ impl Writer<'_> {
         slot: &str,
         into_slot: bool,
         label: &str,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (threads, rtid) = {
             let r = self.role()?;
             (r.threads, r.rtid.clone())
@@ -175,4 +182,13 @@ impl Writer<'_> {
         self.line(format!("bra {head};"))?;
         self.place_label(&end)
     }
+}
+
+/// A bulk copy on `chan`, whose payload `elem` is not a scalar: the checker allows bulk copies
+/// of scalar payloads only.
+pub(super) fn not_scalar_payload(chan: ChannelId, elem: &ChanElem) -> WriteError {
+    WriteError::inconsistent(
+        format!("a scalar payload for the bulk copies on {chan}"),
+        format!("{elem}"),
+    )
 }

@@ -4,8 +4,9 @@
 //! their `full` and `empty` mbarriers and state words lie in shared memory (see
 //! [`crate::ir::Channel`]).
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
 use crate::ir::{Channel, ChannelId, SiteId, Value};
@@ -22,13 +23,15 @@ pub(super) struct Ring {
 
 impl Writer<'_> {
     /// The registers of the ring `(chan, sender)` of the current role, noting that the code uses
-    /// it. Inside an unrolled loop ([`Unrolled`](super::unroll::Unrolled)) its slot and held slot are the constants the
+    /// it. Inside an unrolled loop ([`Unrolled`]) its slot and held slot are the constants the
     /// copy being written is at.
-    pub(super) fn ring(&mut self, chan: ChannelId, sender: bool) -> Result<Ring, fmt::Error> {
+    ///
+    /// [`Unrolled`]: super::unroll::Unrolled
+    pub(super) fn ring(&mut self, chan: ChannelId, sender: bool) -> WriteResult<Ring> {
         let key = (chan, sender);
-        let role = self.role.as_mut().ok_or(fmt::Error)?;
+        let role = self.role.as_mut().ok_or_else(WriteError::outside_role)?;
         role.touched.insert(key);
-        let mut ring = role.rings.get(&key).cloned().ok_or(fmt::Error)?;
+        let mut ring = role.rings.get(&key).cloned().ok_or_else(|| no_ring(key))?;
         if let Some(u) = &self.unroll {
             if let Some(slot) = u.slots.get(&key) {
                 ring.slot = slot.to_string();
@@ -46,7 +49,7 @@ impl Writer<'_> {
         offset: u32,
         index: &str,
         stride: u32,
-    ) -> Result<String, fmt::Error> {
+    ) -> WriteResult<String> {
         let smem = self.smem.clone();
         let base = self.tmp(Class::B32);
         self.line(format!("add.u32 {base}, {smem}, {offset};"))?;
@@ -56,14 +59,14 @@ impl Writer<'_> {
     }
 
     /// `reserve`: waits for the sender's current slot to be empty.
-    pub(super) fn reserve(&mut self, chan: ChannelId, site: SiteId) -> fmt::Result {
+    pub(super) fn reserve(&mut self, chan: ChannelId, site: SiteId) -> WriteResult {
         let ring = self.ring(chan, true)?;
         writeln!(self.body, "    // reserve {chan}")?;
         self.wait_empty(chan, &ring, site)
     }
 
     /// The shared address of the current slot (sending end) or the held one (receiving end).
-    pub(super) fn slot_addr(&mut self, dst: Value, chan: ChannelId, send: bool) -> fmt::Result {
+    pub(super) fn slot_addr(&mut self, dst: Value, chan: ChannelId, send: bool) -> WriteResult {
         let ring = self.ring(chan, send)?;
         let c = self.k.channel(chan).clone();
         let index = if send {
@@ -82,7 +85,7 @@ impl Writer<'_> {
     }
 
     /// `send`: hands the reserved slot over as an item.
-    pub(super) fn send(&mut self, chan: ChannelId) -> fmt::Result {
+    pub(super) fn send(&mut self, chan: ChannelId) -> WriteResult {
         let ring = self.ring(chan, true)?;
         writeln!(self.body, "    // send {chan}")?;
         if self.k.channel(chan).bulk_reads {
@@ -94,7 +97,7 @@ impl Writer<'_> {
     }
 
     /// `close`: the end-of-stream marker, in a slot of its own.
-    pub(super) fn close(&mut self, chan: ChannelId, site: SiteId) -> fmt::Result {
+    pub(super) fn close(&mut self, chan: ChannelId, site: SiteId) -> WriteResult {
         let ring = self.ring(chan, true)?;
         writeln!(
             self.body,
@@ -106,7 +109,7 @@ impl Writer<'_> {
 
     /// `recv`: waits for the next slot to be full and takes it; `some` says whether it holds an
     /// item.
-    pub(super) fn recv(&mut self, chan: ChannelId, some: Value, site: SiteId) -> fmt::Result {
+    pub(super) fn recv(&mut self, chan: ChannelId, some: Value, site: SiteId) -> WriteResult {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         let s = self.reg(some);
@@ -125,7 +128,7 @@ impl Writer<'_> {
     }
 
     /// `release`: the held slot is empty again.
-    pub(super) fn release(&mut self, chan: ChannelId) -> fmt::Result {
+    pub(super) fn release(&mut self, chan: ChannelId) -> WriteResult {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         writeln!(self.body, "    // release {chan}")?;
@@ -149,7 +152,7 @@ impl Writer<'_> {
         c: &Channel,
         some: &str,
         loaded: Option<&str>,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let state = match loaded {
             Some(state) => state.to_string(),
             None => {
@@ -174,7 +177,7 @@ impl Writer<'_> {
         self.advance((chan, false), ring, c.ty.depth)
     }
 
-    fn advance(&mut self, key: (ChannelId, bool), ring: &Ring, depth: u32) -> fmt::Result {
+    fn advance(&mut self, key: (ChannelId, bool), ring: &Ring, depth: u32) -> WriteResult {
         if let Some(slot) = self.unroll.as_mut().and_then(|u| u.slots.get_mut(&key)) {
             // A constant slot: only the wrap costs an instruction.
             *slot = (*slot + 1) % depth.max(1);
@@ -195,7 +198,7 @@ impl Writer<'_> {
     }
 
     /// Lane 0 of each warp arrives on `barrier`, after the warp's writes.
-    pub(super) fn warp_arrive(&mut self, barrier: &str) -> fmt::Result {
+    pub(super) fn warp_arrive(&mut self, barrier: &str) -> WriteResult {
         let lane0 = self.role()?.lane0.clone();
         self.line("bar.warp.sync -1;")?;
         self.line(format!(
@@ -204,7 +207,7 @@ impl Writer<'_> {
     }
 
     /// Waits for the sender's current slot to be empty.
-    fn wait_empty(&mut self, chan: ChannelId, ring: &Ring, site: SiteId) -> fmt::Result {
+    fn wait_empty(&mut self, chan: ChannelId, ring: &Ring, site: SiteId) -> WriteResult {
         let c = self.k.channel(chan).clone();
         let empty = self.shared_addr(c.empty_offset, &ring.slot, 8)?;
         let parity = self.tmp(Class::B32);
@@ -215,7 +218,7 @@ impl Writer<'_> {
     /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over. The state
     /// words start at 1 (the kernel's init block) and only the end-of-stream marker changes one,
     /// after which nothing is sent: an item's send writes no state.
-    fn publish(&mut self, chan: ChannelId, ring: &Ring, state: u32) -> fmt::Result {
+    fn publish(&mut self, chan: ChannelId, ring: &Ring, state: u32) -> WriteResult {
         let c = self.k.channel(chan).clone();
         if state != 1 {
             let leader = self.role()?.leader.clone();
@@ -226,4 +229,13 @@ impl Writer<'_> {
         self.warp_arrive(&full)?;
         self.advance((chan, true), ring, c.ty.depth)
     }
+}
+
+/// The ring `(chan, sender)`, which the role being written does not own.
+pub(super) fn no_ring((chan, sender): (ChannelId, bool)) -> WriteError {
+    let end = if sender { "sending" } else { "receiving" };
+    WriteError::inconsistent(
+        format!("a role that owns the {end} end of {chan}"),
+        "one that does not",
+    )
 }

@@ -2,8 +2,11 @@
 //! iteration, and is written unrolled with constant ring slots or in two versions (with and
 //! without its bulk copies' tails) when [`super::unroll`] finds it can be.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::bulk::not_scalar_payload;
+use super::channels::no_ring;
+use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::unroll::whole_copies;
 use super::waits::FAILURE_PANIC;
@@ -13,7 +16,7 @@ use crate::types::Scalar;
 
 impl Writer<'_> {
     /// Panics (the failure record, then the way out) when `cond` holds.
-    pub(super) fn panic_if(&mut self, cond: Value, site: SiteId) -> fmt::Result {
+    pub(super) fn panic_if(&mut self, cond: Value, site: SiteId) -> WriteResult {
         let c = self.reg(cond);
         let message = self.k.sites[site.0 as usize].message.clone();
         writeln!(self.body, "    // panics: {message}")?;
@@ -29,7 +32,7 @@ impl Writer<'_> {
     }
 
     /// `if cond { then } else { else_ }`.
-    pub(super) fn if_else(&mut self, cond: Value, then: &Block, else_: &Block) -> fmt::Result {
+    pub(super) fn if_else(&mut self, cond: Value, then: &Block, else_: &Block) -> WriteResult {
         let c = self.reg(cond);
         let (l_else, l_end) = (self.label("else"), self.label("endif"));
         self.line(format!("@!{c} bra {l_else};"))?;
@@ -42,7 +45,7 @@ impl Writer<'_> {
 
     /// A loop: in role code, watched for the abort word, unrolled when [`Writer::unroll_plan`]
     /// says so, and in two versions when [`whole_copies`] finds copies to test once.
-    pub(super) fn loop_(&mut self, id: LoopId, body: &Block) -> fmt::Result {
+    pub(super) fn loop_(&mut self, id: LoopId, body: &Block) -> WriteResult {
         let head = format!("$loop_{}", id.0);
         // A role loop watches the abort word (a cancelled or failed launch stops even in
         // a loop without awaits) every 16th iteration (of an unrolled loop: every 16th
@@ -82,14 +85,11 @@ impl Writer<'_> {
             let mut all_whole: Option<String> = None;
             for &(len, bulk, chan) in &whole {
                 // The checker allows bulk copies of scalar payloads only.
-                let esize = self
-                    .k
-                    .channel(chan)
-                    .ty
-                    .elem
+                let elem = &self.k.channel(chan).ty.elem;
+                let esize = elem
                     .scalar()
                     .map(Scalar::size)
-                    .ok_or(fmt::Error)?;
+                    .ok_or_else(|| not_scalar_payload(chan, elem))?;
                 let (len, bulk) = (self.reg(len), self.reg(bulk));
                 let covered = self.tmp(Class::B64);
                 self.line(format!(
@@ -103,7 +103,9 @@ impl Writer<'_> {
                     None => all_whole = Some(p),
                 }
             }
-            let all_whole = all_whole.ok_or(fmt::Error)?;
+            let all_whole = all_whole.ok_or_else(|| {
+                WriteError::inconsistent("a bulk copy to test before the loop", "none")
+            })?;
             self.line(format!("@!{all_whole} bra {tails};"))?;
             let touched = self.role()?.touched.clone();
             self.whole = whole.iter().map(|&(len, bulk, _)| (len, bulk)).collect();
@@ -114,7 +116,10 @@ impl Writer<'_> {
             let next = format!("$loop_next_{}", id.0);
             self.loop_version(id, body, top, (&head, &next), count.as_ref())?;
             self.whole.clear();
-            self.role.as_mut().ok_or(fmt::Error)?.touched = touched;
+            self.role
+                .as_mut()
+                .ok_or_else(WriteError::outside_role)?
+                .touched = touched;
             writeln!(
                 self.body,
                 "    // the loop's version with the copies' tails"
@@ -126,8 +131,10 @@ impl Writer<'_> {
     }
 
     /// One version of a role loop: its head, its body (unrolled when [`Writer::unroll_plan`]
-    /// says so and `top`), the abort-word watch of [`Inst::Loop`](crate::ir::Inst::Loop) at its `next` label, and the
+    /// says so and `top`), the abort-word watch of [`Inst::Loop`] at its `next` label, and the
     /// branch back to its head.
+    ///
+    /// [`Inst::Loop`]: crate::ir::Inst::Loop
     fn loop_version(
         &mut self,
         id: LoopId,
@@ -135,7 +142,7 @@ impl Writer<'_> {
         top: bool,
         (head, next): (&str, &str),
         count: Option<&(String, String)>,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         self.place_label(head)?;
         let plan = if top {
             self.unroll_plan(id, body)
@@ -181,7 +188,7 @@ impl Writer<'_> {
     }
 
     /// `break` out of loop `id`.
-    pub(super) fn break_(&mut self, id: LoopId) -> fmt::Result {
+    pub(super) fn break_(&mut self, id: LoopId) -> WriteResult {
         // Leaving an unrolled loop: the code after it reads the ring registers.
         let leaving = match &self.unroll {
             Some(u) if u.id == id => {
@@ -196,7 +203,12 @@ impl Writer<'_> {
             _ => Vec::new(),
         };
         for (key, slot, held) in leaving {
-            let ring = self.role()?.rings.get(&key).cloned().ok_or(fmt::Error)?;
+            let ring = self
+                .role()?
+                .rings
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| no_ring(key))?;
             self.line(format!("mov.u32 {}, {slot};", ring.slot))?;
             if let Some(held) = held {
                 self.line(format!("mov.u32 {}, {held};", ring.held))?;
@@ -206,7 +218,7 @@ impl Writer<'_> {
     }
 
     /// `continue` in loop `id`: to its abort-word watch, then its head.
-    pub(super) fn continue_(&mut self, id: LoopId) -> fmt::Result {
+    pub(super) fn continue_(&mut self, id: LoopId) -> WriteResult {
         self.line(format!("bra $loop_next_{};", id.0))
     }
 }

@@ -1,13 +1,12 @@
 //! The instruction dispatcher: each IR instruction goes to the method of the module that
 //! writes its kind.
 
-use std::fmt;
-
+use super::error::WriteResult;
 use super::Writer;
 use crate::ir::{Block, Inst};
 
 impl Writer<'_> {
-    pub(super) fn block(&mut self, b: &Block) -> fmt::Result {
+    pub(super) fn block(&mut self, b: &Block) -> WriteResult {
         for inst in &b.0 {
             self.inst(inst)?;
         }
@@ -15,7 +14,7 @@ impl Writer<'_> {
     }
 
     /// One instruction.
-    fn inst(&mut self, inst: &Inst) -> fmt::Result {
+    fn inst(&mut self, inst: &Inst) -> WriteResult {
         match inst {
             Inst::Const { dst, imm } => self.constant(*dst, imm),
             Inst::Copy { dst, src } => self.copy(*dst, *src),

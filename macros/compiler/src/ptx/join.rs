@@ -2,8 +2,9 @@
 //! waits yield to the next branch instead of blocking ([`JoinCtx`]); a `select!` polls its
 //! channels without blocking, alone or as a yielding wait of a `join!` branch.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::waits::FAILURE_TIMEOUT;
 use super::Writer;
@@ -50,10 +51,13 @@ impl Writer<'_> {
     pub(super) fn yield_point(
         &mut self,
         site: SiteId,
-        test: &mut dyn FnMut(&mut Self) -> fmt::Result,
-    ) -> fmt::Result {
+        test: &mut dyn FnMut(&mut Self) -> WriteResult,
+    ) -> WriteResult {
         let Some(j) = self.join.as_mut() else {
-            return Err(fmt::Error);
+            return Err(WriteError::inconsistent(
+                "a wait in a join! branch",
+                "one outside every join!",
+            ));
         };
         let branch = j.branch;
         let point = j.resumes[branch].len() as u32 + 1;
@@ -72,7 +76,7 @@ impl Writer<'_> {
     }
 
     /// In a `join!` branch: a wait has passed (the round's watchdog restarts).
-    pub(super) fn note_progress(&mut self) -> fmt::Result {
+    pub(super) fn note_progress(&mut self) -> WriteResult {
         match self.join.as_ref().map(|j| j.progress.clone()) {
             Some(progress) => self.line(format!("mov.u32 {progress}, 1;")),
             None => Ok(()),
@@ -82,10 +86,13 @@ impl Writer<'_> {
     /// `join!` in role code: the branches one after the other, each ending in a jump to the
     /// next branch's dispatch, then the dispatches (a chain of compares on the branch's state)
     /// and the round's tail.
-    pub(super) fn join(&mut self, branches: &[Block]) -> fmt::Result {
+    pub(super) fn join(&mut self, branches: &[Block]) -> WriteResult {
         if self.join.is_some() {
             // The verifier rejects a join inside a join.
-            return Err(fmt::Error);
+            return Err(WriteError::inconsistent(
+                "a join! outside every join!",
+                "one inside a join! branch",
+            ));
         }
         let id = self.joins;
         self.joins += 1;
@@ -121,7 +128,7 @@ impl Writer<'_> {
             written = written.and_then(|_| self.line(format!("bra {};", next.unwrap_or_default())));
         }
         let Some(ctx) = self.join.take() else {
-            return Err(fmt::Error);
+            return Err(WriteError::inconsistent("the join! being written", "none"));
         };
         written?;
         // Dispatch: go on with each branch where it stopped; skip the ended ones.
@@ -175,7 +182,7 @@ impl Writer<'_> {
         chosen: Value,
         some: Value,
         site: SiteId,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (en, ch, s) = (self.reg(enabled), self.reg(chosen), self.reg(some));
         let names: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
         writeln!(self.body, "    // select over {}", names.join(", "))?;
@@ -195,7 +202,7 @@ impl Writer<'_> {
         for (ring, c) in &rings {
             fulls.push(self.shared_addr(c.full_offset, &ring.slot, 8)?);
         }
-        let mut test = |w: &mut Self| -> fmt::Result {
+        let mut test = |w: &mut Self| -> WriteResult {
             for (k, (ring, _)) in rings.iter().enumerate() {
                 let skip = w.label("select_skip");
                 w.line(format!("and.b32 {bit}, {en}, {};", 1u32 << k))?;

@@ -3,9 +3,10 @@
 //! channel ends, barrier phases and bulk-copy issuer ([`RoleCtx`]).
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
 use super::channels::Ring;
+use super::error::WriteResult;
 use super::types::{ptx_ty, Class};
 use super::Writer;
 use crate::ir::{Block, ChannelId, Inst, ParamKind, Role, UnOp};
@@ -29,7 +30,9 @@ pub(super) struct RoleCtx {
     /// Phase of each barrier between roles that the role takes.
     pub(super) kernel_barrier_phases: HashMap<u32, String>,
     /// The rings (channel, sending end) the code written so far has used: a ring not in it is at
-    /// slot 0 (see [`Unrolled`](super::unroll::Unrolled)).
+    /// slot 0 (see [`Unrolled`]).
+    ///
+    /// [`Unrolled`]: super::unroll::Unrolled
     pub(super) touched: HashSet<(ChannelId, bool)>,
     /// The channels this role receives whose end leaves the receiving loop for good
     /// ([`ends_that_leave`]): their `recv` does not test or set the ring's `closed` register.
@@ -104,7 +107,7 @@ fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
 
 impl Writer<'_> {
     /// The whole entry.
-    pub(super) fn kernel(&mut self) -> fmt::Result {
+    pub(super) fn kernel(&mut self) -> WriteResult {
         let k = self.k;
         self.tid = self.tmp(Class::B32);
         self.smem = self.tmp(Class::B32);
@@ -126,7 +129,7 @@ impl Writer<'_> {
 
     /// Loads the user's parameters into their values' registers; returns the number of PTX
     /// parameters they take (a slice takes two).
-    fn user_params(&mut self) -> Result<usize, fmt::Error> {
+    fn user_params(&mut self) -> WriteResult<usize> {
         let k = self.k;
         let mut index = 0;
         for p in &k.params {
@@ -165,7 +168,7 @@ impl Writer<'_> {
 
     /// Loads the abort protocol's parameters, which follow the user's from PTX parameter
     /// `index`: the abort word, the launch id, the failure record and the watchdog's bound.
-    fn abort_params(&mut self, index: usize) -> fmt::Result {
+    fn abort_params(&mut self, index: usize) -> WriteResult {
         let k = self.k;
         // The abort protocol's parameters follow the user's.
         self.abort = self.tmp(Class::B64);
@@ -203,7 +206,7 @@ impl Writer<'_> {
     }
 
     /// Thread 0's set-up of the shared memory, before every thread meets at `bar.sync 0`.
-    fn init_shared(&mut self) -> fmt::Result {
+    fn init_shared(&mut self) -> WriteResult {
         let k = self.k;
         let tid = self.tid.clone();
         // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
@@ -270,7 +273,7 @@ impl Writer<'_> {
     }
 
     /// The dispatch on the warp index, each role's region, and the entry's exit.
-    fn roles(&mut self) -> fmt::Result {
+    fn roles(&mut self) -> WriteResult {
         let k = self.k;
         let tid = self.tid.clone();
         // Dispatch on the warp index; roles cover the warps without overlap.
@@ -319,7 +322,7 @@ impl Writer<'_> {
         self.line("ret;")
     }
 
-    fn role_region(&mut self, index: usize, r: &Role) -> fmt::Result {
+    fn role_region(&mut self, index: usize, r: &Role) -> WriteResult {
         let tid = self.tid.clone();
         let rtid = self.tmp(Class::B32);
         self.line(format!("sub.u32 {rtid}, {tid}, {};", r.first_warp * 32))?;

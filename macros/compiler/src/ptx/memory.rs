@@ -1,8 +1,7 @@
 //! Memory: loads and stores in each space, the addresses of local memory, constant tables and
 //! shared values, and element addresses for parallel loops.
 
-use std::fmt;
-
+use super::error::WriteResult;
 use super::types::{mem_ty, space_name, Class};
 use super::Writer;
 use crate::ir::{Space, Value};
@@ -10,19 +9,19 @@ use crate::types::Scalar;
 
 impl Writer<'_> {
     /// A load: `dst` from `addr` in `space`.
-    pub(super) fn load_value(&mut self, dst: Value, space: Space, addr: Value) -> fmt::Result {
+    pub(super) fn load_value(&mut self, dst: Value, space: Space, addr: Value) -> WriteResult {
         let a = self.reg(addr);
         self.load(dst, space, &a)
     }
 
     /// A store: `value` to `addr` in `space`.
-    pub(super) fn store_value(&mut self, space: Space, addr: Value, value: Value) -> fmt::Result {
+    pub(super) fn store_value(&mut self, space: Space, addr: Value, value: Value) -> WriteResult {
         let (a, v) = (self.reg(addr), self.reg(value));
         let ty = self.k.ty(value);
         self.store(&v, ty, space, &a)
     }
 
-    pub(super) fn load(&mut self, dst: Value, space: Space, addr: &str) -> fmt::Result {
+    pub(super) fn load(&mut self, dst: Value, space: Space, addr: &str) -> WriteResult {
         let d = self.reg(dst);
         let ty = self.k.ty(dst);
         let sp = space_name(space);
@@ -35,7 +34,7 @@ impl Writer<'_> {
         }
     }
 
-    pub(super) fn store(&mut self, src: &str, ty: Scalar, space: Space, addr: &str) -> fmt::Result {
+    pub(super) fn store(&mut self, src: &str, ty: Scalar, space: Space, addr: &str) -> WriteResult {
         let sp = space_name(space);
         if ty == Scalar::Bool {
             let t = self.tmp(Class::B32);
@@ -47,20 +46,20 @@ impl Writer<'_> {
     }
 
     /// The address of byte `offset` of the thread's local memory.
-    pub(super) fn local_addr(&mut self, dst: Value, offset: u32) -> fmt::Result {
+    pub(super) fn local_addr(&mut self, dst: Value, offset: u32) -> WriteResult {
         let d = self.reg(dst);
         self.line(format!("mov.u64 {d}, gpu_async_local;"))?;
         self.line(format!("add.u64 {d}, {d}, {offset};"))
     }
 
     /// The address of the module's constant table `table`.
-    pub(super) fn const_addr(&mut self, dst: Value, table: u32) -> fmt::Result {
+    pub(super) fn const_addr(&mut self, dst: Value, table: u32) -> WriteResult {
         let d = self.reg(dst);
         self.line(format!("mov.u64 {d}, gpu_async_const_{table};"))
     }
 
     /// Reads the shared value `cell`.
-    pub(super) fn load_cell(&mut self, dst: Value, cell: u32) -> fmt::Result {
+    pub(super) fn load_cell(&mut self, dst: Value, cell: u32) -> WriteResult {
         let smem = self.smem.clone();
         let a = self.tmp(Class::B32);
         let offset = self.k.cells_offset + 8 * cell;
@@ -69,7 +68,7 @@ impl Writer<'_> {
     }
 
     /// Writes the shared value `cell`.
-    pub(super) fn store_cell(&mut self, cell: u32, value: Value) -> fmt::Result {
+    pub(super) fn store_cell(&mut self, cell: u32, value: Value) -> WriteResult {
         // The role's first thread writes; the role barrier that follows publishes it.
         let leader = self.role()?.leader.clone();
         let smem = self.smem.clone();
@@ -91,7 +90,7 @@ impl Writer<'_> {
         base: &str,
         i: &str,
         size: u32,
-    ) -> Result<String, fmt::Error> {
+    ) -> WriteResult<String> {
         match space {
             Space::Global | Space::Local | Space::Const => {
                 let a = self.tmp(Class::B64);

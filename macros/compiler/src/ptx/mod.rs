@@ -25,6 +25,7 @@ mod barriers;
 mod bulk;
 mod channels;
 mod control;
+mod error;
 mod insts;
 mod join;
 mod kernel;
@@ -41,16 +42,21 @@ use std::fmt::{self, Write};
 
 use crate::ir::{Kernel, ParamKind, Value};
 use crate::types::Scalar;
+use crate::verify::Verified;
 
 use join::JoinCtx;
 use kernel::RoleCtx;
 use types::{ptx_ty, Class};
 use unroll::Unrolled;
 
+pub use error::WriteError;
+use error::WriteResult;
+
 pub use crate::target::{PTX_TARGET, PTX_TARGET_BUDGETS, PTX_VERSION};
 
-/// Writes `kernel` as a PTX module.
-pub fn write_kernel(kernel: &Kernel) -> Result<String, fmt::Error> {
+/// Writes a verified kernel as a PTX module. An inconsistency the writer finds is a compiler
+/// bug: it is returned, not written.
+pub fn write_kernel(kernel: &Verified<'_>) -> Result<String, WriteError> {
     let mut w = Writer::new(kernel);
     w.kernel()?;
     let mut out = String::new();
@@ -98,8 +104,9 @@ pub struct Writer<'k> {
 }
 
 impl<'k> Writer<'k> {
-    /// A writer for `k`.
-    pub fn new(k: &'k Kernel) -> Self {
+    /// A writer for the verified kernel `k`.
+    pub fn new(k: &Verified<'k>) -> Self {
+        let k = k.kernel();
         Writer {
             k,
             body: String::new(),
@@ -148,16 +155,19 @@ impl<'k> Writer<'k> {
         format!("${what}_{}", self.labels)
     }
 
-    fn line(&mut self, s: impl fmt::Display) -> fmt::Result {
-        writeln!(self.body, "    {s}")
+    fn line(&mut self, s: impl fmt::Display) -> WriteResult {
+        writeln!(self.body, "    {s}")?;
+        Ok(())
     }
 
-    fn place_label(&mut self, l: &str) -> fmt::Result {
-        writeln!(self.body, "{l}:")
+    fn place_label(&mut self, l: &str) -> WriteResult {
+        writeln!(self.body, "{l}:")?;
+        Ok(())
     }
 
-    fn role(&self) -> Result<&RoleCtx, fmt::Error> {
-        self.role.as_ref().ok_or(fmt::Error)
+    /// The role being written.
+    fn role(&self) -> WriteResult<&RoleCtx> {
+        self.role.as_ref().ok_or_else(WriteError::outside_role)
     }
 
     /// Writes the module: header, register declarations, then the body.

@@ -3,8 +3,9 @@
 //! accesses, [`UNROLL`] groups per step, and a scalar loop for the tail; loops over a constant
 //! count that the threads cover in one pass, without a loop.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::WriteResult;
 use super::types::{bits_ty, mem_ty, space_name, Class};
 use super::Writer;
 use crate::ir::{Block, Inst, ParFor, Space};
@@ -13,7 +14,7 @@ use crate::ir::{Block, Inst, ParFor, Space};
 pub(super) const UNROLL: u32 = 4;
 
 impl Writer<'_> {
-    pub(super) fn par_for(&mut self, p: &ParFor) -> fmt::Result {
+    pub(super) fn par_for(&mut self, p: &ParFor) -> WriteResult {
         if let Some(r) = &p.reduce {
             return self.par_reduce(p, r);
         }
@@ -153,7 +154,7 @@ impl Writer<'_> {
 
     /// Iteration `i` of a parallel loop, one element: the sources' loads, the index, the body,
     /// then the stores of the elements it writes.
-    fn scalar_iteration(&mut self, p: &ParFor, i: &str) -> fmt::Result {
+    fn scalar_iteration(&mut self, p: &ParFor, i: &str) -> WriteResult {
         let mut addrs = Vec::new();
         for s in &p.sources {
             let b = self.reg(s.base);
@@ -181,7 +182,7 @@ impl Writer<'_> {
     /// element `t` (`groups` is `None`), or `groups` groups of four elements, `t`, `t + T`, ....
     /// With one element or one group per thread, a thread past the loop's end skips it; with
     /// more groups, the caller has checked that they are a whole multiple of the threads.
-    fn par_one_pass(&mut self, p: &ParFor, groups: Option<u32>) -> fmt::Result {
+    fn par_one_pass(&mut self, p: &ParFor, groups: Option<u32>) -> WriteResult {
         let (threads, rtid) = {
             let r = self.role()?;
             (r.threads, r.rtid.clone())
@@ -214,7 +215,7 @@ impl Writer<'_> {
 
     /// One step of the vector loop over `count` groups of four elements: groups `g`,
     /// `g + threads`, ...; all loads first, then the body four times per group, then the stores.
-    fn vector_groups(&mut self, p: &ParFor, g: &str, threads: u32, count: u32) -> fmt::Result {
+    fn vector_groups(&mut self, p: &ParFor, g: &str, threads: u32, count: u32) -> WriteResult {
         let mut groups = vec![g.to_string()];
         for u in 1..count {
             let gu = self.tmp(Class::B64);

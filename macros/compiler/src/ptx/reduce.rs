@@ -1,8 +1,9 @@
 //! Reductions (a parallel loop with a [`ParReduce`]): each thread folds its items, the lanes of
 //! each warp combine by a butterfly of shuffles, and the warps' totals meet in shared memory.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::{WriteError, WriteResult};
 use super::parallel::straight_line;
 use super::types::{bits_ty, mem_ty, space_name, Class};
 use super::Writer;
@@ -10,7 +11,7 @@ use crate::ir::{ParFor, ParReduce, Space};
 
 impl Writer<'_> {
     /// `acc = combine(lhs, rhs)` with the reduction's combining block.
-    fn combine(&mut self, r: &ParReduce, lhs: &str, rhs: &str) -> fmt::Result {
+    fn combine(&mut self, r: &ParReduce, lhs: &str, rhs: &str) -> WriteResult {
         let bt = bits_ty(self.k.ty(r.acc));
         let (l, rr, out, acc) = (
             self.reg(r.lhs),
@@ -27,7 +28,7 @@ impl Writer<'_> {
     /// A reduction (see [`ParReduce`] for the order): each thread folds the items of its groups
     /// of four, then the lanes of each warp combine by a butterfly of shuffles, then the warps'
     /// totals go through shared memory and every thread folds them in warp order.
-    pub(super) fn par_reduce(&mut self, p: &ParFor, r: &ParReduce) -> fmt::Result {
+    pub(super) fn par_reduce(&mut self, p: &ParFor, r: &ParReduce) -> WriteResult {
         let (threads, warps, rtid, index) = {
             let c = self.role()?;
             (c.threads, c.warps, c.rtid.clone(), c.index)
@@ -154,7 +155,7 @@ impl Writer<'_> {
 
     /// The lanes of each warp combine their accumulators `acc`: partners at distance 16, 8, 4,
     /// 2, 1. Returns the register of the thread's lane.
-    fn reduce_lanes(&mut self, r: &ParReduce, acc: &str, rtid: &str) -> Result<String, fmt::Error> {
+    fn reduce_lanes(&mut self, r: &ParReduce, acc: &str, rtid: &str) -> WriteResult<String> {
         let ty = self.k.ty(r.acc);
         let bt = bits_ty(ty);
         // The lanes of each warp: partners at distance 16, 8, 4, 2, 1, lower lane on the left.
@@ -201,14 +202,17 @@ impl Writer<'_> {
         lane: &str,
         rtid: &str,
         (warps, index): (u32, usize),
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let ty = self.k.ty(r.acc);
         let bt = bits_ty(ty);
         let class = Class::of(ty);
         // The warps' totals, folded in warp order by every thread.
         if warps > 1 {
             let Some(offset) = self.k.reduce_scratch.get(index).copied().flatten() else {
-                return Err(fmt::Error);
+                return Err(WriteError::inconsistent(
+                    format!("the reduction scratch of role {index}, of {warps} warps"),
+                    "none",
+                ));
             };
             let smem = self.smem.clone();
             let (wid, slot, is_lane0) = (

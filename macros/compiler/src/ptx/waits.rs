@@ -2,8 +2,9 @@
 //! slow loop that reads the abort word and the clock every 16th iteration; and the out-of-line
 //! failure stubs (a panic, a wait the watchdog stopped) that write the launch's failure record.
 
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
+use super::error::WriteResult;
 use super::types::Class;
 use super::Writer;
 use crate::ir::SiteId;
@@ -18,7 +19,7 @@ impl Writer<'_> {
     /// loop watches the abort word (another thread panicked, the host cancelled) and, when the
     /// watchdog is on, the time spent in this wait; either way the warp leaves through the role's
     /// abort exit, so that no wait outlives a failure.
-    pub(super) fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> fmt::Result {
+    pub(super) fn wait(&mut self, barrier: &str, parity: &str, site: SiteId) -> WriteResult {
         self.wait_then_load(barrier, parity, site, None).map(|_| ())
     }
 
@@ -38,7 +39,7 @@ impl Writer<'_> {
         parity: &str,
         site: SiteId,
         load: Option<(u32, &str)>,
-    ) -> Result<Option<String>, fmt::Error> {
+    ) -> WriteResult<Option<String>> {
         if self.join.is_some() {
             // In a `join!` branch: test without blocking, and let the warp run another branch
             // while the phase is incomplete.
@@ -117,11 +118,7 @@ impl Writer<'_> {
     /// and the register the abort word is read into, set to a value that is not this launch's id
     /// (the first poll reads the word, the next one tests it: no read before a wait has spun 16
     /// times, as before); returns that register.
-    pub(super) fn slow_wait_start(
-        &mut self,
-        deadline: &str,
-        spins: &str,
-    ) -> Result<String, fmt::Error> {
+    pub(super) fn slow_wait_start(&mut self, deadline: &str, spins: &str) -> WriteResult<String> {
         let launch_id = self.launch_id.clone();
         let word = self.tmp(Class::B32);
         self.line(format!("mov.u64 {deadline}, 0;"))?;
@@ -148,7 +145,7 @@ impl Writer<'_> {
         spins: &str,
         word: &str,
         read_ahead: bool,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (abort, launch_id, abort_label) = (
             self.abort.clone(),
             self.launch_id.clone(),
@@ -195,7 +192,7 @@ impl Writer<'_> {
 
     /// Out-of-line code at `label`: the first failing thread of this launch writes the failure
     /// record (`kind`, `site`, block, thread, role), then every thread goes on to `cont`.
-    pub(super) fn stub(&mut self, label: &str, kind: u32, site: SiteId, cont: &str) -> fmt::Result {
+    pub(super) fn stub(&mut self, label: &str, kind: u32, site: SiteId, cont: &str) -> WriteResult {
         self.stub_at(label, kind, &site.0.to_string(), cont)
     }
 
@@ -206,7 +203,7 @@ impl Writer<'_> {
         kind: u32,
         site: &str,
         cont: &str,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (abort, launch_id, record, tid) = (
             self.abort.clone(),
             self.launch_id.clone(),

@@ -1,15 +1,14 @@
 //! The thread's place and the warp's collective operations: special registers (block, grid,
 //! lane, the warp within the role), shuffles and votes.
 
-use std::fmt;
-
+use super::error::WriteResult;
 use super::types::Class;
 use super::Writer;
 use crate::ir::{ShuffleMode, Special, Value, VoteMode};
 
 impl Writer<'_> {
     /// A special register: the block's index, the grid's size, the lane, the warp in the role.
-    pub(super) fn special(&mut self, dst: Value, reg: Special) -> fmt::Result {
+    pub(super) fn special(&mut self, dst: Value, reg: Special) -> WriteResult {
         let d = self.reg(dst);
         let sreg = match reg {
             Special::BlockIdx => "%ctaid.x",
@@ -32,7 +31,7 @@ impl Writer<'_> {
         mode: ShuffleMode,
         value: Value,
         operand: Value,
-    ) -> fmt::Result {
+    ) -> WriteResult {
         let (d, v, o) = (self.reg(dst), self.reg(value), self.reg(operand));
         // The clamp operand: lanes past 31 (down, idx, xor) or below 0 (up) keep their
         // own value; PTX takes the lane operand's low 5 bits, the language's `% 32`.
@@ -67,7 +66,7 @@ impl Writer<'_> {
     }
 
     /// A warp vote on `pred`.
-    pub(super) fn vote(&mut self, dst: Value, mode: VoteMode, pred: Value) -> fmt::Result {
+    pub(super) fn vote(&mut self, dst: Value, mode: VoteMode, pred: Value) -> WriteResult {
         let (d, p) = (self.reg(dst), self.reg(pred));
         match mode {
             VoteMode::Ballot => self.line(format!("vote.sync.ballot.b32 {d}, {p}, -1;")),

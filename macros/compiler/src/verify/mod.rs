@@ -2,7 +2,7 @@
 //!
 //! A failure here is a compiler bug, not a user error: it is reported as an internal error on the
 //! kernel's name rather than emitting a kernel that could hang or race. A kernel that passes is
-//! handed on as a [`Verified`].
+//! handed on as a [`Verified`], the only thing the PTX writer takes.
 //!
 //! The kernel-wide checks and the bookkeeping of definitions are here, each instruction's checks
 //! in `insts`, and the errors, with their words, in `error`.
@@ -18,8 +18,9 @@ use crate::types::Scalar;
 pub use error::VerifyError;
 use VerifyError as E;
 
-/// A kernel whose IR [`verify`] found to hold every invariant. Only [`verify`] makes one; it
-/// borrows the kernel, which therefore cannot change while it is held.
+/// A kernel whose IR [`verify`] found to hold every invariant: what
+/// [`crate::ptx::write_kernel`] takes, so that no kernel reaches the writer unverified. Only
+/// [`verify`] makes one; it borrows the kernel, which therefore cannot change while it is held.
 #[derive(Debug, Clone, Copy)]
 pub struct Verified<'k> {
     kernel: &'k Kernel,
