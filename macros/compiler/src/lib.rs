@@ -5,11 +5,12 @@
 //!
 //! 1. [`parse`]: the module's items, sorted into kernels, helpers, constants and uses.
 //! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
-//!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
+//!    not have, producing the typed IR ([`tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
 //! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
-//! 6. [`verify`]: the IR's invariants, before anything is emitted.
+//! 6. [`verify`]: the IR's invariants, before anything is emitted; only a kernel it verified
+//!    ([`verify::Verified`]) reaches the writer.
 //! 7. [`ptx`]: the PTX writer.
 //! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
 //!
@@ -102,19 +103,22 @@ fn compile_module(
             registers::Plan::Uniform(why) => Some(why),
             registers::Plan::Invalid => continue,
         };
-        let problems = verify::verify(&kernel);
-        if !problems.is_empty() {
-            diags.error(
-                f.span,
-                format!(
-                    "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
-                    f.name,
-                    problems.join("; ")
-                ),
-            );
-            continue;
-        }
-        match ptx::write_kernel(&kernel) {
+        let verified = match verify::verify(&kernel) {
+            Ok(verified) => verified,
+            Err(problems) => {
+                let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                diags.error(
+                    f.span,
+                    format!(
+                        "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
+                        f.name,
+                        problems.join("; ")
+                    ),
+                );
+                continue;
+            }
+        };
+        match ptx::write_kernel(&verified) {
             Ok(ptx) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
