@@ -249,18 +249,26 @@ mod tests {
     use crate::error::Error;
 
     #[test]
-    fn default_falls_back_to_the_simulator_without_libcuda() -> Result<()> {
-        if crate::cuda::libcuda_present() {
-            return Ok(()); // Not this machine: the fallback cannot be observed.
-        }
+    fn default_picks_the_gpu_or_says_why_not() -> Result<()> {
         let device = Device::default()?;
-        assert_eq!(device.kind(), BackendKind::Simulator);
-        let reason = device.fallback_reason().unwrap_or_default();
-        assert!(reason.contains("libcuda"), "{reason}");
-        assert!(device.to_string().contains("libcuda"), "{device}");
-        assert_eq!(device.sm_count()?, 1);
-        device.synchronize()?;
-        assert!(matches!(Device::cuda(0), Err(Error::NoCudaDevice(_))));
+        match Device::cuda(0) {
+            Ok(_) => {
+                assert_eq!(device.kind(), BackendKind::Cuda);
+                assert_eq!(device.fallback_reason(), None);
+            }
+            Err(err) => {
+                assert!(matches!(err, Error::NoCudaDevice(_)), "{err}");
+                assert_eq!(device.kind(), BackendKind::Simulator);
+                let reason = device.fallback_reason().unwrap_or_default();
+                assert!(!reason.is_empty());
+                assert!(device.to_string().contains(reason), "{device}");
+                if !crate::cuda::libcuda_present() {
+                    assert!(reason.contains("libcuda"), "{reason}");
+                }
+                assert_eq!(device.sm_count()?, 1);
+                device.synchronize()?;
+            }
+        }
         Ok(())
     }
 
@@ -293,14 +301,11 @@ mod tests {
         assert_eq!(Device::simulator().watchdog(), Some(Duration::from_secs(5)));
     }
 
-    #[test]
+    #[gpu_async_testing::needs_gpu]
     fn request_abort_writes_the_abort_word() -> Result<()> {
-        // Compiles everywhere; runs only where a CUDA device is.
-        let Ok(device) = Device::cuda(0) else {
-            return Ok(());
-        };
+        let device = Device::cuda(0)?;
         let Backend::Cuda(gpu) = device.backend() else {
-            return Ok(());
+            panic!("Device::cuda(0) made a {} device", device.kind());
         };
         let stream = gpu.default_stream();
         assert_eq!(stream.abort_word_value()?, 0);
