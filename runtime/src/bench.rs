@@ -32,8 +32,8 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 /// the run and the end event, so that the time measured is the GPU's alone and not the host's
 /// submission of the run. Without it, on an idle stream, the start event fires as soon as it is
 /// enqueued and the time includes the host's work up to the launch (about 2.5 µs more for a
-/// typed launch than for a CUDA C++ `<<<>>>` launch, measured on the H200 in the eleventh
-/// session; `docs/benchmarks.md`). The CUDA C++ and PyTorch peers time the same way
+/// typed launch than for a CUDA C++ `<<<>>>` launch, measured on the H200; `docs/design.md`,
+/// "Benchmarks time the GPU, after an L2 flush"). The CUDA C++ and PyTorch peers time the same way
 /// (`examples/peers/`). What a launch costs the host is measured apart, by
 /// `examples/launch_overhead.rs`.
 ///

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 
 /// Where every buffer this crate allocates starts: a multiple of 4 KiB ([`CudaDevice::alloc`]).
 ///
-/// Measured on an H200 (docs/benchmarks.md, twelfth session): the pipeline example's bulk copies
+/// Measured on an H200 (`docs/design.md`, "Buffers start on 4 KiB boundaries"): the pipeline example's bulk copies
 /// from and to buffers 256 or 512 bytes past a 4 KiB boundary, where the driver's pool put them
 /// after a small allocation, ran 0.1-0.2% slower on its default grid and 0.6-0.8% slower at 2
 /// blocks per multiprocessor, in the hand-written peer as in the generated kernel; offsets of 1,

@@ -6,7 +6,7 @@
 //! kernel parameter from the constant bank and compares again each time, on the item's critical
 //! path); computed before the loop, the check is a predicate the loop only branches on. On the
 //! H200 that chain of dependent instructions bounded the 16 KiB bulk handoff
-//! (`docs/benchmarks.md`, sixth session).
+//! (`docs/design.md`, "Loop invariants are computed before their loops").
 //!
 //! What moves: an instruction at the top level of a loop's body (not inside an `if`, a nested
 //! loop or a parallel loop) that computes a value from other values and nothing else (constants,

@@ -45,7 +45,8 @@ pub(super) struct RoleCtx {
 /// { break }` out of that loop), no `recv` or `select!` of it follows that loop, and no `select!`
 /// takes it. Such a receiver never asks again after the end, so its `recv` needs no register
 /// remembering that the channel closed, nor the test of it before every wait (two instructions per
-/// item on the path from a wait to the slot's release; docs/benchmarks.md, ninth session).
+/// item on the path from a wait to the slot's release; `docs/design.md`, "A receive whose end
+/// leaves its loop keeps no closed flag").
 fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
     // How many `recv`s of each channel `insts` has, nested ones included.
     fn recv_counts(insts: &[Inst]) -> HashMap<ChannelId, usize> {

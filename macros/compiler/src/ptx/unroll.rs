@@ -56,7 +56,7 @@ fn unroll_size(block: &Block, weight: usize) -> usize {
 /// the copies grow a role's code quickly, and every role's loop is hot at once: on the H200 the
 /// pipeline with an 8-slot ring, unrolled 8 times (64-73 KiB of code), spent 31% of its warps'
 /// stall samples fetching instructions and ran at 0.62-0.80x device copy where 4 copies (39
-/// KiB) spent 3% (docs/benchmarks.md, seventh session).
+/// KiB) spent 3% (`docs/design.md`, "Role loops unrolled by their rings' depth").
 const MAX_UNROLL: u32 = 4;
 /// Most IR instructions (nested ones included, see [`PAR_BODY_WEIGHT`]) of a loop body that is
 /// unrolled.
@@ -65,7 +65,7 @@ const MAX_UNROLLED_BODY: usize = 200;
 /// vector loop writes the body once per element of its [`UNROLL`] groups of four, the loop of
 /// single groups four times more and the scalar tail once more. Counted once, the 64-FMA
 /// kernel's compute loop was unrolled 4 times into 121 KiB of code and ran 20% slower on the
-/// H200 than not unrolled (docs/benchmarks.md, seventh session).
+/// H200 than not unrolled (`docs/design.md`, "Role loops unrolled by their rings' depth").
 const PAR_BODY_WEIGHT: usize = (UNROLL as usize + 1) * 4 + 1;
 
 /// The greatest common divisor (`gcd(0, b) = b`).
@@ -82,7 +82,7 @@ fn gcd(a: u32, b: u32) -> u32 {
 /// covers them whole, the loop runs a version of its body without their tail loops. The branch
 /// after each copy that skips its tail, with the tail's code, was on the producer's path from
 /// its wait to its send: 7.2 ns per item of a 16 KiB bulk handoff at depth 4 on the H200 (93.9
-/// -> 86.7 without them, docs/benchmarks.md, ninth session). Only for loops without nested
+/// -> 86.7 without them; `docs/design.md`, "Bulk copies"). Only for loops without nested
 /// loops, `continue`, `join!` or `select!`, whose labels a second version would repeat.
 pub(super) fn whole_copies(id: LoopId, body: &Block) -> Vec<(Value, Value, ChannelId)> {
     let mut defined = HashSet::new();
