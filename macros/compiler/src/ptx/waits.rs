@@ -117,7 +117,7 @@ impl Writer<'_> {
     /// The start of a blocking wait's slow loop: the watchdog's deadline and the spin count at 0,
     /// and the register the abort word is read into, set to a value that is not this launch's id
     /// (the first poll reads the word, the next one tests it: no read before a wait has spun 16
-    /// times, as before); returns that register.
+    /// times); returns that register.
     pub(super) fn slow_wait_start(&mut self, deadline: &str, spins: &str) -> WriteResult<String> {
         let launch_id = self.launch_id.clone();
         let word = self.tmp(Class::B32);
