@@ -126,7 +126,7 @@ impl ScalarType {
     }
 
     /// Bytes of one element in memory (`bool` is one byte in slices and slots).
-    pub const fn size(self) -> usize {
+    pub const fn size(self) -> u32 {
         match self {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
             ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
@@ -143,8 +143,7 @@ impl ScalarType {
     pub const fn bits(self) -> u32 {
         match self {
             ScalarType::Bool => 1,
-            // Lossless: at most 8.
-            s => s.size() as u32 * 8,
+            s => s.size() * 8,
         }
     }
 
@@ -350,7 +349,7 @@ mod tests {
             assert_eq!(ScalarType::from_name(s.rust_name()), Some(s));
             assert_eq!(s.bits() == 1, s == ScalarType::Bool);
         }
-        assert_eq!(ScalarType::F32.size(), core::mem::size_of::<f32>());
+        assert_eq!(ScalarType::F32.size() as usize, core::mem::size_of::<f32>());
         assert_eq!(ScalarType::Usize.size(), 8);
         assert_eq!(ScalarType::I8.int_range(), Some((-128, 127)));
         assert_eq!(ScalarType::I8.int_bits(-1), 0xFFFF_FFFF);

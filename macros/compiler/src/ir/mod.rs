@@ -25,14 +25,9 @@ pub struct RoleId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SiteId(pub u32);
 
-/// What a [`Site`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SiteKind {
-    /// A failed check stops the kernel.
-    Panic,
-    /// A barrier wait, bounded by the watchdog.
-    Wait,
-}
+/// What a [`Site`] is: a failed check that stops the kernel, or a barrier wait the watchdog
+/// bounds. The runtime decodes the same kinds.
+pub use gpu_async_wire::SiteKind;
 
 /// A reportable place: its kind, its message, and the user's tokens it comes from.
 #[derive(Debug, Clone)]

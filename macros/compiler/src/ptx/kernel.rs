@@ -2,6 +2,7 @@
 //! prologue, the dispatch on the warp index, and each role's region with the registers of its
 //! channel ends, barrier phases and bulk-copy issuer ([`RoleCtx`]).
 
+use gpu_async_wire::HiddenParam;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -184,24 +185,16 @@ impl Writer<'_> {
             self.watchdog.clone(),
             self.watchdog_on.clone(),
         );
-        self.line(format!("ld.param.u64 {abort}, [{}_param_{index}];", k.name))?;
+        let load = |p: HiddenParam, dst: &str| {
+            let (ty, n) = (p.ptx_type(), index + p.index());
+            format!("ld.param.{ty} {dst}, [{}_param_{n}];", k.name)
+        };
+        self.line(load(HiddenParam::AbortWord, &abort))?;
         self.line(format!("cvta.to.global.u64 {abort}, {abort};"))?;
-        self.line(format!(
-            "ld.param.u32 {launch_id}, [{}_param_{}];",
-            k.name,
-            index + 1
-        ))?;
-        self.line(format!(
-            "ld.param.u64 {record}, [{}_param_{}];",
-            k.name,
-            index + 2
-        ))?;
+        self.line(load(HiddenParam::LaunchId, &launch_id))?;
+        self.line(load(HiddenParam::Record, &record))?;
         self.line(format!("cvta.to.global.u64 {record}, {record};"))?;
-        self.line(format!(
-            "ld.param.u64 {watchdog}, [{}_param_{}];",
-            k.name,
-            index + 3
-        ))?;
+        self.line(load(HiddenParam::WatchdogNs, &watchdog))?;
         self.line(format!("setp.ne.u64 {on}, {watchdog}, 0;"))?;
         Ok(())
     }

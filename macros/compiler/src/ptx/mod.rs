@@ -43,6 +43,7 @@ use std::fmt::{self, Write};
 use crate::ir::{Kernel, ParamKind, Value};
 use crate::types::Scalar;
 use crate::verify::Verified;
+use gpu_async_wire::HiddenParam;
 
 use join::JoinCtx;
 use kernel::RoleCtx;
@@ -223,7 +224,8 @@ impl<'k> Writer<'k> {
                 }
             }
         }
-        for ty in ["u64", "u32", "u64", "u64"] {
+        for hidden in HiddenParam::ALL {
+            let ty = hidden.ptx_type();
             params.push(format!("    .param .{ty} {}_param_{index}", k.name));
             index += 1;
         }

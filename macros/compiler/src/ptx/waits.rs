@@ -2,6 +2,7 @@
 //! slow loop that reads the abort word and the clock every 16th iteration; and the out-of-line
 //! failure stubs (a panic, a wait the watchdog stopped) that write the launch's failure record.
 
+use gpu_async_wire::{record, FailureKind};
 use std::fmt::Write;
 
 use super::error::WriteResult;
@@ -9,9 +10,18 @@ use super::types::Class;
 use super::Writer;
 use crate::ir::SiteId;
 
-/// Failure kinds in the record: a device panic, a wait stopped by the watchdog.
-pub(super) const FAILURE_PANIC: u32 = 1;
-pub(super) const FAILURE_TIMEOUT: u32 = 2;
+/// The failure record's kind word of a device panic.
+pub(super) const FAILURE_PANIC: u32 = FailureKind::Panic.code();
+/// The failure record's kind word of a wait stopped by the watchdog.
+pub(super) const FAILURE_TIMEOUT: u32 = FailureKind::Watchdog.code();
+
+/// The address of word `word` of the failure record whose address is in `record`.
+fn record_word(record: &str, word: usize) -> String {
+    match record::offset(word) {
+        0 => format!("[{record}]"),
+        offset => format!("[{record}+{offset}]"),
+    }
+}
 
 impl Writer<'_> {
     /// Waits for the phase `parity` of `barrier` to complete. The decision is made warp-uniform
@@ -214,20 +224,24 @@ impl Writer<'_> {
         let prev = self.tmp(Class::B32);
         let dup = self.tmp(Class::Pred);
         let block = self.tmp(Class::B32);
+        let at = |word| record_word(&record, word);
         let mut out = String::new();
         writeln!(out, "{label}:")?;
         for line in [
             format!("atom.global.exch.b32 {prev}, [{abort}], {launch_id};"),
             format!("setp.eq.u32 {dup}, {prev}, {launch_id};"),
             format!("@{dup} bra {cont};"),
-            format!("st.volatile.global.u32 [{record}+4], {kind};"),
-            format!("st.volatile.global.u32 [{record}+8], {site};"),
+            format!("st.volatile.global.u32 {}, {kind};", at(record::KIND)),
+            format!("st.volatile.global.u32 {}, {site};", at(record::SITE)),
             format!("mov.u32 {block}, %ctaid.x;"),
-            format!("st.volatile.global.u32 [{record}+12], {block};"),
-            format!("st.volatile.global.u32 [{record}+16], {tid};"),
-            format!("st.volatile.global.u32 [{record}+20], {role};"),
+            format!("st.volatile.global.u32 {}, {block};", at(record::BLOCK)),
+            format!("st.volatile.global.u32 {}, {tid};", at(record::THREAD)),
+            format!("st.volatile.global.u32 {}, {role};", at(record::ROLE)),
             "fence.sc.sys;".to_string(),
-            format!("st.volatile.global.u32 [{record}], {launch_id};"),
+            format!(
+                "st.volatile.global.u32 {}, {launch_id};",
+                at(record::LAUNCH_ID)
+            ),
             format!("bra {cont};"),
         ] {
             writeln!(out, "    {line}")?;

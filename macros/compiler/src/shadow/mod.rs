@@ -9,9 +9,10 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::ir::Kernel;
+use crate::ir::{Kernel, SiteKind};
 use crate::tir::Signature;
 use crate::types::{Scalar, Ty};
+use gpu_async_wire::ParamKind;
 
 /// What the launcher of one kernel needs.
 pub struct LauncherInput<'a> {
@@ -31,8 +32,32 @@ fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
 }
 
 fn spec_scalar(s: Scalar) -> TokenStream {
-    let v = format_ident!("{}", s.spec_variant());
+    let v = format_ident!("{}", s.variant_name());
     quote!(::gpu_async::ScalarType::#v)
+}
+
+/// A `::gpu_async::ParamSpec` of `kind`, spelled from the contract's own type so that a change
+/// of its shape cannot go unnoticed here.
+fn param_spec(name: &syn::LitStr, kind: ParamKind) -> TokenStream {
+    let kind = match kind {
+        ParamKind::Scalar(s) => {
+            let st = spec_scalar(s);
+            quote!(::gpu_async::ParamKind::Scalar(#st))
+        }
+        ParamKind::Slice { elem, mutable } => {
+            let st = spec_scalar(elem);
+            quote!(::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable })
+        }
+    };
+    quote!(::gpu_async::ParamSpec { name: #name, kind: #kind })
+}
+
+/// A `::gpu_async::SiteKind`.
+fn site_kind(kind: SiteKind) -> TokenStream {
+    match kind {
+        SiteKind::Panic => quote!(::gpu_async::SiteKind::Panic),
+        SiteKind::Wait => quote!(::gpu_async::SiteKind::Wait),
+    }
 }
 
 /// The `mod <kernel> { PTX, IR, SPEC, launch }` of one kernel.
@@ -57,12 +82,10 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 arg_types.push(scalar_tokens(*s, span));
                 cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg);));
                 sim_args.push(quote!(#arg));
-                let st = spec_scalar(*s);
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                param_specs.push(param_spec(&pname_lit, ParamKind::Scalar(*s)));
             }
             Ty::Slice { elem, mutable } => {
                 let e = scalar_tokens(*elem, span);
-                let st = spec_scalar(*elem);
                 if *mutable {
                     arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                     cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
@@ -74,7 +97,11 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                     sim_views.push(quote!(let #arg = __gpu_async_sim.view(#pname_lit, #arg)?;));
                     sim_args.push(quote!(#arg));
                 }
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
+                let kind = ParamKind::Slice {
+                    elem: *elem,
+                    mutable: *mutable,
+                };
+                param_specs.push(param_spec(&pname_lit, kind));
             }
             Ty::Enum(_, name) => {
                 let ident = syn::Ident::new(name, span);
@@ -82,7 +109,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 sim_args.push(quote!(#arg));
                 // The discriminant, as a `u32` parameter.
                 cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg as u32);));
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(::gpu_async::ScalarType::U32) }));
+                param_specs.push(param_spec(&pname_lit, ParamKind::Scalar(Scalar::U32)));
             }
             Ty::Struct(id, name) => {
                 let ident = syn::Ident::new(name, span);
@@ -93,7 +120,6 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                     for (field, first, len) in &def.declared {
                         let f = syn::Ident::new(field, span);
                         let s = def.fields[*first].1;
-                        let st = spec_scalar(s);
                         let accesses: Vec<(TokenStream, String)> = match len {
                             None => vec![(quote!(#arg.#f), field.clone())],
                             Some(n) => (0..*n as usize)
@@ -103,19 +129,22 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                         for (access, name) in accesses {
                             cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#access);));
                             let full = syn::LitStr::new(&format!("{pname}.{name}"), span);
-                            param_specs.push(quote!(::gpu_async::ParamSpec { name: #full, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                            param_specs.push(param_spec(&full, ParamKind::Scalar(s)));
                         }
                     }
                 }
             }
             Ty::AtomicSlice(elem) => {
                 let e = scalar_tokens(*elem, span);
-                let st = spec_scalar(*elem);
                 arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                 cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
                 sim_views.push(quote!(let #arg = __gpu_async_sim.view_atomic(#pname_lit, #arg)?;));
                 sim_args.push(quote!(#arg.atoms()));
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: true } }));
+                let kind = ParamKind::Slice {
+                    elem: *elem,
+                    mutable: true,
+                };
+                param_specs.push(param_spec(&pname_lit, kind));
             }
             _ => {
                 arg_types.push(quote!(()));
@@ -152,10 +181,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
         .sites
         .iter()
         .map(|site| {
-            let kind = match site.kind {
-                crate::ir::SiteKind::Panic => quote!(::gpu_async::SiteKind::Panic),
-                crate::ir::SiteKind::Wait => quote!(::gpu_async::SiteKind::Wait),
-            };
+            let kind = site_kind(site.kind);
             let message = &site.message;
             let span = site.span;
             let file = quote_spanned!(span=> ::core::file!());
