@@ -1,7 +1,12 @@
 //! # gpu-async-compiler
 //!
 //! The compiler behind `#[gpu_async]`, as a plain library over `proc_macro2` so that every phase
-//! can be unit-tested, snapshot-tested and driven by tools. The phases, one folder each:
+//! can be unit-tested, snapshot-tested and driven by tools.
+//!
+//! The data every phase shares sits at the crate root: [`target`] (the facts of sm_90),
+//! [`types`] (the kernel language's types), [`tir`] (the typed IR and the checked program),
+//! [`ir`] (the role/channel IR) and [`diag`] (collected errors). The phases, one folder each, in
+//! pipeline order; each imports only the data modules and the phases before it:
 //!
 //! 1. [`parse`]: the module's items, sorted into kernels, helpers, constants and uses.
 //! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
@@ -9,10 +14,14 @@
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
 //! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
-//! 6. [`verify`]: the IR's invariants, before anything is emitted; only a kernel it verified
+//! 6. [`registers`]: the roles' register budgets and the blocks per SM registers are sized for.
+//! 7. [`verify`]: the IR's invariants, before anything is emitted; only a kernel it verified
 //!    ([`verify::Verified`]) reaches the writer.
-//! 7. [`ptx`]: the PTX writer.
-//! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//! 8. [`ptx`]: the PTX writer.
+//! 9. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//!
+//! What the generated code and the runtime exchange (scalar and parameter kinds, the hidden
+//! parameters, the failure record) is defined once, in the `gpu-async-wire` crate.
 //!
 //! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
 //! the expansion always contains something, so that the rest of the crate keeps type-checking.

@@ -1,4 +1,4 @@
-//! Bounds checks the compiler proves never fire: a `panic_if` whose condition is false on every
+//! Phase 5, bounds: the bounds checks the compiler proves never fire: a `panic_if` whose condition is false on every
 //! path to it is removed.
 //!
 //! Why: a role that walks its tiles with `block_tiles(x.len(), T)` and slices `x[tile]` checks,

@@ -1,4 +1,4 @@
-//! Loop-invariant code motion: pure instructions of a loop's body whose operands do not change in
+//! Phase 4, licm: loop-invariant code motion: pure instructions of a loop's body whose operands do not change in
 //! the loop are computed once, before it.
 //!
 //! Why: a role loop that bulk-copies `&src[0..n]` on every item re-checks `n <= src.len()` and

@@ -1,4 +1,4 @@
-//! Phase 5, emit: the PTX [`Writer`].
+//! Phase 8, ptx: the PTX [`Writer`].
 //!
 //! Every role becomes a region of the one kernel entry, selected by warp index. Ring positions
 //! and phase bits of each channel end live in registers of the role that owns the end; every

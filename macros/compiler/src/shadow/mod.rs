@@ -1,4 +1,4 @@
-//! Phase 6, emit Rust: the shadow code and the typed host launchers.
+//! Phase 9, shadow: the shadow code and the typed host launchers.
 //!
 //! The shadow code is the user's module as written, with the checker's edits (inferred types as
 //! ascriptions, `join!` as `join_roles`), over the real types of `gpu_async::device`. rustc type-

@@ -1,4 +1,4 @@
-//! Phase 4, verify: the invariants of the role/channel IR, checked before any PTX is written.
+//! Phase 7, verify: the invariants of the role/channel IR, checked before any PTX is written.
 //!
 //! A failure here is a compiler bug, not a user error: it is reported as an internal error on the
 //! kernel's name rather than emitting a kernel that could hang or race. A kernel that passes is
