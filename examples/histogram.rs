@@ -41,6 +41,10 @@ pub mod histogram {
     }
 
     async fn tally(n: usize, mut rx: Receiver<[u8; TILE], 4>, bins: &[AtomicU32]) {
+        assert!(
+            bins.len() == 256,
+            "bins needs one counter per byte value, 256"
+        );
         let mut tiles = block_tiles(n, TILE);
         while let Some(slot) = rx.recv().await {
             let tile = tiles.next().unwrap();

@@ -24,7 +24,7 @@ pub mod softmax {
         let (tx, rx) = channel::<[f32; COLS], 3>();
         join!(
             on_warps(0..1, load(x, tx)),
-            on_warps(1..5, normalize(rx, y)),
+            on_warps(1..5, normalize(x.len(), rx, y)),
         )
         .await;
     }
@@ -37,7 +37,12 @@ pub mod softmax {
         }
     }
 
-    async fn normalize(mut rx: Receiver<[f32; COLS], 3>, y: &mut [f32]) {
+    async fn normalize(n: usize, mut rx: Receiver<[f32; COLS], 3>, y: &mut [f32]) {
+        assert!(n == y.len(), "x and y differ in length");
+        assert!(
+            n % COLS == 0,
+            "x is not a whole number of rows of COLS floats"
+        );
         let mut rows = block_tiles(y.len(), COLS);
         while let Some(slot) = rx.recv().await {
             let row = rows.next().unwrap();

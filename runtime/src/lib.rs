@@ -69,3 +69,8 @@ pub mod __private {
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The first-kernel guide's examples, compiled and run as doctests so that they stay true.
+#[doc = include_str!("../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;

@@ -372,3 +372,74 @@ fn join_cost_variants_agree(dev: Device) -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+/// `Err(e)` whose message names `what`, with the kernel's own words; a launch that succeeded or
+/// failed for another reason is a test failure.
+fn rejected(result: gpu_async::Result<()>, what: &str) {
+    match result {
+        Err(gpu_async::Error::KernelPanic { message, .. }) if message.contains(what) => {}
+        other => panic!("expected a kernel panic saying {what:?}, got {other:?}"),
+    }
+}
+
+/// Every example kernel checks that its buffers fit together: a launch with lengths that differ
+/// is an `Err` that says so, never a partial result or a hang.
+#[on_each_device]
+fn examples_reject_buffers_of_different_lengths(dev: Device) -> gpu_async::Result<()> {
+    let grid = Grid::blocks(2);
+    let x = dev.upload(&vec![1.0f32; 4096])?;
+    for y_len in [1000, 8192] {
+        let mut y = dev.alloc::<f32>(y_len)?;
+        let differ = "x and y differ in length";
+        rejected(
+            gpu_async::block_on(saxpy::stream::saxpy::launch(&dev, grid, (2.0, &x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(pipeline::pipeline::scale_shift::launch(
+                &dev,
+                grid,
+                (2.0, 1.0, &x, &mut y),
+            )),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(copy::copy::copy::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(copy::tiles::copy::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(softmax::softmax::rows::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+    }
+    let ragged = dev.upload(&vec![1.0f32; 4097])?;
+    let mut y = dev.alloc::<f32>(4097)?;
+    rejected(
+        gpu_async::block_on(softmax::softmax::rows::launch(
+            &dev,
+            grid,
+            (&ragged, &mut y),
+        )),
+        "whole number of rows",
+    );
+    let mut partials = dev.alloc::<f32>(1)?;
+    rejected(
+        gpu_async::block_on(reduce::reduce::sum::launch(&dev, grid, (&x, &mut partials))),
+        "one element per block",
+    );
+    let bytes = dev.upload(&[3u8; 100])?;
+    let mut bins = dev.alloc::<u32>(255)?;
+    rejected(
+        gpu_async::block_on(histogram::histogram::count::launch(
+            &dev,
+            grid,
+            (&bytes, &mut bins),
+        )),
+        "256",
+    );
+    Ok(())
+}
