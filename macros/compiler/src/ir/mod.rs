@@ -6,6 +6,7 @@
 //! Entities are typed indices; `Display` prints the textual IR that the snapshots record.
 
 mod display;
+mod graph;
 
 use crate::types::{ChanTy, Scalar};
 
