@@ -70,7 +70,9 @@ impl Kernel {
             .max()
             .unwrap_or(0);
         let width = (roles * BOX_W + (roles - 1) * GAP + 20).max(label_width + 40);
-        let bottom = top + BOX_H + 20 + LANE * (backwards + barriers.len() as u32);
+        // A barrier's label goes under its line.
+        let barrier_labels = if barriers.is_empty() { 0 } else { 16 };
+        let bottom = top + BOX_H + 20 + LANE * (backwards + barriers.len() as u32) + barrier_labels;
         let mut svg = String::new();
         let _ = write!(
             svg,
@@ -101,9 +103,12 @@ impl Kernel {
         let (mut above, mut below) = (0u32, 0u32);
         for a in &arrows {
             // A role's channel to itself is a small loop under its box.
+            // An arrow leaves a box right of its centre and enters one left of it, so that an
+            // arrow in and an arrow out of the same box do not meet.
             let (x0, x1) = match center(a.from) {
                 x if a.from == a.to => (x - 30, x + 30),
-                x => (x, center(a.to)),
+                x if a.to > a.from => (x + 30, center(a.to) - 30),
+                x => (x - 30, center(a.to) + 30),
             };
             let dash = if a.dashed {
                 " stroke-dasharray=\"5,4\""
@@ -158,7 +163,7 @@ impl Kernel {
                  stroke-width=\"3\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" \
                  fill=\"#a64\">{}</text>",
                 (lo + hi) / 2,
-                y - 4,
+                y + 15,
                 escape(label)
             );
         }
