@@ -29,6 +29,7 @@ mod exploration;
 mod schedule;
 mod sim;
 mod spec;
+pub mod trace;
 
 mod backend;
 mod buffer;
