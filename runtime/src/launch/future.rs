@@ -62,15 +62,17 @@ use super::{launch, launch_on};
 /// [`DeviceBuffer`](crate::DeviceBuffer)). On the simulator the launch's job shares the buffers'
 /// memory rather than borrowing it, and the host's next download or overwrite of a buffer waits
 /// for the job, so a leaked launch still finishes its work, and its outputs are there for the
-/// host. **Dropping a `Launch` whose kernel has not finished
-/// cancels it and then blocks the thread until the kernel has stopped**: this is the choice for
-/// dropped futures (a `select!` that lost, a task that was aborted, a thread that panicked): the
-/// work is no longer wanted, so it is stopped rather than finished, and waited for so that the
-/// borrows end with it. Errors are discarded then; await the launch, or call [`Launch::wait`], to
-/// see them. The wait is for the launch's completion mark: a launch never asked about before,
-/// dropped after more work was enqueued on its stream, waits for that work too (only this launch is
-/// cancelled); a launch polled once, or marked with [`Launch::mark_completion`], waits for its
-/// own kernel only.
+/// host.
+///
+/// **Dropping a `Launch` whose kernel has not finished cancels it and then blocks the thread
+/// until the kernel has stopped**: this is the choice for dropped futures (a `select!` that
+/// lost, a task that was aborted, a thread that panicked): the work is no longer wanted, so it
+/// is stopped rather than finished, and waited for so that the borrows end with it. Errors are
+/// discarded then; await the launch, or call [`Launch::wait`], to see them. On CUDA the wait is
+/// for the launch's completion mark: a launch never asked about before, dropped after more work
+/// was enqueued on its stream, waits for that work too (only this launch is cancelled); a launch
+/// polled once, or marked with [`Launch::mark_completion`], waits for its own kernel only. On
+/// both backends a launch still queued behind other work on its stream waits for that work.
 pub struct Launch<'a> {
     pub(super) kernel: &'static str,
     pub(super) via: Via<'a>,

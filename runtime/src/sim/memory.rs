@@ -60,13 +60,13 @@ impl<T: Copy + Send + Sync + 'static> SimMem<T> {
     }
 
     /// Registers a read by a job submitted now (call under
-    /// [`submission_order`](super::queue::submission_order)).
+    /// [`submission_order`]).
     pub(crate) fn register_read(self: &Arc<Self>) -> SimRead<T> {
         SimRead(self.register(false))
     }
 
     /// Registers a write by a job submitted now (call under
-    /// [`submission_order`](super::queue::submission_order)).
+    /// [`submission_order`]).
     pub(crate) fn register_write(self: &Arc<Self>) -> SimWrite<T> {
         SimWrite(self.register(true))
     }
