@@ -290,3 +290,42 @@ impl std::fmt::Debug for SimDevice {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_runs_its_jobs_in_order_on_a_worker_that_ends_with_the_stream() {
+        let device = SimDevice::new(SimConfig::default());
+        let stream = device.new_stream();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let caller = std::thread::current().id();
+        for i in 0..50 {
+            let seen = Arc::clone(&seen);
+            stream.queue().push(Box::new(move || {
+                assert_ne!(std::thread::current().id(), caller);
+                lock(&seen).push(i);
+            }));
+        }
+        let event = SimEvent::new();
+        stream.record(&event);
+        // The default stream waits for the event of the other one.
+        let after = Arc::clone(&seen);
+        device.default_stream().wait_event(&event);
+        device
+            .default_stream()
+            .queue()
+            .push(Box::new(move || lock(&after).push(50)));
+        device.synchronize();
+        assert_eq!(*lock(&seen), (0..=50).collect::<Vec<_>>());
+        let queue = Arc::clone(stream.queue());
+        drop(stream);
+        // The worker ends once its stream's handles are gone.
+        let start = Instant::now();
+        while lock(&queue.state).worker {
+            assert!(start.elapsed() < IDLE / 2, "the worker outlived its stream");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
