@@ -6,7 +6,6 @@ use std::fmt;
 use crate::backend::Device;
 use crate::error::{Error, Result};
 use crate::schedule::Schedule;
-use crate::sim::SimConfig;
 
 /// The bounds of an [`explore`]ation.
 ///
@@ -102,8 +101,8 @@ pub fn explore(
         });
         let result = test(&device);
         let explorer = device
-            .sim_config()
-            .and_then(SimConfig::explorer)
+            .sim()
+            .and_then(|sim| sim.config.explorer())
             .unwrap_or_default();
         if let Err(error) = result {
             return Err(Box::new(ScheduleFailure {

@@ -48,7 +48,7 @@ pub use error::{Error, Result, RoleWait};
 pub use executor::block_on;
 pub use exploration::{explore, Exhaustive, Exploration, ScheduleFailure};
 pub use grid::Grid;
-pub use launch::Launch;
+pub use launch::{Launch, Progress};
 pub use schedule::{ParseScheduleError, Schedule, SCHEDULE_ENV};
 pub use sim::{AtomicScalar, SimOptions};
 pub use spec::{
@@ -63,7 +63,9 @@ pub use timer::{Timer, TimerEnd};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::{launch, launch_on, not_compiled, CudaArgs, Target};
-    pub use crate::sim::{AtomicView, SimBlock, SimTarget};
+    pub use crate::sim::{
+        AtomicView, SimBlock, SimRead, SimRun, SimSlice, SimSliceMut, SimTarget, SimWrite,
+    };
 }
 
 /// The README's examples, compiled and run as doctests so that they stay true.

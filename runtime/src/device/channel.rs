@@ -196,6 +196,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
     type Output = SendSlot<'a, T, DEPTH>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }
@@ -381,6 +382,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
     type Output = Option<RecvSlot<'a, T, DEPTH>>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }

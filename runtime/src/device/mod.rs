@@ -45,6 +45,18 @@ pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use shared::{shared, Shared};
 pub use tiles::{block_tiles, BlockTiles};
 
+/// One iteration of a loop of kernel code: the shadow code calls this at the top of every
+/// `loop`, `while` and `for` body of a `#[gpu_async]` module, so that the simulator can stop a
+/// role that loops without awaiting (a cancelled launch, the watchdog). Nearly free: a
+/// thread-local countdown, with a look at the launch's cancel flag and the clock every 1024
+/// calls; nothing outside a simulated launch.
+#[doc(hidden)]
+#[track_caller]
+#[inline]
+pub fn __loop_tick() {
+    crate::sim::tick(std::panic::Location::caller());
+}
+
 /// Float methods the kernel language has beyond the standard library's.
 pub trait FloatExt: Copy {
     /// `1 / self.sqrt()`, each step correctly rounded: the same bits on the host, the simulator

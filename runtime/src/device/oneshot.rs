@@ -79,6 +79,7 @@ impl<T: KernelScalar> Future for OneshotRecv<T> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }

@@ -7,6 +7,8 @@
 //! through the `&mut` elements the iterator hands out, which is how safe Rust already proves that
 //! no two iterations write the same element.
 
+use std::panic::Location;
+
 /// `par_iter()` on slices, arrays and channel slots.
 pub trait ParSlice<T> {
     /// A parallel iterator over shared references to the elements.
@@ -48,8 +50,13 @@ impl<I: Iterator> ParIter<I> {
     }
 
     /// Runs `op` once per element.
+    #[track_caller]
     pub fn for_each<F: Fn(I::Item)>(self, op: F) {
-        self.0.for_each(op)
+        let at = Location::caller();
+        self.0.for_each(|item| {
+            crate::sim::tick(at);
+            op(item)
+        })
     }
 }
 
@@ -61,6 +68,7 @@ impl<I: Iterator> ParIter<I> {
 
     /// The sum of the items, in the order the kernel language defines (see [`reduce`](Self::reduce)).
     /// Integers wrap.
+    #[track_caller]
     pub fn sum(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -71,6 +79,7 @@ impl<I: Iterator> ParIter<I> {
 
     /// The smallest item (floats: NaNs are skipped, as by `f32::min`; NaN when every item is
     /// NaN or there are none; integers: `MAX` when there are none).
+    #[track_caller]
     pub fn min(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -81,6 +90,7 @@ impl<I: Iterator> ParIter<I> {
 
     /// The largest item (floats: NaNs are skipped, as by `f32::max`; NaN when every item is
     /// NaN or there are none; integers: `MIN` when there are none).
+    #[track_caller]
     pub fn max(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -97,6 +107,7 @@ impl<I: Iterator> ParIter<I> {
     /// distance 16, 8, 4, 2, 1, the lower lane's value always on the left), and the warps' totals
     /// are folded in warp order. `op` should be associative; the result is the same on every
     /// thread even if it is not commutative.
+    #[track_caller]
     pub fn reduce<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
     where
         I::Item: ParItem<Scalar = T>,
@@ -111,6 +122,7 @@ impl<I: Iterator> ParIter<I> {
     /// `op`, then the threads' partial results are combined with `op` too, so `op` must be
     /// associative and the accumulator has the items' type (unlike rayon's `fold`, this returns
     /// the combined value).
+    #[track_caller]
     pub fn fold<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
     where
         I::Item: ParItem<Scalar = T>,
@@ -119,12 +131,16 @@ impl<I: Iterator> ParIter<I> {
     }
 }
 
-/// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads.
+/// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads; each
+/// item is a loop iteration of the caller's (see `__loop_tick`).
+#[track_caller]
 fn reduce_in_order<T: Copy>(
     items: impl Iterator<Item = T>,
     identity: T,
     op: impl Fn(T, T) -> T,
 ) -> T {
+    let at = Location::caller();
+    let items = items.inspect(|_| crate::sim::tick(at));
     reduction_order(items, identity, crate::sim::current_role_threads(), op)
 }
 

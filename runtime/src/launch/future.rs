@@ -13,6 +13,7 @@ use super::Via;
 use crate::abort::{decode_failure, overwritten_by, RECORD_SLOTS};
 use crate::cuda::{CompletionMark, EventState, StreamState};
 use crate::error::{Error, Result};
+use crate::sim::SimLaunch;
 use crate::spec::KernelSpec;
 
 // For the links of the docs of `Launch`.
@@ -37,8 +38,15 @@ use super::{launch, launch_on};
 /// future to [`Error::KernelPanic`] (a device panic: role, block, thread, message and source
 /// location) or [`Error::Deadlock`] (a wait the watchdog stopped), and the device stays usable.
 /// A fault of the kernel (a trap, an invalid address) resolves it to [`Error::Cuda`] with `call`
-/// `"kernel execution"`; the CUDA context is then unusable. On the simulator the kernel ran
-/// inside [`launch`] and the future is ready at once.
+/// `"kernel execution"`; the CUDA context is then unusable.
+///
+/// On the simulator the launch is a job on its stream, which the stream's worker thread runs
+/// after the work issued there before it (see [`Device::simulator`](crate::Device::simulator)):
+/// [`launch`] returns at once, the future's waker is woken when the job is done (no thread polls
+/// or spins, any executor works), [`Launch::wait`] sleeps until then, [`Launch::is_complete`]
+/// tells, and [`Launch::progress`] says how many blocks have run. The outcomes are the GPU's: a
+/// panic, a deadlock (found at once) or a watchdog stop of a role that runs without waiting,
+/// [`Error::Cancelled`] after [`Launch::cancel`], and the same rule for a dropped launch.
 ///
 /// Failures are read from a ring of 4096 records per stream after the kernel has finished, so
 /// they are reported exactly for up to 4096 launches of one stream in flight (submitted and not
@@ -51,15 +59,20 @@ use super::{launch, launch_on};
 /// The kernel's buffers stay borrowed for `'a`, and each of them remembers the launch as its
 /// latest use: buffers are freed with stream-ordered frees after the last use's event, so even a
 /// launch leaked with `mem::forget` cannot have its buffers freed under it (see
-/// [`DeviceBuffer`](crate::DeviceBuffer)). **Dropping a `Launch` whose kernel has not finished
-/// cancels it and then blocks the thread until the kernel has stopped**: this is the choice for
-/// dropped futures (a `select!` that lost, a task that was aborted, a thread that panicked): the
-/// work is no longer wanted, so it is stopped rather than finished, and waited for so that the
-/// borrows end with it. Errors are discarded then; await the launch, or call [`Launch::wait`], to
-/// see them. The wait is for the launch's completion mark: a launch never asked about before,
-/// dropped after more work was enqueued on its stream, waits for that work too (only this launch is
-/// cancelled); a launch polled once, or marked with [`Launch::mark_completion`], waits for its
-/// own kernel only.
+/// [`DeviceBuffer`](crate::DeviceBuffer)). On the simulator the launch's job shares the buffers'
+/// memory rather than borrowing it, and the host's next download or overwrite of a buffer waits
+/// for the job, so a leaked launch still finishes its work, and its outputs are there for the
+/// host.
+///
+/// **Dropping a `Launch` whose kernel has not finished cancels it and then blocks the thread
+/// until the kernel has stopped**: this is the choice for dropped futures (a `select!` that
+/// lost, a task that was aborted, a thread that panicked): the work is no longer wanted, so it
+/// is stopped rather than finished, and waited for so that the borrows end with it. Errors are
+/// discarded then; await the launch, or call [`Launch::wait`], to see them. On CUDA the wait is
+/// for the launch's completion mark: a launch never asked about before, dropped after more work
+/// was enqueued on its stream, waits for that work too (only this launch is cancelled); a launch
+/// polled once, or marked with [`Launch::mark_completion`], waits for its own kernel only. On
+/// both backends a launch still queued behind other work on its stream waits for that work.
 pub struct Launch<'a> {
     pub(super) kernel: &'static str,
     pub(super) via: Via<'a>,
@@ -73,6 +86,8 @@ pub(super) enum Stage {
     Finished(Result<()>),
     /// Submitted to CUDA; not necessarily finished.
     Running(Running),
+    /// Queued on a simulator stream; not necessarily finished.
+    Sim(Arc<SimLaunch>),
     /// The outcome was returned.
     Reported,
 }
@@ -112,9 +127,24 @@ pub(super) struct AbortCheck {
     pub(super) watchdog: Option<Duration>,
 }
 
+/// How far a simulator launch has come: [`Launch::progress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Progress {
+    /// The blocks that have run to their end.
+    pub blocks_done: u32,
+    /// The blocks of the grid.
+    pub blocks: u32,
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} of {} blocks", self.blocks_done, self.blocks)
+    }
+}
+
 impl Launch<'_> {
-    /// Whether the kernel reached the device: it was submitted to the CUDA stream, or the
-    /// simulator ran it. `false` when the launch was rejected before that.
+    /// Whether the kernel reached the device: it was submitted to the CUDA stream, or queued on
+    /// the simulator's stream. `false` when the launch was rejected before that.
     pub fn is_submitted(&self) -> bool {
         self.submitted
     }
@@ -125,7 +155,26 @@ impl Launch<'_> {
     pub fn is_complete(&self) -> bool {
         match &self.stage {
             Stage::Running(running) => observe(running, self.stream()),
+            Stage::Sim(sim) => sim.is_finished(),
             Stage::Finished(_) | Stage::Reported => true,
+        }
+    }
+
+    /// On the simulator, how many blocks of the launch's grid have run to their end (they run
+    /// one after another, in order), so that a long launch shows that it moves; `None` on the
+    /// GPU, whose blocks run in no observable order, and for a launch that was rejected or whose
+    /// job ran no kernel. A launch that stopped (a failure, a cancel) keeps the count it stopped
+    /// at.
+    pub fn progress(&self) -> Option<Progress> {
+        match &self.stage {
+            Stage::Sim(sim) => {
+                let (blocks_done, blocks) = sim.progress();
+                Some(Progress {
+                    blocks_done,
+                    blocks,
+                })
+            }
+            Stage::Running(_) | Stage::Finished(_) | Stage::Reported => None,
         }
     }
 
@@ -149,9 +198,13 @@ impl Launch<'_> {
     /// kernel is seen as soon as it ends, where a sleeping wait adds ~13 µs of wake-up latency),
     /// then sleeps in `cuEventSynchronize` on it (a blocking-sync event: no spinning for long
     /// kernels).
+    ///
+    /// On the simulator the thread sleeps until the stream's worker has run the launch.
     pub fn wait(mut self) -> Result<()> {
-        if let Stage::Running(running) = &self.stage {
-            block_until_done(running, self.stream());
+        match &self.stage {
+            Stage::Running(running) => block_until_done(running, self.stream()),
+            Stage::Sim(sim) => sim.wait(),
+            Stage::Finished(_) | Stage::Reported => {}
         }
         self.take_outcome()
     }
@@ -167,12 +220,16 @@ impl Launch<'_> {
     /// launch that finished before the request took effect reports `Cancelled` all the same:
     /// **the outputs of a cancelled launch are unspecified**. Cancelling twice is harmless.
     ///
-    /// On the simulator, launches are finished when they are returned, and this does nothing:
-    /// the outcome stays what it was. The same holds for a launch that was rejected before it was
-    /// submitted, or whose outcome was already returned.
+    /// On the simulator the same holds: the kernel stops at its next block, role step, await
+    /// or loop iteration (a launch still queued behind other work does not start), and a launch
+    /// that finished before the request reports `Cancelled`. For a launch that was rejected
+    /// before it was submitted, or whose outcome was already returned, this does nothing: the
+    /// outcome stays what it was.
     pub fn cancel(&self) {
-        let Stage::Running(running) = &self.stage else {
-            return;
+        let running = match &self.stage {
+            Stage::Running(running) => running,
+            Stage::Sim(sim) => return sim.cancel(),
+            Stage::Finished(_) | Stage::Reported => return,
         };
         let done = {
             let mut state = lock(&running.shared);
@@ -198,6 +255,7 @@ impl Launch<'_> {
                 self.release(running);
                 outcome
             }
+            Stage::Sim(sim) => sim.take_outcome(),
             Stage::Reported => Err(Error::InvalidLaunch {
                 kernel: self.kernel,
                 reason: "the launch was polled again after it completed; await it once".to_string(),
@@ -318,6 +376,11 @@ impl Future for Launch<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
+        if let Stage::Sim(sim) = &this.stage {
+            if !sim.poll_finished(cx) {
+                return Poll::Pending;
+            }
+        }
         if let Stage::Running(running) = &this.stage {
             if !observe(running, this.stream()) {
                 let first_pending_poll = {
@@ -366,6 +429,12 @@ impl Future for Launch<'_> {
 impl Drop for Launch<'_> {
     /// Cancels an unfinished launch, then blocks until its kernel has stopped; see [`Launch`].
     fn drop(&mut self) {
+        if let Stage::Sim(sim) = &self.stage {
+            if !sim.is_finished() {
+                sim.cancel();
+                sim.wait();
+            }
+        }
         if let Stage::Running(running) = &self.stage {
             if !observe(running, self.stream()) {
                 self.cancel();

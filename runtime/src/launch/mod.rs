@@ -2,8 +2,8 @@
 //!
 //! This file holds the entry points ([`launch`], [`launch_on`], [`not_compiled`]) and the
 //! submission of a launch to its backend. The parameters of a CUDA launch are collected in
-//! `args`, the simulator's views of the buffers are made in `views`, the [`Launch`] future is in
-//! `future`, and how a submitted launch learns that it is over is in `completion`.
+//! `args`, the simulator's uses of the buffers are registered in `views`, the [`Launch`] future is
+//! in `future`, and how a submitted CUDA launch learns that it is over is in `completion`.
 
 mod args;
 mod completion;
@@ -20,22 +20,24 @@ use crate::backend::{Backend, Device};
 use crate::cuda::{CudaDevice, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
-use crate::sim::SimTarget;
+use crate::sim::{launch_job, submission_order, SimLaunch, SimStream, SimTarget};
 use crate::spec::KernelSpec;
 use crate::stream::Stream;
 
 pub use args::CudaArgs;
-pub use future::Launch;
+pub use future::{Launch, Progress};
 
 use completion::State;
 use future::{AbortCheck, Running, Stage};
 
 /// Where the generated code hands a launch's arguments: the CUDA parameter list, or the simulator,
-/// which runs the whole kernel while the generated code holds it.
+/// which takes the uses of the buffers and a job that runs the kernel later, on the stream's
+/// worker thread.
 pub enum Target<'t, 'a> {
     /// A CUDA launch: push every parameter, in declaration order.
     Cuda(&'t mut CudaArgs<'a>),
-    /// A simulator launch.
+    /// A simulator launch: register the buffers' uses, then hand over the job
+    /// ([`SimTarget::run`]).
     Sim(&'t mut SimTarget),
 }
 
@@ -52,8 +54,10 @@ pub fn launch<'a>(
 
 /// Launches a kernel on `stream`; the generated `launch_on` of every kernel calls this.
 ///
-/// Checks the grid, then runs `body`: on the simulator `body` runs the whole kernel and the
-/// returned [`Launch`] is already complete; on CUDA `body` pushes the kernel's parameters, this
+/// Checks the grid, then runs `body`: on the simulator `body` registers the uses of the buffers
+/// and hands over the job that runs the kernel, which this queues on `stream` (a body that hands
+/// over no job makes a launch that is complete at once); on CUDA `body` pushes the kernel's
+/// parameters, this
 /// appends the abort protocol's hidden ones when [`KernelSpec::abort_protocol`] is set (with a
 /// new launch id of the stream and the device's [`watchdog`](Device::watchdog) bound), and the
 /// kernel is then submitted to `stream`, after the earlier conflicting uses of its buffers on
@@ -103,10 +107,32 @@ fn submit<'a>(
     let device = via.device();
     match via.cuda() {
         None => {
-            let config = device.sim_config().cloned().unwrap_or_default();
-            let mut target = SimTarget::new(spec, grid, device.id(), config);
+            let Some((config, stream)) = via.sim() else {
+                launch.stage = Stage::Finished(Err(Error::InvalidLaunch {
+                    kernel: spec.path,
+                    reason: "the stream belongs to no device of this backend".to_string(),
+                }));
+                return launch;
+            };
+            let mut target = SimTarget::new(spec, device.id());
+            // The buffers' uses are registered and the job queued in one step of the order of
+            // submissions, which every wait of the simulator's streams follows.
+            let _order = submission_order();
             launch.submitted = true;
-            launch.stage = Stage::Finished(body(Target::Sim(&mut target)));
+            launch.stage = match body(Target::Sim(&mut target)) {
+                Err(err) => Stage::Finished(Err(err)),
+                Ok(()) => match target.take_job() {
+                    None => Stage::Finished(Ok(())),
+                    Some(kernel) => {
+                        let shared = SimLaunch::new(spec.path, grid);
+                        let config = config.clone();
+                        let watchdog = device.watchdog();
+                        let job = launch_job(&shared, spec, grid, config, watchdog, kernel);
+                        stream.queue().push(job);
+                        Stage::Sim(shared)
+                    }
+                },
+            };
         }
         Some((gpu, stream)) => {
             let mut args = CudaArgs::new(spec, device.id());
@@ -170,10 +196,20 @@ impl<'a> Via<'a> {
         match self {
             Via::Device(device) => match device.backend() {
                 Backend::Cuda(gpu) => Some((&**gpu, &**gpu.default_stream())),
-                Backend::Sim => None,
+                Backend::Sim(_) => None,
             },
             Via::Stream(stream) => stream.cuda(),
         }
+    }
+
+    /// The simulator's configuration and the launch's stream, on the simulator.
+    fn sim(self) -> Option<(&'a crate::sim::SimConfig, &'a SimStream)> {
+        let sim = self.device().sim()?;
+        let stream = match self {
+            Via::Device(_) => sim.default_stream(),
+            Via::Stream(stream) => stream.sim()?,
+        };
+        Some((&sim.config, &**stream))
     }
 }
 

@@ -1,6 +1,13 @@
 //! The simulator backend: runs a kernel's shadow code (the user's async fns over the real types of
 //! [`crate::device`]) on the CPU, one block after another.
 //!
+//! A launch does not run inside the call that issues it: it is a job on its stream's queue, which
+//! a worker thread of the stream runs in submission order (`queue`), as a CUDA stream runs its
+//! kernels; the job owns what it needs (the buffers' memory is shared and owned, `memory`), and
+//! settles the state its [`Launch`](crate::Launch) shares with it (`run`). The kernel stops
+//! itself, at its next block, step, await or loop iteration, when the launch is cancelled or a
+//! role runs past the watchdog's bound without waiting (`watch`).
+//!
 //! Each block's kernel future is driven by a single-threaded executor whose order is a
 //! [`Schedule`]: `join!` runs one role per *step*, from one await on a channel to the next (or
 //! until it waits or finishes), and the schedule picks the role of each step among those that
@@ -27,10 +34,20 @@
 //! location (the error then says `-`).
 
 mod atomic;
+mod memory;
+mod queue;
+mod run;
 mod schedule;
+mod watch;
 
 pub use atomic::{AtomicScalar, AtomicView};
+pub(crate) use memory::{queue_copy, SimMem};
+pub use memory::{SimRead, SimSlice, SimSliceMut, SimWrite};
+pub(crate) use queue::{submission_order, SimDevice, SimEvent, SimQueue, SimStream};
+pub(crate) use run::{launch_job, SimLaunch};
+pub use run::{SimRun, SimTarget};
 pub use schedule::SimOptions;
+pub(crate) use watch::{checkpoint, tick};
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, VecDeque};
@@ -42,10 +59,10 @@ use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result, RoleWait};
-use crate::grid::Grid;
 use crate::schedule::Schedule;
 use crate::spec::{KernelSpec, SiteKind};
-use schedule::{Explorer, Picker, Rng};
+use schedule::{Explorer, Picker};
+use watch::Stop;
 
 /// What the launches of one simulator device share: its schedule (or why the schedule asked for
 /// in the environment is not one) and, for a [`Schedule::Replay`], the explorer whose choices run
@@ -492,7 +509,7 @@ pub(crate) fn next_step() -> Step {
     })
 }
 
-/// Role `index` runs its step.
+/// Role `index` runs its step (unless the launch was cancelled: then the kernel stops here).
 pub(crate) fn enter_role(index: usize) {
     with_block(|b| {
         b.current = Some(index);
@@ -502,6 +519,21 @@ pub(crate) fn enter_role(index: usize) {
             role.run = Run::Ready;
         }
     });
+    watch::new_step();
+    checkpoint();
+}
+
+/// Whether a role of the block other than the running one is unfinished (the watchdog bounds
+/// the running role's step only then).
+pub(crate) fn others_unfinished() -> bool {
+    with_block(|b| {
+        b.current.is_some_and(|current| {
+            b.roles
+                .iter()
+                .enumerate()
+                .any(|(i, r)| i != current && !r.finished)
+        })
+    })
 }
 
 /// Threads of the role being polled (32 per warp); 32 outside a role.
@@ -537,83 +569,6 @@ pub(crate) fn leave_role(index: usize, returned: bool) {
     });
 }
 
-/// A launch on the simulator: hands the generated launcher host views of the buffers and runs
-/// the kernel's blocks.
-pub struct SimTarget {
-    pub(crate) spec: &'static KernelSpec,
-    grid: Grid,
-    pub(crate) device_id: u64,
-    config: SimConfig,
-}
-
-impl SimTarget {
-    pub(crate) fn new(
-        spec: &'static KernelSpec,
-        grid: Grid,
-        device_id: u64,
-        config: SimConfig,
-    ) -> SimTarget {
-        SimTarget {
-            spec,
-            grid,
-            device_id,
-            config,
-        }
-    }
-
-    /// Runs `block` once per block of the grid, in order, stopping at the first error.
-    pub fn run_blocks(&mut self, mut block: impl FnMut(&mut SimBlock) -> Result<()>) -> Result<()> {
-        let schedule = match &self.config.schedule {
-            Ok(schedule) => schedule.clone(),
-            Err(reason) => {
-                return Err(Error::InvalidLaunch {
-                    kernel: self.spec.path,
-                    reason: reason.clone(),
-                })
-            }
-        };
-        let grid = self.grid.block_count();
-        for index in 0..grid {
-            let picker = match (&schedule, &self.config.explorer) {
-                (Schedule::Fixed, _) => Picker::Fixed,
-                (Schedule::Random { seed }, _) => Picker::Random(Rng::new(*seed, u64::from(index))),
-                (Schedule::Replay { .. }, Some(explorer)) => Picker::Replay(explorer.clone()),
-                (Schedule::Replay { choices }, None) => {
-                    Picker::Replay(Arc::new(Mutex::new(Explorer::new(choices.clone()))))
-                }
-            };
-            with_block(|b| {
-                *b = BlockState {
-                    block: index,
-                    grid,
-                    spec: Some(self.spec),
-                    schedule: Some(schedule.clone()),
-                    picker,
-                    ..Default::default()
-                }
-            });
-            let result = block(&mut SimBlock {
-                kernel: self.spec.path,
-                block: index,
-            });
-            // Dropping the old state drops the effects still queued, and with them the rings
-            // they hold.
-            let old = with_block(|b| {
-                std::mem::replace(
-                    b,
-                    BlockState {
-                        grid: 1,
-                        ..Default::default()
-                    },
-                )
-            });
-            drop(old);
-            result?;
-        }
-        Ok(())
-    }
-}
-
 /// One block of a simulated launch.
 pub struct SimBlock {
     kernel: &'static str,
@@ -642,24 +597,74 @@ impl SimBlock {
                         return Err(self.deadlock());
                     }
                 }
-                Err(payload) => return Err(self.panic(payload)),
+                Err(payload) => match payload.downcast::<Stop>() {
+                    Ok(stop) => return Err(self.stopped(*stop)),
+                    Err(payload) => return Err(self.panic(payload)),
+                },
             }
         }
     }
 
     fn deadlock(&self) -> Error {
+        self.waits(|b, _, r| match r.wait {
+            Some(wait) => b.describe(wait),
+            None => (
+                "waits on a future outside gpu-async".to_string(),
+                "-".to_string(),
+            ),
+        })
+    }
+
+    /// The error of a kernel that stopped itself: cancelled, or its running role stopped by the
+    /// watchdog (reported as the GPU's watchdog reports a wait, with the other roles' states).
+    fn stopped(&self, stop: Stop) -> Error {
+        let (at, bound) = match stop {
+            Stop::Cancelled => {
+                with_block(|b| b.current = None);
+                return Error::Cancelled {
+                    kernel: self.kernel,
+                };
+            }
+            Stop::Watchdog { at, bound } => (at, bound),
+        };
+        let current = with_block(|b| b.current.take());
+        self.waits(|b, i, r| match (r.run, r.wait) {
+            _ if Some(i) == current => (
+                format!(
+                    "was stopped by the watchdog after {bound:?} in a loop that does not await"
+                ),
+                at.to_string(),
+            ),
+            (Run::Waiting { .. }, Some(wait)) => b.describe(wait),
+            (Run::Waiting { .. }, None) => (
+                "waits on a future outside gpu-async".to_string(),
+                "-".to_string(),
+            ),
+            _ => (
+                "is ready to run, but the simulator runs one role at a time and cannot switch \
+                 away from a loop that does not await"
+                    .to_string(),
+                "-".to_string(),
+            ),
+        })
+    }
+
+    /// An [`Error::Deadlock`] of the block: each role with what `unfinished` says of it (what it
+    /// does and where), unless it has finished, and the schedule that replays it.
+    fn waits(
+        &self,
+        unfinished: impl Fn(&BlockState, usize, &RoleState) -> (String, String),
+    ) -> Error {
         let (waits, schedule) = with_block(|b| {
             let waits = b
                 .roles
                 .iter()
-                .map(|r| {
-                    let (waiting_on, location) = match (r.finished, r.wait) {
-                        (true, _) => ("has finished".to_string(), String::from("-")),
-                        (false, Some(wait)) => b.describe(wait),
-                        (false, None) => (
-                            "waits on a future outside gpu-async".to_string(),
-                            "-".to_string(),
-                        ),
+                .enumerate()
+                .map(|(i, r)| {
+                    let (waiting_on, location) = if r.finished {
+                        ("has finished".to_string(), String::from("-"))
+                    } else {
+                        unfinished(b, i, r)
                     };
                     RoleWait {
                         role: r.name.to_string(),

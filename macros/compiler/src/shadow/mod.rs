@@ -69,6 +69,9 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let mut arg_types = Vec::new();
     let mut arg_names = Vec::new();
     let mut cuda_pushes = Vec::new();
+    // The simulator's side: each buffer's use, registered at the launch (`sim_uses`), turned
+    // into the elements by the job when it runs (`sim_views`).
+    let mut sim_uses = Vec::new();
     let mut sim_views = Vec::new();
     let mut sim_args = Vec::new();
     let mut param_specs = Vec::new();
@@ -89,13 +92,15 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 if *mutable {
                     arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                     cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
-                    sim_views.push(quote!(let #arg = __gpu_async_sim.view_mut(#pname_lit, #arg)?;));
+                    sim_uses.push(quote!(let #arg = __gpu_async_sim.write(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let mut #arg = #arg.slice_mut();));
                     sim_args.push(quote!(&mut *#arg));
                 } else {
                     arg_types.push(quote_spanned!(span=> &'a ::gpu_async::DeviceBuffer<#e>));
                     cuda_pushes.push(quote!(__gpu_async_cuda.slice(#pname_lit, #arg)?;));
-                    sim_views.push(quote!(let #arg = __gpu_async_sim.view(#pname_lit, #arg)?;));
-                    sim_args.push(quote!(#arg));
+                    sim_uses.push(quote!(let #arg = __gpu_async_sim.read(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let #arg = #arg.slice();));
+                    sim_args.push(quote!(&*#arg));
                 }
                 let kind = ParamKind::Slice {
                     elem: *elem,
@@ -138,7 +143,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 let e = scalar_tokens(*elem, span);
                 arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                 cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
-                sim_views.push(quote!(let #arg = __gpu_async_sim.view_atomic(#pname_lit, #arg)?;));
+                sim_uses.push(quote!(let #arg = __gpu_async_sim.write(#pname_lit, #arg)?;));
+                sim_views.push(quote!(let #arg = #arg.atomics();));
                 sim_args.push(quote!(#arg.atoms()));
                 let kind = ParamKind::Slice {
                     elem: *elem,
@@ -195,8 +201,10 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let doc = launcher_doc(kernel);
     let kernel_doc =
         format!(" The compiled kernel `{name_str}`: its PTX, IR, spec and typed launcher.");
-    // The launch body, shared by `launch` and `launch_on`: push the arguments for CUDA, or run
-    // the shadow code block by block on the simulator.
+    // The launch body, shared by `launch` and `launch_on`: push the arguments for CUDA; on the
+    // simulator, register the buffers' uses and hand over a job that owns them and the scalars
+    // (it runs later, on the stream's worker thread), takes the buffers' elements and runs the
+    // shadow code block by block.
     let body = quote! {
         move |__gpu_async_target| match __gpu_async_target {
             ::gpu_async::__private::Target::Cuda(__gpu_async_cuda) => {
@@ -204,8 +212,11 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 ::core::result::Result::Ok(())
             }
             ::gpu_async::__private::Target::Sim(__gpu_async_sim) => {
-                #(#sim_views)*
-                __gpu_async_sim.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+                #(#sim_uses)*
+                __gpu_async_sim.run(move |__gpu_async_run| {
+                    #(#sim_views)*
+                    __gpu_async_run.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+                })
             }
         }
     };
