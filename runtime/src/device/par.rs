@@ -72,8 +72,10 @@ impl<I: Iterator> ParIter<I> {
 }
 
 impl<I: Iterator> ParIter<I> {
-    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) to consume.
-    pub fn map<R, F: Fn(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
+    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) or a scan to
+    /// consume. `op` is `FnMut` so that it can also write a captured `&mut` shared array by
+    /// index, as `for_each`'s.
+    pub fn map<R, F: FnMut(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
         ParIter(self.0.map(op))
     }
 

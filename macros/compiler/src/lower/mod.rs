@@ -83,8 +83,8 @@ struct Lowerer<'p> {
     /// The memory the parallel loop being lowered writes by index (`y[i] = v`), with whether
     /// through a `block_tiles` range.
     par_index_writes: Vec<(MemKey, bool)>,
-    /// In the body of `(0..N).into_par_iter()` with a literal `N`: the item and `N`, for the
-    /// bounds of `tile[i / K]`.
+    /// In a parallel loop's body: its index and a constant it is below (see `ParHead::bound`),
+    /// for the bounds checks of `tile[i]` and `tile[i / K]`.
     par_bound: Option<(Value, u64)>,
     /// The expression being lowered is an atomic operation whose value is unused.
     result_unused: bool,

@@ -34,7 +34,8 @@ pub(super) struct ParHead {
     pub(super) range: Option<(Value, Value)>,
     /// The item of a range loop, `start + index`, computed at the top of the body.
     pub(super) item: Option<Value>,
-    /// The range's end, when it is `0..N` with a literal `N`: the item is below it.
+    /// A constant the index is below: the end of `0..N` with a literal `N`, or the length of a
+    /// slot or shared array among the sources.
     pub(super) bound: Option<u64>,
     /// The range starts at a literal 0: the item is the index.
     pub(super) from_zero: bool,
@@ -52,11 +53,17 @@ impl Lowerer<'_> {
             ExprKind::ParSource(base) if matches!(e.ty, Ty::ParIter(ParShape::Indices)) => {
                 let from_zero = matches!(&base.kind, ExprKind::Range(a, _) if matches!(a.kind, ExprKind::Lit(tir::Lit::Int(0))));
                 if let (true, ExprKind::Range(_, b)) = (from_zero, &base.kind) {
-                    head.bound = literal_value(b);
+                    if let Some(n) = literal_value(b) {
+                        head.bound = Some(head.bound.map_or(n, |b| b.min(n)));
+                    }
                 }
                 head.from_zero = from_zero;
                 if let Val::Range { start, end, .. } = self.expr(base) {
-                    let len = if let Some(n) = head.bound {
+                    let literal_end = match &base.kind {
+                        ExprKind::Range(_, b) if from_zero => literal_value(b),
+                        _ => None,
+                    };
+                    let len = if let Some(n) = literal_end {
                         self.usize_const(n)
                     } else if from_zero {
                         end
@@ -141,6 +148,14 @@ impl Lowerer<'_> {
                     }
                     _ => return Leaf::Index,
                 };
+                if let Val::SendSlot(c) | Val::RecvSlot(c) = v {
+                    let n = u64::from(self.channels[c.0 as usize].ty.len);
+                    head.bound = Some(head.bound.map_or(n, |b| b.min(n)));
+                }
+                if let Val::SharedArray(k) = v {
+                    let n = u64::from(self.shared_arrays[k as usize].cols);
+                    head.bound = Some(head.bound.map_or(n, |b| b.min(n)));
+                }
                 let is_struct = matches!(e.ty, Ty::ParIter(crate::types::ParShape::Structs { .. }));
                 let mut ks = Vec::new();
                 for (space, addr, len, elem, key, tiles) in parts {

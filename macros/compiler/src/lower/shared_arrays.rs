@@ -147,7 +147,8 @@ impl Lowerer<'_> {
 
     /// A device panic when `i` is not below `n`, unless `index` is below `n` by its form: a
     /// cast of a byte into 256 elements or more (`bins[*b as usize]`), `x % K` with `K <= n`,
-    /// or `i / K` of the item of `(0..N).into_par_iter()` with `(N - 1) / K < n`.
+    /// or the loop's index `i` (or `i / K`) when it is below a constant `N` with `N <= n`
+    /// (`(N - 1) / K < n`).
     fn check_index(&mut self, index: &Expr, i: Value, n: u32, span: Span) {
         let n64 = u64::from(n);
         let below = match &index.kind {
