@@ -265,9 +265,12 @@ impl Checker<'_> {
         let mut written = Vec::new();
         let mut strides = Vec::new();
         for place in &walk.writes {
-            let Some(array) = array_local(place) else {
+            let (ExprKind::Index(base, last), Some(array)) = (&place.kind, place_root(place))
+            else {
                 continue;
             };
+            let last_span = last.span;
+            let _ = base;
             written.push(array);
             let ok = match &place.kind {
                 ExprKind::Index(base, c) if matches!(base.ty, Ty::SharedRow(..)) => {
@@ -299,7 +302,7 @@ impl Checker<'_> {
                     let i = self.locals[index[0].0 as usize].name.clone();
                     format!("index it with the loop's index `{i}`: `{name}[{i}]`, `{name}[{i} + k]`, `{name}[({i} / K) * n + {i} % K]`, or `{name}[{i} / C][{i} % C]` for a 2D array")
                 };
-                self.diags.error(place.span, format!("two iterations of this parallel loop may write the same element of `{name}`: each iteration must write its own elements; {what}"));
+                self.diags.error(last_span, format!("two iterations of this parallel loop may write the same element of `{name}`: each iteration must write its own elements; {what}"));
             }
         }
         for (array, span) in &walk.reads {
@@ -354,6 +357,14 @@ impl Checker<'_> {
                 #old
             });
         }
+    }
+}
+
+/// The local a write by index (`arr[i]`, `tile[r][c]`, `y[i]`) writes into.
+fn place_root(place: &Expr) -> Option<LocalId> {
+    match &place.kind {
+        ExprKind::Index(base, _) => array_local(base),
+        _ => None,
     }
 }
 
