@@ -105,11 +105,6 @@ pub struct ArrayTy {
 }
 
 impl ArrayTy {
-    /// Every element, over all rows.
-    pub fn len(&self) -> u64 {
-        u64::from(self.rows.unwrap_or(1)) * u64::from(self.cols)
-    }
-
     /// The element type as written: `f32`, or `AtomicU32` for atomic elements.
     pub fn elem_name(&self) -> String {
         if self.atomic {
