@@ -226,6 +226,108 @@ fn float_atomics_add_and_order_by_total_cmp_on_the_simulator() -> gpu_async::Res
     Ok(())
 }
 
+type OneWarp = (Vec<u32>, Vec<u32>);
+
+fn run_one_warp(dev: &Device, xs: &[f32]) -> gpu_async::Result<OneWarp> {
+    let x = dev.upload(xs)?;
+    let mut y = dev.upload(&vec![0.0f32; 100])?;
+    let mut extremes = dev.alloc::<f32>(2)?;
+    block_on(blocks::one_warp::launch(
+        dev,
+        Grid::blocks(1),
+        (&x, &mut y, &mut extremes),
+    ))?;
+    let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect();
+    Ok((bits(y.download()?), bits(extremes.download()?)))
+}
+
+#[test]
+fn one_warp_scans_and_orders_floats_by_total_cmp_on_the_simulator() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    let mut xs: Vec<f32> = random_f32(300, 8).iter().map(|v| v * 50.0).collect();
+    xs[7] = f32::NAN;
+    xs[9] = -0.0;
+    let (y, extremes) = run_one_warp(&sim, &xs)?;
+    let (sums, _) = scan_order(xs[..100].iter().copied(), 1.0, 0.0, 32, true, |a, b| a + b);
+    assert_eq!(y, sums.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    let max = xs.iter().copied().fold(f32::NEG_INFINITY, |a, b| {
+        if b.total_cmp(&a).is_gt() {
+            b
+        } else {
+            a
+        }
+    });
+    let min = xs.iter().copied().fold(
+        f32::INFINITY,
+        |a, b| if b.total_cmp(&a).is_lt() { b } else { a },
+    );
+    assert_eq!(extremes, vec![max.to_bits(), min.to_bits()]);
+    // A NaN with the sign bit clear is above every number by total_cmp.
+    assert!(f32::from_bits(extremes[0]).is_nan());
+    Ok(())
+}
+
+#[test]
+fn f32_atomic_adds_flush_subnormals_on_the_simulator() -> gpu_async::Result<()> {
+    let sim = Device::simulator();
+    let tiny = f32::from_bits(3); // a subnormal
+    let xs = [tiny, 1.0, -tiny, f32::MIN_POSITIVE];
+    let x = sim.upload(&xs)?;
+    let mut sums = sim.upload(&[0.0f32, tiny, 0.0, -f32::MIN_POSITIVE / 2.0])?;
+    block_on(blocks::f32_adds::launch(
+        &sim,
+        Grid::blocks(1),
+        (&x, &mut sums),
+    ))?;
+    let got: Vec<u32> = sums.download()?.iter().map(|v| v.to_bits()).collect();
+    // 0 + tiny flushes to 0; tiny (flushed) + 1 = 1; 0 + -tiny is -0 flushed from the input:
+    // +0 + -0 = +0; -MIN_POSITIVE/2 (a subnormal, flushed to -0) + MIN_POSITIVE = MIN_POSITIVE.
+    let want: Vec<u32> = [0.0f32, 1.0, 0.0, f32::MIN_POSITIVE]
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, want);
+    Ok(())
+}
+
+#[needs_gpu]
+fn one_warp_role_and_f32_atomic_adds_on_the_gpu_match_the_simulator() -> gpu_async::Result<()> {
+    let gpu = devices::gpu();
+    let sim = Device::simulator();
+    let mut xs: Vec<f32> = random_f32(300, 8).iter().map(|v| v * 50.0).collect();
+    xs[7] = f32::NAN;
+    xs[9] = -0.0;
+    assert_eq!(
+        run_one_warp(&gpu, &xs)?,
+        run_one_warp(&sim, &xs)?,
+        "one warp"
+    );
+    let tiny = f32::from_bits(3);
+    let xs = [tiny, 1.0, -tiny, f32::MIN_POSITIVE];
+    let start = [0.0f32, tiny, 0.0, -f32::MIN_POSITIVE / 2.0];
+    let mut results = Vec::new();
+    for dev in [&gpu, &sim] {
+        let x = dev.upload(&xs)?;
+        let mut sums = dev.upload(&start)?;
+        block_on(blocks::f32_adds::launch(
+            dev,
+            Grid::blocks(1),
+            (&x, &mut sums),
+        ))?;
+        results.push(
+            sums.download()?
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<u32>>(),
+        );
+    }
+    assert_eq!(
+        results[0], results[1],
+        "atom.add.f32 with subnormals (GPU, simulator)"
+    );
+    Ok(())
+}
+
 #[needs_gpu]
 fn shared_arrays_on_the_gpu_match_the_simulator() -> gpu_async::Result<()> {
     let gpu = devices::gpu();

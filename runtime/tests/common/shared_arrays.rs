@@ -164,4 +164,66 @@ pub mod blocks {
             blocks[block_index()].store(acc[0].load(Ordering::Relaxed), Ordering::Relaxed);
         });
     }
+
+    /// A role of one warp: a fresh array reads zero, a scan without shared scratch (its warp
+    /// total by a shuffle), and shared `fetch_max`/`fetch_min` of floats by `total_cmp`.
+    #[kernel(warps = 1)]
+    pub async fn one_warp(x: &[f32], y: &mut [f32], extremes: &mut [f32]) {
+        let fresh = shared_array::<u32, 40>();
+        let mut sums = shared_array::<f32, 100>();
+        let top = shared_array::<AtomicF32, 2>();
+        join!(on_warps(
+            0..1,
+            one_warp_role(x, y, extremes, &fresh, &mut sums, &top)
+        ))
+        .await;
+    }
+
+    async fn one_warp_role(
+        x: &[f32],
+        y: &mut [f32],
+        extremes: &mut [f32],
+        fresh: &SharedArray<u32, 40>,
+        sums: &mut SharedArray<f32, 100>,
+        top: &SharedArray<AtomicF32, 2>,
+    ) {
+        let zeros = fresh.par_iter().map(|v| *v).sum();
+        assert!(zeros == 0, "a fresh shared array is zero");
+        (0..2).into_par_iter().for_each(|i| {
+            top[i].store(
+                if i == 0 {
+                    f32::NEG_INFINITY
+                } else {
+                    f32::INFINITY
+                },
+                Ordering::Relaxed,
+            );
+        });
+        let n = x.len().min(100);
+        x[0..n].par_iter().inclusive_sum(sums.par_iter_mut(), 1.0);
+        x.par_iter().for_each(|v| {
+            top[0].fetch_max(*v, Ordering::Relaxed);
+            top[1].fetch_min(*v, Ordering::Relaxed);
+        });
+        y[0..n]
+            .par_iter_mut()
+            .zip(sums.par_iter())
+            .for_each(|(o, s)| *o = *s);
+        extremes[0..2]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(i, e)| *e = top[i].load(Ordering::Relaxed));
+    }
+
+    /// `sums[0]` += every `x[i]` with `fetch_add` on an `AtomicF32`, whose subnormals PTX flushes.
+    #[kernel(warps = 1)]
+    pub async fn f32_adds(x: &[f32], sums: &[AtomicF32]) {
+        join!(on_warps(0..1, f32_add_all(x, sums))).await;
+    }
+
+    async fn f32_add_all(x: &[f32], sums: &[AtomicF32]) {
+        x.par_iter().enumerate().for_each(|(i, v)| {
+            sums[i].fetch_add(*v, Ordering::Relaxed);
+        });
+    }
 }
