@@ -25,6 +25,14 @@ mod histogram;
 mod copy;
 
 #[allow(dead_code)]
+#[path = "../../examples/transpose.rs"]
+mod transpose;
+
+#[allow(dead_code)]
+#[path = "../../examples/scan.rs"]
+mod scan;
+
+#[allow(dead_code)]
 #[path = "../../examples/saxpy_variants.rs"]
 mod saxpy_variants;
 
@@ -137,6 +145,57 @@ fn softmax_on_the_gpu() -> gpu_async::Result<()> {
             worst <= softmax::TOLERANCE,
             "softmax: {rows} rows, {blocks} blocks, error {worst:e}"
         );
+    }
+    Ok(())
+}
+
+#[test]
+fn transpose_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (n, blocks) in [(32, 1), (64, 3), (160, 7)] {
+        let bad = transpose::run_and_check(&dev, Grid::blocks(blocks), n, n as u64)?;
+        assert_eq!(bad, 0, "transpose: n = {n}, {blocks} blocks");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn transpose_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    let sms = dev.sm_count()?;
+    for (n, blocks) in [(32, 1), (96, 5), (1024, sms), (4096, 12 * sms)] {
+        let bad = transpose::run_and_check(&dev, Grid::blocks(blocks), n, n as u64)?;
+        assert_eq!(bad, 0, "transpose: n = {n}, {blocks} blocks");
+    }
+    Ok(())
+}
+
+#[test]
+fn scan_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for n in [0, 1, 1000, 8191, 8192, 8193, 40_000] {
+        let bad = scan::run_and_check(&dev, n, n as u64)?;
+        assert_eq!(bad, 0, "scan: n = {n}");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn scan_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    for n in [
+        0,
+        1,
+        1000,
+        8191,
+        8192,
+        8193,
+        40_000,
+        1 << 22,
+        (1 << 24) + 13,
+    ] {
+        let bad = scan::run_and_check(&dev, n, n as u64)?;
+        assert_eq!(bad, 0, "scan: n = {n}");
     }
     Ok(())
 }
@@ -431,15 +490,24 @@ fn examples_reject_buffers_of_different_lengths(dev: Device) -> gpu_async::Resul
         gpu_async::block_on(reduce::reduce::sum::launch(&dev, grid, (&x, &mut partials))),
         "one element per block",
     );
-    let bytes = dev.upload(&[3u8; 100])?;
+    let words = dev.upload(&[3u32; 25])?;
     let mut bins = dev.alloc::<u32>(255)?;
     rejected(
         gpu_async::block_on(histogram::histogram::count::launch(
             &dev,
             grid,
-            (&bytes, &mut bins),
+            (&words, 100, &mut bins),
         )),
         "256",
+    );
+    let mut bins = dev.alloc::<u32>(256)?;
+    rejected(
+        gpu_async::block_on(histogram::histogram::count::launch(
+            &dev,
+            grid,
+            (&words, 101, &mut bins),
+        )),
+        "fewer than n bytes",
     );
     Ok(())
 }

@@ -86,6 +86,18 @@ mod bulk;
 #[path = "common/budgets.rs"]
 mod budgets;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/shared_arrays.rs"]
+mod shared_arrays;
+
+#[allow(dead_code)]
+#[path = "../../examples/transpose.rs"]
+mod transpose;
+
+#[allow(dead_code)]
+#[path = "../../examples/scan.rs"]
+mod scan;
+
 use std::path::PathBuf;
 
 use gpu_async_testing::needs_ptxas;
@@ -257,6 +269,36 @@ fn kernels() -> Vec<Generated> {
             spec: &language::language::hash::SPEC,
         },
         Generated {
+            name: "transpose",
+            ptx: transpose::transpose::transpose::PTX,
+            ir: transpose::transpose::transpose::IR,
+            spec: &transpose::transpose::transpose::SPEC,
+        },
+        Generated {
+            name: "scan_exclusive",
+            ptx: scan::scan::exclusive::PTX,
+            ir: scan::scan::exclusive::IR,
+            spec: &scan::scan::exclusive::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_bins",
+            ptx: shared_arrays::blocks::bins::PTX,
+            ir: shared_arrays::blocks::bins::IR,
+            spec: &shared_arrays::blocks::bins::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_transpose",
+            ptx: shared_arrays::blocks::transpose::PTX,
+            ir: shared_arrays::blocks::transpose::IR,
+            spec: &shared_arrays::blocks::transpose::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_scans",
+            ptx: shared_arrays::blocks::scans::PTX,
+            ir: shared_arrays::blocks::scans::IR,
+            spec: &shared_arrays::blocks::scans::SPEC,
+        },
+        Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
             ir: language::language::control::IR,
@@ -359,6 +401,19 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile_per_block::saxpy::PTX,
         ),
         ("budgets_poly", budgets::budgets::poly::PTX),
+        ("shared_arrays_table", shared_arrays::blocks::table::PTX),
+        (
+            "histogram_global_bins",
+            histogram::histogram::global_bins::PTX,
+        ),
+        (
+            "shared_arrays_float_scans",
+            shared_arrays::blocks::float_scans::PTX,
+        ),
+        (
+            "shared_arrays_float_atomics",
+            shared_arrays::blocks::float_atomics::PTX,
+        ),
     ]
 }
 

@@ -91,6 +91,39 @@ impl fmt::Display for ChanTy {
     }
 }
 
+/// A block-shared array: `shared_array::<T, N>()` or `shared_array_2d::<T, R, C>()`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArrayTy {
+    /// The element's scalar.
+    pub elem: Scalar,
+    /// The elements are atomics (`AtomicU32`, `AtomicF32`, ..), updated with their methods.
+    pub atomic: bool,
+    /// Rows, for a 2D array.
+    pub rows: Option<u32>,
+    /// Elements of a 1D array, or of each row of a 2D one.
+    pub cols: u32,
+}
+
+impl ArrayTy {
+    /// The element type as written: `f32`, or `AtomicU32` for atomic elements.
+    pub fn elem_name(&self) -> String {
+        if self.atomic {
+            atomic_name(self.elem).to_string()
+        } else {
+            self.elem.to_string()
+        }
+    }
+}
+
+impl fmt::Display for ArrayTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rows {
+            Some(r) => write!(f, "SharedArray2d<{}, {r}, {}>", self.elem_name(), self.cols),
+            None => write!(f, "SharedArray<{}, {}>", self.elem_name(), self.cols),
+        }
+    }
+}
+
 /// The shape of a parallel iterator: which sources it zips and whether it counts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParShape {
@@ -107,6 +140,8 @@ pub enum ParShape {
     Enumerate(Box<ParShape>),
     /// `a.map(f)`: items are the scalars `f` returns.
     Mapped(Scalar),
+    /// `(a..b).into_par_iter()`: items are the `usize` indices.
+    Indices,
     /// A slot of structs: items are `&S` or `&mut S`.
     Structs {
         /// The struct's number.
@@ -149,6 +184,12 @@ pub enum Ty {
     Shared(Scalar),
     /// `&Shared<T>`, as roles take it.
     SharedRef(Scalar),
+    /// A block-shared array, made in the kernel body.
+    SharedArray(ArrayTy),
+    /// `&SharedArray<..>` (`false`) or `&mut SharedArray<..>` (`true`), as roles take it.
+    SharedArrayRef(ArrayTy, bool),
+    /// `tile[r]`: a row of a 2D shared array (whether the array is `&mut`), indexed again.
+    SharedRow(ArrayTy, bool),
     /// `(OneshotSender<T>, OneshotReceiver<T>)` from `oneshot::<T>()`.
     OneshotPair(Scalar),
     /// `OneshotSender<T>`: sends one value.
@@ -275,6 +316,9 @@ impl fmt::Display for Ty {
             Ty::Shared(s) => write!(f, "Shared<{s}>"),
             Ty::Opt(s) => write!(f, "Option<{s}>"),
             Ty::SharedRef(s) => write!(f, "&Shared<{s}>"),
+            Ty::SharedArray(a) => write!(f, "{a}"),
+            Ty::SharedArrayRef(a, m) => write!(f, "&{}{a}", if *m { "mut " } else { "" }),
+            Ty::SharedRow(a, _) => write!(f, "[{}; {}]", a.elem_name(), a.cols),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
                 write!(f, "({})", parts.join(", "))
@@ -290,10 +334,13 @@ impl fmt::Display for Ty {
     }
 }
 
-/// The `std::sync::atomic` type of an atomic integer scalar.
+/// The atomic type of a scalar: `std::sync::atomic`'s for the integers, the device's
+/// `AtomicF32`/`AtomicF64` for the floats.
 pub fn atomic_name(s: Scalar) -> &'static str {
     match s {
         Scalar::I32 => "AtomicI32",
+        Scalar::F32 => "AtomicF32",
+        Scalar::F64 => "AtomicF64",
         Scalar::U64 => "AtomicU64",
         Scalar::I64 => "AtomicI64",
         Scalar::Usize => "AtomicUsize",
@@ -301,9 +348,12 @@ pub fn atomic_name(s: Scalar) -> &'static str {
     }
 }
 
-/// The scalar of an atomic type's name (`AtomicU32` and the other 32- and 64-bit integers).
+/// The scalar of an atomic type's name (`AtomicU32` and the other 32- and 64-bit integers,
+/// `AtomicF32`, `AtomicF64`).
 pub fn atomic_scalar(name: &str) -> Option<Scalar> {
     Some(match name {
+        "AtomicF32" => Scalar::F32,
+        "AtomicF64" => Scalar::F64,
         "AtomicU32" => Scalar::U32,
         "AtomicI32" => Scalar::I32,
         "AtomicU64" => Scalar::U64,

@@ -1,11 +1,12 @@
-//! Explicit data parallelism in rayon's shape: `par_iter`, `par_iter_mut`, `zip`, `enumerate`,
-//! `for_each`.
+//! Explicit data parallelism in rayon's shape: `par_iter`, `par_iter_mut`, `into_par_iter` of a
+//! range, `zip`, `enumerate`, `for_each`, the reductions and the scans.
 //!
 //! On the GPU the iterations are spread over the threads of the role that runs them; in the
-//! simulator they run as a plain loop. The closure given to `for_each` is a `Fn`: it may read
-//! captured values but not mutate them, because on the GPU each thread has its own copy. Writes go
-//! through the `&mut` elements the iterator hands out, which is how safe Rust already proves that
-//! no two iterations write the same element.
+//! simulator they run as a plain loop. Writes go through the `&mut` elements the iterator hands
+//! out, which is how safe Rust already proves that no two iterations write the same element, or
+//! into a shared array the closure captures by `&mut` (`tile[i] = v`), with an index the compiler
+//! proves is one per iteration. The compiler rejects assignments to other captured values: on the
+//! GPU each thread has its own copy.
 
 use std::panic::Location;
 
@@ -19,6 +20,22 @@ pub trait ParSlice<T> {
 pub trait ParSliceMut<T> {
     /// A parallel iterator over mutable references to the elements.
     fn par_iter_mut(&mut self) -> ParIter<std::slice::IterMut<'_, T>>;
+}
+
+/// `(a..b).into_par_iter()`: a parallel loop over the indices of a range, rayon's
+/// `IntoParallelIterator` for ranges.
+pub trait IntoParIter {
+    /// The iterator.
+    type Iter: Iterator;
+    /// A parallel iterator over the items.
+    fn into_par_iter(self) -> ParIter<Self::Iter>;
+}
+
+impl IntoParIter for std::ops::Range<usize> {
+    type Iter = std::ops::Range<usize>;
+    fn into_par_iter(self) -> ParIter<std::ops::Range<usize>> {
+        ParIter(self)
+    }
 }
 
 impl<T> ParSlice<T> for [T] {
@@ -49,9 +66,10 @@ impl<I: Iterator> ParIter<I> {
         ParIter(self.0.enumerate())
     }
 
-    /// Runs `op` once per element.
+    /// Runs `op` once per element. `op` is `FnMut` so that it can write a captured `&mut`
+    /// shared array by index; the compiler checks that each iteration writes its own elements.
     #[track_caller]
-    pub fn for_each<F: Fn(I::Item)>(self, op: F) {
+    pub fn for_each<F: FnMut(I::Item)>(self, mut op: F) {
         let at = Location::caller();
         self.0.for_each(|item| {
             crate::sim::tick(at);
@@ -61,8 +79,10 @@ impl<I: Iterator> ParIter<I> {
 }
 
 impl<I: Iterator> ParIter<I> {
-    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) to consume.
-    pub fn map<R, F: Fn(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
+    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) or a scan to
+    /// consume. `op` is `FnMut` so that it can also write a captured `&mut` shared array by
+    /// index, as `for_each`'s.
+    pub fn map<R, F: FnMut(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
         ParIter(self.0.map(op))
     }
 

@@ -11,7 +11,8 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// An integer that has a `std::sync::atomic` type, for `&[AtomicU32]`-like kernel parameters.
+/// A scalar that has an atomic type (`std::sync::atomic`'s integers, the device's `AtomicF32` and
+/// `AtomicF64`), for `&[AtomicU32]`-like kernel parameters.
 pub trait AtomicScalar: KernelScalar + sealed::Sealed {
     /// Its atomic type.
     type Atomic: Send + Sync;
@@ -37,6 +38,7 @@ macro_rules! atomic_scalar {
 }
 
 atomic_scalar!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64, usize => AtomicUsize);
+atomic_scalar!(f32 => crate::device::AtomicF32, f64 => crate::device::AtomicF64);
 
 /// The simulator's view of an atomic slice parameter: atomics made from the elements a launch
 /// writes, which go back to the buffer when it is dropped.

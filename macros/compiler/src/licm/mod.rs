@@ -107,6 +107,7 @@ fn pure_operands(inst: &Inst) -> Option<Vec<Value>> {
         Inst::Const { .. }
         | Inst::Special { .. }
         | Inst::LocalAddr { .. }
+        | Inst::ArrayAddr { .. }
         | Inst::ConstAddr { .. } => Some(Vec::new()),
         Inst::Copy { src, .. }
         | Inst::Unary { src, .. }

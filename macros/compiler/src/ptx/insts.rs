@@ -38,10 +38,16 @@ impl Writer<'_> {
             Inst::Atomic {
                 dst,
                 op,
+                space,
                 addr,
                 operands,
                 order,
-            } => self.atomic(*dst, *op, *addr, operands, *order),
+            } => self.atomic(*dst, *op, *space, *addr, operands, *order),
+            Inst::ArrayAddr { dst, array } => self.array_addr(*dst, *array),
+            Inst::ArrayAccess { array, .. } => Err(super::error::WriteError::inconsistent(
+                "no shared-array access marks after lowering",
+                format!("a mark of a{array}"),
+            )),
             Inst::Special { dst, reg } => self.special(*dst, *reg),
             Inst::Shuffle {
                 dst,

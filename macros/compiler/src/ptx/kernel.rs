@@ -122,6 +122,7 @@ impl Writer<'_> {
             || k.role_barriers.iter().any(Option::is_some)
             || !k.shared_cells.is_empty()
             || !k.barriers.is_empty()
+            || !k.shared_arrays.is_empty()
         {
             self.init_shared()?;
         }
@@ -263,7 +264,38 @@ impl Writer<'_> {
         }
         self.line("fence.mbarrier_init.release.cluster;")?;
         self.place_label(&skip)?;
+        self.zero_arrays()?;
         self.line("bar.sync 0;")
+    }
+
+    /// Every thread zeroes its 16-byte words of the shared arrays (laid out one after another,
+    /// each 16-byte aligned), as the simulator's arrays start at zero.
+    fn zero_arrays(&mut self) -> WriteResult {
+        let k = self.k;
+        let (Some(first), Some(last)) = (k.shared_arrays.first(), k.shared_arrays.last()) else {
+            return Ok(());
+        };
+        let start = first.offset;
+        let end = (u64::from(last.offset) + last.bytes()).div_ceil(16) * 16;
+        let step = 16 * 32 * k.warps;
+        let (tid, smem) = (self.tid.clone(), self.smem.clone());
+        writeln!(self.body, "    // shared arrays start at zero")?;
+        let (off, addr, past) = (
+            self.tmp(Class::B32),
+            self.tmp(Class::B32),
+            self.tmp(Class::Pred),
+        );
+        let (head, done) = (self.label("zero_arrays"), self.label("zero_done"));
+        self.line(format!("shl.b32 {off}, {tid}, 4;"))?;
+        self.line(format!("add.u32 {off}, {off}, {start};"))?;
+        self.place_label(&head)?;
+        self.line(format!("setp.ge.u32 {past}, {off}, {end};"))?;
+        self.line(format!("@{past} bra {done};"))?;
+        self.line(format!("add.u32 {addr}, {smem}, {off};"))?;
+        self.line(format!("st.shared.v4.u32 [{addr}], {{0, 0, 0, 0}};"))?;
+        self.line(format!("add.u32 {off}, {off}, {step};"))?;
+        self.line(format!("bra {head};"))?;
+        self.place_label(&done)
     }
 
     /// The dispatch on the warp index, each role's region, and the entry's exit.

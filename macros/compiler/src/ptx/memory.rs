@@ -58,6 +58,19 @@ impl Writer<'_> {
         self.line(format!("mov.u64 {d}, gpu_async_const_{table};"))
     }
 
+    /// The shared address of shared array `array`.
+    pub(super) fn array_addr(&mut self, dst: Value, array: u32) -> WriteResult {
+        let Some(a) = self.k.shared_arrays.get(array as usize) else {
+            return Err(super::error::WriteError::inconsistent(
+                format!("shared array a{array}"),
+                "none",
+            ));
+        };
+        let offset = a.offset;
+        let (d, smem) = (self.reg(dst), self.smem.clone());
+        self.line(format!("add.u32 {d}, {smem}, {offset};"))
+    }
+
     /// Reads the shared value `cell`.
     pub(super) fn load_cell(&mut self, dst: Value, cell: u32) -> WriteResult {
         let smem = self.smem.clone();

@@ -32,6 +32,7 @@ mod kernel;
 mod memory;
 mod parallel;
 mod reduce;
+mod scan;
 mod types;
 mod unroll;
 mod waits;

@@ -24,8 +24,12 @@ impl Writer<'_> {
         };
         let len = self.reg(p.len);
         // A lane loop keeps one item per thread per step, so that its warps' lanes meet.
-        let vectorizable =
-            !p.lanes && p.sources.iter().all(|s| s.elem.size() == 4) && straight_line(&p.body);
+        // A loop over indices alone (`(0..n).into_par_iter()`) keeps item `i` on thread `i % T`:
+        // its body indexes arrays with `i`, and neighbouring threads take neighbouring items.
+        let vectorizable = !p.lanes
+            && !p.sources.is_empty()
+            && p.sources.iter().all(|s| s.elem.size() == 4)
+            && straight_line(&p.body);
         writeln!(
             self.body,
             "    // {} over {} source(s)",
@@ -39,6 +43,12 @@ impl Writer<'_> {
             let shared = p.sources.iter().all(|s| s.space == Space::Shared);
             if n <= u64::from(threads) {
                 return self.par_one_pass(p, None);
+            }
+            // A loop over a few whole steps of indices alone (a tile of `(0..1024)` over 256
+            // threads): straight-line steps, so that ptxas can issue every step's loads first.
+            let steps = n / u64::from(threads.max(1));
+            if p.sources.is_empty() && n % u64::from(threads.max(1)) == 0 && steps <= 8 {
+                return self.par_index_steps(p, steps as u32, threads);
             }
             // Slots (and their field arrays) start 16-byte aligned: whole groups of four.
             if vectorizable && shared && n % 4 == 0 && n / 4 <= u64::from(threads) {
@@ -208,6 +218,23 @@ impl Writer<'_> {
                 self.vector_groups(p, &i, threads, 1)?;
             }
             Some(steps) => self.vector_groups(p, &i, threads, steps)?,
+        }
+        self.par_exit = outer_exit;
+        self.place_label(&done)
+    }
+
+    /// A loop over indices alone that every thread covers in `steps` whole steps: thread `t`
+    /// takes items `t`, `t + T`, ..., each step's code one after another, without a loop.
+    fn par_index_steps(&mut self, p: &ParFor, steps: u32, threads: u32) -> WriteResult {
+        let rtid = self.role()?.rtid.clone();
+        let done = self.label("par_done");
+        let outer_exit = self.par_exit.replace(done.clone());
+        let base = self.tmp(Class::B64);
+        self.line(format!("cvt.u64.u32 {base}, {rtid};"))?;
+        for k in 0..steps {
+            let i = self.tmp(Class::B64);
+            self.line(format!("add.u64 {i}, {base}, {};", k * threads))?;
+            self.scalar_iteration(p, &i)?;
         }
         self.par_exit = outer_exit;
         self.place_label(&done)

@@ -29,6 +29,9 @@ impl Writer<'_> {
     /// of four, then the lanes of each warp combine by a butterfly of shuffles, then the warps'
     /// totals go through shared memory and every thread folds them in warp order.
     pub(super) fn par_reduce(&mut self, p: &ParFor, r: &ParReduce) -> WriteResult {
+        if let Some(sc) = &r.scan {
+            return self.par_scan(p, r, sc);
+        }
         let (threads, warps, rtid, index) = {
             let c = self.role()?;
             (c.threads, c.warps, c.rtid.clone(), c.index)

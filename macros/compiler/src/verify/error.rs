@@ -100,8 +100,17 @@ pub enum VerifyError {
     SelectTypes { dst: Value },
     /// A bitcast between sizes, or to `bool`.
     BitcastSizes { dst: Value, src: Value },
-    /// A store to a space other than local memory.
+    /// A store outside local memory other than a parallel loop's write by index (of a shared
+    /// array's or a slice's element).
     StoreOutsideLocal { space: Space },
+    /// A shared array that does not exist.
+    NoSharedArray { array: u32 },
+    /// A shared array that is misaligned or lies outside the shared memory.
+    SharedArrayOutsideShared { array: u32 },
+    /// A shared-array access mark that the barrier placement did not remove.
+    ArrayAccessLeft { array: u32 },
+    /// A scan whose destination is not a written source of its loop.
+    ScanDestination { dst: usize },
     /// A shared value that does not exist.
     NoSharedValue { cell: u32 },
     /// A shared value written in a parallel loop or outside role code.
@@ -138,7 +147,7 @@ pub enum VerifyError {
     RoleBarrierOutsideRole,
     /// A parallel loop inside another.
     NestedParallelLoop,
-    /// A parallel loop without sources.
+    /// A parallel loop without sources or an index.
     ParallelLoopWithoutSources,
     /// A lane loop with a reduction.
     LaneLoopReduction,
@@ -223,7 +232,27 @@ impl fmt::Display for VerifyError {
             }
             E::SelectTypes { dst } => write!(f, "select {dst} between types"),
             E::BitcastSizes { dst, src } => write!(f, "bitcast {dst} = {src} between sizes"),
-            E::StoreOutsideLocal { .. } => f.write_str("a store outside local memory"),
+            E::StoreOutsideLocal { space } => write!(
+                f,
+                "a store to {space:?} memory outside local memory and a parallel loop"
+            ),
+            E::NoSharedArray { array } => write!(f, "shared array a{array} does not exist"),
+            E::SharedArrayOutsideShared { array } => write!(
+                f,
+                "shared array a{array} is misaligned or lies outside the shared memory"
+            ),
+            E::ArrayAccessLeft { array } => {
+                write!(
+                    f,
+                    "an access mark of shared array a{array} is left in the IR"
+                )
+            }
+            E::ScanDestination { dst } => {
+                write!(
+                    f,
+                    "a scan's destination {dst} is not a written source of its loop"
+                )
+            }
             E::NoSharedValue { cell } => write!(f, "shared value {cell} does not exist"),
             E::SharedValueOutsideRole => f.write_str("a shared value is written outside role code"),
             E::NoConstTable { table } => write!(f, "constant table {table} does not exist"),
@@ -259,7 +288,9 @@ impl fmt::Display for VerifyError {
             }
             E::RoleBarrierOutsideRole => f.write_str("a role barrier outside role code"),
             E::NestedParallelLoop => f.write_str("nested parallel loop"),
-            E::ParallelLoopWithoutSources => f.write_str("parallel loop without sources"),
+            E::ParallelLoopWithoutSources => {
+                f.write_str("parallel loop without sources or an index")
+            }
             E::LaneLoopReduction => f.write_str("a lane loop with a reduction"),
             E::CombineLoops => f.write_str("a reduction's combine block loops"),
             E::Registers(problem) => f.write_str(problem),

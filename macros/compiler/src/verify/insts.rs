@@ -34,6 +34,8 @@ impl Verifier<'_> {
             | Inst::LoadCell { .. }
             | Inst::StoreCell { .. }
             | Inst::ConstAddr { .. }
+            | Inst::ArrayAddr { .. }
+            | Inst::ArrayAccess { .. }
             | Inst::LocalAddr { .. } => self.memory_inst(inst, role, in_par),
             Inst::PanicIf { .. }
             | Inst::If { .. }
@@ -187,16 +189,24 @@ impl Verifier<'_> {
         match inst {
             Inst::Atomic {
                 dst,
+                op,
+                space,
                 addr,
                 operands,
                 ..
             } => {
                 self.use_(*addr);
-                self.expect_ty(*addr, Scalar::Usize, "atomic address");
+                let want = if *space == Space::Shared {
+                    Scalar::U32
+                } else {
+                    Scalar::Usize
+                };
+                self.expect_ty(*addr, want, "atomic address");
                 for v in operands {
                     self.use_(*v);
                 }
-                if !in_par {
+                // A load gives each thread the value, so role code may load.
+                if !in_par && *op != crate::tir::AtomicOp::Load {
                     self.errors.push(E::AtomicOutsideParallelLoop);
                 }
                 if let Some(d) = dst {
@@ -219,10 +229,27 @@ impl Verifier<'_> {
             Inst::Store { space, addr, value } => {
                 self.use_(*addr);
                 self.use_(*value);
-                if *space != Space::Local {
+                // A parallel loop writes elements by index: of a shared array, or of a slice.
+                let by_index = in_par && matches!(space, Space::Shared | Space::Global);
+                if *space != Space::Local && !by_index {
                     self.errors.push(E::StoreOutsideLocal { space: *space });
                 }
-                self.expect_ty(*addr, Scalar::Usize, "address");
+                let want = if *space == Space::Shared {
+                    Scalar::U32
+                } else {
+                    Scalar::Usize
+                };
+                self.expect_ty(*addr, want, "address");
+            }
+            Inst::ArrayAddr { dst, array } => {
+                if *array as usize >= self.k.shared_arrays.len() {
+                    self.errors.push(E::NoSharedArray { array: *array });
+                }
+                self.expect_ty(*dst, Scalar::U32, "shared array address");
+                self.def(*dst);
+            }
+            Inst::ArrayAccess { array, .. } => {
+                self.errors.push(E::ArrayAccessLeft { array: *array });
             }
             Inst::LoadCell { dst, cell } => {
                 match self.k.shared_cells.get(*cell as usize) {
@@ -456,7 +483,7 @@ impl Verifier<'_> {
             self.errors.push(E::NestedParallelLoop);
         }
         self.use_(p.len);
-        if p.sources.is_empty() {
+        if p.sources.is_empty() && p.index.is_none() {
             self.errors.push(E::ParallelLoopWithoutSources);
         }
         for s in &p.sources {
@@ -476,6 +503,14 @@ impl Verifier<'_> {
         let mut inner_loops = Vec::new();
         if let Some(r) = &p.reduce {
             self.use_(r.identity);
+            if let Some(sc) = &r.scan {
+                self.use_(sc.init);
+                self.expect_ty(sc.init, self.ty(r.acc), "scan's initial value");
+                match p.sources.get(sc.dst) {
+                    Some(s) if s.write && s.elem == self.ty(r.acc) => {}
+                    _ => self.errors.push(E::ScanDestination { dst: sc.dst }),
+                }
+            }
             self.def(r.acc);
         }
         if p.lanes && p.reduce.is_some() {

@@ -119,6 +119,12 @@ impl Verifier<'_> {
                 self.errors.push(E::ChannelOutsideShared { channel });
             }
         }
+        for (i, a) in k.shared_arrays.iter().enumerate() {
+            if a.offset % 16 != 0 || u64::from(a.offset) + a.bytes() > u64::from(k.shared_bytes) {
+                self.errors
+                    .push(E::SharedArrayOutsideShared { array: i as u32 });
+            }
+        }
         for p in &k.params {
             match p.kind {
                 ParamKind::Scalar(v) => {

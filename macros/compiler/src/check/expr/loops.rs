@@ -329,6 +329,9 @@ impl Checker<'_> {
                 }
                 mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
             }
+            ("into_par_iter", Ty::Range) if self.want_args(m, 0) => {
+                self.par_indices(receiver, span)
+            }
             ("rev", Ty::Range)
                 if self.want_args(m, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>
             {

@@ -32,6 +32,8 @@ mod methods;
 mod operators;
 mod parallel;
 mod places;
+mod scans;
+mod shared_arrays;
 mod statements;
 
 /// Checks one function; returns it and the helper calls it makes (for the recursion check).
