@@ -237,8 +237,16 @@ fn run_one_warp(dev: &Device, xs: &[f32]) -> gpu_async::Result<OneWarp> {
         Grid::blocks(1),
         (&x, &mut y, &mut extremes),
     ))?;
-    let bits = |v: Vec<f32>| v.iter().map(|f| f.to_bits()).collect();
-    Ok((bits(y.download()?), bits(extremes.download()?)))
+    // The scan's sums compare NaNs as one value: the GPU's arithmetic returns the canonical NaN
+    // where the host keeps an input's payload (docs/language.md, "NaN payloads are not kept").
+    // The extremes are moved, not computed, so their bits are compared as they are.
+    let sums = y
+        .download()?
+        .iter()
+        .map(|f| if f.is_nan() { f32::NAN } else { *f }.to_bits())
+        .collect();
+    let extremes = extremes.download()?.iter().map(|f| f.to_bits()).collect();
+    Ok((sums, extremes))
 }
 
 #[test]

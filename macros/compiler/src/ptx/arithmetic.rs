@@ -140,6 +140,17 @@ impl Writer<'_> {
             BinOp::Mul => self.line(format!("mul.lo.{t} {d}, {a}, {b};"))?,
             // Operands are normalized, so the 32-bit quotient of narrow integers is exact (the one
             // overflowing case, MIN / -1, panics before this).
+            // An unsigned division by a constant power of two is a shift, its remainder a
+            // mask: ptxas calls its 64-bit division routine even for a constant divisor.
+            BinOp::Div | BinOp::Rem if !ty.is_signed() && self.power_of_two(rhs).is_some() => {
+                let shift = self.power_of_two(rhs).unwrap_or(0);
+                return if op == BinOp::Div {
+                    self.line(format!("shr.{t} {d}, {a}, {shift};"))
+                } else {
+                    let mask = (1u64 << shift) - 1;
+                    self.line(format!("and.{} {d}, {a}, {mask};", bits_ty(ty)))
+                };
+            }
             BinOp::Div => return self.line(format!("div.{t} {d}, {a}, {b};")),
             BinOp::Rem => return self.line(format!("rem.{t} {d}, {a}, {b};")),
             BinOp::And => return self.line(format!("and.{} {d}, {a}, {b};", bits_ty(ty))),
@@ -301,4 +312,14 @@ fn no_operation(op: BinOp, ty: Scalar) -> WriteError {
         format!("a binary operation PTX has for {ty}"),
         format!("{op:?}"),
     )
+}
+
+impl Writer<'_> {
+    /// `log2(v)` when `v` is a constant power of two.
+    fn power_of_two(&self, v: Value) -> Option<u32> {
+        self.constants
+            .get(&v)
+            .filter(|c| c.is_power_of_two())
+            .map(|c| c.trailing_zeros())
+    }
 }

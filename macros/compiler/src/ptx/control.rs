@@ -17,6 +17,9 @@ use crate::types::Scalar;
 impl Writer<'_> {
     /// Panics (the failure record, then the way out) when `cond` holds.
     pub(super) fn panic_if(&mut self, cond: Value, site: SiteId) -> WriteResult {
+        if self.never_true.contains(&cond) {
+            return Ok(());
+        }
         let c = self.reg(cond);
         let message = self.k.sites[site.0 as usize].message.clone();
         writeln!(self.body, "    // panics: {message}")?;

@@ -41,7 +41,7 @@ mod warp;
 use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write};
 
-use crate::ir::{Kernel, ParamKind, Value};
+use crate::ir::{BinOp, Inst, Kernel, ParamKind, Value};
 use crate::types::Scalar;
 use crate::verify::Verified;
 use gpu_async_wire::HiddenParam;
@@ -92,6 +92,9 @@ pub struct Writer<'k> {
     stubs: String,
     /// Values that are integer constants (defined once, by a `Const`).
     constants: HashMap<Value, u64>,
+    /// Conditions that are never true: comparisons of two constants that are false, such as a
+    /// constant divisor's zero test. A panic on one of them is left out.
+    never_true: HashSet<Value>,
     /// The `join!` whose branch is being written.
     join: Option<JoinCtx>,
     /// `join!`s written so far (their numbers).
@@ -109,7 +112,7 @@ impl<'k> Writer<'k> {
     /// A writer for the verified kernel `k`.
     pub fn new(k: &Verified<'k>) -> Self {
         let k = k.kernel();
-        Writer {
+        let mut writer = Writer {
             k,
             body: String::new(),
             counts: HashMap::new(),
@@ -129,12 +132,15 @@ impl<'k> Writer<'k> {
             constants: crate::ir::integer_constants(
                 std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body)),
             ),
+            never_true: HashSet::new(),
             join: None,
             joins: 0,
             unroll: None,
             whole: HashSet::new(),
             loop_depth: 0,
-        }
+        };
+        writer.never_true = never_true(k, &writer.constants);
+        writer
     }
 
     fn tmp(&mut self, c: Class) -> String {
@@ -267,4 +273,44 @@ impl<'k> Writer<'k> {
         out.write_str(&self.body)?;
         writeln!(out, "}}")
     }
+}
+
+/// The comparisons of two integer constants, each defined once, that are false (see
+/// [`Writer::never_true`]). Only values below 2^63 are compared, whose order does not depend
+/// on the type's signedness.
+fn never_true(k: &Kernel, constants: &HashMap<Value, u64>) -> HashSet<Value> {
+    let mut defs: HashMap<Value, u32> = HashMap::new();
+    let mut comparisons = Vec::new();
+    let blocks = std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body));
+    for block in blocks {
+        crate::ir::for_each_inst(block, &mut |inst| {
+            for d in inst.defs() {
+                *defs.entry(d).or_insert(0) += 1;
+            }
+            if let Inst::Binary { dst, op, lhs, rhs } = inst {
+                if op.is_comparison() {
+                    comparisons.push((*dst, *op, *lhs, *rhs));
+                }
+            }
+        });
+    }
+    comparisons
+        .into_iter()
+        .filter(|(dst, op, lhs, rhs)| {
+            let (Some(&a), Some(&b)) = (constants.get(lhs), constants.get(rhs)) else {
+                return false;
+            };
+            let holds = match op {
+                BinOp::Eq => a == b,
+                BinOp::Ne => a != b,
+                BinOp::Lt => a < b,
+                BinOp::Le => a <= b,
+                BinOp::Gt => a > b,
+                BinOp::Ge => a >= b,
+                _ => return false,
+            };
+            a < 1 << 63 && b < 1 << 63 && !holds && defs.get(dst) == Some(&1)
+        })
+        .map(|(dst, ..)| dst)
+        .collect()
 }
