@@ -211,7 +211,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     let item = &f.item;
                     items.push(quote!(#[allow(dead_code)] #item));
                 } else if ok {
-                    let item = &f.item;
+                    let mut item = f.item.clone();
+                    let compiled = kernels.iter().find(|k| k.name == sig.name);
+                    if let Some(k) = compiled.filter(|_| f.kernel.is_some()) {
+                        // A kernel's own page shows its role and channel graph too.
+                        let graph = shadow::graph_doc(&k.ir);
+                        item.attrs.push(syn::parse_quote!(#[doc = ""]));
+                        item.attrs.push(syn::parse_quote!(#[doc = #graph]));
+                    }
                     items.push(quote!(#item));
                 }
                 if f.kernel.is_some() {

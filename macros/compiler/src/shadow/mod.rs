@@ -220,14 +220,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             }
         }
     };
-    let mermaid = kernel.mermaid();
-    let mermaid_lit = syn::LitStr::new(&mermaid, Span::call_site());
-    // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
-    // decoded) and draws it where the page can load Mermaid, and the source shows otherwise.
-    let graph_doc = format!(
-        " Roles and channels:\n\n <pre class=\"mermaid\">\n{}</pre>\n <script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@10/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n",
-        mermaid.replace('>', "&gt;")
-    );
+    let mermaid_lit = syn::LitStr::new(&kernel.mermaid(), Span::call_site());
+    let graph_doc = graph_doc(kernel);
     let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
     let ir_lit = syn::LitStr::new(ir, Span::call_site());
     quote! {
@@ -245,7 +239,8 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             /// The kernel's role/channel IR after lowering, as text.
             pub const IR: &str = #ir_lit;
 
-            /// The kernel's role and channel graph, as a Mermaid flowchart.
+            /// The kernel's role and channel graph, as a Mermaid flowchart (the docs draw it as
+            /// an SVG picture).
             pub const MERMAID: &str = #mermaid_lit;
 
             /// What the runtime needs to launch the kernel.
@@ -283,6 +278,16 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             }
         }
     }
+}
+
+/// The role and channel graph of `k` for its docs: the self-contained SVG picture
+/// ([`Kernel::role_graph_svg`]) in an HTML block of its own, which Markdown passes through
+/// unchanged, so that the page shows it offline as online.
+pub fn graph_doc(k: &Kernel) -> String {
+    format!(
+        " Roles and channels:\n\n <div class=\"gpu-async-roles\">\n {}\n </div>\n",
+        k.role_graph_svg()
+    )
 }
 
 fn launcher_doc(k: &Kernel) -> String {
