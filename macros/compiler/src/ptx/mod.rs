@@ -17,7 +17,8 @@
 //! (special registers, shuffles, votes), `control` (branches, panics, role loops), `unroll` (which
 //! role loops are unrolled or versioned), `channels` (the channel protocol), `waits` (blocking
 //! waits, the watchdog, failure records), `barriers`, `join` (`join!` and `select!`), `parallel`
-//! (parallel loops), `reduce` (reductions) and `bulk` (bulk copies).
+//! (parallel loops), `reduce` (reductions), `bulk` (bulk copies) and `trace` (the events of a
+//! traced kernel, written only by [`write_kernel_traced`]).
 
 mod arithmetic;
 mod atomics;
@@ -32,6 +33,7 @@ mod kernel;
 mod memory;
 mod parallel;
 mod reduce;
+mod trace;
 mod types;
 mod unroll;
 mod waits;
@@ -59,6 +61,18 @@ pub use crate::target::{PTX_TARGET, PTX_TARGET_BUDGETS, PTX_VERSION};
 /// bug: it is returned, not written.
 pub fn write_kernel(kernel: &Verified<'_>) -> Result<String, WriteError> {
     let mut w = Writer::new(kernel);
+    w.kernel()?;
+    let mut out = String::new();
+    w.finish(&mut out)?;
+    Ok(out)
+}
+
+/// Writes a verified kernel as a PTX module that records a trace: the kernel of
+/// [`write_kernel`], taking the trace parameters after the hidden ones and recording its roles'
+/// runs, waits and copies (see `gpu_async_wire::trace`).
+pub fn write_kernel_traced(kernel: &Verified<'_>) -> Result<String, WriteError> {
+    let mut w = Writer::new(kernel);
+    w.trace = Some(trace::Tracing::new(kernel.kernel()));
     w.kernel()?;
     let mut out = String::new();
     w.finish(&mut out)?;
@@ -102,6 +116,8 @@ pub struct Writer<'k> {
     whole: HashSet<(Value, Value)>,
     /// How many loops the code being written is inside (in the current role).
     loop_depth: u32,
+    /// The trace's state, when the kernel is written with tracing ([`write_kernel_traced`]).
+    trace: Option<trace::Tracing>,
 }
 
 impl<'k> Writer<'k> {
@@ -133,6 +149,7 @@ impl<'k> Writer<'k> {
             unroll: None,
             whole: HashSet::new(),
             loop_depth: 0,
+            trace: None,
         }
     }
 
@@ -229,6 +246,7 @@ impl<'k> Writer<'k> {
             params.push(format!("    .param .{ty} {}_param_{index}", k.name));
             index += 1;
         }
+        self.trace_param_decls(&mut params, index);
         writeln!(out, "{}", params.join(",\n"))?;
         writeln!(out, ")")?;
         writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;
