@@ -343,10 +343,11 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
 
 /// The role and channel graph of `k` for its docs: the self-contained SVG picture
 /// ([`Kernel::role_graph_svg`]) in an HTML block of its own, which Markdown passes through
-/// unchanged, so that the page shows it offline as online.
+/// unchanged, so that the page shows it offline as online; on a white ground of its own, so
+/// that its black labels stay readable in rustdoc's dark themes.
 pub fn graph_doc(k: &Kernel) -> String {
     format!(
-        " Roles and channels:\n\n <div class=\"gpu-async-roles\">\n {}\n </div>\n",
+        " Roles and channels:\n\n <div class=\"gpu-async-roles\" style=\"background: #fff; display: inline-block\">\n {}\n </div>\n",
         k.role_graph_svg()
     )
 }
