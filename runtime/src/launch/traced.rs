@@ -79,9 +79,9 @@ enum Collect {
     },
 }
 
-impl TracedLaunch<'_> {
+impl<'a> TracedLaunch<'a> {
     /// The launch itself.
-    pub fn launch(&self) -> &Launch<'_> {
+    pub fn launch(&self) -> &Launch<'a> {
         &self.launch
     }
 
@@ -103,7 +103,7 @@ impl Future for TracedLaunch<'_> {
         let Poll::Ready(result) = Pin::new(&mut this.launch).poll(cx) else {
             return Poll::Pending;
         };
-        let collect = std::mem::replace(&mut this.collect, Collect::Nothing(""));
+        let collect = std::mem::replace(&mut this.collect, Collect::Nothing(this.launch.kernel));
         Poll::Ready(collect.finish(result, this.launch.via))
     }
 }
