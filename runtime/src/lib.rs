@@ -81,3 +81,8 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../docs/guide.md")]
 #[cfg(doctest)]
 pub struct GuideDoctests;
+
+/// The tracing guide's example, compiled as a doctest so that it stays true.
+#[doc = include_str!("../../docs/tracing.md")]
+#[cfg(doctest)]
+pub struct TracingDoctests;
