@@ -248,6 +248,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
     let ptx_traced_lit = syn::LitStr::new(ptx_traced, Span::call_site());
     let ir_lit = syn::LitStr::new(ir, Span::call_site());
+    let launch_fns = launch_fns(&doc, &args_ty, &args_pat, &body);
     quote! {
         #[doc = #kernel_doc]
         #[doc = ""]
@@ -291,52 +292,65 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 ..SPEC
             };
 
-            #[doc = #doc]
-            pub fn launch<'a>(
-                device: &'a ::gpu_async::Device,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch(device, &SPEC, grid, #body)
-            }
+            #launch_fns
+        }
+    }
+}
 
-            /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
-            /// queued there; order it against other streams with events).
-            pub fn launch_on<'a>(
-                stream: &'a ::gpu_async::Stream,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
-            }
+/// The launchers of a kernel: `launch`, `launch_on`, `launch_traced` and `launch_traced_on`,
+/// each taking `args_ty` (destructured as `args_pat`) and handing `body` the target.
+fn launch_fns(
+    doc: &str,
+    args_ty: &TokenStream,
+    args_pat: &TokenStream,
+    body: &TokenStream,
+) -> TokenStream {
+    quote! {
+        #[doc = #doc]
+        pub fn launch<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch(device, &SPEC, grid, #body)
+        }
 
-            /// Launches the kernel like [`launch`], with [`PTX_TRACED`] on the GPU, and records
-            /// what each role of the blocks `options` chooses does when: its run, its waits and
-            /// its bulk copies (on the simulator, in scheduler steps). The future resolves to a
-            /// [`Traced`](::gpu_async::trace::Traced): the launch's outcome and the trace, which
-            /// a launch that failed (a deadlock, a watchdog stop) still carries up to its failure.
-            pub fn launch_traced<'a>(
-                device: &'a ::gpu_async::Device,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-                options: ::gpu_async::trace::TraceOptions,
-            ) -> ::gpu_async::trace::TracedLaunch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch_traced(device, &TRACED_SPEC, grid, options, #body)
-            }
+        /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
+        /// queued there; order it against other streams with events).
+        pub fn launch_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
+        }
 
-            /// Launches the kernel like [`launch_traced`], on `stream`.
-            pub fn launch_traced_on<'a>(
-                stream: &'a ::gpu_async::Stream,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-                options: ::gpu_async::trace::TraceOptions,
-            ) -> ::gpu_async::trace::TracedLaunch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch_traced_on(stream, &TRACED_SPEC, grid, options, #body)
-            }
+        /// Launches the kernel like [`launch`], with [`PTX_TRACED`] on the GPU, and records
+        /// what each role of the blocks `options` chooses does when: its run, its waits and
+        /// its bulk copies (on the simulator, in scheduler steps). The future resolves to a
+        /// [`Traced`](::gpu_async::trace::Traced): the launch's outcome and the trace, which
+        /// a launch that failed (a deadlock, a watchdog stop) still carries up to its failure.
+        pub fn launch_traced<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced(device, &TRACED_SPEC, grid, options, #body)
+        }
+
+        /// Launches the kernel like [`launch_traced`], on `stream`.
+        pub fn launch_traced_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced_on(stream, &TRACED_SPEC, grid, options, #body)
         }
     }
 }
