@@ -68,7 +68,8 @@ pub enum Activity {
     WaitBarrier,
     /// A bulk copy issued and in flight (`copy_from`, `copy_to`).
     Copy,
-    /// A tensor-core mma issued and in flight.
+    /// A tensor-core mma issued and in flight (no kernel construct issues one yet, so no trace
+    /// has these spans).
     Mma,
 }
 

@@ -20,8 +20,8 @@ pub enum TraceBlocks {
 /// and end) is always kept. Events past `events_per_role` are dropped and counted
 /// ([`RoleTimeline::dropped`](super::RoleTimeline::dropped)).
 ///
-/// The default, one block in 64 and 256 events per role, keeps a traced launch within a few
-/// percent of an untraced one (`docs/tracing.md` gives the measurements) and its buffer small
+/// The default, one block in 64 and 256 events per role, is meant to keep a traced launch within
+/// 3% of an untraced one (`docs/design.md`, *Tracing*, has the measurements) and its buffer small
 /// (4 KiB per role of each traced block): 512 blocks of a 32768-block launch of a three-role
 /// kernel are 6 MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
