@@ -270,7 +270,8 @@ fn label(block: &BlockState, key: Key) -> String {
 }
 
 /// The index of the kernel's wait site of an await of `kind` on `channel` at `at`: the site at
-/// its source line whose message names the channel, else the one site at that line.
+/// its source line whose message names the channel, else the one site at that line, else for a
+/// `recv()` the `select!` of its file that names the channel.
 fn site_of(
     block: &BlockState,
     kind: WaitKind,
@@ -304,6 +305,18 @@ fn site_of(
     let index = match (named, here.as_slice()) {
         (Some(&(i, _)), _) => i,
         (None, [(i, _)]) if at.is_some() => *i,
+        // A `recv()` of a `select!` (its site is the macro's, on another line): the select of
+        // the file whose channels include this one.
+        _ if kind == WaitKind::Recv => {
+            let name = format!("`{}`", name?);
+            let file = at?.file();
+            spec.sites.iter().position(|s| {
+                s.kind == SiteKind::Wait
+                    && s.file == file
+                    && s.message.starts_with("`select!` over channels")
+                    && s.message.contains(&name)
+            })?
+        }
         _ => return None,
     };
     u32::try_from(index).ok()
