@@ -4,7 +4,8 @@
 use crate::backend::{BackendKind, Device};
 use crate::buffer::DeviceBuffer;
 use crate::error::Result;
-use crate::launch::Launch;
+use crate::launch::{Launch, TracedLaunch};
+use crate::trace::Trace;
 
 /// `n` pseudo-random floats in [-1, 1), deterministic for a `seed` (SplitMix64), so that a failing
 /// run can be replayed.
@@ -111,6 +112,23 @@ impl Timing {
         let end = timer.mark_end()?;
         launch.wait()?;
         end.ms()
+    }
+}
+
+impl Timing {
+    /// [`Timing::time_launch`] for a traced launch: the milliseconds of the traced kernel (its
+    /// trace buffer is read back and decoded after the end point), and its trace. A launch that
+    /// failed returns its error.
+    pub fn time_traced<'a>(
+        &mut self,
+        launch: impl FnOnce() -> TracedLaunch<'a>,
+    ) -> Result<(f64, Trace)> {
+        self.flush()?;
+        let timer = self.device.start_timer()?;
+        let launch = launch();
+        let end = timer.mark_end()?;
+        let trace = launch.wait().into_result()?;
+        Ok((end.ms()?, trace))
     }
 }
 

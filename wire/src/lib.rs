@@ -13,6 +13,8 @@
 //! - [`HiddenParam`]: the parameters every generated kernel takes after the user's, for the
 //!   abort protocol.
 //! - [`record`]: the failure record a failing kernel writes, and [`FailureKind`], its kind word.
+//! - [`trace`]: what a traced kernel takes and writes: its parameters after the hidden ones, the
+//!   layout of its trace buffer, and the codes of its events.
 
 #![no_std]
 #![deny(missing_docs)]
@@ -338,6 +340,8 @@ pub mod record {
 
     const _: () = assert!(ROLE < WORDS);
 }
+
+pub mod trace;
 
 #[cfg(test)]
 mod tests {

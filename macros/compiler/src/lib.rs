@@ -57,6 +57,9 @@ pub struct CompiledKernel {
     pub ir_text: String,
     /// The PTX module.
     pub ptx: String,
+    /// The PTX module with tracing: the same kernel, recording its roles' runs, waits and copies
+    /// for a traced launch (see [`ptx::write_kernel_traced`]).
+    pub ptx_traced: String,
     /// Why the kernel has no register budgets (`ir.registers` is `None`), in words.
     pub registers_note: Option<String>,
 }
@@ -127,12 +130,16 @@ fn compile_module(
                 continue;
             }
         };
-        match ptx::write_kernel(&verified) {
-            Ok(ptx) => kernels.push(CompiledKernel {
+        match ptx::write_kernel(&verified).and_then(|ptx| {
+            let traced = ptx::write_kernel_traced(&verified)?;
+            Ok((ptx, traced))
+        }) {
+            Ok((ptx, ptx_traced)) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
                 ir: kernel,
                 ptx,
+                ptx_traced,
                 registers_note,
             }),
             Err(_) => diags.error(
@@ -211,7 +218,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     let item = &f.item;
                     items.push(quote!(#[allow(dead_code)] #item));
                 } else if ok {
-                    let item = &f.item;
+                    let mut item = f.item.clone();
+                    let compiled = kernels.iter().find(|k| k.name == sig.name);
+                    if let Some(k) = compiled.filter(|_| f.kernel.is_some()) {
+                        // A kernel's own page shows its role and channel graph too.
+                        let graph = shadow::graph_doc(&k.ir);
+                        item.attrs.push(syn::parse_quote!(#[doc = ""]));
+                        item.attrs.push(syn::parse_quote!(#[doc = #graph]));
+                    }
                     items.push(quote!(#item));
                 }
                 if f.kernel.is_some() {
@@ -220,9 +234,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                         item: &f.item,
                         sig,
                         structs: &program.structs,
-                        compiled: compiled
-                            .filter(|_| ok)
-                            .map(|k| (&k.ir, k.ptx.as_str(), k.ir_text.as_str())),
+                        compiled: compiled.filter(|_| ok).map(|k| shadow::Compiled {
+                            kernel: &k.ir,
+                            ptx: &k.ptx,
+                            ir: &k.ir_text,
+                            ptx_traced: &k.ptx_traced,
+                        }),
                     }));
                 }
             }

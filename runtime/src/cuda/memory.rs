@@ -94,6 +94,12 @@ impl CudaDevice {
         Ok(mem)
     }
 
+    /// Allocates `bytes` bytes on the default stream, contents unspecified, for the kernel to
+    /// write and the host to read back (a traced launch's trace buffer).
+    pub(crate) fn alloc_scratch(&self, bytes: usize) -> Result<DeviceMem> {
+        self.alloc(bytes)
+    }
+
     /// Allocates `bytes` bytes on the default stream, contents unspecified (the callers write
     /// all of them before anything can read them), starting at a multiple of [`BUFFER_ALIGN`].
     /// Zero bytes allocate nothing.

@@ -97,6 +97,7 @@ impl Future for BarrierWait<'_> {
             }
         };
         if b.phase.get() != joined {
+            crate::sim::wait_done(crate::sim::WaitKind::Barrier, b.id, self.at);
             return Poll::Ready(());
         }
         crate::sim::note_wait(crate::sim::WaitKind::Barrier, b.id, self.at);

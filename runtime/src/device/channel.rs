@@ -263,6 +263,7 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
             dst.len()
         );
         dst[..src.len()].copy_from_slice(src);
+        crate::sim::note_copy(true, self.sender.ring.borrow().id);
         CopyFrom(())
     }
 
@@ -466,6 +467,7 @@ impl<T: Payload, const DEPTH: usize> RecvSlot<'_, T, DEPTH> {
         );
         let n = dst.len();
         dst.copy_from_slice(&src[..n]);
+        crate::sim::note_copy(false, self.receiver.ring.borrow().id);
         CopyTo(())
     }
 }

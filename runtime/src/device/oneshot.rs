@@ -87,7 +87,10 @@ impl<T: KernelScalar> Future for OneshotRecv<T> {
             return Poll::Pending;
         }
         match self.state.value.get() {
-            Some(v) => Poll::Ready(v),
+            Some(v) => {
+                crate::sim::wait_done(crate::sim::WaitKind::Oneshot, self.state.id, self.at);
+                Poll::Ready(v)
+            }
             None => {
                 crate::sim::note_wait(crate::sim::WaitKind::Oneshot, self.state.id, self.at);
                 Poll::Pending

@@ -10,22 +10,26 @@ mod completion;
 mod future;
 #[cfg(test)]
 mod tests;
+mod traced;
 mod views;
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
+use gpu_async_wire::trace::TRACE_PARAMS;
+
 use crate::abort::watchdog_ns;
 use crate::backend::{Backend, Device};
-use crate::cuda::{CudaDevice, StreamState};
+use crate::cuda::{CudaDevice, DeviceMem, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
-use crate::sim::{launch_job, submission_order, SimLaunch, SimStream, SimTarget};
+use crate::sim::{launch_job, submission_order, SimLaunch, SimStream, SimTarget, SimTracing};
 use crate::spec::KernelSpec;
 use crate::stream::Stream;
 
 pub use args::CudaArgs;
 pub use future::{Launch, Progress};
+pub use traced::{launch_traced, launch_traced_on, not_compiled_traced, Traced, TracedLaunch};
 
 use completion::State;
 use future::{AbortCheck, Running, Stage};
@@ -49,7 +53,7 @@ pub fn launch<'a>(
     grid: Grid,
     body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
 ) -> Launch<'a> {
-    submit(Via::Device(device), spec, grid, body)
+    submit(Via::Device(device), spec, grid, body, Recording::Nothing)
 }
 
 /// Launches a kernel on `stream`; the generated `launch_on` of every kernel calls this.
@@ -68,7 +72,7 @@ pub fn launch_on<'a>(
     grid: Grid,
     body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
 ) -> Launch<'a> {
-    submit(Via::Stream(stream), spec, grid, body)
+    submit(Via::Stream(stream), spec, grid, body, Recording::Nothing)
 }
 
 /// The launch of a kernel the macro could not compile: it fails at once with
@@ -87,11 +91,23 @@ pub fn not_compiled<'a>(device: &'a Device, kernel: &'static str) -> Launch<'a> 
     }
 }
 
+/// What a launch records besides its outcome.
+enum Recording<'t> {
+    /// Nothing: a plain launch.
+    Nothing,
+    /// A trace, on CUDA: the trace buffer, which the kernel writes, and the trace parameters to
+    /// append after the hidden ones.
+    Cuda(&'t DeviceMem, [u64; TRACE_PARAMS]),
+    /// A trace, on the simulator.
+    Sim(SimTracing),
+}
+
 fn submit<'a>(
     via: Via<'a>,
     spec: &'static KernelSpec,
     grid: Grid,
     body: impl FnOnce(Target<'_, 'a>) -> Result<()>,
+    recording: Recording<'_>,
 ) -> Launch<'a> {
     let mut launch = Launch {
         kernel: spec.path,
@@ -127,7 +143,12 @@ fn submit<'a>(
                         let shared = SimLaunch::new(spec.path, grid);
                         let config = config.clone();
                         let watchdog = device.watchdog();
-                        let job = launch_job(&shared, spec, grid, config, watchdog, kernel);
+                        let tracing = match recording {
+                            Recording::Sim(tracing) => Some(tracing),
+                            Recording::Nothing | Recording::Cuda(..) => None,
+                        };
+                        let job =
+                            launch_job(&shared, spec, grid, (config, watchdog), tracing, kernel);
                         stream.queue().push(job);
                         Stage::Sim(shared)
                     }
@@ -142,6 +163,16 @@ fn submit<'a>(
                 stream.with_launch_id(|ids| {
                     args.finish(spec, ids, watchdog_ns(watchdog))?;
                     let kernel = gpu.kernel(spec)?;
+                    // A traced launch also writes its trace buffer.
+                    let traced_uses: Vec<(&DeviceMem, bool)>;
+                    let uses = match &recording {
+                        Recording::Cuda(mem, params) => {
+                            args.slots.extend(params);
+                            traced_uses = args.uses.iter().copied().chain([(*mem, true)]).collect();
+                            &traced_uses
+                        }
+                        Recording::Nothing | Recording::Sim(_) => &args.uses,
+                    };
                     gpu.launch(
                         stream,
                         &kernel,
@@ -149,7 +180,7 @@ fn submit<'a>(
                         32 * spec.warps,
                         spec.shared_bytes,
                         &mut args.slots,
-                        &args.uses,
+                        uses,
                     )?;
                     Ok(Stage::Running(Running {
                         shared: Arc::new((Mutex::new(State::new()), Condvar::new())),

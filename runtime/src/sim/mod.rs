@@ -38,6 +38,7 @@ mod memory;
 mod queue;
 mod run;
 mod schedule;
+mod trace;
 mod watch;
 
 pub use atomic::{AtomicScalar, AtomicView};
@@ -47,6 +48,7 @@ pub(crate) use queue::{submission_order, SimDevice, SimEvent, SimQueue, SimStrea
 pub(crate) use run::{launch_job, SimLaunch};
 pub use run::{SimRun, SimTarget};
 pub use schedule::SimOptions;
+pub(crate) use trace::SimTracing;
 pub(crate) use watch::{checkpoint, tick};
 
 use std::cell::{Cell, RefCell};
@@ -143,6 +145,8 @@ struct BlockState {
     channels: Vec<ChannelState>,
     /// Closes by code outside the roles that wait for a free slot.
     outside: Vec<Deferred>,
+    /// What the roles do when, in a traced block of a traced launch.
+    trace: Option<trace::SimTrace>,
 }
 
 struct RoleState {
@@ -296,6 +300,27 @@ pub(crate) fn channel_used(
             }
             c.remember(kind, at);
         }
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.done(role, kind, id, at);
+        }
+    });
+}
+
+/// An await of `kind` on `id` at `at` (a barrier's, a one-shot's) completed.
+pub(crate) fn wait_done(kind: WaitKind, id: usize, at: &'static Location<'static>) {
+    with_block(|b| {
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.done(role, kind, id, at);
+        }
+    });
+}
+
+/// The running role copied into (`into`) or out of a slot of channel `id`.
+pub(crate) fn note_copy(into: bool, id: usize) {
+    with_block(|b| {
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.copy(role, into, id);
+        }
     });
 }
 
@@ -333,6 +358,9 @@ pub(crate) fn note_wait(kind: WaitKind, id: usize, at: &'static Location<'static
             c.remember(kind, at);
         }
         let step_start = b.step_start;
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.wait(role, kind, id, Some(at));
+        }
         if let Some(role) = b.current.and_then(|i| b.roles.get_mut(i)) {
             // The first await the step finds waiting is the one reported; a role that runs
             // several futures (`join!`, `select!`) may wait on several at once.
@@ -437,6 +465,9 @@ impl BlockState {
     fn block_on(&mut self, index: usize, effect: Deferred) {
         let channel = effect.channel;
         let version = self.channels.get(channel).map_or(0, |c| c.version);
+        if let Some(t) = self.trace.as_mut() {
+            t.wait(index, WaitKind::Close, channel, None);
+        }
         if let Some(role) = self.roles.get_mut(index) {
             role.wait = Some(Wait {
                 kind: WaitKind::Close,
@@ -481,6 +512,9 @@ pub(crate) fn register_roles(roles: impl Iterator<Item = (&'static str, Range<u3
                 deferred: VecDeque::new(),
             })
             .collect();
+        if let Some(t) = b.trace.as_mut() {
+            t.roles(b.roles.len());
+        }
         b.previous = None;
         b.progress += 1;
     });
@@ -514,6 +548,9 @@ pub(crate) fn enter_role(index: usize) {
     with_block(|b| {
         b.current = Some(index);
         b.step_start = b.progress;
+        if let Some(t) = b.trace.as_mut() {
+            t.enter(index);
+        }
         if let Some(role) = b.roles.get_mut(index) {
             role.wait = None;
             role.run = Run::Ready;
@@ -551,6 +588,9 @@ pub(crate) fn leave_role(index: usize, returned: bool) {
     let finished = returned && flush_role(index);
     with_block(|b| {
         b.current = None;
+        if let Some(t) = b.trace.as_mut() {
+            t.leave(index, finished);
+        }
         let progress = b.progress;
         let Some(role) = b.roles.get_mut(index) else {
             return;

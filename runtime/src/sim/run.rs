@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::queue::Job;
 use super::schedule::{Explorer, Picker, Rng};
-use super::{watch, with_block, BlockState, SimBlock, SimConfig};
+use super::{watch, with_block, BlockState, SimBlock, SimConfig, SimTracing};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::schedule::Schedule;
@@ -60,6 +60,8 @@ pub struct SimRun {
     config: SimConfig,
     launch: Arc<SimLaunch>,
     watchdog: Option<Duration>,
+    /// The trace of a traced launch: which blocks, and where their timelines go.
+    tracing: Option<SimTracing>,
 }
 
 impl SimRun {
@@ -103,6 +105,7 @@ impl SimRun {
                     spec: Some(self.spec),
                     schedule: Some(schedule.clone()),
                     picker,
+                    trace: self.tracing.as_ref().and_then(|t| t.block(index)),
                     ..Default::default()
                 }
             });
@@ -113,7 +116,7 @@ impl SimRun {
             });
             // Dropping the old state drops the effects still queued, and with them the rings
             // they hold.
-            let old = with_block(|b| {
+            let mut old = with_block(|b| {
                 std::mem::replace(
                     b,
                     BlockState {
@@ -122,6 +125,10 @@ impl SimRun {
                     },
                 )
             });
+            if let (Some(tracing), Some(trace)) = (&self.tracing, old.trace.take()) {
+                // Kept whatever the block's outcome: a deadlock's trace shows it.
+                tracing.keep(trace.finish(&old));
+            }
             drop(old);
             result?;
             self.launch.blocks_done.store(index + 1, Ordering::Relaxed);
@@ -131,14 +138,14 @@ impl SimRun {
 }
 
 /// The job a simulator launch puts on its stream: unless the launch was cancelled before its
-/// turn, runs `kernel` (with `device`'s schedule and watchdog bound `watchdog`), then settles
-/// `launch` with the outcome.
+/// turn, runs `kernel` (with `device`'s schedule and watchdog bound `watchdog`, recording the
+/// blocks `tracing` chooses), then settles `launch` with the outcome.
 pub(crate) fn launch_job(
     launch: &Arc<SimLaunch>,
     spec: &'static KernelSpec,
     grid: Grid,
-    config: SimConfig,
-    watchdog: Option<Duration>,
+    (config, watchdog): (SimConfig, Option<Duration>),
+    tracing: Option<SimTracing>,
     kernel: KernelJob,
 ) -> Job {
     let launch = Arc::clone(launch);
@@ -154,6 +161,7 @@ pub(crate) fn launch_job(
                 config,
                 launch: Arc::clone(&launch),
                 watchdog,
+                tracing,
             };
             // The job's buffer uses end when it returns, before the launch is settled.
             kernel(&mut run)

@@ -6,16 +6,35 @@
 //! and each block knows the SM it ran on; on the simulator they are scheduler steps (one tick per
 //! step), so a stalled role or a deadlock shows in the same picture without a GPU.
 //!
+//! A trace comes from a traced launch: every kernel's module has `launch_traced` (and
+//! `launch_traced_on`) next to `launch`, which take [`TraceOptions`] (which blocks, how many
+//! events per role) and return a [`TracedLaunch`], a future of [`Traced`]: the launch's outcome
+//! and its trace. A launch that fails (a deadlock, a panic, a watchdog stop) still has the trace
+//! up to its failure: on the simulator a deadlock shows every role waiting until the end; on the
+//! GPU the waits the watchdog stopped end where the role left. `docs/tracing.md` says how to
+//! read the pictures.
+//!
 //! A trace is shown three ways: [`Trace::chrome_json`] (the Chrome trace-event format, which
 //! Perfetto and `chrome://tracing` open: one process per block, one thread per role),
 //! [`Trace::svg`] (a self-contained picture drawn here, no browser needed), and
 //! [`Trace::summary`] (per role: busy, waiting for a full slot, waiting for a free slot, in
-//! copies, the same numbers as text through `Display`).
+//! copies, the same numbers as text through `Display`); [`Trace::save`] writes the first two
+//! to a directory.
 
 mod chrome;
+mod decode;
+mod events;
+mod options;
 mod svg;
 
 use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use crate::launch::{Traced, TracedLaunch};
+pub(crate) use decode::decode;
+pub(crate) use events::{site_label, timeline, Labels, RawEvent, RawRole};
+pub(crate) use options::Plan;
+pub use options::{TraceBlocks, TraceOptions};
 
 /// The clock of a trace's times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +68,8 @@ pub enum Activity {
     WaitBarrier,
     /// A bulk copy issued and in flight (`copy_from`, `copy_to`).
     Copy,
-    /// A tensor-core mma issued and in flight.
+    /// A tensor-core mma issued and in flight (no kernel construct issues one yet, so no trace
+    /// has these spans).
     Mma,
 }
 
@@ -208,10 +228,22 @@ impl Trace {
         chrome::write(self)
     }
 
-    /// The trace as a self-contained SVG picture: one row per role of each traced block, a bar
-    /// per span coloured by what the role did, a time axis, and the per-role summary under it.
+    /// The trace as a self-contained SVG picture: one row per role of each traced block (the
+    /// first 16 blocks; the title says when there are more), a bar per span coloured by what the
+    /// role did, a time axis, and the per-role summary of every traced block under it.
     pub fn svg(&self) -> String {
         svg::write(self)
+    }
+
+    /// Writes [`Trace::chrome_json`] to `dir/trace.json` and [`Trace::svg`] to
+    /// `dir/trace.svg`, creating `dir` if needed; returns the two paths.
+    pub fn save(&self, dir: impl AsRef<Path>) -> std::io::Result<(PathBuf, PathBuf)> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)?;
+        let (json, svg) = (dir.join("trace.json"), dir.join("trace.svg"));
+        std::fs::write(&json, self.chrome_json())?;
+        std::fs::write(&svg, self.svg())?;
+        Ok((json, svg))
     }
 }
 

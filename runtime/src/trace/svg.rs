@@ -1,16 +1,19 @@
-//! The SVG timeline: a row per role of each traced block, its run as a light bar and every other
-//! span as a coloured bar over it, a time axis with round ticks, a legend, and the per-role
-//! summary as text under the rows. Self-contained: no script, no fonts or styles to fetch.
+//! The SVG timeline: a row per role of each traced block (of the first [`MAX_BLOCKS`]: a GPU
+//! trace may sample hundreds), its run as a light bar and every other span as a coloured bar over
+//! it, a time axis with round ticks, a legend, and the per-role summary of every traced block as
+//! text under the rows. Self-contained: no script, no fonts or styles to fetch.
 
 use std::fmt::Write;
 
-use super::{escape_xml, percent, Activity, Trace};
+use super::{escape_xml, percent, Activity, Clock, Trace};
 
 const WIDTH: f64 = 1100.0;
 /// Left margin for the rows' names.
 const NAMES: f64 = 190.0;
 const ROW: f64 = 22.0;
 const TOP: f64 = 46.0;
+/// The blocks drawn: the first ones of the trace.
+pub(super) const MAX_BLOCKS: usize = 16;
 
 fn colour(a: Activity) -> &'static str {
     match a {
@@ -34,13 +37,29 @@ fn tick_step(span: u64) -> u64 {
         .unwrap_or(10 * pow)
 }
 
-pub(super) fn write(trace: &Trace) -> String {
+/// The label of tick `t` (from the trace's start) when ticks are `step` apart: microseconds for
+/// nanosecond times whose ticks are whole microseconds.
+pub(super) fn tick_label(clock: Clock, t: u64, step: u64) -> String {
+    match clock {
+        Clock::Nanoseconds if step % 1000 == 0 => format!("{} µs", t / 1000),
+        Clock::Nanoseconds => format!("{t} ns"),
+        Clock::Steps => t.to_string(),
+    }
+}
+
+pub(super) fn write(full: &Trace) -> String {
+    let shown = full.blocks.len().min(MAX_BLOCKS);
+    let trace = &Trace {
+        kernel: full.kernel,
+        clock: full.clock,
+        blocks: full.blocks[..shown].to_vec(),
+    };
     let (start, end) = trace.extent();
     let span = (end - start).max(1);
     let scale = (WIDTH - NAMES - 20.0) / span as f64;
     let x = |t: u64| NAMES + (t.saturating_sub(start)) as f64 * scale;
     let rows: usize = trace.blocks.iter().map(|b| b.roles.len()).sum();
-    let summary = trace.summary();
+    let summary = full.summary();
     let legend_y = TOP + rows as f64 * ROW + 34.0;
     let height = legend_y + 30.0 + (summary.len() as f64 + 1.0) * 16.0 + 10.0;
     let mut out = String::new();
@@ -49,10 +68,15 @@ pub(super) fn write(trace: &Trace) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
          viewBox=\"0 0 {WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"11\">\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\
-         <text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} ({} traced block(s), {})</text>",
+         <text x=\"10\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{} ({} traced block(s), {}{})</text>",
         escape_xml(trace.kernel),
-        trace.blocks.len(),
-        trace.clock.unit()
+        full.blocks.len(),
+        trace.clock.unit(),
+        if shown < full.blocks.len() {
+            format!("; the first {shown} drawn, all summed")
+        } else {
+            String::new()
+        }
     );
     // The axis.
     let step = tick_step(span);
@@ -62,15 +86,24 @@ pub(super) fn write(trace: &Trace) -> String {
         let _ = write!(
             out,
             "<line x1=\"{px:.1}\" y1=\"{}\" x2=\"{px:.1}\" y2=\"{}\" stroke=\"#ddd\"/>\
-             <text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#666\">{t}</text>",
+             <text x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#666\">{}</text>",
             TOP - 6.0,
             TOP + rows as f64 * ROW,
-            TOP - 10.0
+            TOP - 10.0,
+            tick_label(trace.clock, t, step)
         );
         t += step;
     }
     let mut y = TOP;
-    for block in &trace.blocks {
+    for (i, block) in trace.blocks.iter().enumerate() {
+        if i > 0 {
+            // A line between blocks.
+            let _ = write!(
+                out,
+                "<line x1=\"10\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#bbb\"/>",
+                WIDTH - 10.0
+            );
+        }
         for row in &block.roles {
             let name = match block.sm {
                 Some(sm) => format!("b{} sm{} {}", block.block, sm, row.role),

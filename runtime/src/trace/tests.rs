@@ -154,3 +154,26 @@ fn an_empty_trace_still_draws() {
     assert_eq!(v["traceEvents"].as_array().map(Vec::len), Some(0));
     assert!(empty.summary().is_empty());
 }
+
+#[test]
+fn the_svg_draws_the_first_blocks_and_sums_them_all() {
+    let mut trace = sample();
+    let one = trace.blocks[0].clone();
+    trace.blocks = (0..40)
+        .map(|b| BlockTimeline {
+            block: b,
+            ..one.clone()
+        })
+        .collect();
+    let svg = trace.svg();
+    assert_well_formed(svg.trim_end());
+    assert!(svg.contains("40 traced block(s), ns; the first 16 drawn, all summed"));
+    assert!(svg.contains("b15 sm17 store") && !svg.contains("b16 sm17"));
+    assert!(svg.contains(">200 ns<"));
+    // Ticks of whole microseconds are labelled in microseconds.
+    assert_eq!(svg::tick_label(Clock::Nanoseconds, 3000, 1000), "3 µs");
+    assert_eq!(svg::tick_label(Clock::Steps, 3000, 1000), "3000");
+    let total = trace.summary()[0].total;
+    assert_eq!(total, 40 * 1000);
+    assert!(svg.contains("40000"));
+}

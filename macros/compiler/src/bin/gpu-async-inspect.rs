@@ -1,7 +1,7 @@
 //! `gpu-async-inspect`: what `#[gpu_async]` makes of the kernels in a Rust file.
 //!
 //! ```text
-//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx]
+//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx] [--traced]
 //! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] --ptx-only > k.ptx
 //! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- --help
 //! ```
@@ -10,7 +10,8 @@
 //! ranges, its channels and their shared-memory layout, ptxas's resource report (when ptxas is
 //! found), the role/channel IR with `--ir`, and the PTX unless `--no-ptx`. With `--ptx-only`, the
 //! PTX of the one kernel that FILE (or KERNEL) names and nothing else, to load it elsewhere (the
-//! CUDA driver API, `ptxas`). Compile errors are printed as `FILE:LINE:COLUMN: error: ...`; a
+//! CUDA driver API, `ptxas`). With `--traced`, the PTX (and ptxas's report) are those of the
+//! kernel's traced module, which a traced launch loads. Compile errors are printed as `FILE:LINE:COLUMN: error: ...`; a
 //! KERNEL that is not in FILE gets the list of the kernels that are.
 
 use std::process::ExitCode;
@@ -18,12 +19,13 @@ use std::process::ExitCode;
 use gpu_async_compiler::{compile, ir, ptxas, registers};
 use quote::ToTokens;
 
-const USAGE: &str = "usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only]";
+const USAGE: &str =
+    "usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only] [--traced]";
 
 const HELP: &str = "\
 gpu-async-inspect: what #[gpu_async] makes of the kernels in a Rust file
 
-usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only]
+usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only] [--traced]
 
 For each kernel of each #[gpu_async] module in FILE (or only KERNEL), prints its roles and
 their warps, its channels and their place in shared memory, its register budgets, ptxas's
@@ -34,6 +36,7 @@ options:
   --ir         also print the role/channel IR after lowering
   --no-ptx     leave the PTX out
   --ptx-only   print only the PTX of the one kernel FILE (or KERNEL) names, to load or assemble
+  --traced     the PTX (and ptxas's report) of the traced module, which a traced launch loads
   -h, --help   print this help
 
 Compile errors are printed as FILE:LINE:COLUMN: error: MESSAGE, and the exit status is 1.
@@ -53,7 +56,7 @@ fn main() -> ExitCode {
     let plain: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     if let Some(f) = flags
         .iter()
-        .find(|f| !["--ir", "--no-ptx", "--ptx-only"].contains(f))
+        .find(|f| !["--ir", "--no-ptx", "--ptx-only", "--traced"].contains(f))
     {
         eprintln!("unknown option `{f}`\n{USAGE}\n(--help says more)");
         return ExitCode::from(2);
@@ -119,7 +122,7 @@ fn main() -> ExitCode {
                     .filter(|k| wanted.is_none_or(|w| w == k.name))
                 {
                     if ptx_only {
-                        ptx_of.push((k.name.clone(), k.ptx.clone()));
+                        ptx_of.push((k.name.clone(), module_of(k, &flags).to_string()));
                     } else {
                         print_kernel(k, &ptxas, &flags);
                     }
@@ -266,10 +269,11 @@ fn print_kernel(
             println!("  role barrier of `{}` @{o}", r.name);
         }
     }
-    println!("\nptxas -arch={}:", ptxas::arch(&k.ptx));
+    let ptx = module_of(k, flags);
+    println!("\nptxas -arch={}:", ptxas::arch(ptx));
     match ptxas {
         Err(why) => println!("  {why}"),
-        Ok(p) => match ptxas::assemble(p, &k.name, &k.ptx) {
+        Ok(p) => match ptxas::assemble(p, &k.name, ptx) {
             Ok(report) => println!("  {}", report.resources.replace('\n', "\n  ")),
             Err(log) => println!("  rejected:\n{log}"),
         },
@@ -279,6 +283,15 @@ fn print_kernel(
         println!("IR:\n{}", k.ir_text);
     }
     if !flags.contains(&"--no-ptx") {
-        println!("PTX:\n{}", k.ptx);
+        println!("PTX:\n{ptx}");
+    }
+}
+
+/// The PTX module `flags` ask for: the traced one with `--traced`.
+fn module_of<'k>(k: &'k gpu_async_compiler::CompiledKernel, flags: &[&str]) -> &'k str {
+    if flags.contains(&"--traced") {
+        &k.ptx_traced
+    } else {
+        &k.ptx
     }
 }

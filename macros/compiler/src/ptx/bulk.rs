@@ -10,6 +10,7 @@ use super::Writer;
 use crate::ir::{ChannelId, Value};
 use crate::types::ChanElem;
 use crate::types::Scalar;
+use gpu_async_wire::trace::TraceEvent;
 
 /// The registers of [`Writer::bulk_split`]: the copy's length in elements, the bytes of its
 /// bulk part, and whether this thread issues the bulk copy.
@@ -36,6 +37,7 @@ impl Writer<'_> {
             return Err(not_scalar_payload(chan, &c.ty.elem));
         };
         writeln!(self.body, "    // copy_in {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads")?;
+        self.trace_copy(TraceEvent::CopyIn, chan)?;
         let split = self.bulk_split(&len, &bulk)?;
         let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
@@ -53,13 +55,13 @@ impl Writer<'_> {
             split.bulk
         ))?;
         self.place_label(&skip)?;
-        if whole {
-            // This version of the loop runs only when the bulk part covers the copy.
-            return Ok(());
+        // A whole copy: this version of the loop runs only when the bulk part covers the copy.
+        if !whole {
+            // The tail (and everything, for an unaligned source): ordinary loads and stores,
+            // which the warps' arrivals at `send` publish.
+            self.copy_tail(&split, esize, &src, &dst, true, "tail")?;
         }
-        // The tail (and everything, for an unaligned source): ordinary loads and stores, which
-        // the warps' arrivals at `send` publish.
-        self.copy_tail(&split, esize, &src, &dst, true, "tail")
+        self.trace_copy(TraceEvent::CopyInEnd, chan)
     }
 
     /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. One thread of
@@ -85,6 +87,7 @@ impl Writer<'_> {
             self.body,
             "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"
         )?;
+        self.trace_copy(TraceEvent::CopyOut, chan)?;
         let split = self.bulk_split(&len, &bulk)?;
         let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
         let skip = self.label("bulk_out_done");

@@ -136,6 +136,7 @@ impl Writer<'_> {
             // The bulk copies out of the slot must have read it before it is reused
             // (only the role's first thread has any; the others wait for none).
             self.line("cp.async.bulk.wait_group.read 0;")?;
+            self.trace_copy(gpu_async_wire::trace::TraceEvent::CopyOutEnd, chan)?;
         }
         let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
         self.warp_arrive(&empty)

@@ -186,6 +186,7 @@ impl Writer<'_> {
         let (en, ch, s) = (self.reg(enabled), self.reg(chosen), self.reg(some));
         let names: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
         writeln!(self.body, "    // select over {}", names.join(", "))?;
+        self.trace_wait(site)?;
         let done = self.label("selected");
         let mut rings = Vec::new();
         for &c in chans {
@@ -245,6 +246,7 @@ impl Writer<'_> {
             self.line(format!("bra {done};"))?;
         }
         self.place_label(&done)?;
+        self.trace_wait_end(site)?;
         self.note_progress()
     }
 }

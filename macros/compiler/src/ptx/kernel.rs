@@ -116,6 +116,7 @@ impl Writer<'_> {
         let (tid, smem) = (self.tid.clone(), self.smem.clone());
         let index = self.user_params()?;
         self.abort_params(index)?;
+        self.trace_entry(index)?;
         self.line(format!("mov.u32 {tid}, %tid.x;"))?;
         self.line(format!("mov.u32 {smem}, gpu_async_smem;"))?;
         if !k.channels.is_empty()
@@ -434,16 +435,19 @@ impl Writer<'_> {
             ends_leave,
         });
         self.abort_label = format!("$abort_{index}");
+        self.trace_role_start()?;
         self.block(&r.body)?;
         if copies_out {
             // The role's bulk copies to global memory are complete before its threads leave.
             self.line("cp.async.bulk.wait_group 0;")?;
         }
+        self.trace_role_end()?;
         self.role = None;
         // The role's way out when the kernel aborts, then its panic and timeout paths.
         self.line("bra $exit;")?;
         let abort_label = std::mem::replace(&mut self.abort_label, "$exit".to_string());
         self.place_label(&abort_label)?;
+        self.trace_role_end()?;
         self.line("exit;")?;
         let stubs = std::mem::take(&mut self.stubs);
         self.body.push_str(&stubs);

@@ -17,7 +17,8 @@
 //! (special registers, shuffles, votes), `control` (branches, panics, role loops), `unroll` (which
 //! role loops are unrolled or versioned), `channels` (the channel protocol), `waits` (blocking
 //! waits, the watchdog, failure records), `barriers`, `join` (`join!` and `select!`), `parallel`
-//! (parallel loops), `reduce` (reductions) and `bulk` (bulk copies).
+//! (parallel loops), `reduce` (reductions), `bulk` (bulk copies) and `trace` (the events of a
+//! traced kernel, written only by [`write_kernel_traced`]).
 
 mod arithmetic;
 mod atomics;
@@ -33,6 +34,7 @@ mod memory;
 mod parallel;
 mod reduce;
 mod scan;
+mod trace;
 mod types;
 mod unroll;
 mod waits;
@@ -60,6 +62,18 @@ pub use crate::target::{PTX_TARGET, PTX_TARGET_BUDGETS, PTX_VERSION};
 /// bug: it is returned, not written.
 pub fn write_kernel(kernel: &Verified<'_>) -> Result<String, WriteError> {
     let mut w = Writer::new(kernel);
+    w.kernel()?;
+    let mut out = String::new();
+    w.finish(&mut out)?;
+    Ok(out)
+}
+
+/// Writes a verified kernel as a PTX module that records a trace: the kernel of
+/// [`write_kernel`], taking the trace parameters after the hidden ones and recording its roles'
+/// runs, waits and copies (see `gpu_async_wire::trace`).
+pub fn write_kernel_traced(kernel: &Verified<'_>) -> Result<String, WriteError> {
+    let mut w = Writer::new(kernel);
+    w.trace = Some(trace::Tracing::new(kernel.kernel()));
     w.kernel()?;
     let mut out = String::new();
     w.finish(&mut out)?;
@@ -106,6 +120,8 @@ pub struct Writer<'k> {
     whole: HashSet<(Value, Value)>,
     /// How many loops the code being written is inside (in the current role).
     loop_depth: u32,
+    /// The trace's state, when the kernel is written with tracing ([`write_kernel_traced`]).
+    trace: Option<trace::Tracing>,
 }
 
 impl<'k> Writer<'k> {
@@ -138,6 +154,7 @@ impl<'k> Writer<'k> {
             unroll: None,
             whole: HashSet::new(),
             loop_depth: 0,
+            trace: None,
         };
         writer.never_true = never_true(k, &writer.constants);
         writer
@@ -236,6 +253,7 @@ impl<'k> Writer<'k> {
             params.push(format!("    .param .{ty} {}_param_{index}", k.name));
             index += 1;
         }
+        self.trace_param_decls(&mut params, index);
         writeln!(out, "{}", params.join(",\n"))?;
         writeln!(out, ")")?;
         writeln!(out, ".reqntid {}, 1, 1", 32 * k.warps)?;

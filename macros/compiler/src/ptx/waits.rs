@@ -50,6 +50,7 @@ impl Writer<'_> {
         site: SiteId,
         load: Option<(u32, &str)>,
     ) -> WriteResult<Option<String>> {
+        self.trace_wait(site)?;
         if self.join.is_some() {
             // In a `join!` branch: test without blocking, and let the warp run another branch
             // while the phase is incomplete.
@@ -63,6 +64,7 @@ impl Writer<'_> {
                 w.line(format!("@{p} bra {done};"))
             })?;
             self.place_label(&done)?;
+            self.trace_wait_end(site)?;
             self.note_progress()?;
             let Some((offset, index)) = load else {
                 return Ok(None);
@@ -120,6 +122,7 @@ impl Writer<'_> {
             self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
         }
         self.place_label(&done)?;
+        self.trace_wait_end(site)?;
         self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())?;
         Ok(load.map(|(dst, _)| dst))
     }

@@ -22,8 +22,21 @@ pub struct LauncherInput<'a> {
     pub sig: &'a Signature,
     /// The module's structs (a struct parameter travels as one kernel parameter per field).
     pub structs: &'a [crate::tir::StructDef],
-    /// The lowered kernel, its PTX and IR text; `None` when compilation failed (a stub is emitted).
-    pub compiled: Option<(&'a Kernel, &'a str, &'a str)>,
+    /// The lowered kernel, its PTX, IR text and traced PTX; `None` when compilation failed (a
+    /// stub is emitted).
+    pub compiled: Option<Compiled<'a>>,
+}
+
+/// What the launcher of a compiled kernel shows and loads.
+pub struct Compiled<'a> {
+    /// The lowered kernel.
+    pub kernel: &'a Kernel,
+    /// Its PTX module.
+    pub ptx: &'a str,
+    /// Its IR as text.
+    pub ir: &'a str,
+    /// Its PTX module with tracing.
+    pub ptx_traced: &'a str,
 }
 
 fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
@@ -160,7 +173,13 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     }
     let args_ty = quote!((#(#arg_types,)*));
     let args_pat = quote!((#(#arg_names,)*));
-    let Some((kernel, ptx, ir)) = input.compiled else {
+    let Some(Compiled {
+        kernel,
+        ptx,
+        ir,
+        ptx_traced,
+    }) = input.compiled
+    else {
         // The kernel did not compile: the errors are reported; keep the launcher's signature so
         // that the host code that calls it still type-checks.
         return quote! {
@@ -170,6 +189,10 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 /// The kernel did not compile; see the errors above.
                 pub fn launch<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty) -> ::gpu_async::Launch<'a> {
                     ::gpu_async::__private::not_compiled(device, #name_str)
+                }
+                /// The kernel did not compile; see the errors above.
+                pub fn launch_traced<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty, options: ::gpu_async::trace::TraceOptions) -> ::gpu_async::trace::TracedLaunch<'a> {
+                    ::gpu_async::__private::not_compiled_traced(device, #name_str)
                 }
             }
         };
@@ -220,16 +243,12 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             }
         }
     };
-    let mermaid = kernel.mermaid();
-    let mermaid_lit = syn::LitStr::new(&mermaid, Span::call_site());
-    // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
-    // decoded) and draws it where the page can load Mermaid, and the source shows otherwise.
-    let graph_doc = format!(
-        " Roles and channels:\n\n <pre class=\"mermaid\">\n{}</pre>\n <script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@10/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n",
-        mermaid.replace('>', "&gt;")
-    );
+    let mermaid_lit = syn::LitStr::new(&kernel.mermaid(), Span::call_site());
+    let graph_doc = graph_doc(kernel);
     let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
+    let ptx_traced_lit = syn::LitStr::new(ptx_traced, Span::call_site());
     let ir_lit = syn::LitStr::new(ir, Span::call_site());
+    let launch_fns = launch_fns(&doc, &args_ty, &args_pat, &body);
     quote! {
         #[doc = #kernel_doc]
         #[doc = ""]
@@ -245,8 +264,14 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             /// The kernel's role/channel IR after lowering, as text.
             pub const IR: &str = #ir_lit;
 
-            /// The kernel's role and channel graph, as a Mermaid flowchart.
+            /// The kernel's role and channel graph, as a Mermaid flowchart (the docs draw it as
+            /// an SVG picture).
             pub const MERMAID: &str = #mermaid_lit;
+
+            /// The kernel's PTX module with tracing, which [`launch_traced`] loads: [`PTX`]
+            /// taking the trace's parameters after its own and recording, in the blocks traced,
+            /// each role's run, waits and bulk copies.
+            pub const PTX_TRACED: &str = #ptx_traced_lit;
 
             /// What the runtime needs to launch the kernel.
             pub static SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {
@@ -261,28 +286,84 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 abort_protocol: true,
             };
 
-            #[doc = #doc]
-            pub fn launch<'a>(
-                device: &'a ::gpu_async::Device,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch(device, &SPEC, grid, #body)
-            }
+            /// [`SPEC`] with [`PTX_TRACED`]: what a traced launch loads.
+            pub static TRACED_SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {
+                ptx: PTX_TRACED,
+                ..SPEC
+            };
 
-            /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
-            /// queued there; order it against other streams with events).
-            pub fn launch_on<'a>(
-                stream: &'a ::gpu_async::Stream,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
-            }
+            #launch_fns
         }
     }
+}
+
+/// The launchers of a kernel: `launch`, `launch_on`, `launch_traced` and `launch_traced_on`,
+/// each taking `args_ty` (destructured as `args_pat`) and handing `body` the target.
+fn launch_fns(
+    doc: &str,
+    args_ty: &TokenStream,
+    args_pat: &TokenStream,
+    body: &TokenStream,
+) -> TokenStream {
+    quote! {
+        #[doc = #doc]
+        pub fn launch<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch(device, &SPEC, grid, #body)
+        }
+
+        /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
+        /// queued there; order it against other streams with events).
+        pub fn launch_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
+        }
+
+        /// Launches the kernel like [`launch`], with [`PTX_TRACED`] on the GPU, and records
+        /// what each role of the blocks `options` chooses does when: its run, its waits and
+        /// its bulk copies (on the simulator, in scheduler steps). The future resolves to a
+        /// [`Traced`](::gpu_async::trace::Traced): the launch's outcome and the trace, which
+        /// a launch that failed (a deadlock, a watchdog stop) still carries up to its failure.
+        pub fn launch_traced<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced(device, &TRACED_SPEC, grid, options, #body)
+        }
+
+        /// Launches the kernel like [`launch_traced`], on `stream`.
+        pub fn launch_traced_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced_on(stream, &TRACED_SPEC, grid, options, #body)
+        }
+    }
+}
+
+/// The role and channel graph of `k` for its docs: the self-contained SVG picture
+/// ([`Kernel::role_graph_svg`]) in an HTML block of its own, which Markdown passes through
+/// unchanged, so that the page shows it offline as online; on a white ground of its own, so
+/// that its black labels stay readable in rustdoc's dark themes.
+pub fn graph_doc(k: &Kernel) -> String {
+    format!(
+        " Roles and channels:\n\n <div class=\"gpu-async-roles\" style=\"background: #fff; display: inline-block\">\n {}\n </div>\n",
+        k.role_graph_svg()
+    )
 }
 
 fn launcher_doc(k: &Kernel) -> String {
