@@ -195,6 +195,8 @@ pub enum Ty {
     RecvSlot(ChanTy),
     /// `Option<RecvSlot>` from `recv().await`.
     OptRecvSlot(ChanTy),
+    /// `Option<SendSlot>` from `reserve().await` (`None` once every receiver has closed).
+    OptSendSlot(ChanTy),
     /// A future whose output is the boxed type.
     Future(Box<Ty>),
     /// A parallel iterator.
@@ -229,9 +231,31 @@ impl Ty {
         }
     }
 
-    /// A value that is dropped with an effect (closing a channel, releasing a slot).
+    /// The item of an `Option` type (a receive's or a reserve's slot, `tiles.next()`'s range, a
+    /// `checked_*` result's scalar), which `let Some(x) = .. else`, `if let`, `while let` and
+    /// `match` bind.
+    pub fn option_item(&self) -> Option<Ty> {
+        Some(match self {
+            Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+            Ty::OptSendSlot(c) => Ty::SendSlot(c.clone()),
+            Ty::OptRange => Ty::Range,
+            Ty::Opt(s) => Ty::Scalar(*s),
+            _ => return None,
+        })
+    }
+
+    /// A value that is dropped with an effect (closing a channel from either end, releasing a
+    /// slot).
     pub fn has_drop_effect(&self) -> bool {
-        matches!(self, Ty::Sender(_) | Ty::RecvSlot(_) | Ty::SendSlot(_))
+        matches!(
+            self,
+            Ty::Sender(_)
+                | Ty::Receiver(_)
+                | Ty::RecvSlot(_)
+                | Ty::SendSlot(_)
+                | Ty::OptRecvSlot(_)
+                | Ty::OptSendSlot(_)
+        )
     }
 }
 
@@ -267,6 +291,9 @@ impl fmt::Display for Ty {
             Ty::RecvSlot(c) => write!(f, "RecvSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
             Ty::OptRecvSlot(c) => {
                 write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
+            }
+            Ty::OptSendSlot(c) => {
+                write!(f, "Option<SendSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),

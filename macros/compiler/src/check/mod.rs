@@ -11,6 +11,8 @@ mod expr;
 mod sig;
 mod uniform;
 
+pub(crate) use uniform::children;
+
 use std::collections::HashMap;
 
 use crate::diag::Diagnostics;

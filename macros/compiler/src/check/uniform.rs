@@ -157,6 +157,14 @@ impl Uniformity {
                 }
             }
             Stmt::Expr(e) => self.expr(e, varying_ctx),
+            Stmt::LetElse(var, init, else_) => {
+                self.expr(init, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(init);
+                self.block(else_, ctx);
+                if ctx {
+                    self.make_varying(var.0);
+                }
+            }
             Stmt::For(label, var, iter, body) | Stmt::WhileLet(label, var, iter, body) => {
                 self.expr(iter, varying_ctx);
                 let iter_varying = !self.uniform(iter);
@@ -259,6 +267,22 @@ impl Uniformity {
                     }
                 }
             }
+            ExprKind::IfLetSome {
+                scrutinee,
+                binding,
+                then,
+                else_,
+            } => {
+                self.expr(scrutinee, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(scrutinee);
+                if let (Some(b), true) = (binding, ctx) {
+                    self.make_varying(b.0);
+                }
+                self.block(then, ctx);
+                if let Some(else_) = else_ {
+                    self.expr(else_, ctx);
+                }
+            }
             ExprKind::Block(b) => self.block(b, varying_ctx),
             ExprKind::Loop(label, body) => self.loop_body(label, body, varying_ctx, |_, _| {}),
             _ => {
@@ -292,7 +316,7 @@ fn pat_locals(p: &crate::tir::LetPattern) -> Vec<u32> {
 }
 
 /// The sub-expressions of `e` that are not in blocks (blocks are walked by the caller).
-pub(super) fn children(e: &Expr) -> Vec<&Expr> {
+pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
     use ExprKind as K;
     match &e.kind {
         K::Lit(_)
@@ -318,6 +342,7 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         | K::Reserve(a)
         | K::Recv(a)
         | K::Send(a)
+        | K::RecvClose(a)
         | K::Drop(a)
         | K::TilesNext(a)
         | K::OptIsSome(a, _)
@@ -372,6 +397,11 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         K::Atomic(a, _, args, _) => std::iter::once(&**a).chain(args).collect(),
         K::OnWarps { call, .. } => vec![call],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
+        K::IfLetSome {
+            scrutinee, else_, ..
+        } => std::iter::once(&**scrutinee)
+            .chain(else_.as_deref())
+            .collect(),
         K::Match(s, _) => vec![s],
     }
 }

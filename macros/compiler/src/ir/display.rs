@@ -99,6 +99,13 @@ impl Display for Kernel {
                 c.empty_offset,
                 c.state_offset
             )?;
+            if c.closable {
+                writeln!(
+                    f,
+                    "  channel ch{i} closable by its receivers: open word @{}",
+                    c.open_offset
+                )?;
+            }
         }
         for (i, offset) in self.role_barriers.iter().enumerate() {
             if let Some(o) = offset {
@@ -306,13 +313,32 @@ impl Kernel {
             }
             Inst::Break(id) => write!(line, "break {id}")?,
             Inst::Continue(id) => write!(line, "continue {id}")?,
-            Inst::Reserve { chan, site } => write!(line, "reserve {chan} {site}")?,
-            Inst::SlotAddr { dst, chan, send } => write!(
-                line,
-                "{} = slot_addr {chan}.{}",
-                def(*dst),
-                if *send { "reserved" } else { "received" }
-            )?,
+            Inst::Reserve {
+                chan,
+                site,
+                some: None,
+            } => write!(line, "reserve {chan} {site}")?,
+            Inst::Reserve {
+                chan,
+                site,
+                some: Some(some),
+            } => write!(line, "{} = reserve {chan} {site}", def(*some))?,
+            Inst::SlotAddr {
+                dst,
+                chan,
+                send,
+                slot,
+            } => {
+                write!(
+                    line,
+                    "{} = slot_addr {chan}.{}",
+                    def(*dst),
+                    if *send { "reserved" } else { "received" }
+                )?;
+                if let Some(slot) = slot {
+                    write!(line, " at {}", self.val(*slot))?;
+                }
+            }
             Inst::CopyIn {
                 chan,
                 src,
@@ -330,16 +356,40 @@ impl Kernel {
                 dst,
                 len,
                 bulk,
-            } => write!(
-                line,
-                "copy_out {chan} -> global [{}], len {}, bulk bytes {}",
-                self.val(*dst),
-                self.val(*len),
-                self.val(*bulk)
-            )?,
+                slot,
+            } => {
+                write!(
+                    line,
+                    "copy_out {chan} -> global [{}], len {}, bulk bytes {}",
+                    self.val(*dst),
+                    self.val(*len),
+                    self.val(*bulk)
+                )?;
+                if let Some(slot) = slot {
+                    write!(line, ", slot at {}", self.val(*slot))?;
+                }
+            }
             Inst::Send { chan } => write!(line, "send {chan}")?,
             Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
-            Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,
+            Inst::Recv {
+                chan,
+                some,
+                site,
+                slot,
+            } => {
+                write!(line, "{} = recv {chan} {site}", def(*some))?;
+                if let Some(slot) = slot {
+                    write!(line, ", slot at {}", def(*slot))?;
+                }
+            }
+            Inst::HeldSlot { dst, chan } => write!(line, "{} = held_slot {chan}", def(*dst))?,
+            Inst::CloseRecv { chan } => write!(line, "close_receiver {chan}")?,
+            Inst::RoleStore { space, addr, value } => write!(
+                line,
+                "store_once.{space:?} [{}], {}",
+                self.val(*addr),
+                self.val(*value)
+            )?,
             Inst::SelectRecv {
                 chans,
                 enabled,
@@ -365,7 +415,12 @@ impl Kernel {
                 }
                 return writeln!(f, "{pad}}}");
             }
-            Inst::Release { chan } => write!(line, "release {chan}")?,
+            Inst::Release { chan, slot } => {
+                write!(line, "release {chan}")?;
+                if let Some(slot) = slot {
+                    write!(line, " at {}", self.val(*slot))?;
+                }
+            }
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,

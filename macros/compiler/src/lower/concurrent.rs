@@ -7,7 +7,7 @@
 
 use proc_macro2::Span;
 
-use super::values::{Scope, Val};
+use super::values::{Scope, SlotRef, Val};
 use super::Lowerer;
 use crate::ir::{BinOp, Block, Imm, Inst, SiteKind, UnOp};
 use crate::tir::{self, Expr, ExprKind};
@@ -147,7 +147,14 @@ impl Lowerer<'_> {
                     owned: Vec::new(),
                     lp: None,
                 });
-                l.bind(arm.binding, Val::RecvSlot(chans[k]), arm.recv.span);
+                l.bind(
+                    arm.binding,
+                    Val::RecvSlot(SlotRef {
+                        chan: chans[k],
+                        at: None,
+                    }),
+                    arm.recv.span,
+                );
                 let v = l.expr(&arm.body);
                 l.copy_result(result, v);
                 let last = l.frame().scopes.len() - 1;

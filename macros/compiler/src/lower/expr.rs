@@ -67,6 +67,7 @@ impl Lowerer<'_> {
             // Channels (`channels`), and `select!` in a role (`concurrent`).
             ExprKind::Await(inner) => self.await_expr(inner, e.span),
             ExprKind::Send(slot) => self.send_expr(slot, e.span),
+            ExprKind::RecvClose(rx) => self.recv_close(rx, e.span),
             ExprKind::Select(arms, else_) => {
                 self.select_expr(arms, else_.as_deref(), &e.ty, e.span)
             }
@@ -123,6 +124,12 @@ impl Lowerer<'_> {
             // Blocks, branches and loops (`control`, `loops`).
             ExprKind::Block(b) => self.scoped_block(b, None),
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
+            ExprKind::IfLetSome {
+                scrutinee,
+                binding,
+                then,
+                else_,
+            } => self.if_let_some(scrutinee, *binding, then, else_.as_deref(), &e.ty),
             ExprKind::Match(scrutinee, arms) => self.match_expr(scrutinee, arms, &e.ty),
             ExprKind::Loop(label, body) => self.loop_expr(label, body, &e.ty),
         }

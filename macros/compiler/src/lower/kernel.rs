@@ -10,7 +10,7 @@ use proc_macro2::Span;
 use super::values::{Frame, MemKey, Oneshot, Val};
 use super::{layout, math, protocol, Lowerer};
 use crate::diag::Diagnostics;
-use crate::ir::{self, Channel, ChannelId, Inst, ParFor, Value};
+use crate::ir::{self, Channel, ChannelId, Inst, ParFor, Space, Value};
 use crate::tir::{self, Expr, ExprKind, LetPattern, LocalId, Stmt};
 use crate::types::{ChanTy, Scalar, Ty};
 
@@ -74,6 +74,7 @@ impl Lowerer<'_> {
                             elem,
                             mem: MemKey::Param(index),
                             tiles: false,
+                            space: Space::Global,
                         },
                     )
                 }
@@ -171,6 +172,8 @@ impl Lowerer<'_> {
             state_offset: 0,
             generic_writes: false,
             bulk_reads: false,
+            closable: false,
+            open_offset: 0,
         });
         self.channel_spans.push(span);
         id

@@ -12,7 +12,8 @@ fn round_up(v: u64, to: u64) -> u64 {
 }
 
 /// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), then all
-/// barriers (the channels', then one per role in `role_needs_barrier`) and state words; returns
+/// barriers (the channels', then one per role in `role_needs_barrier`), state words and the open
+/// words of the channels their receivers can close; returns
 /// the total and each role's barrier offset, or reports the total past the limit with the
 /// breakdown.
 pub(crate) fn lay_out(
@@ -67,6 +68,10 @@ pub(crate) fn lay_out(
     for c in channels.iter_mut() {
         c.state_offset = offset as u32;
         offset += 4 * u64::from(c.ty.depth);
+    }
+    for c in channels.iter_mut().filter(|c| c.closable) {
+        c.open_offset = offset as u32;
+        offset += 4;
     }
     let total = round_up(offset, 16);
     if total > u64::from(SHARED_LIMIT) {

@@ -183,25 +183,18 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `opt.unwrap()` of `tiles.next()` or of `rx.recv().await`.
+    /// `opt.unwrap()` of `tiles.next()`, of a receive or of a reserve (awaited where it is
+    /// unwrapped, or held in a local).
     pub(super) fn unwrap_expr(&mut self, opt: &Expr, span: Span) -> Val {
-        match self.expr(opt) {
-            Val::OptRange { some, start, end } => {
-                let none = self.not(some);
-                self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
-                Val::Range {
-                    start,
-                    end,
-                    tiles: true,
+        match self.option_parts(opt) {
+            Some((some, item)) => {
+                if let Some(some) = some {
+                    let none = self.not(some);
+                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
                 }
+                item
             }
-            // `rx.recv().await.unwrap()`: the wait was emitted; `some` says it got a slot.
-            Val::Scalar(some) if matches!(opt.ty, Ty::OptRecvSlot(_)) => {
-                let none = self.not(some);
-                self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
-                self.recv_slot_of(opt)
-            }
-            _ => Val::Unit,
+            None => Val::Unit,
         }
     }
 

@@ -1,15 +1,21 @@
 //! Ownership, followed statically: which locals own something whose drop has an effect (a
-//! sender closes its channel, a received slot is released, a reserved slot must be sent), when
-//! they are moved, and the drops at the end of each scope.
+//! sender closes its channel, a receiver closes it from the other side unless its role has seen
+//! the end, a received slot is released, a reserved slot must be sent), when they are moved,
+//! and the drops at the end of each scope.
 //!
 //! A move must happen at the level its local was made at, so that every path drops the same
 //! things; the lowering reports a move inside a branch or loop instead of following it per path.
+//!
+//! A received slot's ring position is the receiving ring's held register while it is the only
+//! slot of its channel the role holds; a slot kept in a mutable local (which may be reassigned),
+//! in an `Option`, or held while the role receives another slot of the channel has a register of
+//! its own ([`SlotRef`]).
 
 use proc_macro2::Span;
 
-use super::values::Val;
+use super::values::{SlotRef, Val};
 use super::Lowerer;
-use crate::ir::{Inst, SiteKind};
+use crate::ir::{Block, ChannelId, Inst, SiteKind, Value};
 use crate::tir::{Expr, ExprKind, LocalId};
 use crate::types::Scalar;
 
@@ -23,7 +29,9 @@ impl Lowerer<'_> {
     }
 
     /// Binds `local` to `v`: scalars, tuples and `block_tiles` iterators get registers of their
-    /// own, arrays the layout their local wants; a sender or slot is owned by the current scope.
+    /// own, arrays the layout their local wants; a slot kept in a mutable local or in an
+    /// `Option` gets a register for its ring position; a channel end or slot is owned by the
+    /// current scope.
     pub(super) fn bind(&mut self, local: LocalId, v: Val, span: Span) {
         let v = self.materialize(local, v);
         let v = match v {
@@ -63,13 +71,70 @@ impl Lowerer<'_> {
                     tile: fresh[3],
                 }
             }
+            Val::RecvSlot(slot) if self.func().local(local).mutable => {
+                let name = self.func().local(local).name.clone();
+                Val::RecvSlot(self.own_position(slot, &name))
+            }
+            Val::OptRecvSlot { slot, some } => {
+                let name = self.func().local(local).name.clone();
+                let slot = self.own_position(slot, &name);
+                let flag = self.new_value(Scalar::Bool, None);
+                self.emit(Inst::Copy {
+                    dst: flag,
+                    src: some,
+                });
+                Val::OptRecvSlot { slot, some: flag }
+            }
             other => other,
         };
-        let owned = matches!(v, Val::Sender(_) | Val::RecvSlot(_) | Val::SendSlot(_));
+        let owned = matches!(
+            v,
+            Val::Sender(_)
+                | Val::Receiver(_)
+                | Val::RecvSlot(_)
+                | Val::SendSlot(_)
+                | Val::OptRecvSlot { .. }
+        );
         self.frame().locals.insert(local, v);
         if owned {
             self.own(local, span);
         }
+    }
+
+    /// `slot` with its ring position in a register of its own (named `name`).
+    fn own_position(&mut self, slot: SlotRef, name: &str) -> SlotRef {
+        let dst = self.new_value(Scalar::U32, Some(&format!("{name}.slot")));
+        self.position_into(dst, slot);
+        SlotRef {
+            chan: slot.chan,
+            at: Some(dst),
+        }
+    }
+
+    /// `dst` = the ring position of `slot`.
+    fn position_into(&mut self, dst: Value, slot: SlotRef) {
+        match slot.at {
+            Some(src) => self.emit(Inst::Copy { dst, src }),
+            None => self.emit(Inst::HeldSlot {
+                dst,
+                chan: slot.chan,
+            }),
+        }
+    }
+
+    /// Whether the current role holds a slot of `chan` at the ring's held register: a local of
+    /// a frame being inlined, not moved. A `recv` of the channel then takes its slot into a
+    /// register of its own, leaving the held one to that slot.
+    pub(super) fn holds_implicit_slot(&self, chan: ChannelId) -> bool {
+        self.frames.iter().any(|f| {
+            f.scopes.iter().flat_map(|s| &s.owned).any(|(id, _)| {
+                !f.moved.contains(id)
+                    && matches!(
+                        f.locals.get(id),
+                        Some(Val::RecvSlot(SlotRef { chan: c, at: None })) if *c == chan
+                    )
+            })
+        })
     }
 
     /// The current scope owns `local`, made at the current `cond_depth`, and drops it at its end.
@@ -77,6 +142,7 @@ impl Lowerer<'_> {
         let depth = self.cond_depth;
         let frame = self.frame();
         frame.decl_depth.insert(local, depth);
+        frame.moved.remove(&local);
         if let Some(s) = frame.scopes.last_mut() {
             s.owned.push((local, span));
         }
@@ -116,14 +182,27 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The drop of `local`, unless it was moved: a sender closes its channel, a received slot is
+    /// The drop of `local`, unless it was moved: a sender closes its channel, a receiver closes
+    /// it from the receiving side (unless its role has seen the end), a received slot is
     /// released, and a reserved slot dropped without `send` is an error.
     fn drop_local(&mut self, local: LocalId, span: Span) {
         if self.frame().moved.contains(&local) {
             return;
         }
         match self.frame().locals.get(&local).cloned() {
-            Some(Val::Sender(c)) => {
+            Some(Val::SendSlot(_)) => {
+                let name = self.func().local(local).name.clone();
+                self.diags.error(span, format!("the reserved slot `{name}` is dropped without being sent: call `{name}.send()` on every path"));
+            }
+            Some(v) => self.drop_value(&v, span),
+            None => {}
+        }
+    }
+
+    /// The drop of value `v` (a sender, a receiver, a received slot or its `Option`).
+    pub(super) fn drop_value(&mut self, v: &Val, span: Span) {
+        match *v {
+            Val::Sender(c) => {
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(
                     SiteKind::Wait,
@@ -132,13 +211,74 @@ impl Lowerer<'_> {
                 );
                 self.emit(Inst::Close { chan: c, site });
             }
-            Some(Val::RecvSlot(c)) => self.emit(Inst::Release { chan: c }),
-            Some(Val::SendSlot(_)) => {
-                let name = self.func().local(local).name.clone();
-                self.diags.error(span, format!("the reserved slot `{name}` is dropped without being sent: call `{name}.send()` on every path"));
+            Val::Receiver(c) => self.close_receiver(c),
+            Val::RecvSlot(slot) => self.emit(Inst::Release {
+                chan: slot.chan,
+                slot: slot.at,
+            }),
+            Val::OptRecvSlot { slot, some } => {
+                let release = self.sub_block(|l| {
+                    l.emit(Inst::Release {
+                        chan: slot.chan,
+                        slot: slot.at,
+                    })
+                });
+                self.emit(Inst::If {
+                    cond: some,
+                    then: release,
+                    else_: Block::default(),
+                });
             }
             _ => {}
         }
+    }
+
+    /// The receiver of `chan` is dropped, or closed: unless the role has seen the channel's end
+    /// for sure, or closed it already with `close()`, the channel is closed from the receiving
+    /// side, which makes it closable. (A receiver dropped on several paths, `return`s and the
+    /// end of its scope, is closed on each; one of them runs.)
+    pub(super) fn close_receiver(&mut self, chan: ChannelId) {
+        if self.dead || self.ended.contains(&chan) || self.closed_rx.contains(&chan) {
+            return;
+        }
+        self.closing.insert(chan);
+        self.emit(Inst::CloseRecv { chan });
+    }
+
+    /// `place = value` of a local holding a received slot or its `Option`: the new value is
+    /// taken (a local it comes from is moved), the old one dropped (released), and the local's
+    /// registers take the new one.
+    pub(super) fn assign_slot(&mut self, id: LocalId, value: &Expr, span: Span) {
+        let new = self.expr(value);
+        if let ExprKind::Local(from) = value.kind {
+            self.mark_moved(from, value.span);
+        }
+        let old = self.frame().locals.get(&id).cloned();
+        if !self.frame().moved.contains(&id) {
+            if let Some(old) = &old {
+                self.drop_value(old, span);
+            }
+        }
+        match (old, new) {
+            (Some(Val::RecvSlot(SlotRef { at: Some(dst), .. })), Val::RecvSlot(slot)) => {
+                self.position_into(dst, slot);
+            }
+            (
+                Some(Val::OptRecvSlot {
+                    slot: SlotRef { at: Some(dst), .. },
+                    some: flag,
+                }),
+                Val::OptRecvSlot { slot, some },
+            ) => {
+                self.position_into(dst, slot);
+                self.emit(Inst::Copy {
+                    dst: flag,
+                    src: some,
+                });
+            }
+            _ => {}
+        }
+        self.frame().moved.remove(&id);
     }
 
     /// A slot read here must not be used after a move, nor filled by a `copy_from` still in

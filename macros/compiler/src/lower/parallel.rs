@@ -50,16 +50,18 @@ impl Lowerer<'_> {
                         elem,
                         mem,
                         tiles,
-                    } => vec![(Space::Global, ptr, len, elem, mem, tiles)],
-                    Val::SendSlot(c) | Val::RecvSlot(c) => {
+                        space,
+                    } => {
+                        if let (true, MemKey::Slot(c)) = (mutable, mem) {
+                            self.channels[c.0 as usize].generic_writes = true;
+                        }
+                        vec![(space, ptr, len, elem, mem, tiles)]
+                    }
+                    Val::SendSlot(_) | Val::RecvSlot(_) => {
                         self.check_not_copied(base, e.span);
-                        let send = matches!(v, Val::SendSlot(_));
-                        let addr = self.new_value(Scalar::U32, None);
-                        self.emit(Inst::SlotAddr {
-                            dst: addr,
-                            chan: c,
-                            send,
-                        });
+                        let Some((c, addr)) = self.slot_addr(&v) else {
+                            return Leaf::Index;
+                        };
                         let ty = self.channels[c.0 as usize].ty.clone();
                         if mutable {
                             self.channels[c.0 as usize].generic_writes = true;

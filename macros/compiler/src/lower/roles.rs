@@ -53,6 +53,8 @@ impl Lowerer<'_> {
             .push((self.prog.function(*fid).name.clone(), start, end));
         self.accesses.clear();
         self.barrier_requests.clear();
+        self.ended.clear();
+        self.closed_rx.clear();
         let name = self.prog.function(*fid).name.clone();
         let mut body = self.sub_block(|l| {
             let vals: Vec<Val> = args.iter().map(|a| l.expr(a)).collect();

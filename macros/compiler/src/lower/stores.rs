@@ -8,15 +8,21 @@
 use proc_macro2::Span;
 
 use super::operators::bin_op;
-use super::values::Val;
+use super::values::{MemKey, Val};
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Space, Value};
+use crate::ir::{BinOp, Imm, Inst, SiteKind, Space, Value};
 use crate::tir::{self, Expr, ExprKind};
 use crate::types::Ty;
 
 impl Lowerer<'_> {
     /// `place = value`.
     pub(super) fn assign(&mut self, place: &Expr, value: &Expr) -> Val {
+        if let (ExprKind::Local(id), Ty::RecvSlot(_) | Ty::OptRecvSlot(_)) =
+            (&place.kind, &place.ty)
+        {
+            self.assign_slot(*id, value, place.span);
+            return Val::Unit;
+        }
         if matches!(value.ty, Ty::Array(..)) && matches!(place.kind, ExprKind::StructArray(..)) {
             self.assign_struct_array(place, value)
         } else if matches!(value.ty, Ty::Array(..)) {
@@ -198,7 +204,7 @@ impl Lowerer<'_> {
                             value: v,
                         });
                     }
-                    _ => {}
+                    other => self.role_store(base, &other, i, place.span, reads_old, f),
                 }
             }
             ExprKind::Deref(inner) => {
@@ -216,6 +222,52 @@ impl Lowerer<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `slice[i] = v` (or `op=`) from role code, of a slice of global memory or of a reserved
+    /// slot: every thread of the role computes the value (the checker holds it uniform), the
+    /// role's first thread stores it, and a role barrier follows where the role touches that
+    /// memory elsewhere (others may read it next).
+    fn role_store(
+        &mut self,
+        base: &Expr,
+        b: &Val,
+        i: Value,
+        span: Span,
+        reads_old: bool,
+        f: impl FnOnce(&mut Self, Value) -> Value,
+    ) {
+        if self.par.is_some() {
+            self.diags.error(span, "a parallel loop's body writes its own elements, through the `&mut` items of `par_iter_mut()`: write `*item = v`");
+            return;
+        }
+        let key = match *b {
+            Val::Slice { mem, .. } => mem,
+            Val::SendSlot(c) => MemKey::Slot(c),
+            _ => return,
+        };
+        let Some((space, addr, elem)) = self.element_addr(base, b, i, span) else {
+            return;
+        };
+        if let MemKey::Slot(c) = key {
+            self.channels[c.0 as usize].generic_writes = true;
+        }
+        let old = if reads_old {
+            self.load(elem, space, addr)
+        } else {
+            self.konst(elem, Imm::Int(0))
+        };
+        let value = f(self, old);
+        self.emit(Inst::RoleStore { space, addr, value });
+        if self.role.is_some() {
+            self.barrier_requests.push(vec![(key, true)]);
+            let site = self.site(
+                SiteKind::Wait,
+                "the role barrier after this element write".to_string(),
+                span,
+            );
+            self.emit(Inst::RoleBarrier { site });
         }
     }
 

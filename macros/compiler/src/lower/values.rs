@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
 
-use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Value};
+use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Space, Value};
 use crate::tir::{FnId, LocalId};
 use crate::types::Scalar;
 
@@ -19,18 +19,30 @@ pub(super) enum MemKey {
     Slot(ChannelId),
 }
 
+/// A received slot: its channel, and where its ring position is: the receiving ring's held
+/// register (`None`, the slot the last `recv` took), or a `u32` value of its own (a slot kept
+/// while the role receives another, or held in a local that is reassigned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SlotRef {
+    pub(super) chan: ChannelId,
+    pub(super) at: Option<Value>,
+}
+
 /// What an expression lowers to: registers, or the static description of a place, a channel
 /// end, a range or another value the lowering follows without registers of its own.
 #[derive(Debug, Clone)]
 pub(super) enum Val {
     Unit,
     Scalar(Value),
+    /// A slice of global memory (`ptr` a `usize` address) or of a channel slot (`space` is
+    /// `Shared`, `ptr` a `u32` shared address).
     Slice {
         ptr: Value,
         len: Value,
         elem: Scalar,
         mem: MemKey,
         tiles: bool,
+        space: Space,
     },
     Range {
         start: Value,
@@ -51,7 +63,18 @@ pub(super) enum Val {
     Sender(ChannelId),
     Receiver(ChannelId),
     SendSlot(ChannelId),
-    RecvSlot(ChannelId),
+    RecvSlot(SlotRef),
+    /// The `Option` of a receive: whether it holds a slot, and the slot.
+    OptRecvSlot {
+        slot: SlotRef,
+        some: Value,
+    },
+    /// The `Option` of a reserve: whether it holds a slot (`None`: it always does, nothing
+    /// closes the channel from the receiving side).
+    OptSendSlot {
+        chan: ChannelId,
+        some: Option<Value>,
+    },
     ElemRef(usize),
     /// An element of a struct slot in a parallel loop: the source of each field.
     StructRef(Vec<usize>),

@@ -62,7 +62,7 @@ impl Writer<'_> {
         self.copy_tail(&split, esize, &src, &dst, true, "tail")
     }
 
-    /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. One thread of
+    /// `copy_to`: the received slot's (the held one's, or the one at ring position `slot`) first `len` elements to `dst` in global memory. One thread of
     /// the role copies the 16-byte-aligned part (`bulk` bytes) with one `cp.async.bulk` (a bulk
     /// group, which the slot's release waits to have been read); the role's threads copy the
     /// rest.
@@ -72,8 +72,13 @@ impl Writer<'_> {
         dst: Value,
         len: Value,
         bulk: Value,
+        slot: Option<Value>,
     ) -> WriteResult {
         let ring = self.ring(chan, false)?;
+        let held = match slot {
+            Some(v) => self.reg(v),
+            None => ring.held.clone(),
+        };
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (dst, len, bulk) = (self.reg(dst), self.reg(len), self.reg(bulk));
@@ -86,7 +91,7 @@ impl Writer<'_> {
             "    // copy_out {chan}: bulk copy of the 16-byte-aligned part, the rest by the role's threads"
         )?;
         let split = self.bulk_split(&len, &bulk)?;
-        let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
+        let src = self.shared_addr(c.data_offset, &held, c.slot_stride)?;
         let skip = self.label("bulk_out_done");
         self.line(format!("@!{} bra {skip};", split.go))?;
         self.line(format!(

@@ -58,21 +58,40 @@ impl Writer<'_> {
         Ok(addr)
     }
 
-    /// `reserve`: waits for the sender's current slot to be empty.
-    pub(super) fn reserve(&mut self, chan: ChannelId, site: SiteId) -> WriteResult {
+    /// `reserve`: waits for the sender's current slot to be empty; on a channel its receivers
+    /// can close, `some` says whether it was (false: every receiver has closed).
+    pub(super) fn reserve(
+        &mut self,
+        chan: ChannelId,
+        site: SiteId,
+        some: Option<Value>,
+    ) -> WriteResult {
         let ring = self.ring(chan, true)?;
         writeln!(self.body, "    // reserve {chan}")?;
-        self.wait_empty(chan, &ring, site)
+        match some {
+            Some(some) => {
+                let p = self.reg(some);
+                self.wait_empty_or_closed(chan, &ring, site, &p)
+            }
+            None => self.wait_empty(chan, &ring, site),
+        }
     }
 
-    /// The shared address of the current slot (sending end) or the held one (receiving end).
-    pub(super) fn slot_addr(&mut self, dst: Value, chan: ChannelId, send: bool) -> WriteResult {
+    /// The shared address of the current slot (sending end), of the held one (receiving end),
+    /// or of the received slot at ring position `slot`.
+    pub(super) fn slot_addr(
+        &mut self,
+        dst: Value,
+        chan: ChannelId,
+        send: bool,
+        slot: Option<Value>,
+    ) -> WriteResult {
         let ring = self.ring(chan, send)?;
         let c = self.k.channel(chan).clone();
-        let index = if send {
-            ring.slot.clone()
-        } else {
-            ring.held.clone()
+        let index = match (send, slot) {
+            (true, _) => ring.slot.clone(),
+            (false, Some(s)) => self.reg(s),
+            (false, None) => ring.held.clone(),
         };
         let d = self.reg(dst);
         let smem = self.smem.clone();
@@ -82,6 +101,13 @@ impl Writer<'_> {
             "mad.lo.u32 {d}, {index}, {}, {base};",
             c.slot_stride
         ))
+    }
+
+    /// `dst` = the ring position of the receiving ring's held slot.
+    pub(super) fn held_slot(&mut self, dst: Value, chan: ChannelId) -> WriteResult {
+        let ring = self.ring(chan, false)?;
+        let d = self.reg(dst);
+        self.line(format!("mov.u32 {d}, {};", ring.held))
     }
 
     /// `send`: hands the reserved slot over as an item.
@@ -96,20 +122,76 @@ impl Writer<'_> {
         self.publish(chan, &ring, 1)
     }
 
-    /// `close`: the end-of-stream marker, in a slot of its own.
+    /// `close`: the end-of-stream marker, in a slot of its own; on a channel its receivers have
+    /// all closed, nothing (there is no one to tell).
     pub(super) fn close(&mut self, chan: ChannelId, site: SiteId) -> WriteResult {
         let ring = self.ring(chan, true)?;
         writeln!(
             self.body,
             "    // close {chan}: the end-of-stream marker takes a slot"
         )?;
-        self.wait_empty(chan, &ring, site)?;
-        self.publish(chan, &ring, 0)
+        if !self.k.channel(chan).closable {
+            self.wait_empty(chan, &ring, site)?;
+            return self.publish(chan, &ring, 0);
+        }
+        let free = self.tmp(Class::Pred);
+        let skip = self.label("closed_already");
+        self.wait_empty_or_closed(chan, &ring, site, &free)?;
+        self.line(format!("@!{free} bra {skip};"))?;
+        self.publish(chan, &ring, 0)?;
+        self.place_label(&skip)
+    }
+
+    /// The receiver closes the channel: every warp releases every slot of the ring once (each
+    /// slot's phase in progress is the release of an item this receiver will not take), after
+    /// taking itself off the channel's open word; the warp that brings the word to 0 (the last
+    /// receiving warp of the channel to close) arrives, the others arrive and drop out of the
+    /// barriers' later phases (the other receivers of a broadcast go on without them).
+    pub(super) fn close_receiver(&mut self, chan: ChannelId) -> WriteResult {
+        self.ring(chan, false)?;
+        let c = self.k.channel(chan).clone();
+        if !c.closable {
+            return Err(WriteError::inconsistent(
+                format!("a closable {chan} (a receiver closes it)"),
+                "a channel that is not",
+            ));
+        }
+        writeln!(self.body, "    // close the receiving end of {chan}")?;
+        let lane0 = self.role()?.lane0.clone();
+        let (old, last, more) = (
+            self.tmp(Class::B32),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        self.line("bar.warp.sync -1;")?;
+        self.line(format!("mov.u32 {old}, 0;"))?;
+        self.line(format!(
+            "@{lane0} atom.shared.add.u32 {old}, [gpu_async_smem+{}], -1;",
+            c.open_offset
+        ))?;
+        self.line(format!("setp.eq.u32 {last}, {old}, 1;"))?;
+        self.line(format!("setp.gt.u32 {more}, {old}, 1;"))?;
+        for s in 0..c.ty.depth {
+            let empty = c.empty_offset + 8 * s;
+            self.line(format!(
+                "@{last} mbarrier.arrive.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
+            ))?;
+            self.line(format!(
+                "@{more} mbarrier.arrive_drop.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
+            ))?;
+        }
+        Ok(())
     }
 
     /// `recv`: waits for the next slot to be full and takes it; `some` says whether it holds an
-    /// item.
-    pub(super) fn recv(&mut self, chan: ChannelId, some: Value, site: SiteId) -> WriteResult {
+    /// item. The slot's ring position goes to `slot`, or to the ring's held register.
+    pub(super) fn recv(
+        &mut self,
+        chan: ChannelId,
+        some: Value,
+        site: SiteId,
+        slot: Option<Value>,
+    ) -> WriteResult {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         let s = self.reg(some);
@@ -123,12 +205,13 @@ impl Writer<'_> {
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         let state =
             self.wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?;
-        self.take_full_slot(chan, &ring, &c, &s, state.as_deref())?;
+        let slot = slot.map(|v| self.reg(v));
+        self.take_full_slot(chan, &ring, &c, &s, state.as_deref(), slot.as_deref())?;
         self.place_label(&done)
     }
 
-    /// `release`: the held slot is empty again.
-    pub(super) fn release(&mut self, chan: ChannelId) -> WriteResult {
+    /// `release`: the held slot (or the received slot at ring position `slot`) is empty again.
+    pub(super) fn release(&mut self, chan: ChannelId, slot: Option<Value>) -> WriteResult {
         let ring = self.ring(chan, false)?;
         let c = self.k.channel(chan).clone();
         writeln!(self.body, "    // release {chan}")?;
@@ -137,7 +220,11 @@ impl Writer<'_> {
             // (only the role's first thread has any; the others wait for none).
             self.line("cp.async.bulk.wait_group.read 0;")?;
         }
-        let empty = self.shared_addr(c.empty_offset, &ring.held, 8)?;
+        let index = match slot {
+            Some(v) => self.reg(v),
+            None => ring.held.clone(),
+        };
+        let empty = self.shared_addr(c.empty_offset, &index, 8)?;
         self.warp_arrive(&empty)
     }
 
@@ -152,6 +239,7 @@ impl Writer<'_> {
         c: &Channel,
         some: &str,
         loaded: Option<&str>,
+        slot: Option<&str>,
     ) -> WriteResult {
         let state = match loaded {
             Some(state) => state.to_string(),
@@ -167,10 +255,12 @@ impl Writer<'_> {
             self.line(format!("not.pred {}, {some};", ring.closed))?;
         }
         let key = (chan, false);
-        match self.unroll.as_mut() {
-            Some(u) if u.slots.contains_key(&key) => {
-                let slot = u.slots.get(&key).copied().unwrap_or(0);
-                u.held.insert(key, slot);
+        match (slot, self.unroll.as_mut()) {
+            // A slot of its own: the held register stays with the slot it holds.
+            (Some(dst), _) => self.line(format!("mov.u32 {dst}, {};", ring.slot))?,
+            (None, Some(u)) if u.slots.contains_key(&key) => {
+                let at = u.slots.get(&key).copied().unwrap_or(0);
+                u.held.insert(key, at);
             }
             _ => self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?,
         }
@@ -213,6 +303,23 @@ impl Writer<'_> {
         let parity = self.tmp(Class::B32);
         self.line(format!("xor.b32 {parity}, {}, 1;", ring.phase))?;
         self.wait(&empty, &parity, site)
+    }
+
+    /// Waits for the sender's current slot to be empty, or for every receiver of the channel
+    /// to have closed it: `result` says which ([`Writer::wait_or_closed`]).
+    fn wait_empty_or_closed(
+        &mut self,
+        chan: ChannelId,
+        ring: &Ring,
+        site: SiteId,
+        result: &str,
+    ) -> WriteResult {
+        let c = self.k.channel(chan).clone();
+        let empty = self.shared_addr(c.empty_offset, &ring.slot, 8)?;
+        let parity = self.tmp(Class::B32);
+        self.line(format!("xor.b32 {parity}, {}, 1;", ring.phase))?;
+        let open = format!("gpu_async_smem+{}", c.open_offset);
+        self.wait_or_closed(&empty, &parity, site, &open, result)
     }
 
     /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over. The state

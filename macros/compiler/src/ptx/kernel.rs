@@ -223,6 +223,13 @@ impl Writer<'_> {
             } else {
                 c.consumers.iter().map(|r| warps_of(Some(*r))).sum()
             };
+            if c.closable {
+                // The receiving warps that have not closed the channel.
+                self.line(format!(
+                    "st.shared.u32 [gpu_async_smem+{}], {cw};",
+                    c.open_offset
+                ))?;
+            }
             for s in 0..c.ty.depth {
                 // Every slot's state word says "an item" until the end marker takes it.
                 self.line(format!(

@@ -133,10 +133,13 @@ impl Writer<'_> {
                 Inst::Send { chan } => ((*chan, true), 1),
                 Inst::SlotAddr { chan, send, .. } => ((*chan, *send), 0),
                 Inst::Recv { chan, .. } => ((*chan, false), 1),
-                Inst::Release { chan } | Inst::CopyOut { chan, .. } => ((*chan, false), 0),
+                Inst::Release { chan, .. }
+                | Inst::CopyOut { chan, .. }
+                | Inst::HeldSlot { chan, .. } => ((*chan, false), 0),
                 Inst::Loop { .. }
                 | Inst::Continue(_)
                 | Inst::Close { .. }
+                | Inst::CloseRecv { .. }
                 | Inst::Join { .. }
                 | Inst::SelectRecv { .. } => return None,
                 _ => continue,
@@ -161,8 +164,10 @@ impl Writer<'_> {
                             | Inst::SlotAddr { .. }
                             | Inst::Recv { .. }
                             | Inst::Release { .. }
+                            | Inst::HeldSlot { .. }
                             | Inst::CopyOut { .. }
                             | Inst::Close { .. }
+                            | Inst::CloseRecv { .. }
                             | Inst::Loop { .. }
                             | Inst::Continue(_)
                             | Inst::Join { .. }

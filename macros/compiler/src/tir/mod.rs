@@ -611,6 +611,23 @@ pub enum ExprKind {
     Rev(Box<Expr>),
     /// `if c { a } else { b }`
     If(Box<Expr>, Block, Option<Box<Expr>>),
+    /// `if let Some(binding) = scrutinee { then } else { else_ }` over the `Option` of a receive
+    /// or a reserve (a local holding one, or the awaited operation) or of `tiles.next()`, and a
+    /// `match` on one with a `Some(binding)` and a `None` (or `_`) arm. The scrutinee is moved;
+    /// a slot is bound in `then`, and released (received) or must be sent (reserved) there.
+    IfLetSome {
+        /// The `Option`'s expression.
+        scrutinee: Box<Expr>,
+        /// The slot's local, or `None` for `Some(_)`.
+        binding: Option<LocalId>,
+        /// Where it is `Some`.
+        then: Block,
+        /// Where it is `None`.
+        else_: Option<Box<Expr>>,
+    },
+    /// `rx.close()`: the receiver stops receiving, and the sender's `reserve` answers `None`
+    /// once every receiver has closed.
+    RecvClose(Box<Expr>),
     /// `place = value`
     Assign(Box<Expr>, Box<Expr>),
     /// `place op= value`
@@ -627,8 +644,12 @@ pub enum Stmt {
     /// `'label: for var in iter { body }` over a range (maybe `.rev()` or `.step_by(k)`) or
     /// `block_tiles`.
     For(Option<String>, LocalId, Expr, Block),
-    /// `while let Some(var) = scrutinee { body }` over `rx.recv().await` or `tiles.next()`.
+    /// `while let Some(var) = scrutinee { body }` over `rx.recv().await`, `tx.reserve().await` or
+    /// `tiles.next()`.
     WhileLet(Option<String>, LocalId, Expr, Block),
+    /// `let Some(var) = scrutinee else { diverge };` over an `Option` (a receive, a reserve,
+    /// `tiles.next()`, a `checked_*` result): `else` runs where it is `None` and does not end.
+    LetElse(LocalId, Expr, Block),
     /// `while cond { body }`
     While(Option<String>, Expr, Block),
     /// `break 'label value;`

@@ -102,6 +102,8 @@ pub enum VerifyError {
     BitcastSizes { dst: Value, src: Value },
     /// A store to a space other than local memory.
     StoreOutsideLocal { space: Space },
+    /// An element stored by the role's first thread outside role code.
+    RoleStoreOutsideRole,
     /// A shared value that does not exist.
     NoSharedValue { cell: u32 },
     /// A shared value written in a parallel loop or outside role code.
@@ -224,6 +226,9 @@ impl fmt::Display for VerifyError {
             E::SelectTypes { dst } => write!(f, "select {dst} between types"),
             E::BitcastSizes { dst, src } => write!(f, "bitcast {dst} = {src} between sizes"),
             E::StoreOutsideLocal { .. } => f.write_str("a store outside local memory"),
+            E::RoleStoreOutsideRole => {
+                f.write_str("an element stored once per role outside role code")
+            }
             E::NoSharedValue { cell } => write!(f, "shared value {cell} does not exist"),
             E::SharedValueOutsideRole => f.write_str("a shared value is written outside role code"),
             E::NoConstTable { table } => write!(f, "constant table {table} does not exist"),

@@ -13,8 +13,8 @@ mod kernels {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
         for tile in block_tiles(x.len(), 256) {
-            let mut first = tx.reserve().await;
-            let second = tx.reserve().await;
+            let Some(mut first) = tx.reserve().await else { return };
+            let Some(second) = tx.reserve().await else { return };
             first.copy_from(&x[tile]).await;
             first.send();
             second.send();

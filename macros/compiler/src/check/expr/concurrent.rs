@@ -401,7 +401,10 @@ fn block_locals(b: &Block, out: &mut Vec<LocalId>) {
     for s in &b.stmts {
         match s {
             Stmt::Let(_, e) | Stmt::Expr(e) | Stmt::Break(_, Some(e), _) => expr_locals(e, out),
-            Stmt::For(_, _, e, body) | Stmt::WhileLet(_, _, e, body) | Stmt::While(_, e, body) => {
+            Stmt::For(_, _, e, body)
+            | Stmt::WhileLet(_, _, e, body)
+            | Stmt::While(_, e, body)
+            | Stmt::LetElse(_, e, body) => {
                 expr_locals(e, out);
                 block_locals(body, out);
             }
@@ -418,7 +421,7 @@ fn expr_locals(e: &Expr, out: &mut Vec<LocalId>) {
         ExprKind::Local(id) if !out.contains(id) => out.push(*id),
         ExprKind::Block(b) | ExprKind::Loop(_, b) => block_locals(b, out),
         ExprKind::ForEach(_, _, b, _) | ExprKind::ParMap(_, _, b) => block_locals(b, out),
-        ExprKind::If(_, then, _) => block_locals(then, out),
+        ExprKind::If(_, then, _) | ExprKind::IfLetSome { then, .. } => block_locals(then, out),
         ExprKind::Match(_, arms) => {
             for a in arms {
                 if let Some(g) = &a.guard {

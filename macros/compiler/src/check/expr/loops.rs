@@ -96,13 +96,19 @@ impl Checker<'_> {
             let scrutinee = self.expr(&mut l.expr, None);
             let item_ty = match &scrutinee.ty {
                 Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+                Ty::OptSendSlot(c) => Ty::SendSlot(c.clone()),
                 Ty::OptRange => Ty::Range,
                 Ty::Error => Ty::Error,
                 other => {
-                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
+                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await`, `tx.reserve().await` and `tiles.next()`, not over `{other}`"));
                     Ty::Error
                 }
             };
+            if matches!(scrutinee.ty, Ty::OptRecvSlot(_) | Ty::OptSendSlot(_))
+                && !matches!(scrutinee.kind, ExprKind::Await(_))
+            {
+                self.diags.error(scrutinee.span, "`while let` takes the slot of `rx.recv().await` or `tx.reserve().await` where it is made");
+            }
             self.names.push(HashMap::new());
             let var = match &*l.pat {
                 syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
@@ -235,7 +241,8 @@ impl Checker<'_> {
                 Stmt::Break(..) => true,
                 Stmt::For(_, _, _, body)
                 | Stmt::While(_, _, body)
-                | Stmt::WhileLet(_, _, _, body) => stmts(body),
+                | Stmt::WhileLet(_, _, _, body)
+                | Stmt::LetElse(_, _, body) => stmts(body),
                 Stmt::Expr(e) | Stmt::Let(_, e) => expr(e),
                 _ => false,
             }) || b.tail.as_deref().is_some_and(expr)
@@ -243,7 +250,10 @@ impl Checker<'_> {
         fn expr(e: &Expr) -> bool {
             match &e.kind {
                 ExprKind::Block(b) | ExprKind::Loop(_, b) => stmts(b),
-                ExprKind::If(_, t, e) => stmts(t) || e.as_deref().is_some_and(expr),
+                ExprKind::If(_, t, e)
+                | ExprKind::IfLetSome {
+                    then: t, else_: e, ..
+                } => stmts(t) || e.as_deref().is_some_and(expr),
                 ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body)),
                 ExprKind::Select(arms, else_) => {
                     arms.iter().any(|a| expr(&a.body)) || else_.as_deref().is_some_and(expr)
@@ -335,6 +345,59 @@ impl Checker<'_> {
             }
             ("unwrap", Ty::OptRange) if self.want_args(m, 0) => {
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
+            }
+            // `r.len()` of a range: `r.end - r.start`, or 0 when it starts after it ends (the
+            // range is read twice, so only of a local).
+            ("len", Ty::Range) if self.want_args(m, 0) => {
+                if !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(
+                        m.method.span(),
+                        "call `len()` on a range held in a local, as `tile.len()`",
+                    );
+                    return err(span);
+                }
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let bound = |end| {
+                    mk(
+                        ExprKind::RangeBound(Box::new(receiver.clone()), end),
+                        usize_ty.clone(),
+                        span,
+                    )
+                };
+                mk(
+                    ExprKind::Math(
+                        crate::tir::MathFn::SaturatingSub,
+                        vec![bound(true), bound(false)],
+                    ),
+                    usize_ty.clone(),
+                    span,
+                )
+            }
+            ("is_empty", Ty::Range) if self.want_args(m, 0) => {
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                if !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(
+                        m.method.span(),
+                        "call `is_empty()` on a range held in a local, as `tile.is_empty()`",
+                    );
+                    return err(span);
+                }
+                let bound = |end| {
+                    mk(
+                        ExprKind::RangeBound(Box::new(receiver.clone()), end),
+                        usize_ty.clone(),
+                        span,
+                    )
+                };
+                mk(
+                    ExprKind::Binary(
+                        crate::tir::BinOp::Ge,
+                        Box::new(bound(false)),
+                        Box::new(bound(true)),
+                    ),
+                    Ty::Scalar(Scalar::Bool),
+                    span,
+                )
             }
             _ => self.unknown_method(name, &rty, m, span),
         }

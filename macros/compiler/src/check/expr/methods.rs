@@ -41,7 +41,8 @@ impl Checker<'_> {
             | Ty::Sender(_)
             | Ty::SendSlot(_)
             | Ty::RecvSlot(_)
-            | Ty::OptRecvSlot(_) => self.channel_method(name, receiver, m, span),
+            | Ty::OptRecvSlot(_)
+            | Ty::OptSendSlot(_) => self.channel_method(name, receiver, m, span),
             Ty::OneshotSender(_)
             | Ty::OneshotReceiver(_)
             | Ty::Barrier

@@ -57,6 +57,7 @@ pub(crate) fn check_function(
         await_base: false,
         in_join: false,
         calls: Vec::new(),
+        closed: Vec::new(),
     };
     let mut params = Vec::new();
     for (name, ty, mutable, span) in &sig.params {
@@ -78,6 +79,7 @@ pub(crate) fn check_function(
     if sig.kernel.is_some() {
         checker.check_kernel_shape(&body, item.sig.ident.span());
     }
+    unmut_receivers(item, &params, &checker);
     let function = Function {
         name: sig.name.clone(),
         is_async: sig.is_async,
@@ -121,6 +123,25 @@ struct Checker<'a> {
     in_join: bool,
     /// The helpers called, and where (for the recursion check).
     calls: Vec<(FnId, Span)>,
+    /// The receivers `close()` is called on (which need `&mut`).
+    closed: Vec<LocalId>,
+}
+
+/// Receives take `&self`, so a receiver parameter declared `mut` (as `recv` once needed) is
+/// written without it in the shadow code, unless the function closes it (`close` takes
+/// `&mut self`): rustc would warn that it need not be mutable.
+fn unmut_receivers(item: &mut syn::ItemFn, params: &[LocalId], checker: &Checker<'_>) {
+    for (input, id) in item.sig.inputs.iter_mut().zip(params) {
+        let local = &checker.locals[id.0 as usize];
+        if !matches!(local.ty, Ty::Receiver(_)) || checker.closed.contains(id) {
+            continue;
+        }
+        if let syn::FnArg::Typed(t) = input {
+            if let syn::Pat::Ident(pi) = &mut *t.pat {
+                pi.mutability = None;
+            }
+        }
+    }
 }
 
 /// The expression given where checking failed: of type `Ty::Error`, which its uses do not

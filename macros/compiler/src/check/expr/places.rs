@@ -44,12 +44,19 @@ impl Checker<'_> {
                     );
                 } else if !matches!(
                     local.ty,
-                    Ty::Scalar(_) | Ty::Array(..) | Ty::Struct(..) | Ty::Tuple(_) | Ty::Error
+                    Ty::Scalar(_)
+                        | Ty::Array(..)
+                        | Ty::Struct(..)
+                        | Ty::Tuple(_)
+                        | Ty::Enum(..)
+                        | Ty::RecvSlot(_)
+                        | Ty::OptRecvSlot(_)
+                        | Ty::Error
                 ) {
                     self.diags.error(
                         span,
                         format!(
-                            "only scalar locals can be assigned; `{}` is a `{}`",
+                            "only scalars, arrays, structs, tuples and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
                     );
@@ -131,9 +138,35 @@ impl Checker<'_> {
                 }
                 place
             }
-            ExprKind::Index(..) => {
-                self.diags.error(span, "writing one element from role code is not supported yet: role code runs on every thread of the role at once; write through `slice[range].par_iter_mut()` instead");
-                err(span)
+            ExprKind::Index(base, _)
+                if matches!(
+                    base.ty,
+                    Ty::Slice { .. } | Ty::SendSlot(_) | Ty::RecvSlot(_)
+                ) =>
+            {
+                if self.par_locals_start.is_some() {
+                    self.diags.error(span, "a parallel loop's body writes its own elements, through the `&mut` items of `par_iter_mut()`: write `*item = v`");
+                    return err(span);
+                }
+                match &base.ty {
+                    Ty::Slice { mutable: false, .. } => {
+                        self.diags.error(
+                            span,
+                            "cannot write through a read-only slice: it needs to be `&mut [T]`",
+                        );
+                        return err(span);
+                    }
+                    Ty::RecvSlot(_) => {
+                        self.diags.error(
+                            span,
+                            "a received slot is read-only: write a reserved slot before `send()`",
+                        );
+                        return err(span);
+                    }
+                    _ => {}
+                }
+                // One element from role code: the role's first thread writes it.
+                place
             }
             _ if place.ty == Ty::Error => place,
             _ => {
@@ -234,12 +267,17 @@ impl Checker<'_> {
                 )
             }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), Ty::Range) => {
-                let _ = c;
-                self.diags.error(
-                    index.span,
-                    "sub-slices of a channel slot are not supported yet: iterate the whole slot",
-                );
-                err(span)
+                // `&slot[a..b]`: a slice of the slot, in shared memory.
+                let Some(elem) = c.elem.scalar() else {
+                    self.diags.error(span, format!("a slot of `{}` is stored field by field: it has no sub-slices; read it through `slot.par_iter()`", c.elem));
+                    return err(span);
+                };
+                let mutable = matches!(base.ty, Ty::SendSlot(_));
+                mk(
+                    ExprKind::SubSlice(Box::new(base), Box::new(index)),
+                    Ty::Slice { elem, mutable },
+                    span,
+                )
             }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), _) => {
                 let Some(elem) = c.elem.scalar() else {

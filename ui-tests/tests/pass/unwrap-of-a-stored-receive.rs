@@ -1,5 +1,5 @@
-// The slot of a receive is unwrapped where it is received: its channel must be known there.
-use gpu_async::gpu_async;
+// The `Option` of a receive held in a local, then unwrapped (a device panic where it is `None`).
+use gpu_async::{gpu_async, Device, Grid};
 
 #[gpu_async]
 mod kernels {
@@ -13,7 +13,7 @@ mod kernels {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; 128], 2>) {
         for tile in block_tiles(x.len(), 128) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }
@@ -30,4 +30,11 @@ mod kernels {
     }
 }
 
-fn main() {}
+fn main() {
+    let dev = Device::simulator();
+    let xs: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let x = dev.upload(&xs).unwrap();
+    let mut y = dev.alloc::<f32>(xs.len()).unwrap();
+    gpu_async::block_on(kernels::relay::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap();
+    assert_eq!(y.download().unwrap(), xs);
+}
