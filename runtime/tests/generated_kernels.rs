@@ -15,6 +15,10 @@ mod saxpy;
 mod pipeline;
 
 #[allow(dead_code)]
+#[path = "../../examples/stencil.rs"]
+mod stencil;
+
+#[allow(dead_code)]
 #[path = "common/deadlock.rs"]
 mod deadlock;
 
@@ -212,6 +216,12 @@ fn kernels() -> Vec<Generated> {
             ptx: pipeline::pipeline::scale_shift::PTX,
             ir: pipeline::pipeline::scale_shift::IR,
             spec: &pipeline::pipeline::scale_shift::SPEC,
+        },
+        Generated {
+            name: "stencil_three_point",
+            ptx: stencil::stencil::three_point::PTX,
+            ir: stencil::stencil::three_point::IR,
+            spec: &stencil::stencil::three_point::SPEC,
         },
         Generated {
             name: "deadlock_cross",

@@ -7,7 +7,7 @@
 
 use proc_macro2::Span;
 
-use super::values::{MemKey, SlotRef, Val};
+use super::values::{SlotRef, Val};
 use super::Lowerer;
 use crate::ir::{BinOp, ChannelId, Imm, Inst, SiteKind, Space, Value};
 use crate::tir::{Expr, ExprKind};
@@ -48,6 +48,7 @@ impl Lowerer<'_> {
                     .closable
                     .contains(&c)
                     .then(|| self.new_value(Scalar::Bool, None));
+                *self.reserves.entry(c).or_insert(0) += 1;
                 self.emit(Inst::Reserve {
                     chan: c,
                     site,
@@ -193,7 +194,8 @@ impl Lowerer<'_> {
                 slot: at,
             });
             self.channels[c.0 as usize].bulk_reads = true;
-            self.access(MemKey::Slot(c));
+            let key = self.slot_key(c);
+            self.access(key);
             self.access(mem);
         }
         Val::Unit
@@ -226,7 +228,8 @@ impl Lowerer<'_> {
                 len,
                 bulk,
             });
-            self.access(MemKey::Slot(c));
+            let key = self.slot_key(c);
+            self.access(key);
             if let ExprKind::Local(id) = slot.kind {
                 self.frame().copied.insert(id);
             }

@@ -83,6 +83,9 @@ struct Lowerer<'p> {
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
     accesses: HashMap<MemKey, u32>,
+    /// The reserves of each channel lowered so far in the current role (which slot a
+    /// [`MemKey::Slot`] is).
+    reserves: HashMap<ChannelId, u32>,
     /// For each barrier placeholder, in program order: the memory its loop writes, and whether
     /// the write goes through a `block_tiles` range.
     barrier_requests: Vec<Vec<(MemKey, bool)>>,
@@ -214,6 +217,7 @@ impl<'p> Lowerer<'p> {
             role: None,
             par: None,
             accesses: HashMap::new(),
+            reserves: HashMap::new(),
             barrier_requests: Vec::new(),
             ownership_conflict: false,
             closable: HashSet::new(),
@@ -339,6 +343,11 @@ impl Lowerer<'_> {
     fn new_loop(&mut self) -> LoopId {
         self.loops += 1;
         LoopId(self.loops - 1)
+    }
+
+    /// The memory of channel `c`'s slot: the one its latest reserve took.
+    fn slot_key(&self, c: ChannelId) -> MemKey {
+        MemKey::Slot(c, self.reserves.get(&c).copied().unwrap_or(0))
     }
 
     /// Counts an access of the current role to memory `key`.

@@ -52,7 +52,7 @@ impl Lowerer<'_> {
                         tiles,
                         space,
                     } => {
-                        if let (true, MemKey::Slot(c)) = (mutable, mem) {
+                        if let (true, MemKey::Slot(c, _)) = (mutable, mem) {
                             self.channels[c.0 as usize].generic_writes = true;
                         }
                         vec![(space, ptr, len, elem, mem, tiles)]
@@ -67,7 +67,7 @@ impl Lowerer<'_> {
                             self.channels[c.0 as usize].generic_writes = true;
                         }
                         let len = self.usize_const(u64::from(ty.len));
-                        let slot = MemKey::Slot(c);
+                        let slot = self.slot_key(c);
                         match &ty.elem {
                             ChanElem::Scalar(elem) => {
                                 vec![(Space::Shared, addr, len, *elem, slot, true)]

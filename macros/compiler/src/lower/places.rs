@@ -6,10 +6,10 @@
 
 use proc_macro2::Span;
 
-use super::values::{MemKey, Val};
+use super::values::Val;
 use super::Lowerer;
 use crate::ir::{BinOp, ChannelId, Imm, Inst, Space, Value};
-use crate::tir::{Expr, ExprKind};
+use crate::tir::{self, Expr, ExprKind};
 use crate::types::Scalar;
 
 impl Lowerer<'_> {
@@ -77,7 +77,8 @@ impl Lowerer<'_> {
             Val::SendSlot(_) | Val::RecvSlot(_) => {
                 self.check_not_copied(base, span);
                 let (c, _) = self.slot_parts(b)?;
-                self.access(MemKey::Slot(c));
+                let key = self.slot_key(c);
+                self.access(key);
                 let ty = self.channels[c.0 as usize].ty.clone();
                 let elem = ty.elem.scalar()?;
                 let n = self.usize_const(u64::from(ty.len));
@@ -125,7 +126,17 @@ impl Lowerer<'_> {
 
     /// `base[range]`: a sub-slice.
     pub(super) fn subslice(&mut self, base: &Expr, range: &Expr, span: Span) -> Val {
-        let (b, r) = (self.expr(base), self.expr(range));
+        let b = self.expr(base);
+        // The whole slot (`&slot[..]`, `&slot[0..N]`): its slice, with the slot's constant
+        // length, which parallel loops over it use as they do for the slot itself.
+        let whole = match (&b, &range.kind) {
+            (Val::SendSlot(_) | Val::RecvSlot(_), ExprKind::Range(a, z)) => {
+                matches!(a.kind, ExprKind::Lit(tir::Lit::Int(0)))
+                    && matches!(z.kind, ExprKind::Lit(tir::Lit::Int(n)) if self.slot_parts(&b).is_some_and(|(c, _)| u128::from(self.channels[c.0 as usize].ty.len) == n))
+            }
+            _ => false,
+        };
+        let r = if whole { Val::Unit } else { self.expr(range) };
         let b = match b {
             // `&slot[a..b]`: the slot as a slice of shared memory, then its range.
             Val::SendSlot(_) | Val::RecvSlot(_) => {
@@ -138,14 +149,18 @@ impl Lowerer<'_> {
                     return Val::Unit;
                 };
                 let len = self.usize_const(u64::from(ty.len));
-                Val::Slice {
+                let slice = Val::Slice {
                     ptr,
                     len,
                     elem,
-                    mem: MemKey::Slot(c),
+                    mem: self.slot_key(c),
                     tiles: true,
                     space: Space::Shared,
+                };
+                if whole {
+                    return slice;
                 }
+                slice
             }
             other => other,
         };

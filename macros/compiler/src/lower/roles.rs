@@ -52,6 +52,7 @@ impl Lowerer<'_> {
         self.warp_owners
             .push((self.prog.function(*fid).name.clone(), start, end));
         self.accesses.clear();
+        self.reserves.clear();
         self.barrier_requests.clear();
         self.ended.clear();
         self.closed_rx.clear();

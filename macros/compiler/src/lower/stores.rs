@@ -244,13 +244,13 @@ impl Lowerer<'_> {
         }
         let key = match *b {
             Val::Slice { mem, .. } => mem,
-            Val::SendSlot(c) => MemKey::Slot(c),
+            Val::SendSlot(c) => self.slot_key(c),
             _ => return,
         };
         let Some((space, addr, elem)) = self.element_addr(base, b, i, span) else {
             return;
         };
-        if let MemKey::Slot(c) = key {
+        if let MemKey::Slot(c, _) = key {
             self.channels[c.0 as usize].generic_writes = true;
         }
         let old = if reads_old {

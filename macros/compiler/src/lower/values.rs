@@ -12,11 +12,13 @@ use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Space, Value};
 use crate::tir::{FnId, LocalId};
 use crate::types::Scalar;
 
-/// Where a memory access goes, for deciding which parallel loops need a barrier after them.
+/// Where a memory access goes, for deciding which parallel loops need a barrier after them: a
+/// kernel parameter, or the slots of a channel, told apart by the reserve that took them (each
+/// reserve of the role's code gives another slot; received slots are read only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum MemKey {
     Param(usize),
-    Slot(ChannelId),
+    Slot(ChannelId, u32),
 }
 
 /// A received slot: its channel, and where its ring position is: the receiving ring's held

@@ -212,7 +212,15 @@ impl Checker<'_> {
         let span = ix.span();
         let base = self.expr(&mut ix.expr, None);
         let usize_ty = Ty::Scalar(Scalar::Usize);
-        let mut index = self.expr(&mut ix.index, Some(&usize_ty));
+        let mut index = match &mut *ix.index {
+            syn::Expr::Range(r)
+                if matches!(r.limits, syn::RangeLimits::HalfOpen(_))
+                    && (r.start.is_none() || r.end.is_none()) =>
+            {
+                self.open_range(&base, r)
+            }
+            other => self.expr(other, Some(&usize_ty)),
+        };
         match (&base.ty, &index.ty) {
             (Ty::Error, _) | (_, Ty::Error) => err(span),
             (Ty::Slice { elem, mutable }, Ty::Range) => {
@@ -296,6 +304,53 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `..b`, `a..` or `..` indexing `base` (a slice or a slot): the range with its missing ends,
+    /// 0 and `base`'s length (the base is read again for its length, as a slice's is).
+    fn open_range(&mut self, base: &Expr, r: &mut syn::ExprRange) -> Expr {
+        let span = r.span();
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let start = match r.start.as_mut() {
+            Some(s) => {
+                let mut s = self.expr(s, Some(&usize_ty));
+                self.expect(&mut s, &usize_ty);
+                s
+            }
+            None => mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span),
+        };
+        let end = match r.end.as_mut() {
+            Some(e) => {
+                let mut e = self.expr(e, Some(&usize_ty));
+                self.expect(&mut e, &usize_ty);
+                e
+            }
+            None => match &base.ty {
+                Ty::RecvSlot(c) | Ty::SendSlot(c) => mk(
+                    ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                    usize_ty.clone(),
+                    span,
+                ),
+                Ty::Slice { .. } => mk(
+                    ExprKind::Len(Box::new(base.clone())),
+                    usize_ty.clone(),
+                    span,
+                ),
+                Ty::Error => return err(span),
+                t => {
+                    self.diags.error(
+                        span,
+                        format!("a range without an end indexes a slice or a slot, not a `{t}`"),
+                    );
+                    return err(span);
+                }
+            },
+        };
+        mk(
+            ExprKind::Range(Box::new(start), Box::new(end)),
+            Ty::Range,
+            span,
+        )
     }
 
     /// `a..b`: a range of `usize` with both ends, as a slice is indexed with.
@@ -511,7 +566,15 @@ impl Checker<'_> {
                         span,
                     )
                 };
-                let ty = inner.ty.clone();
+                // `get_unchecked(i)` is a `&T`, as in Rust (`*x.get_unchecked(i)`, or used where
+                // Rust dereferences it).
+                let ty = match inner.ty {
+                    Ty::Scalar(elem) => Ty::ElemRef {
+                        elem,
+                        mutable: false,
+                    },
+                    ref t => t.clone(),
+                };
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
             ("len", Ty::Array(_, n)) if self.want_args(m, 0) => mk(
