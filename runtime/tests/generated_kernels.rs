@@ -18,6 +18,10 @@ mod pipeline;
 #[path = "../../examples/stencil.rs"]
 mod stencil;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/closing.rs"]
+mod closing;
+
 #[allow(dead_code)]
 #[path = "common/deadlock.rs"]
 mod deadlock;
@@ -224,6 +228,12 @@ fn kernels() -> Vec<Generated> {
             spec: &stencil::stencil::three_point::SPEC,
         },
         Generated {
+            name: "closing_dropped",
+            ptx: closing::depth2::dropped::PTX,
+            ir: closing::depth2::dropped::IR,
+            spec: &closing::depth2::dropped::SPEC,
+        },
+        Generated {
             name: "deadlock_cross",
             ptx: deadlock::deadlock::cross::PTX,
             ir: deadlock::deadlock::cross::IR,
@@ -369,6 +379,18 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile_per_block::saxpy::PTX,
         ),
         ("budgets_poly", budgets::budgets::poly::PTX),
+        ("closing_dropped_1", closing::depth1::dropped::PTX),
+        ("closing_closed_1", closing::depth1::closed::PTX),
+        ("closing_broken_1", closing::depth1::broken::PTX),
+        ("closing_closed_2", closing::depth2::closed::PTX),
+        ("closing_broken_2", closing::depth2::broken::PTX),
+        ("closing_dropped_4", closing::depth4::dropped::PTX),
+        ("closing_closed_4", closing::depth4::closed::PTX),
+        ("closing_broken_4", closing::depth4::broken::PTX),
+        ("closing_dropped_8", closing::depth8::dropped::PTX),
+        ("closing_closed_8", closing::depth8::closed::PTX),
+        ("closing_broken_8", closing::depth8::broken::PTX),
+        ("closing_broadcast", closing::broadcast::two_stops::PTX),
     ]
 }
 

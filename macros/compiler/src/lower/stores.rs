@@ -253,10 +253,12 @@ impl Lowerer<'_> {
         if let MemKey::Slot(c, _) = key {
             self.channels[c.0 as usize].generic_writes = true;
         }
+        // A plain assignment does not read the old value: `f` is given the address instead,
+        // which it does not use.
         let old = if reads_old {
             self.load(elem, space, addr)
         } else {
-            self.konst(elem, Imm::Int(0))
+            addr
         };
         let value = f(self, old);
         self.emit(Inst::RoleStore { space, addr, value });

@@ -219,7 +219,7 @@ impl Checker<'_> {
                 self.expect(&mut g, &Ty::Scalar(Scalar::Bool));
                 g
             });
-            let mut body = self.expr(&mut arm.body, ty.as_ref());
+            let mut body = self.arm_body(&mut arm.body, ty.as_ref());
             match (&ty, &body.ty) {
                 (_, Ty::Never | Ty::Error) => {}
                 (Some(t), _) => {
@@ -370,7 +370,13 @@ impl Checker<'_> {
         }
         if !matches!(
             ty,
-            Ty::Scalar(_) | Ty::Enum(..) | Ty::Unit | Ty::Never | Ty::Error
+            Ty::Scalar(_)
+                | Ty::Enum(..)
+                | Ty::IntLit
+                | Ty::FloatLit
+                | Ty::Unit
+                | Ty::Never
+                | Ty::Error
         ) {
             self.diags.error(span, format!("this `if let` cannot produce a `{ty}`: declare it before and assign it in each branch"));
             return err(span);
@@ -422,9 +428,9 @@ impl Checker<'_> {
         };
         self.names.push(HashMap::new());
         let local = binding.map(|(name, mutable, at)| self.declare(&name, item, mutable, at));
-        let some_body = self.expr(&mut m.arms[some_at].body, expected);
+        let some_body = self.arm_body(&mut m.arms[some_at].body, expected);
         self.names.pop();
-        let none_body = self.expr(&mut m.arms[none_at].body, expected);
+        let none_body = self.arm_body(&mut m.arms[none_at].body, expected);
         let then = Block {
             stmts: Vec::new(),
             tail: Some(Box::new(some_body)),

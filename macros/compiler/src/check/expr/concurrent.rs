@@ -358,7 +358,7 @@ impl Checker<'_> {
 
     /// An arm's body; `break`, `continue` and `return` (statements in the kernel language) are
     /// checked as a block's statement, and the arm never gives a value.
-    fn arm_body(&mut self, body: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
+    pub(super) fn arm_body(&mut self, body: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
         let jumps = matches!(
             body,
             syn::Expr::Break(_) | syn::Expr::Continue(_) | syn::Expr::Return(_)

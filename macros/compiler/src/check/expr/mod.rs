@@ -354,7 +354,7 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
                 fix_literals(&mut a.body, s);
             }
         }
-        ExprKind::If(_, then, else_) => {
+        ExprKind::If(_, then, else_) | ExprKind::IfLetSome { then, else_, .. } => {
             if let Some(t) = then.tail.as_mut() {
                 fix_literals(t, s);
             }
