@@ -183,6 +183,28 @@ pub enum Ty {
     Tiles,
     /// `Option<Range<usize>>`, from `BlockTiles::next`.
     OptRange,
+    /// `(&[T], &[T])` or `(&mut [T], &mut [T])` from `split_at` / `split_at_mut`.
+    SlicePair {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// The chunks of a slice (`chunks`, `chunks_mut`, `chunks_exact`, `chunks_exact_mut`), handed
+    /// out by `next()` in the kernel body.
+    Chunks {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// `Option<&[T]>` / `Option<&mut [T]>`, from `chunks.next()`.
+    OptSlice {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
     /// `(Sender, Receiver)` from `channel()`.
     ChanPair(ChanTy),
     /// `Sender<[T; N], D>`.
@@ -240,6 +262,10 @@ impl Ty {
             Ty::OptSendSlot(c) => Ty::SendSlot(c.clone()),
             Ty::OptRange => Ty::Range,
             Ty::Opt(s) => Ty::Scalar(*s),
+            Ty::OptSlice { elem, mutable } => Ty::Slice {
+                elem: *elem,
+                mutable: *mutable,
+            },
             _ => return None,
         })
     }
@@ -284,6 +310,16 @@ impl fmt::Display for Ty {
                 write!(f, "&{}{name}", if *mutable { "mut " } else { "" })
             }
             Ty::OptRange => f.write_str("Option<Range<usize>>"),
+            Ty::SlicePair { elem, mutable } => {
+                let m = if *mutable { "mut " } else { "" };
+                write!(f, "(&{m}[{elem}], &{m}[{elem}])")
+            }
+            Ty::Chunks { elem, mutable } => {
+                write!(f, "Chunks{}<{elem}>", if *mutable { "Mut" } else { "" })
+            }
+            Ty::OptSlice { elem, mutable } => {
+                write!(f, "Option<&{}[{elem}]>", if *mutable { "mut " } else { "" })
+            }
             Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
             Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),
             Ty::Receiver(c) => write!(f, "Receiver<[{}; {}], {}>", c.elem, c.len, c.depth),

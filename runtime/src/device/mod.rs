@@ -22,6 +22,7 @@ mod oneshot;
 mod par;
 mod role;
 mod shared;
+mod split;
 mod tiles;
 
 pub use barrier::{barrier, Barrier, BarrierWait};
@@ -43,6 +44,8 @@ pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use shared::{shared, Shared};
+#[doc(hidden)]
+pub use split::split_disjoint_mut;
 pub use tiles::{block_tiles, BlockTiles};
 
 /// Float methods the kernel language has beyond the standard library's.

@@ -343,6 +343,7 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         | K::Recv(a)
         | K::Send(a)
         | K::RecvClose(a)
+        | K::ChunksNext(a)
         | K::Drop(a)
         | K::TilesNext(a)
         | K::OptIsSome(a, _)
@@ -369,6 +370,10 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         K::Binary(_, a, b)
         | K::Index(a, b)
         | K::SubSlice(a, b)
+        | K::SplitAt(a, b)
+        | K::Chunks {
+            base: a, size: b, ..
+        }
         | K::Range(a, b)
         | K::InclusiveRange(a, b)
         | K::CopyFrom(a, b)

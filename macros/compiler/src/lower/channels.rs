@@ -160,6 +160,7 @@ impl Lowerer<'_> {
                 },
             ),
             Val::Tuple(v) if v.len() == 2 => (Some(v[0]), Val::Scalar(v[1])),
+            Val::OptSlice { some, slice } => (Some(some), *slice),
             _ => return None,
         })
     }

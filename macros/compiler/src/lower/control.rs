@@ -41,10 +41,15 @@ impl Lowerer<'_> {
                 }
             }
             LetPattern::Ignore => {}
-            LetPattern::Pair(..) => {
-                self.diags
-                    .error(init.span, "channels are created in the kernel body only");
-            }
+            LetPattern::Pair(a, b) => match v {
+                Val::SlicePair(first, second) => {
+                    self.bind(*a, *first, init.span);
+                    self.bind(*b, *second, init.span);
+                }
+                _ => self
+                    .diags
+                    .error(init.span, "channels are created in the kernel body only"),
+            },
         }
     }
 

@@ -34,6 +34,7 @@ mod places;
 mod protocol;
 mod roles;
 mod shared;
+mod splits;
 mod stores;
 mod tiles;
 mod values;

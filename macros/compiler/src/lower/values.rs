@@ -71,6 +71,20 @@ pub(super) enum Val {
         slot: SlotRef,
         some: Value,
     },
+    /// The two parts of `split_at`.
+    SlicePair(Box<Val>, Box<Val>),
+    /// The chunks of a slice (`chunks(size)`): `taken` of them handed out so far.
+    Chunks {
+        slice: Box<Val>,
+        size: Value,
+        exact: bool,
+        taken: u32,
+    },
+    /// `chunks.next()`: whether there was a chunk, and the chunk.
+    OptSlice {
+        some: Value,
+        slice: Box<Val>,
+    },
     /// The `Option` of a reserve: whether it holds a slot (`None`: it always does, nothing
     /// closes the channel from the receiving side).
     OptSendSlot {

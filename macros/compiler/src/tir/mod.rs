@@ -625,6 +625,20 @@ pub enum ExprKind {
         /// Where it is `None`.
         else_: Option<Box<Expr>>,
     },
+    /// `s.split_at(mid)` / `s.split_at_mut(mid)`: the two parts (`mid` at most the length).
+    SplitAt(Box<Expr>, Box<Expr>),
+    /// `s.chunks(n)` (and `chunks_mut`, `_exact`): the slice and the chunk length; `exact`
+    /// leaves out a last chunk shorter than `n`.
+    Chunks {
+        /// The slice.
+        base: Box<Expr>,
+        /// Elements per chunk.
+        size: Box<Expr>,
+        /// `chunks_exact(_mut)`.
+        exact: bool,
+    },
+    /// `chunks.next()`: the next chunk, if any (in the kernel body, in order).
+    ChunksNext(Box<Expr>),
     /// `rx.close()`: the receiver stops receiving, and the sender's `reserve` answers `None`
     /// once every receiver has closed.
     RecvClose(Box<Expr>),

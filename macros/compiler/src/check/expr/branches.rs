@@ -23,7 +23,7 @@ impl Checker<'_> {
             let s = match scrutinee.ty {
                 Ty::Opt(s) => s,
                 Ty::Error => return err(span),
-                Ty::OptRecvSlot(_) | Ty::OptSendSlot(_) | Ty::OptRange => {
+                Ty::OptRecvSlot(_) | Ty::OptSendSlot(_) | Ty::OptRange | Ty::OptSlice { .. } => {
                     let pat = (*l.pat).clone();
                     let Some(binding) = self.some_binding(&pat) else {
                         return err(span);
@@ -186,7 +186,11 @@ impl Checker<'_> {
             // An enum without payloads is matched on its discriminant.
             Ty::Enum(..) => Scalar::U32,
             Ty::Error => return err(span),
-            Ty::Opt(_) | Ty::OptRecvSlot(_) | Ty::OptSendSlot(_) | Ty::OptRange => {
+            Ty::Opt(_)
+            | Ty::OptRecvSlot(_)
+            | Ty::OptSendSlot(_)
+            | Ty::OptRange
+            | Ty::OptSlice { .. } => {
                 return self.match_option(scrutinee, m, expected, span);
             }
             ref other => {

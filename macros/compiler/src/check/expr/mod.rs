@@ -32,6 +32,7 @@ mod methods;
 mod operators;
 mod parallel;
 mod places;
+mod splits;
 mod statements;
 
 /// Checks one function; returns it and the helper calls it makes (for the recursion check).
@@ -58,10 +59,14 @@ pub(crate) fn check_function(
         in_join: false,
         calls: Vec::new(),
         closed: Vec::new(),
+        splits: Vec::new(),
     };
     let mut params = Vec::new();
     for (name, ty, mutable, span) in &sig.params {
         params.push(checker.declare(name, ty.clone(), *mutable, *span));
+    }
+    if sig.kernel.is_some() {
+        checker.plan_disjoint_ranges(&mut item.block);
     }
     let mut body = checker.block(&mut item.block);
     if let Some(tail) = body.tail.as_mut() {
@@ -125,6 +130,8 @@ struct Checker<'a> {
     calls: Vec<(FnId, Span)>,
     /// The receivers `close()` is called on (which need `&mut`).
     closed: Vec<LocalId>,
+    /// The parts of slices the kernel body takes with disjoint ranges.
+    splits: Vec<splits::SplitPlan>,
 }
 
 /// Receives take `&self`, so a receiver parameter declared `mut` (as `recv` once needed) is

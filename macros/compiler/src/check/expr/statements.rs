@@ -24,7 +24,9 @@ impl Checker<'_> {
             let last = i + 1 == n;
             match stmt {
                 syn::Stmt::Local(local) => {
-                    if let Some(s) = self.let_stmt(local) {
+                    if let Some(parts) = self.split_parts(local) {
+                        out.stmts.extend(parts);
+                    } else if let Some(s) = self.let_stmt(local) {
                         out.stmts.push(s);
                     }
                 }
@@ -345,8 +347,27 @@ impl Checker<'_> {
         Some(Stmt::Let(LetPattern::Tuple(ids), value))
     }
 
-    /// `let (tx, rx) = ..;` of a channel or of a one-shot value: its two ends.
+    /// `let (tx, rx) = ..;` of a channel or of a one-shot value: its two ends; `let (a, b) =
+    /// s.split_at(mid);`: the two parts.
     fn let_pair(&mut self, pat: &syn::Pat, t: &syn::PatTuple, value: Expr) -> Option<Stmt> {
+        if let Ty::SlicePair { elem, mutable } = value.ty {
+            let mut ids = Vec::new();
+            for p in &t.elems {
+                let ty = Ty::Slice { elem, mutable };
+                match p {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        ids.push(self.declare(&pi.ident.to_string(), ty, false, pi.ident.span()));
+                    }
+                    syn::Pat::Wild(w) => ids.push(self.declare("_", ty, false, w.span())),
+                    other => {
+                        self.diags
+                            .error_at(other, "name each part: `let (left, right) = ...`");
+                        return None;
+                    }
+                }
+            }
+            return Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value));
+        }
         if let Ty::OneshotPair(s) = value.ty {
             let mut ids = Vec::new();
             for (i, p) in t.elems.iter().enumerate() {
