@@ -41,6 +41,8 @@ pub use concurrent::{
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
+#[doc(hidden)]
+pub use par::run_now;
 pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use shared::{shared, Shared};

@@ -9,6 +9,7 @@
 mod consts;
 mod expr;
 mod sig;
+mod suspend;
 mod uniform;
 
 pub(crate) use uniform::children;
@@ -117,6 +118,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                 locals: Vec::new(),
                 body: tir::Block::default(),
                 has_return: false,
+                par_awaits: Vec::new(),
                 span: f.item.sig.ident.span(),
             });
             calls.push(Vec::new());
@@ -150,6 +152,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         }
     }
     report_recursion(&functions, &calls, diags);
+    suspend::report_par_awaits(&functions, diags);
     Program {
         functions,
         kernels,

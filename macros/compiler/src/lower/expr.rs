@@ -71,6 +71,7 @@ impl Lowerer<'_> {
             ExprKind::Await(inner) => self.await_expr(inner, e.span),
             ExprKind::Send(slot) => self.send_expr(slot, e.span),
             ExprKind::RecvClose(rx) => self.recv_close(rx, e.span),
+            ExprKind::SlotTake(opt) => self.slot_take(opt),
             ExprKind::Select(arms, else_) => {
                 self.select_expr(arms, else_.as_deref(), &e.ty, e.span)
             }

@@ -90,6 +90,12 @@ struct Lowerer<'p> {
     /// For each barrier placeholder, in program order: the memory its loop writes, and whether
     /// the write goes through a `block_tiles` range.
     barrier_requests: Vec<Vec<(MemKey, bool)>>,
+    /// The placeholders (by number) that follow an element written from role code, and the
+    /// role-code element writes per memory: the role's first thread makes all of them, in
+    /// program order, so such a write needs a barrier only where the role touches the memory
+    /// otherwise.
+    store_requests: HashSet<usize>,
+    role_stores: HashMap<MemKey, u32>,
     /// The sites the GPU can report.
     sites: Vec<Site>,
     /// The roles placed so far: name and warp range.
@@ -220,6 +226,8 @@ impl<'p> Lowerer<'p> {
             accesses: HashMap::new(),
             reserves: HashMap::new(),
             barrier_requests: Vec::new(),
+            store_requests: HashSet::new(),
+            role_stores: HashMap::new(),
             ownership_conflict: false,
             closable: HashSet::new(),
             closing: HashSet::new(),

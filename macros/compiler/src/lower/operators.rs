@@ -153,6 +153,8 @@ impl Lowerer<'_> {
         match self.expr(opt) {
             Val::Tuple(v) if v.len() == 2 && want_some => Val::Scalar(v[0]),
             Val::Tuple(v) if v.len() == 2 => Val::Scalar(self.not(v[0])),
+            Val::OptRecvSlot { some, .. } if want_some => Val::Scalar(some),
+            Val::OptRecvSlot { some, .. } => Val::Scalar(self.not(some)),
             _ => Val::Unit,
         }
     }

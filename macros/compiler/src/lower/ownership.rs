@@ -281,6 +281,32 @@ impl Lowerer<'_> {
         self.frame().moved.remove(&id);
     }
 
+    /// `opt.take()` of a local holding the `Option` of a receive: a copy of it (its ring
+    /// position in a register of its own), and `None` left in the local.
+    pub(super) fn slot_take(&mut self, opt: &Expr) -> Val {
+        let ExprKind::Local(id) = opt.kind else {
+            return Val::Unit;
+        };
+        let Some(Val::OptRecvSlot { slot, some }) = self.frame().locals.get(&id).cloned() else {
+            return Val::Unit;
+        };
+        let name = self.func().local(id).name.clone();
+        let taken = self.own_position(slot, &name);
+        let flag = self.new_value(Scalar::Bool, None);
+        self.emit(Inst::Copy {
+            dst: flag,
+            src: some,
+        });
+        self.emit(Inst::Const {
+            dst: some,
+            imm: crate::ir::Imm::Bool(false),
+        });
+        Val::OptRecvSlot {
+            slot: taken,
+            some: flag,
+        }
+    }
+
     /// A slot read here must not be used after a move, nor filled by a `copy_from` still in
     /// flight.
     pub(super) fn check_not_copied(&mut self, slot: &Expr, span: Span) {

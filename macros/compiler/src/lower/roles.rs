@@ -54,6 +54,8 @@ impl Lowerer<'_> {
         self.accesses.clear();
         self.reserves.clear();
         self.barrier_requests.clear();
+        self.store_requests.clear();
+        self.role_stores.clear();
         self.ended.clear();
         self.closed_rx.clear();
         let name = self.prog.function(*fid).name.clone();
@@ -147,10 +149,16 @@ impl Lowerer<'_> {
         let decisions: Vec<bool> = self
             .barrier_requests
             .iter()
-            .map(|writes| {
-                writes
-                    .iter()
-                    .any(|(key, tiles)| !tiles || self.accesses.get(key).copied().unwrap_or(0) > 1)
+            .enumerate()
+            .map(|(k, writes)| {
+                writes.iter().any(|(key, tiles)| {
+                    let all = self.accesses.get(key).copied().unwrap_or(0);
+                    if self.store_requests.contains(&k) {
+                        all > self.role_stores.get(key).copied().unwrap_or(0)
+                    } else {
+                        !tiles || all > 1
+                    }
+                })
             })
             .collect();
         let mut it = decisions.into_iter();

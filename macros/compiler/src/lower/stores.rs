@@ -262,7 +262,9 @@ impl Lowerer<'_> {
         };
         let value = f(self, old);
         self.emit(Inst::RoleStore { space, addr, value });
+        *self.role_stores.entry(key).or_insert(0) += 1;
         if self.role.is_some() {
+            self.store_requests.insert(self.barrier_requests.len());
             self.barrier_requests.push(vec![(key, true)]);
             let site = self.site(
                 SiteKind::Wait,

@@ -53,6 +53,9 @@ pub struct Function {
     pub body: Block,
     /// The body has a `return`.
     pub has_return: bool,
+    /// The async helpers awaited inside parallel loops' closures, with the `.await`'s span: each
+    /// must never suspend (checked once every function is known).
+    pub par_awaits: Vec<(FnId, Span)>,
     /// The function's name token.
     pub span: Span,
 }
@@ -639,6 +642,8 @@ pub enum ExprKind {
     },
     /// `chunks.next()`: the next chunk, if any (in the kernel body, in order).
     ChunksNext(Box<Expr>),
+    /// `next.take()` of a local holding the `Option` of a receive: its value, leaving `None`.
+    SlotTake(Box<Expr>),
     /// `rx.close()`: the receiver stops receiving, and the sender's `reserve` answers `None`
     /// once every receiver has closed.
     RecvClose(Box<Expr>),

@@ -126,6 +126,45 @@ impl Checker<'_> {
                 };
                 mk(ExprKind::Unwrap(Box::new(receiver)), ty, span)
             }
+            // `split_at` of a slot: of the slot as a slice (`&slot[..]`).
+            ("split_at" | "split_at_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
+                if c.elem.scalar().is_some() =>
+            {
+                let elem = c.elem.scalar().unwrap_or(Scalar::U32);
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let whole = mk(
+                    ExprKind::Range(
+                        Box::new(mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span)),
+                        Box::new(mk(
+                            ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                            usize_ty,
+                            span,
+                        )),
+                    ),
+                    Ty::Range,
+                    span,
+                );
+                let mutable = matches!(rty, Ty::SendSlot(_));
+                let slice = mk(
+                    ExprKind::SubSlice(Box::new(receiver), Box::new(whole)),
+                    Ty::Slice { elem, mutable },
+                    span,
+                );
+                self.split_method(name, slice, m, span)
+            }
+            ("take", Ty::OptRecvSlot(_)) if self.want_args(m, 0) => {
+                match self.local_of(&receiver, "take") {
+                    Some(id) if !self.locals[id.0 as usize].mutable => {
+                        self.diags.error(
+                            receiver.span,
+                            "`take` leaves `None` in its place: declare it `let mut`",
+                        );
+                    }
+                    Some(_) => {}
+                    None => return err(span),
+                }
+                mk(ExprKind::SlotTake(Box::new(receiver)), rty.clone(), span)
+            }
             ("is_some" | "is_none", Ty::OptRecvSlot(_)) if self.want_args(m, 0) => {
                 if !matches!(receiver.kind, ExprKind::Local(_)) {
                     self.diags.error(m.method.span(), format!("`{name}` asks a local: bind the receive first, `let next = rx.recv().await;`"));

@@ -201,7 +201,14 @@ impl Checker<'_> {
             return inner;
         }
         if self.par_locals_start.is_some() {
-            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
+            // An async helper that never suspends (checked with the whole module) runs in
+            // place, on each iteration's thread; nothing else can be awaited there.
+            if let (ExprKind::Call(fid, _), Ty::Future(out)) = (&inner.kind, &inner.ty) {
+                let (fid, out) = (*fid, (**out).clone());
+                self.par_awaits.push((fid, a.await_token.span));
+                return mk(ExprKind::Await(Box::new(inner)), out, span);
+            }
+            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; only an async helper that never waits (no channel, barrier, one-shot value or warp operation) can be awaited there; await the rest before or after the parallel loop");
             return err(span);
         }
         if !self.sig.is_async {

@@ -60,6 +60,7 @@ pub(crate) fn check_function(
         calls: Vec::new(),
         closed: Vec::new(),
         splits: Vec::new(),
+        par_awaits: Vec::new(),
     };
     let mut params = Vec::new();
     for (name, ty, mutable, span) in &sig.params {
@@ -85,6 +86,9 @@ pub(crate) fn check_function(
         checker.check_kernel_shape(&body, item.sig.ident.span());
     }
     unmut_receivers(item, &params, &checker);
+    if sig.kernel.is_none() {
+        super::uniform::check_role_writes(&body, checker.diags);
+    }
     let function = Function {
         name: sig.name.clone(),
         is_async: sig.is_async,
@@ -95,6 +99,7 @@ pub(crate) fn check_function(
         locals: checker.locals,
         body,
         has_return: checker.has_return,
+        par_awaits: checker.par_awaits,
         span: item.sig.ident.span(),
     };
     (function, checker.calls)
@@ -132,6 +137,8 @@ struct Checker<'a> {
     closed: Vec<LocalId>,
     /// The parts of slices the kernel body takes with disjoint ranges.
     splits: Vec<splits::SplitPlan>,
+    /// The async helpers awaited in parallel loops' closures (each must never suspend).
+    par_awaits: Vec<(FnId, Span)>,
 }
 
 /// Receives take `&self`, so a receiver parameter declared `mut` (as `recv` once needed) is

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 
 use super::{err, fix_literals, mk, Checker};
 use crate::tir::{Block, Expr, ExprKind, ParBinding, Reduction};
@@ -137,13 +138,6 @@ impl Checker<'_> {
                 .error_at(arg, "`for_each` takes a closure, `|x| ...`");
             return err(span);
         };
-        if let Some(a) = &c.asyncness {
-            self.diags.error_at(
-                a,
-                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
-            );
-            return err(span);
-        }
         if c.inputs.len() != 1 {
             self.diags.error_at(
                 &c.inputs,
@@ -151,6 +145,7 @@ impl Checker<'_> {
             );
             return err(span);
         }
+        let awaits_before = self.par_awaits.len();
         self.names.push(HashMap::new());
         let outer = self.par_locals_start.replace(self.locals.len() as u32);
         let binding = self.par_binding(&c.inputs[0], &shape);
@@ -166,6 +161,14 @@ impl Checker<'_> {
         };
         self.par_locals_start = outer;
         self.names.pop();
+        if c.asyncness.is_some() || self.par_awaits.len() > awaits_before {
+            // The body awaits helpers that never suspend (`check::suspend`): in the shadow code
+            // a plain closure that runs it to its end at once.
+            let body = &c.body;
+            let at = body.span();
+            c.asyncness = None;
+            *c.body = syn::parse_quote_spanned!(at=> ::gpu_async::device::run_now(async { #body }));
+        }
         mk(
             ExprKind::ForEach(Box::new(iter), binding, body_block, None),
             Ty::Unit,
