@@ -124,3 +124,21 @@ fn elements_written_from_role_code(dev: Device) -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[on_each_device]
+fn a_role_takes_two_receivers_of_a_broadcast(dev: Device) -> gpu_async::Result<()> {
+    for n in [0u32, 1, 2, 3, 7, 1000] {
+        let len = n.max(2) as usize - 1;
+        let mut out = dev.upload(&vec![u32::MAX; len])?;
+        block_on(slot_values::two_receivers::neighbours::launch(
+            &dev,
+            Grid::blocks(2),
+            (n, &mut out),
+        ))?;
+        let got = out.download()?;
+        for k in 0..n.saturating_sub(1) {
+            assert_eq!(got[k as usize], 2 * k + 3, "n = {n}, k = {k}, on {dev}");
+        }
+    }
+    Ok(())
+}

@@ -395,6 +395,7 @@ fn the_verifier_rejects_broken_ir() {
     let release = Inst::Release {
         chan: gpu_async_compiler::ir::ChannelId(0),
         slot: None,
+        rx: 0,
     };
     wrong_role.roles[0].body.0.push(release);
     assert!(verify_errors(&wrong_role)
@@ -487,6 +488,7 @@ fn a_verifier_error_names_what_it_concerns_and_reads_as_reported() {
     wrong_end.roles[0].body.0.push(Inst::Release {
         chan: ChannelId(0),
         slot: None,
+        rx: 0,
     });
     let errors = verify::verify(&wrong_end).expect_err("role 0 does not receive on ch0");
     assert_eq!(

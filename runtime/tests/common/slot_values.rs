@@ -197,3 +197,50 @@ pub mod slots {
         out[2] = out[1] + out[0];
     }
 }
+
+#[gpu_async::gpu_async]
+pub mod two_receivers {
+    use gpu_async::device::*;
+
+    /// Items `1, 2, ..` broadcast to one role through two receivers of the channel, one a step
+    /// behind the other: `out[k]` = item `k` + item `k + 1`, each item received once per
+    /// receiver.
+    #[kernel(warps = 2)]
+    pub async fn neighbours(n: u32, out: &mut [u32]) {
+        let (tx, rx) = channel::<[u32; 1], 3>();
+        let behind = rx.subscribe();
+        join!(
+            on_warps(0..1, produce(n, tx)),
+            on_warps(1..2, add_pairs(rx, behind, out)),
+        )
+        .await;
+    }
+
+    async fn produce(n: u32, mut tx: Sender<[u32; 1], 3>) {
+        for i in 0..n {
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
+            slot[0] = i + 1;
+            slot.send();
+        }
+    }
+
+    async fn add_pairs(
+        ahead: Receiver<[u32; 1], 3>,
+        behind: Receiver<[u32; 1], 3>,
+        out: &mut [u32],
+    ) {
+        if ahead.recv().await.is_none() {
+            return;
+        }
+        let mut k = 0usize;
+        while let Some(next) = ahead.recv().await {
+            let Some(cur) = behind.recv().await else {
+                return;
+            };
+            out[k] = cur[0] + next[0];
+            k += 1;
+        }
+    }
+}

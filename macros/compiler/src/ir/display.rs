@@ -328,11 +328,13 @@ impl Kernel {
                 chan,
                 send,
                 slot,
+                rx,
             } => {
                 write!(
                     line,
-                    "{} = slot_addr {chan}.{}",
+                    "{} = slot_addr {chan}{}.{}",
                     def(*dst),
+                    receiver(*rx),
                     if *send { "reserved" } else { "received" }
                 )?;
                 if let Some(slot) = slot {
@@ -357,10 +359,12 @@ impl Kernel {
                 len,
                 bulk,
                 slot,
+                rx,
             } => {
                 write!(
                     line,
-                    "copy_out {chan} -> global [{}], len {}, bulk bytes {}",
+                    "copy_out {chan}{} -> global [{}], len {}, bulk bytes {}",
+                    receiver(*rx),
                     self.val(*dst),
                     self.val(*len),
                     self.val(*bulk)
@@ -376,14 +380,17 @@ impl Kernel {
                 some,
                 site,
                 slot,
+                rx,
             } => {
-                write!(line, "{} = recv {chan} {site}", def(*some))?;
+                write!(line, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?;
                 if let Some(slot) = slot {
                     write!(line, ", slot at {}", def(*slot))?;
                 }
             }
-            Inst::HeldSlot { dst, chan } => write!(line, "{} = held_slot {chan}", def(*dst))?,
-            Inst::CloseRecv { chan } => write!(line, "close_receiver {chan}")?,
+            Inst::HeldSlot { dst, chan, rx } => {
+                write!(line, "{} = held_slot {chan}{}", def(*dst), receiver(*rx))?
+            }
+            Inst::CloseRecv { chan, rx } => write!(line, "close_receiver {chan}{}", receiver(*rx))?,
             Inst::RoleStore { space, addr, value } => write!(
                 line,
                 "store_once.{space:?} [{}], {}",
@@ -415,8 +422,8 @@ impl Kernel {
                 }
                 return writeln!(f, "{pad}}}");
             }
-            Inst::Release { chan, slot } => {
-                write!(line, "release {chan}")?;
+            Inst::Release { chan, slot, rx } => {
+                write!(line, "release {chan}{}", receiver(*rx))?;
                 if let Some(slot) = slot {
                     write!(line, " at {}", self.val(*slot))?;
                 }
@@ -505,5 +512,14 @@ impl Kernel {
             }
         }
         out
+    }
+}
+
+/// ` rx1` for a role's second receiver of a channel (and up); nothing for the first.
+fn receiver(rx: u32) -> String {
+    if rx == 0 {
+        String::new()
+    } else {
+        format!(" rx{rx}")
     }
 }

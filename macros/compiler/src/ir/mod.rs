@@ -453,6 +453,8 @@ pub enum Inst {
         chan: ChannelId,
         send: bool,
         slot: Option<Value>,
+        /// Which of the role's receivers of the channel (see [`Inst::Recv`]).
+        rx: u32,
     },
     /// Bulk async copy of `len` elements from the global address `src` into the reserved slot;
     /// the receiver's wait covers its completion. `bulk` (`usize`) is the bytes of the copy's
@@ -475,6 +477,8 @@ pub enum Inst {
         bulk: Value,
         /// The received slot's ring position, or `None` for the ring's held slot.
         slot: Option<Value>,
+        /// Which of the role's receivers of the channel (see [`Inst::Recv`]).
+        rx: u32,
     },
     /// Hand the reserved slot to the receiver.
     Send { chan: ChannelId },
@@ -484,24 +488,34 @@ pub enum Inst {
     /// is the ring's held slot, or, with `slot`, its ring position goes to that `u32` value (a
     /// role that holds several slots of the channel at once, or keeps one in a local it
     /// reassigns).
+    ///
+    /// `rx` says which of the role's receivers of the channel it is: 0, or 1 and up for a role
+    /// that takes several receivers of one broadcast channel (each has a ring position of its
+    /// own).
     Recv {
         chan: ChannelId,
         some: Value,
         site: SiteId,
         slot: Option<Value>,
+        rx: u32,
     },
     /// Hand the received slot (the ring's held one, or the one at ring position `slot`) back to
     /// the sender.
     Release {
         chan: ChannelId,
         slot: Option<Value>,
+        rx: u32,
     },
     /// `dst` = the ring position of the receiving ring's held slot (to keep it while the role
     /// receives another).
-    HeldSlot { dst: Value, chan: ChannelId },
+    HeldSlot {
+        dst: Value,
+        chan: ChannelId,
+        rx: u32,
+    },
     /// The receiver closes the channel: it releases every slot of the ring once, and the last
     /// receiving warp to close marks the channel closed in its open word.
-    CloseRecv { chan: ChannelId },
+    CloseRecv { chan: ChannelId, rx: u32 },
     /// The role's first thread stores `value` at `addr` (one element written from role code,
     /// whose value every thread of the role has).
     RoleStore {

@@ -29,7 +29,7 @@ impl Lowerer<'_> {
         let mut vals = Vec::new();
         for a in args {
             let v = self.expr(a);
-            if let (Val::Sender(_) | Val::Receiver(_), ExprKind::Local(id)) = (&v, &a.kind) {
+            if let (Val::Sender(_) | Val::Receiver(..), ExprKind::Local(id)) = (&v, &a.kind) {
                 self.mark_moved(*id, a.span);
             }
             vals.push(v);
@@ -68,7 +68,7 @@ impl Lowerer<'_> {
                 }
                 other => other,
             };
-            if let Val::Sender(_) | Val::Receiver(_) = v {
+            if let Val::Sender(_) | Val::Receiver(..) = v {
                 frame.scopes[0].owned.push((p, f.local(p).span));
             }
             frame.decl_depth.insert(p, self.cond_depth);

@@ -65,14 +65,18 @@ impl Lowerer<'_> {
     /// of the channel there. After the role closed its receiver, the answer is `None`.
     fn recv(&mut self, rx: &Expr, span: Span) -> Val {
         match self.expr(rx) {
-            Val::Receiver(c) if self.closed_rx.contains(&c) => {
+            Val::Receiver(c, rx) if self.closed_rx.contains(&(c, rx)) => {
                 let some = self.konst(Scalar::Bool, Imm::Bool(false));
                 Val::OptRecvSlot {
-                    slot: SlotRef { chan: c, at: None },
+                    slot: SlotRef {
+                        chan: c,
+                        rx,
+                        at: None,
+                    },
                     some,
                 }
             }
-            Val::Receiver(c) => {
+            Val::Receiver(c, rx) => {
                 let some = self.new_value(Scalar::Bool, None);
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(
@@ -80,17 +84,19 @@ impl Lowerer<'_> {
                     format!("`recv()` on channel `{name}`"),
                     span,
                 );
+                self.check_held(c, rx, span);
                 let at = self
-                    .holds_implicit_slot(c)
+                    .holds_implicit_slot(c, rx)
                     .then(|| self.new_value(Scalar::U32, None));
                 self.emit(Inst::Recv {
                     chan: c,
                     some,
                     site,
                     slot: at,
+                    rx,
                 });
                 Val::OptRecvSlot {
-                    slot: SlotRef { chan: c, at },
+                    slot: SlotRef { chan: c, rx, at },
                     some,
                 }
             }
@@ -108,10 +114,10 @@ impl Lowerer<'_> {
                 return Val::Unit;
             }
         }
-        if let Val::Receiver(c) = self.expr(rx) {
-            self.close_receiver(c);
+        if let Val::Receiver(c, k) = self.expr(rx) {
+            self.close_receiver(c, k);
             // From here on `recv` answers `None`, and dropping the receiver does nothing.
-            self.closed_rx.insert(c);
+            self.closed_rx.insert((c, k));
         }
         Val::Unit
     }
@@ -127,12 +133,12 @@ impl Lowerer<'_> {
         Val::Unit
     }
 
-    /// The channel of a `rx.recv()` (awaited or not).
-    pub(super) fn recv_chan(&mut self, e: &Expr) -> Option<ChannelId> {
+    /// The channel of a `rx.recv()` (awaited or not), and which of the role's receivers of it.
+    pub(super) fn recv_chan(&mut self, e: &Expr) -> Option<(ChannelId, u32)> {
         match &e.kind {
             ExprKind::Await(inner) => self.recv_chan(inner),
             ExprKind::Recv(rx) => match self.expr(rx) {
-                Val::Receiver(c) => Some(c),
+                Val::Receiver(c, k) => Some((c, k)),
                 _ => None,
             },
             _ => None,
@@ -170,7 +176,7 @@ impl Lowerer<'_> {
         let (s, v) = (self.expr(slot), self.expr(dst));
         self.global_only(&v, dst, "copy_to");
         if let (
-            Val::RecvSlot(SlotRef { chan: c, at }),
+            Val::RecvSlot(SlotRef { chan: c, rx, at }),
             Val::Slice {
                 ptr,
                 len,
@@ -193,6 +199,7 @@ impl Lowerer<'_> {
                 len,
                 bulk,
                 slot: at,
+                rx,
             });
             self.channels[c.0 as usize].bulk_reads = true;
             let key = self.slot_key(c);

@@ -62,7 +62,11 @@ impl Lowerer<'_> {
         let mut chans = Vec::new();
         for a in arms {
             match self.recv_chan(&a.recv) {
-                Some(c) => chans.push(c),
+                Some((c, 0)) => chans.push(c),
+                Some(_) => {
+                    self.diags.error(a.recv.span, "`select!` over a role's second receiver of one channel is not supported: select over the first, and receive from the second with `recv().await`");
+                    return Val::Unit;
+                }
                 None => return Val::Unit,
             }
         }
@@ -151,6 +155,7 @@ impl Lowerer<'_> {
                     arm.binding,
                     Val::RecvSlot(SlotRef {
                         chan: chans[k],
+                        rx: 0,
                         at: None,
                     }),
                     arm.recv.span,

@@ -81,7 +81,14 @@ impl Lowerer<'_> {
                 Val::Unit
             }
             // Another receiver of the same channel: the roles that take one are its consumers.
-            ExprKind::Subscribe(rx) => self.expr(rx),
+            ExprKind::Subscribe(rx) => match self.expr(rx) {
+                Val::Receiver(c, _) => {
+                    let n = self.subscriptions.entry(c).or_insert(0);
+                    *n += 1;
+                    Val::Receiver(c, *n)
+                }
+                other => other,
+            },
             ExprKind::Reserve(_)
             | ExprKind::Recv(_)
             | ExprKind::CopyFrom(..)

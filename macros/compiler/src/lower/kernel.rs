@@ -127,7 +127,7 @@ impl Lowerer<'_> {
                         let c = self.new_channel(ty.clone(), f, *tx, *rx, e.span);
                         let frame = self.frame();
                         frame.locals.insert(*tx, Val::Sender(c));
-                        frame.locals.insert(*rx, Val::Receiver(c));
+                        frame.locals.insert(*rx, Val::Receiver(c, 0));
                     }
                 }
                 Stmt::Expr(Expr {

@@ -287,8 +287,8 @@ impl Lowerer<'_> {
         // dropping the receiver afterwards closes nothing.
         let never_none = |e: &Expr| self.never_none(e);
         if matches!(scrutinee.ty, Ty::OptRecvSlot(_)) && leaves_only_at_end(body, &never_none) {
-            if let Some(c) = self.recv_chan(scrutinee) {
-                self.ended.insert(c);
+            if let Some(key) = self.recv_chan(scrutinee) {
+                self.ended.insert(key);
             }
         }
     }
@@ -380,8 +380,8 @@ impl Lowerer<'_> {
             });
             if clean {
                 for a in arms {
-                    if let Some(c) = self.recv_chan(&a.recv) {
-                        self.ended.insert(c);
+                    if let Some(key) = self.recv_chan(&a.recv) {
+                        self.ended.insert(key);
                     }
                 }
             }

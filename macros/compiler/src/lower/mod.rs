@@ -112,11 +112,18 @@ struct Lowerer<'p> {
     closable: HashSet<ChannelId>,
     /// The channels a receiver closes before their end in this lowering.
     closing: HashSet<ChannelId>,
-    /// The channels whose end the current role has seen for sure (it left a `while let` over
-    /// their receives only at the end): dropping their receiver closes nothing.
-    ended: HashSet<ChannelId>,
-    /// The channels whose receiver the current role has closed: `recv` answers `None`.
-    closed_rx: HashSet<ChannelId>,
+    /// The receivers (channel, which of the role's) whose end the current role has seen for sure
+    /// (it left a `while let` over their receives only at the end): dropping them closes nothing.
+    ended: HashSet<(ChannelId, u32)>,
+    /// The receivers the current role has closed: `recv` answers `None`.
+    closed_rx: HashSet<(ChannelId, u32)>,
+    /// The current role's receivers: for each channel, the subscriptions it took, in the order
+    /// of its arguments (their index is which of the role's receivers of the channel each is).
+    role_receivers: HashMap<ChannelId, Vec<u32>>,
+    /// Subscriptions made so far per channel (`rx.subscribe()` in the kernel body).
+    subscriptions: HashMap<ChannelId, u32>,
+    /// The receivers (channel, subscription) the roles took.
+    claimed: HashSet<(ChannelId, u32)>,
     /// The code being lowered follows a statement that never ends (a `loop` without `break`,
     /// `return`, a panic): a receiver dropped there closes nothing.
     dead: bool,
@@ -233,6 +240,9 @@ impl<'p> Lowerer<'p> {
             closing: HashSet::new(),
             ended: HashSet::new(),
             closed_rx: HashSet::new(),
+            role_receivers: HashMap::new(),
+            subscriptions: HashMap::new(),
+            claimed: HashSet::new(),
             dead: false,
             warp_owners: Vec::new(),
             joins: Vec::new(),

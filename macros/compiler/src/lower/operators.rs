@@ -10,7 +10,7 @@ use proc_macro2::Span;
 use super::values::Val;
 use super::Lowerer;
 use crate::ir::{BinOp, Block, Imm, Inst, UnOp, Value};
-use crate::tir::{self, Expr, Lit, MathFn};
+use crate::tir::{self, Expr, ExprKind, Lit, MathFn};
 use crate::types::{Scalar, Ty};
 
 impl Lowerer<'_> {
@@ -153,8 +153,13 @@ impl Lowerer<'_> {
         match self.expr(opt) {
             Val::Tuple(v) if v.len() == 2 && want_some => Val::Scalar(v[0]),
             Val::Tuple(v) if v.len() == 2 => Val::Scalar(self.not(v[0])),
-            Val::OptRecvSlot { some, .. } if want_some => Val::Scalar(some),
-            Val::OptRecvSlot { some, .. } => Val::Scalar(self.not(some)),
+            v @ Val::OptRecvSlot { some, .. } => {
+                if !matches!(opt.kind, ExprKind::Local(_)) {
+                    // `rx.recv().await.is_some()`: the slot received, if any, is released here.
+                    self.drop_value(&v, opt.span);
+                }
+                Val::Scalar(if want_some { some } else { self.not(some) })
+            }
             _ => Val::Unit,
         }
     }

@@ -90,7 +90,7 @@ impl Lowerer<'_> {
         let owned = matches!(
             v,
             Val::Sender(_)
-                | Val::Receiver(_)
+                | Val::Receiver(..)
                 | Val::RecvSlot(_)
                 | Val::SendSlot(_)
                 | Val::OptRecvSlot { .. }
@@ -107,6 +107,7 @@ impl Lowerer<'_> {
         self.position_into(dst, slot);
         SlotRef {
             chan: slot.chan,
+            rx: slot.rx,
             at: Some(dst),
         }
     }
@@ -118,23 +119,50 @@ impl Lowerer<'_> {
             None => self.emit(Inst::HeldSlot {
                 dst,
                 chan: slot.chan,
+                rx: slot.rx,
             }),
         }
     }
 
-    /// Whether the current role holds a slot of `chan` at the ring's held register: a local of
-    /// a frame being inlined, not moved. A `recv` of the channel then takes its slot into a
-    /// register of its own, leaving the held one to that slot.
-    pub(super) fn holds_implicit_slot(&self, chan: ChannelId) -> bool {
-        self.frames.iter().any(|f| {
-            f.scopes.iter().flat_map(|s| &s.owned).any(|(id, _)| {
-                !f.moved.contains(id)
-                    && matches!(
-                        f.locals.get(id),
-                        Some(Val::RecvSlot(SlotRef { chan: c, at: None })) if *c == chan
-                    )
-            })
-        })
+    /// Whether the current role holds a slot of receiver `(chan, rx)` at the ring's held
+    /// register: a local of a frame being inlined, not moved. A `recv` of the receiver then
+    /// takes its slot into a register of its own, leaving the held one to that slot.
+    pub(super) fn holds_implicit_slot(&self, chan: ChannelId, rx: u32) -> bool {
+        self.held_slots(chan, rx).1
+    }
+
+    /// How many slots of receiver `(chan, rx)` the current role may hold (its live locals that
+    /// hold a received slot or the `Option` of one), and whether one of them is at the ring's
+    /// held register.
+    fn held_slots(&self, chan: ChannelId, rx: u32) -> (u32, bool) {
+        let (mut n, mut implicit) = (0, false);
+        for f in &self.frames {
+            for (id, _) in f.scopes.iter().flat_map(|s| &s.owned) {
+                if f.moved.contains(id) {
+                    continue;
+                }
+                let slot = match f.locals.get(id) {
+                    Some(Val::RecvSlot(s)) | Some(Val::OptRecvSlot { slot: s, .. }) => s,
+                    _ => continue,
+                };
+                if slot.chan == chan && slot.rx == rx {
+                    n += 1;
+                    implicit |= slot.at.is_none();
+                }
+            }
+        }
+        (n, implicit)
+    }
+
+    /// A `recv` of receiver `(chan, rx)` while the role holds as many of its slots as the ring
+    /// has would wait forever (the sender needs one of them back): an error at the receive.
+    pub(super) fn check_held(&mut self, chan: ChannelId, rx: u32, span: Span) {
+        let (held, _) = self.held_slots(chan, rx);
+        let depth = self.channels[chan.0 as usize].ty.depth;
+        if held >= depth {
+            let name = self.channels[chan.0 as usize].name.clone();
+            self.diags.error(span, format!("this receive waits while the role holds {held} slot{} of channel `{name}`, whose ring has {depth}: the sender needs one of them back before it can send, so it would wait forever; make the ring deeper (`channel::<_, {}>()`) or release a slot first", if held == 1 { "" } else { "s" }, held + 1));
+        }
     }
 
     /// The current scope owns `local`, made at the current `cond_depth`, and drops it at its end.
@@ -211,16 +239,18 @@ impl Lowerer<'_> {
                 );
                 self.emit(Inst::Close { chan: c, site });
             }
-            Val::Receiver(c) => self.close_receiver(c),
+            Val::Receiver(c, k) => self.close_receiver(c, k),
             Val::RecvSlot(slot) => self.emit(Inst::Release {
                 chan: slot.chan,
                 slot: slot.at,
+                rx: slot.rx,
             }),
             Val::OptRecvSlot { slot, some } => {
                 let release = self.sub_block(|l| {
                     l.emit(Inst::Release {
                         chan: slot.chan,
                         slot: slot.at,
+                        rx: slot.rx,
                     })
                 });
                 self.emit(Inst::If {
@@ -237,12 +267,13 @@ impl Lowerer<'_> {
     /// for sure, or closed it already with `close()`, the channel is closed from the receiving
     /// side, which makes it closable. (A receiver dropped on several paths, `return`s and the
     /// end of its scope, is closed on each; one of them runs.)
-    pub(super) fn close_receiver(&mut self, chan: ChannelId) {
-        if self.dead || self.ended.contains(&chan) || self.closed_rx.contains(&chan) {
+    pub(super) fn close_receiver(&mut self, chan: ChannelId, rx: u32) {
+        let key = (chan, rx);
+        if self.dead || self.ended.contains(&key) || self.closed_rx.contains(&key) {
             return;
         }
         self.closing.insert(chan);
-        self.emit(Inst::CloseRecv { chan });
+        self.emit(Inst::CloseRecv { chan, rx });
     }
 
     /// `place = value` of a local holding a received slot or its `Option`: the new value is

@@ -114,12 +114,17 @@ impl Lowerer<'_> {
     /// The shared address of a reserved or received slot's data, and its channel.
     pub(super) fn slot_addr(&mut self, v: &Val) -> Option<(ChannelId, Value)> {
         let (chan, slot) = self.slot_parts(v)?;
+        let rx = match v {
+            Val::RecvSlot(r) => r.rx,
+            _ => 0,
+        };
         let dst = self.new_value(Scalar::U32, None);
         self.emit(Inst::SlotAddr {
             dst,
             chan,
             send: matches!(v, Val::SendSlot(_)),
             slot,
+            rx,
         });
         Some((chan, dst))
     }

@@ -27,6 +27,8 @@ pub(super) enum MemKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct SlotRef {
     pub(super) chan: ChannelId,
+    /// Which of the role's receivers of the channel took it.
+    pub(super) rx: u32,
     pub(super) at: Option<Value>,
 }
 
@@ -63,7 +65,10 @@ pub(super) enum Val {
         tile: Value,
     },
     Sender(ChannelId),
-    Receiver(ChannelId),
+    /// A receiver: in the kernel body, its channel and its subscription (0 for the channel's
+    /// own, then one per `subscribe()`); in a role, its channel and which of the role's
+    /// receivers of it it is (0, or 1 and up for a second receiver of a broadcast).
+    Receiver(ChannelId, u32),
     SendSlot(ChannelId),
     RecvSlot(SlotRef),
     /// The `Option` of a receive: whether it holds a slot, and the slot.

@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::channels::SEND;
 use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
@@ -27,7 +28,7 @@ impl Writer<'_> {
         len: Value,
         bulk: Value,
     ) -> WriteResult {
-        let ring = self.ring(chan, true)?;
+        let ring = self.ring(chan, SEND)?;
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (src, len, bulk) = (self.reg(src), self.reg(len), self.reg(bulk));
@@ -72,9 +73,9 @@ impl Writer<'_> {
         dst: Value,
         len: Value,
         bulk: Value,
-        slot: Option<Value>,
+        (slot, rx): (Option<Value>, u32),
     ) -> WriteResult {
-        let ring = self.ring(chan, false)?;
+        let ring = self.ring(chan, rx)?;
         let held = match slot {
             Some(v) => self.reg(v),
             None => ring.held.clone(),

@@ -22,13 +22,14 @@ pub(super) struct Ring {
 }
 
 impl Writer<'_> {
-    /// The registers of the ring `(chan, sender)` of the current role, noting that the code uses
-    /// it. Inside an unrolled loop ([`Unrolled`]) its slot and held slot are the constants the
+    /// The registers of the ring `(chan, end)` of the current role (`end` is [`SEND`] for the
+    /// sending end, else which of the role's receivers of the channel), noting that the code
+    /// uses it. Inside an unrolled loop ([`Unrolled`]) its slot and held slot are the constants the
     /// copy being written is at.
     ///
     /// [`Unrolled`]: super::unroll::Unrolled
-    pub(super) fn ring(&mut self, chan: ChannelId, sender: bool) -> WriteResult<Ring> {
-        let key = (chan, sender);
+    pub(super) fn ring(&mut self, chan: ChannelId, end: u32) -> WriteResult<Ring> {
+        let key = (chan, end);
         let role = self.role.as_mut().ok_or_else(WriteError::outside_role)?;
         role.touched.insert(key);
         let mut ring = role.rings.get(&key).cloned().ok_or_else(|| no_ring(key))?;
@@ -66,7 +67,7 @@ impl Writer<'_> {
         site: SiteId,
         some: Option<Value>,
     ) -> WriteResult {
-        let ring = self.ring(chan, true)?;
+        let ring = self.ring(chan, SEND)?;
         writeln!(self.body, "    // reserve {chan}")?;
         match some {
             Some(some) => {
@@ -85,8 +86,9 @@ impl Writer<'_> {
         chan: ChannelId,
         send: bool,
         slot: Option<Value>,
+        rx: u32,
     ) -> WriteResult {
-        let ring = self.ring(chan, send)?;
+        let ring = self.ring(chan, if send { SEND } else { rx })?;
         let c = self.k.channel(chan).clone();
         let index = match (send, slot) {
             (true, _) => ring.slot.clone(),
@@ -104,15 +106,15 @@ impl Writer<'_> {
     }
 
     /// `dst` = the ring position of the receiving ring's held slot.
-    pub(super) fn held_slot(&mut self, dst: Value, chan: ChannelId) -> WriteResult {
-        let ring = self.ring(chan, false)?;
+    pub(super) fn held_slot(&mut self, dst: Value, chan: ChannelId, rx: u32) -> WriteResult {
+        let ring = self.ring(chan, rx)?;
         let d = self.reg(dst);
         self.line(format!("mov.u32 {d}, {};", ring.held))
     }
 
     /// `send`: hands the reserved slot over as an item.
     pub(super) fn send(&mut self, chan: ChannelId) -> WriteResult {
-        let ring = self.ring(chan, true)?;
+        let ring = self.ring(chan, SEND)?;
         writeln!(self.body, "    // send {chan}")?;
         if self.k.channel(chan).bulk_reads {
             // The receiver copies the slot out with the async proxy: this thread's
@@ -125,7 +127,7 @@ impl Writer<'_> {
     /// `close`: the end-of-stream marker, in a slot of its own; on a channel its receivers have
     /// all closed, nothing (there is no one to tell).
     pub(super) fn close(&mut self, chan: ChannelId, site: SiteId) -> WriteResult {
-        let ring = self.ring(chan, true)?;
+        let ring = self.ring(chan, SEND)?;
         writeln!(
             self.body,
             "    // close {chan}: the end-of-stream marker takes a slot"
@@ -147,8 +149,8 @@ impl Writer<'_> {
     /// taking itself off the channel's open word; the warp that brings the word to 0 (the last
     /// receiving warp of the channel to close) arrives, the others arrive and drop out of the
     /// barriers' later phases (the other receivers of a broadcast go on without them).
-    pub(super) fn close_receiver(&mut self, chan: ChannelId) -> WriteResult {
-        self.ring(chan, false)?;
+    pub(super) fn close_receiver(&mut self, chan: ChannelId, rx: u32) -> WriteResult {
+        self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         if !c.closable {
             return Err(WriteError::inconsistent(
@@ -191,13 +193,14 @@ impl Writer<'_> {
         some: Value,
         site: SiteId,
         slot: Option<Value>,
+        rx: u32,
     ) -> WriteResult {
-        let ring = self.ring(chan, false)?;
+        let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         let s = self.reg(some);
         writeln!(self.body, "    // recv {chan}")?;
         let done = self.label("recv_done");
-        if !self.role()?.ends_leave.contains(&chan) {
+        if !self.role()?.ends_leave.contains(&(chan, rx)) {
             // After the end, `recv` answers `None` again at once.
             self.line(format!("not.pred {s}, {};", ring.closed))?;
             self.line(format!("@{} bra {done};", ring.closed))?;
@@ -206,13 +209,19 @@ impl Writer<'_> {
         let state =
             self.wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?;
         let slot = slot.map(|v| self.reg(v));
-        self.take_full_slot(chan, &ring, &c, &s, state.as_deref(), slot.as_deref())?;
+        self.take_full_slot(
+            (chan, rx),
+            &ring,
+            &c,
+            &s,
+            (state.as_deref(), slot.as_deref()),
+        )?;
         self.place_label(&done)
     }
 
     /// `release`: the held slot (or the received slot at ring position `slot`) is empty again.
-    pub(super) fn release(&mut self, chan: ChannelId, slot: Option<Value>) -> WriteResult {
-        let ring = self.ring(chan, false)?;
+    pub(super) fn release(&mut self, chan: ChannelId, slot: Option<Value>, rx: u32) -> WriteResult {
+        let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         writeln!(self.body, "    // release {chan}")?;
         if c.bulk_reads {
@@ -234,12 +243,11 @@ impl Writer<'_> {
     /// passes the state word, which its wait loaded ([`Writer::wait_then_load`]).
     pub(super) fn take_full_slot(
         &mut self,
-        chan: ChannelId,
+        (chan, rx): (ChannelId, u32),
         ring: &Ring,
         c: &Channel,
         some: &str,
-        loaded: Option<&str>,
-        slot: Option<&str>,
+        (loaded, slot): (Option<&str>, Option<&str>),
     ) -> WriteResult {
         let state = match loaded {
             Some(state) => state.to_string(),
@@ -251,10 +259,10 @@ impl Writer<'_> {
             }
         };
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
-        if !self.role()?.ends_leave.contains(&chan) {
+        if !self.role()?.ends_leave.contains(&(chan, rx)) {
             self.line(format!("not.pred {}, {some};", ring.closed))?;
         }
-        let key = (chan, false);
+        let key = (chan, rx);
         match (slot, self.unroll.as_mut()) {
             // A slot of its own: the held register stays with the slot it holds.
             (Some(dst), _) => self.line(format!("mov.u32 {dst}, {};", ring.slot))?,
@@ -264,10 +272,10 @@ impl Writer<'_> {
             }
             _ => self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?,
         }
-        self.advance((chan, false), ring, c.ty.depth)
+        self.advance(key, ring, c.ty.depth)
     }
 
-    fn advance(&mut self, key: (ChannelId, bool), ring: &Ring, depth: u32) -> WriteResult {
+    fn advance(&mut self, key: (ChannelId, u32), ring: &Ring, depth: u32) -> WriteResult {
         if let Some(slot) = self.unroll.as_mut().and_then(|u| u.slots.get_mut(&key)) {
             // A constant slot: only the wrap costs an instruction.
             *slot = (*slot + 1) % depth.max(1);
@@ -334,13 +342,16 @@ impl Writer<'_> {
         }
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         self.warp_arrive(&full)?;
-        self.advance((chan, true), ring, c.ty.depth)
+        self.advance((chan, SEND), ring, c.ty.depth)
     }
 }
 
-/// The ring `(chan, sender)`, which the role being written does not own.
-pub(super) fn no_ring((chan, sender): (ChannelId, bool)) -> WriteError {
-    let end = if sender { "sending" } else { "receiving" };
+/// The end of a ring's key ([`Writer::ring`]) that is the sending one.
+pub(super) const SEND: u32 = u32::MAX;
+
+/// The ring `(chan, end)`, which the role being written does not own.
+pub(super) fn no_ring((chan, end): (ChannelId, u32)) -> WriteError {
+    let end = if end == SEND { "sending" } else { "receiving" };
     WriteError::inconsistent(
         format!("a role that owns the {end} end of {chan}"),
         "one that does not",

@@ -324,12 +324,12 @@ impl Verifier<'_> {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, true, in_par)
             }
-            Inst::HeldSlot { dst, chan } => {
+            Inst::HeldSlot { dst, chan, .. } => {
                 self.chan_end(*chan, role, false, in_par);
                 self.expect_ty(*dst, Scalar::U32, "held slot");
                 self.def(*dst);
             }
-            Inst::CloseRecv { chan } => self.chan_end(*chan, role, false, in_par),
+            Inst::CloseRecv { chan, .. } => self.chan_end(*chan, role, false, in_par),
             Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
             Inst::CopyIn {
                 chan,
@@ -349,6 +349,7 @@ impl Verifier<'_> {
                 len,
                 bulk,
                 slot,
+                ..
             } => {
                 self.chan_end(*chan, role, false, in_par);
                 self.slot_value(*slot);
@@ -363,6 +364,7 @@ impl Verifier<'_> {
                 some,
                 site,
                 slot,
+                ..
             } => {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, false, in_par);
@@ -372,7 +374,7 @@ impl Verifier<'_> {
                     self.def(*slot);
                 }
             }
-            Inst::Release { chan, slot } => {
+            Inst::Release { chan, slot, .. } => {
                 self.chan_end(*chan, role, false, in_par);
                 self.slot_value(*slot);
             }
@@ -408,6 +410,7 @@ impl Verifier<'_> {
                 chan,
                 send,
                 slot,
+                ..
             } => {
                 self.chan_end(*chan, role, *send, false);
                 self.slot_value(*slot);

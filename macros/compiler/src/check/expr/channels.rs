@@ -166,8 +166,10 @@ impl Checker<'_> {
                 mk(ExprKind::SlotTake(Box::new(receiver)), rty.clone(), span)
             }
             ("is_some" | "is_none", Ty::OptRecvSlot(_)) if self.want_args(m, 0) => {
-                if !matches!(receiver.kind, ExprKind::Local(_)) {
-                    self.diags.error(m.method.span(), format!("`{name}` asks a local: bind the receive first, `let next = rx.recv().await;`"));
+                // Of a local, or of a receive whose slot is released at once.
+                let awaited = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
+                if !awaited && !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(m.method.span(), format!("`{name}` asks a local or a receive: `rx.recv().await.{name}()`, or `let next = rx.recv().await;` first"));
                     return err(span);
                 }
                 mk(

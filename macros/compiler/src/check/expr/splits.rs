@@ -411,13 +411,8 @@ fn join_args(e: &syn::Expr) -> Option<syn::punctuated::Punctuated<syn::Expr, syn
     let syn::Expr::Macro(m) = e else {
         return None;
     };
-    if !m
-        .mac
-        .path
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "join")
-    {
+    let last = m.mac.path.segments.last()?;
+    if last.ident != "join" {
         return None;
     }
     m.mac
