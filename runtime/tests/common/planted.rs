@@ -65,9 +65,10 @@ pub mod planted {
 
     async fn load_tiles(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
+            // planted: load-reserve
             let Some(mut slot) = tx.reserve().await else {
                 return;
-            }; // planted: load-reserve
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }
@@ -339,12 +340,12 @@ pub mod planted {
 
     async fn two_a_then_b(mut a: Sender<[f32; TILE], 1>, mut b: Sender<[f32; TILE], 1>) {
         for i in 0..2 {
-            let Some(mut slot) = a.reserve().await else {
-                return;
-            }; // planted: reserve-a
-            let v = i as f32;
-            slot.par_iter_mut().for_each(|e| *e = v);
-            slot.send();
+            // planted: reserve-a
+            if let Some(mut slot) = a.reserve().await {
+                let v = i as f32;
+                slot.par_iter_mut().for_each(|e| *e = v);
+                slot.send();
+            }
         }
         let Some(mut slot) = b.reserve().await else {
             return;

@@ -77,8 +77,16 @@ impl Lowerer<'_> {
                             takers.push(role_id);
                         }
                     }
-                    Val::OneshotTx(k) => l.oneshots[*k as usize].sender = Some(role_id),
-                    Val::OneshotRx(k) => l.oneshots[*k as usize].receiver = Some(role_id),
+                    Val::OneshotTx(k) => {
+                        let end = &mut l.oneshots[*k as usize].sender;
+                        l.ownership_conflict |= end.is_some_and(|r| r != role_id);
+                        *end = Some(role_id);
+                    }
+                    Val::OneshotRx(k) => {
+                        let end = &mut l.oneshots[*k as usize].receiver;
+                        l.ownership_conflict |= end.is_some_and(|r| r != role_id);
+                        *end = Some(role_id);
+                    }
                     _ => {}
                 }
             }

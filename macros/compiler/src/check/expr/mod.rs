@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 
 use super::{assignable, ModuleScope};
@@ -88,6 +89,7 @@ pub(crate) fn check_function(
     unmut_receivers(item, &params, &checker);
     if sig.kernel.is_none() {
         super::uniform::check_role_writes(&body, checker.diags);
+        report_unused_receivers(item, &params, &mut checker);
     }
     let function = Function {
         name: sig.name.clone(),
@@ -154,6 +156,29 @@ fn unmut_receivers(item: &mut syn::ItemFn, params: &[LocalId], checker: &Checker
             if let syn::Pat::Ident(pi) = &mut *t.pat {
                 pi.mutability = None;
             }
+        }
+    }
+}
+
+/// A receiver parameter the function never names: it stays open until the function ends, so
+/// once the ring is full the sender waits for slots it never releases. An error at the
+/// parameter (a `_` pattern drops the receiver at once, which closes it: no error).
+fn report_unused_receivers(item: &syn::ItemFn, params: &[LocalId], checker: &mut Checker<'_>) {
+    fn names(tokens: TokenStream, name: &str) -> bool {
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == name,
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+            _ => false,
+        })
+    }
+    for id in params {
+        let local = &checker.locals[id.0 as usize];
+        if !matches!(local.ty, Ty::Receiver(_)) || local.name == "_" {
+            continue;
+        }
+        if !names(item.block.to_token_stream(), &local.name) {
+            let (name, span) = (local.name.clone(), local.span);
+            checker.diags.error(span, format!("the receiver `{name}` is never used in `{}`: it stays open until the function ends, so once the ring is full the sender waits for slots it never gets back; receive from it, or close it first (`drop({name});`) if the role does not need it", item.sig.ident));
         }
     }
 }

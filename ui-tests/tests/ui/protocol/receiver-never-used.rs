@@ -1,4 +1,5 @@
-// One role with two receivers of the same broadcast would wait for each item twice.
+// A role takes a second receiver of a broadcast and never receives from it: the receiver stays
+// open until the role ends, so once the ring is full the sender waits for it forever.
 use gpu_async::gpu_async;
 
 #[gpu_async]
