@@ -22,6 +22,14 @@ mod stencil;
 #[path = "common/closing.rs"]
 mod closing;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/slot_values.rs"]
+mod slot_values;
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/parts.rs"]
+mod parts;
+
 #[allow(dead_code)]
 #[path = "common/deadlock.rs"]
 mod deadlock;
@@ -234,6 +242,18 @@ fn kernels() -> Vec<Generated> {
             spec: &closing::depth2::dropped::SPEC,
         },
         Generated {
+            name: "slot_values_two_receivers",
+            ptx: slot_values::two_receivers::neighbours::PTX,
+            ir: slot_values::two_receivers::neighbours::IR,
+            spec: &slot_values::two_receivers::neighbours::SPEC,
+        },
+        Generated {
+            name: "parts_halves",
+            ptx: parts::parts::halves::PTX,
+            ir: parts::parts::halves::IR,
+            spec: &parts::parts::halves::SPEC,
+        },
+        Generated {
             name: "deadlock_cross",
             ptx: deadlock::deadlock::cross::PTX,
             ir: deadlock::deadlock::cross::IR,
@@ -391,6 +411,17 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("closing_closed_8", closing::depth8::closed::PTX),
         ("closing_broken_8", closing::depth8::broken::PTX),
         ("closing_broadcast", closing::broadcast::two_stops::PTX),
+        ("slot_values_window", slot_values::slots::window::PTX),
+        ("slot_values_ahead", slot_values::slots::ahead::PTX),
+        ("slot_values_sliced", slot_values::slots::sliced::PTX),
+        ("slot_values_tiles", slot_values::slots::tiles::PTX),
+        ("slot_values_lanes", slot_values::slots::lanes::PTX),
+        ("slot_values_writes", slot_values::slots::writes::PTX),
+        ("parts_ranges", parts::parts::ranges::PTX),
+        ("parts_thirds", parts::parts::thirds::PTX),
+        ("parts_chunked", parts::parts::chunked::PTX),
+        ("parts_chunked_exact", parts::parts::chunked_exact::PTX),
+        ("parts_sums", parts::parts::sums::PTX),
     ]
 }
 

@@ -122,13 +122,18 @@ impl Lowerer<'_> {
                     frame.locals.insert(*tx, Val::OneshotTx(k));
                     frame.locals.insert(*rx, Val::OneshotRx(k));
                 }
-                Stmt::Let(LetPattern::Pair(tx, rx), e) => {
-                    if let ExprKind::Channel(ty) = &e.kind {
-                        let c = self.new_channel(ty.clone(), f, *tx, *rx, e.span);
-                        let frame = self.frame();
-                        frame.locals.insert(*tx, Val::Sender(c));
-                        frame.locals.insert(*rx, Val::Receiver(c, 0));
-                    }
+                Stmt::Let(
+                    LetPattern::Pair(tx, rx),
+                    Expr {
+                        kind: ExprKind::Channel(ty),
+                        span,
+                        ..
+                    },
+                ) => {
+                    let c = self.new_channel(ty.clone(), f, *tx, *rx, *span);
+                    let frame = self.frame();
+                    frame.locals.insert(*tx, Val::Sender(c));
+                    frame.locals.insert(*rx, Val::Receiver(c, 0));
                 }
                 Stmt::Expr(Expr {
                     kind: ExprKind::Await(inner),

@@ -390,10 +390,11 @@ impl Lowerer<'_> {
     }
 }
 
-/// Whether a loop whose body is `body` is left only when its own condition says so: no
-/// `break` of it (or of an outer loop), no `return`, no `continue` of an outer loop, at any
-/// depth (`break` and `continue` of a loop nested in it excepted), the `None` branches of
-/// `Option`s that are never `None` (`never_none`, which are not lowered) excepted.
+/// Whether the code after a loop whose body is `body` runs only once the loop's own condition
+/// said so: no `break` of it (or of an outer loop), no `continue` of an outer loop, at any depth
+/// (`break` and `continue` of a loop nested in it excepted), the `None` branches of `Option`s
+/// that are never `None` (`never_none`, which are not lowered) excepted. A `return` leaves the
+/// function, not to the code after the loop.
 fn leaves_only_at_end(body: &tir::Block, never_none: &dyn Fn(&Expr) -> bool) -> bool {
     struct Walk<'a> {
         never_none: &'a dyn Fn(&Expr) -> bool,
@@ -422,7 +423,7 @@ fn leaves_only_at_end(body: &tir::Block, never_none: &dyn Fn(&Expr) -> bool) -> 
         }
         fn expr(&self, e: &Expr, nested: u32) -> bool {
             match &e.kind {
-                ExprKind::Return(_) => false,
+                ExprKind::Return(v) => v.as_deref().is_none_or(|v| self.expr(v, nested)),
                 ExprKind::Block(b) => self.block(b, nested),
                 ExprKind::Loop(_, b) => self.block(b, nested + 1),
                 ExprKind::If(c, t, else_) => {

@@ -15,6 +15,9 @@ impl Lowerer<'_> {
     /// `let Some(var) = init else { else_ };`: the `else` block where `init` is `None` (it does
     /// not end), then `var` bound in the current scope.
     pub(super) fn let_else(&mut self, var: LocalId, init: &Expr, else_: &tir::Block) {
+        // In the `else` of a receive, the role has seen the channel's end: dropping the receiver
+        // there closes nothing.
+        let ends = self.recv_chan(init).filter(|k| !self.ended.contains(k));
         let Some((some, item)) = self.option_parts(init) else {
             return;
         };
@@ -22,7 +25,11 @@ impl Lowerer<'_> {
             let none = self.not(some);
             self.cond_depth += 1;
             let taken = self.sub_block(|l| {
+                l.ended.extend(ends);
                 l.scoped_block(else_, None);
+                if let Some(k) = ends {
+                    l.ended.remove(&k);
+                }
             });
             self.cond_depth -= 1;
             self.emit(Inst::If {
