@@ -2,8 +2,9 @@
 //! through `#[gpu_async]`) and only a run finds. `tests/planted.rs` runs each one on the simulator
 //! and checks the explanation: the role(s), the await each is stuck on with its source line, and
 //! the schedule to replay it. Lines the tests look for carry a `// planted: <tag>` marker, at
-//! their end or alone on the line above them. Two consumers that stop early (4 and 5) were
-//! deadlocks before receivers closed their channels; the tests check that they now end.
+//! their end or alone on the line above them. Two consumers that stop early (4 and 5) are kept
+//! as what is not a mistake: the receiver they drop closes the channel, and the tests check that
+//! they end.
 
 use gpu_async::gpu_async;
 
@@ -142,9 +143,8 @@ pub mod planted {
     }
 
     // 4. A consumer that stops early: it stops at the first negative value while the producer has
-    //    more items to send than the ring holds. No longer a deadlock: the consumer's receiver is
-    //    dropped where it stops, which closes the channel, and the producer's `reserve` answers
-    //    `None`.
+    //    more items to send than the ring holds. The consumer's receiver is dropped where it
+    //    stops, which closes the channel, and the producer's `reserve` answers `None`.
     #[kernel(warps = 2)]
     pub async fn stops_at_sentinel(x: &[f32], out: &mut [f32]) {
         let (tx, rx) = channel::<[f32; TILE], 2>();
