@@ -131,23 +131,6 @@ fn short_count(dev: &Device) -> Result<()> {
     block_on(k::short_count::launch(dev, one(), (3, 4, &mut out)))
 }
 
-fn stops_at_sentinel(dev: &Device) -> Result<()> {
-    let mut xs = vec![1.0f32; 8 * TILE];
-    xs[2 * TILE] = -1.0;
-    let x = dev.upload(&xs)?;
-    let mut out = dev.alloc::<f32>(TILE)?;
-    block_on(k::stops_at_sentinel::launch(dev, one(), (&x, &mut out)))
-}
-
-fn count_mismatch_at_close(dev: &Device) -> Result<()> {
-    let mut out = dev.alloc::<f32>(TILE)?;
-    block_on(k::count_mismatch_at_close::launch(
-        dev,
-        one(),
-        (5, 3, &mut out),
-    ))
-}
-
 fn never_closed(dev: &Device) -> Result<()> {
     let mut out = dev.alloc::<f32>(TILE)?;
     block_on(k::never_closed::launch(dev, one(), (3, &mut out)))
