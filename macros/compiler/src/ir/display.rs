@@ -100,11 +100,15 @@ impl Display for Kernel {
                 c.state_offset
             )?;
             if c.closable {
-                writeln!(
+                write!(
                     f,
                     "  channel ch{i} closable by its receivers: open word @{}",
                     c.open_offset
                 )?;
+                if let Some(d) = c.debt_offset {
+                    write!(f, ", debt words @{d}")?;
+                }
+                writeln!(f)?;
             }
         }
         for (i, offset) in self.role_barriers.iter().enumerate() {

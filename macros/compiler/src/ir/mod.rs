@@ -191,6 +191,12 @@ pub struct Channel {
     /// For a closable channel: offset of its open word (4 bytes: the warps of the receiving
     /// roles that have not closed; 0 once every one has).
     pub open_offset: u32,
+    /// For a closable channel received by more than one warp: offset of its debt words (two per
+    /// slot, one per parity of the slot's `empty` phases, 4 bytes each). A receiving warp that
+    /// closes while the phase in progress on a slot is one it has already arrived on (another
+    /// receiving warp has not) owes the next phase: it adds itself to that phase's debt word,
+    /// and the sender, waiting on that phase, arrives for it (`arrive_drop` with the count).
+    pub debt_offset: Option<u32>,
     /// The consumer copies received slots to global memory with bulk copies (`copy_to`): the
     /// producer's ordinary writes must be fenced for the async proxy before it sends, and a
     /// release waits for the copies to have read the slot.

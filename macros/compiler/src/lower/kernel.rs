@@ -179,6 +179,7 @@ impl Lowerer<'_> {
             bulk_reads: false,
             closable: false,
             open_offset: 0,
+            debt_offset: None,
         });
         self.channel_spans.push(span);
         id
@@ -235,8 +236,20 @@ impl Lowerer<'_> {
         let role_needs_barrier: Vec<bool> = roles.iter().map(needs_role_barrier).collect();
         // Roles of several warps that reduce get 8 bytes per warp for the warps' totals.
         let role_scratch: Vec<u32> = roles.iter().map(reduce_scratch_bytes).collect();
+        // A closable channel received by several warps needs debt words.
+        let warps = |r: &ir::RoleId| {
+            roles
+                .get(r.0 as usize)
+                .map_or(0, |r| r.end_warp - r.first_warp)
+        };
+        let receiving_warps: Vec<u32> = self
+            .channels
+            .iter()
+            .map(|c| c.consumers.iter().map(warps).sum())
+            .collect();
         layout::lay_out(
             &mut self.channels,
+            &receiving_warps,
             &role_needs_barrier,
             &role_scratch,
             self.shared_cells.len() as u32

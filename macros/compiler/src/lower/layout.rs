@@ -12,12 +12,14 @@ fn round_up(v: u64, to: u64) -> u64 {
 }
 
 /// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), then all
-/// barriers (the channels', then one per role in `role_needs_barrier`), state words and the open
-/// words of the channels their receivers can close; returns
+/// barriers (the channels', then one per role in `role_needs_barrier`), state words, the open
+/// words of the channels their receivers can close and the debt words of those received by
+/// several warps (`receiving_warps`, per channel); returns
 /// the total and each role's barrier offset, or reports the total past the limit with the
 /// breakdown.
 pub(crate) fn lay_out(
     channels: &mut [Channel],
+    receiving_warps: &[u32],
     role_needs_barrier: &[bool],
     role_scratch_bytes: &[u32],
     cells: u32,
@@ -72,6 +74,12 @@ pub(crate) fn lay_out(
     for c in channels.iter_mut().filter(|c| c.closable) {
         c.open_offset = offset as u32;
         offset += 4;
+    }
+    for (c, &warps) in channels.iter_mut().zip(receiving_warps) {
+        if c.closable && warps > 1 {
+            c.debt_offset = Some(offset as u32);
+            offset += 8 * u64::from(c.ty.depth);
+        }
     }
     let total = round_up(offset, 16);
     if total > u64::from(SHARED_LIMIT) {

@@ -144,13 +144,18 @@ impl Writer<'_> {
         self.place_label(&skip)
     }
 
-    /// The receiver closes the channel: every warp releases every slot of the ring once (each
-    /// slot's phase in progress is the release of an item this receiver will not take), after
-    /// taking itself off the channel's open word; the warp that brings the word to 0 (the last
-    /// receiving warp of the channel to close) arrives, the others arrive and drop out of the
-    /// barriers' later phases (the other receivers of a broadcast go on without them).
+    /// The receiver closes the channel: every warp takes itself off the channel's open word,
+    /// then owes each slot of the ring one arrival, for the next phase of the slot it has not
+    /// arrived on (the release of an item it will not take). The warp that brings the word to 0
+    /// (the last receiving warp of the channel to close) arrives, the others arrive and drop out
+    /// of the barriers' later phases (the other receivers of a broadcast go on without them).
+    /// With one receiving warp, that phase is the one in progress on every slot. With several,
+    /// a warp can be a phase ahead on a slot (it released an item that another warp has not):
+    /// it tests whether the phase before the one it owes has completed, and where not, adds
+    /// itself to the debt word of the phase it owes, which the sender pays once that phase is
+    /// in progress (the last warp leaves its debts: no one waits for them).
     pub(super) fn close_receiver(&mut self, chan: ChannelId, rx: u32) -> WriteResult {
-        self.ring(chan, rx)?;
+        let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         if !c.closable {
             return Err(WriteError::inconsistent(
@@ -175,14 +180,66 @@ impl Writer<'_> {
         self.line(format!("setp.gt.u32 {more}, {old}, 1;"))?;
         for s in 0..c.ty.depth {
             let empty = c.empty_offset + 8 * s;
+            let (now_last, now_more) = match c.debt_offset {
+                None => (last.clone(), more.clone()),
+                Some(debts) => self.owed_now(&ring, s, (empty, debts), (&last, &more))?,
+            };
             self.line(format!(
-                "@{last} mbarrier.arrive.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
+                "@{now_last} mbarrier.arrive.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
             ))?;
             self.line(format!(
-                "@{more} mbarrier.arrive_drop.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
+                "@{now_more} mbarrier.arrive_drop.release.cta.shared::cta.b64 _, [gpu_async_smem+{empty}];"
             ))?;
         }
         Ok(())
+    }
+
+    /// For a closing receiver's slot `s` (its `empty` barrier at `empty`): whether the phase
+    /// this warp owes is in progress (the one before it has completed), as the predicates of
+    /// the arrivals of the last warp and of the others; where it is not, a warp that is not the
+    /// last adds itself to that phase's debt word (in the debt words at `debts`).
+    fn owed_now(
+        &mut self,
+        ring: &Ring,
+        s: u32,
+        (empty, debts): (u32, u32),
+        (last, more): (&str, &str),
+    ) -> WriteResult<(String, String)> {
+        // The phase owed is of this pass of the ring (the ring's phase) for a slot at or after
+        // the ring's position, else of the next pass.
+        let owed = self.tmp(Class::B32);
+        match ring.slot.parse::<u32>() {
+            Ok(at) if s >= at => self.line(format!("mov.b32 {owed}, {};", ring.phase))?,
+            Ok(_) => self.line(format!("xor.b32 {owed}, {}, 1;", ring.phase))?,
+            Err(_) => {
+                let (this_pass, flipped) = (self.tmp(Class::Pred), self.tmp(Class::B32));
+                self.line(format!("setp.le.u32 {this_pass}, {}, {s};", ring.slot))?;
+                self.line(format!("xor.b32 {flipped}, {}, 1;", ring.phase))?;
+                self.line(format!(
+                    "selp.b32 {owed}, {}, {flipped}, {this_pass};",
+                    ring.phase
+                ))?;
+            }
+        }
+        let (before, done) = (self.tmp(Class::B32), self.tmp(Class::Pred));
+        self.line(format!("xor.b32 {before}, {owed}, 1;"))?;
+        self.line(format!(
+            "mbarrier.test_wait.parity.shared::cta.b64 {done}, [gpu_async_smem+{empty}], {before};"
+        ))?;
+        let (now_last, now_more, later) = (
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        self.line(format!("and.pred {now_last}, {done}, {last};"))?;
+        self.line(format!("and.pred {now_more}, {done}, {more};"))?;
+        self.line(format!("and.pred {later}, !{done}, {more};"))?;
+        let smem = self.smem.clone();
+        let (base, debt) = (self.tmp(Class::B32), self.tmp(Class::B32));
+        self.line(format!("add.u32 {base}, {smem}, {};", debts + 8 * s))?;
+        self.line(format!("mad.lo.u32 {debt}, {owed}, 4, {base};"))?;
+        self.line(format!("@{later} red.shared.add.u32 [{debt}], 1;"))?;
+        Ok((now_last, now_more))
     }
 
     /// `recv`: waits for the next slot to be full and takes it; `some` says whether it holds an
@@ -327,7 +384,8 @@ impl Writer<'_> {
         let parity = self.tmp(Class::B32);
         self.line(format!("xor.b32 {parity}, {}, 1;", ring.phase))?;
         let open = format!("gpu_async_smem+{}", c.open_offset);
-        self.wait_or_closed(&empty, &parity, site, &open, result)
+        let debts = c.debt_offset.map(|d| (d, ring.slot.as_str()));
+        self.wait_or_closed((&empty, &parity), site, &open, debts, result)
     }
 
     /// Marks the sender's current slot (1 = an item, 0 = closed) and hands it over. The state

@@ -231,6 +231,11 @@ impl Writer<'_> {
                     c.open_offset
                 ))?;
             }
+            if let Some(d) = c.debt_offset {
+                for w in 0..2 * c.ty.depth {
+                    self.line(format!("st.shared.u32 [gpu_async_smem+{}], 0;", d + 4 * w))?;
+                }
+            }
             for s in 0..c.ty.depth {
                 // Every slot's state word says "an item" until the end marker takes it.
                 self.line(format!(

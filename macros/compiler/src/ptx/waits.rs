@@ -131,13 +131,15 @@ impl Writer<'_> {
     /// reads nothing else; the open word is read where the warp would wait: after the first
     /// test fails, after the slow loop's test passes (a phase completed by the receivers'
     /// close), and with the abort word on every 16th slow iteration (`docs/design.md`,
-    /// "Closing from the receiving side").
+    /// "Closing from the receiving side"). With `debts` (the channel's debt words and the
+    /// index of the slot waited on), the same places pay the debt of closed receivers on the
+    /// phase waited for.
     pub(super) fn wait_or_closed(
         &mut self,
-        barrier: &str,
-        parity: &str,
+        (barrier, parity): (&str, &str),
         site: SiteId,
         open: &str,
+        debts: Option<(u32, &str)>,
         result: &str,
     ) -> WriteResult {
         let done = self.label("waited");
@@ -152,7 +154,12 @@ impl Writer<'_> {
                 ))?;
                 w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
                 w.line(format!("@{p} bra {done};"))?;
-                w.closed_test(open, &closed)
+                w.closed_test(open, &closed)?;
+                if let Some((offset, slot)) = debts {
+                    let debt = w.debt_word(offset, slot, parity)?;
+                    w.pay_debt(&debt, barrier)?;
+                }
+                Ok(())
             })?;
         } else {
             let l = self.label("wait");
@@ -169,6 +176,14 @@ impl Writer<'_> {
             };
             test(self, &done)?;
             self.closed_test(open, &closed)?;
+            let debt = match debts {
+                Some((offset, slot)) => {
+                    let debt = self.debt_word(offset, slot, parity)?;
+                    self.pay_debt(&debt, barrier)?;
+                    Some(debt)
+                }
+                None => None,
+            };
             let word = self.slow_wait_start(&deadline, &spins)?;
             self.place_label(&l)?;
             test(self, &slow_done)?;
@@ -176,7 +191,7 @@ impl Writer<'_> {
                 &l,
                 (&timeout, &deadline, &spins, &word),
                 true,
-                Some((open, &closed)),
+                Some((open, &closed, debt.as_deref().map(|d| (d, barrier)))),
             )?;
             // A phase the slow loop saw complete may be the receivers' close.
             self.place_label(&slow_done)?;
@@ -190,6 +205,37 @@ impl Writer<'_> {
         self.line(format!("setp.ne.u32 {p}, {zero}, 0;"))?;
         self.place_label(&done)?;
         self.note_progress()
+    }
+}
+
+/// What a wait on a closable channel tests besides its barrier: the open word's address, the
+/// label to go to when it is 0, and the debt word and barrier of the phase waited on.
+pub(super) type ClosedTest<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+
+impl Writer<'_> {
+    /// The shared address of the debt word of slot `slot` (an index register or constant) for
+    /// the phases of parity `parity`, in the debt words at `offset`.
+    fn debt_word(&mut self, offset: u32, slot: &str, parity: &str) -> WriteResult<String> {
+        let smem = self.smem.clone();
+        let (base, addr) = (self.tmp(Class::B32), self.tmp(Class::B32));
+        self.line(format!("add.u32 {base}, {smem}, {offset};"))?;
+        self.line(format!("mad.lo.u32 {base}, {slot}, 8, {base};"))?;
+        self.line(format!("mad.lo.u32 {addr}, {parity}, 4, {base};"))?;
+        Ok(addr)
+    }
+
+    /// Takes the debt at `debt` (the count of closed receiving warps that owe the phase of
+    /// `barrier` in progress) and arrives for them, once for the role (its first warp to take
+    /// it), dropping them from the later phases.
+    fn pay_debt(&mut self, debt: &str, barrier: &str) -> WriteResult {
+        let lane0 = self.role()?.lane0.clone();
+        let (n, some) = (self.tmp(Class::B32), self.tmp(Class::Pred));
+        self.line(format!("mov.u32 {n}, 0;"))?;
+        self.line(format!("@{lane0} atom.shared.exch.b32 {n}, [{debt}], 0;"))?;
+        self.line(format!("setp.ne.u32 {some}, {n}, 0;"))?;
+        self.line(format!(
+            "@{some} mbarrier.arrive_drop.release.cta.shared::cta.b64 _, [{barrier}], {n};"
+        ))
     }
 
     /// Goes to `label` when the open word at shared address `open` is 0 on some lane (decided
@@ -237,15 +283,16 @@ impl Writer<'_> {
         self.slow_wait_tail_or_closed(l, (timeout, deadline, spins, word), read_ahead, None)
     }
 
-    /// [`Writer::slow_wait_tail`], which also, with `closed = Some((open, label))`, goes to
-    /// `label` on every 16th iteration when the channel's open word at shared address `open`
-    /// is 0 (every receiver has closed it).
+    /// [`Writer::slow_wait_tail`], which also, with `closed = Some((open, label, debt))`, goes
+    /// to `label` on every 16th iteration when the channel's open word at shared address `open`
+    /// is 0 (every receiver has closed it), and otherwise pays the debt at `debt` (its word and
+    /// the barrier waited on).
     pub(super) fn slow_wait_tail_or_closed(
         &mut self,
         l: &str,
         (timeout, deadline, spins, word): (&str, &str, &str, &str),
         read_ahead: bool,
-        closed: Option<(&str, &str)>,
+        closed: Option<ClosedTest<'_>>,
     ) -> WriteResult {
         let (abort, launch_id, abort_label) = (
             self.abort.clone(),
@@ -276,7 +323,7 @@ impl Writer<'_> {
                 self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
                 self.line(format!("@{hit} bra {abort_label};"))?;
             }
-            Some((open, label)) => {
+            Some((open, label, debt)) => {
                 // The channel's open word too, tested with the abort word on one branch (a
                 // branch of its own made ptxas spill around the loop), and told apart out of
                 // line.
@@ -296,6 +343,9 @@ impl Writer<'_> {
                 self.stubs.push_str(&format!(
                     "{stop}:\n    vote.sync.any.pred {aborted}, {hit}, -1;\n    @{aborted} bra {abort_label};\n    bra {label};\n"
                 ));
+                if let Some((debt, barrier)) = debt {
+                    self.pay_debt(debt, barrier)?;
+                }
             }
         }
         if read_ahead {
