@@ -70,13 +70,17 @@ pub mod demos {
     async fn split(x: &[u32], mut even: Sender<[u32; TILE], 2>, mut odd: Sender<[u32; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
             if (tile.start / TILE) % 2 == 0 {
-                let mut slot = even.reserve().await;
+                let Some(mut slot) = even.reserve().await else {
+                    return;
+                };
                 slot.par_iter_mut()
                     .zip(x[tile.start..tile.end].par_iter())
                     .for_each(|(s, v)| *s = *v * 3);
                 slot.send();
             } else {
-                let mut slot = odd.reserve().await;
+                let Some(mut slot) = odd.reserve().await else {
+                    return;
+                };
                 slot.par_iter_mut()
                     .zip(x[tile.start..tile.end].par_iter())
                     .for_each(|(s, v)| *s = *v + 5);
@@ -204,7 +208,9 @@ pub mod demos {
         let mut k = 0usize;
         for tile in block_tiles(x.len(), TILE) {
             if k % 2 == parity {
-                let mut slot = tx.reserve().await;
+                let Some(mut slot) = tx.reserve().await else {
+                    return;
+                };
                 slot.copy_from(&x[tile]).await;
                 slot.send();
             }

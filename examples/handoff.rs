@@ -41,7 +41,7 @@ macro_rules! handoff {
 
             async fn produce($src: &[u32], items: u32, mut tx: Sender<[u32; $len], $depth>) {
                 for $i in 0..items as usize {
-                    let mut $slot = tx.reserve().await;
+                    let Some(mut $slot) = tx.reserve().await else { return };
                     $($fill)*
                     $slot.send();
                 }

@@ -92,7 +92,9 @@ pub mod histogram {
 
     async fn load(x: &[u8], mut tx: Sender<[u8; 8192], 4>) {
         for tile in block_tiles(x.len(), 8192) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }

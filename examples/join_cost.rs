@@ -59,7 +59,9 @@ macro_rules! join_cost {
 
             async fn produce(items: u32, offset: u32, mut tx: Sender<[u32; $len], 2>) {
                 for i in 0..items {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else {
+                        return;
+                    };
                     slot.par_iter_mut().for_each(|v| *v = i + offset);
                     slot.send();
                 }

@@ -40,7 +40,9 @@ macro_rules! pipeline_variant {
 
             async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
                 for tile in block_tiles(x.len(), TILE) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else {
+                        return;
+                    };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }
@@ -53,7 +55,9 @@ macro_rules! pipeline_variant {
                 mut tx: Sender<[f32; TILE], $out_depth>,
             ) {
                 while let Some(input) = rx.recv().await {
-                    let mut output = tx.reserve().await;
+                    let Some(mut output) = tx.reserve().await else {
+                        return;
+                    };
                     output
                         .par_iter_mut()
                         .zip(input.par_iter())

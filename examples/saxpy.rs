@@ -37,7 +37,9 @@ pub mod stream {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 3>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await; // wait for a free slot
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            }; // wait for a free slot
             slot.copy_from(&x[tile]).await; // bulk async copy into shared memory
             slot.send(); // hand it over
         } // dropping tx closes the channel

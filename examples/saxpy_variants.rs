@@ -42,7 +42,7 @@ macro_rules! ring_variant {
 
             async fn load(x: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
                 for tile in block_tiles(x.len(), TILE) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }
@@ -99,7 +99,7 @@ macro_rules! two_ring_variant {
 
             async fn load(src: &[f32], mut tx: Sender<[f32; TILE], $depth>) {
                 for tile in block_tiles(src.len(), TILE) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&src[tile]).await;
                     slot.send();
                 }
@@ -196,7 +196,9 @@ pub mod unchecked {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 3>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             // SAFETY: `block_tiles` yields ranges inside `0..x.len()`.
             slot.copy_from(unsafe { x.get_unchecked(tile.start..tile.end) })
                 .await;

@@ -42,7 +42,9 @@ pub mod softmax {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; COLS], 2>) {
         for row in block_tiles(x.len(), COLS) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[row]).await;
             slot.send();
         }

@@ -48,6 +48,10 @@ mod join_cost;
 #[path = "../../examples/pipeline_variants.rs"]
 mod pipeline_variants;
 
+#[allow(dead_code)]
+#[path = "../../examples/stencil.rs"]
+mod stencil;
+
 /// The pipeline example, which `pipeline_variants` includes for its launch type and check.
 use pipeline_variants::pipeline;
 
@@ -91,6 +95,25 @@ fn pipeline_on_the_simulator() -> gpu_async::Result<()> {
             assert_eq!(
                 bad, 0,
                 "pipeline: {bad} mismatches, n = {n}, {blocks} blocks"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Lengths around the stencil's tiles (1024) and runs (8192): a run of one tile, a tile of one
+/// element, a last run shorter than a tile.
+const STENCIL_LENGTHS: &[usize] = &[8191, 8192, 8193, 9216, 9217, 3 * 8192 + 1];
+
+#[test]
+fn stencil_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, &n) in LENGTHS.iter().chain(STENCIL_LENGTHS).enumerate() {
+        for blocks in [1, 2, 5] {
+            let bad = stencil::run_and_check(&dev, Grid::blocks(blocks), n, 300 + i as u64)?;
+            assert_eq!(
+                bad, 0,
+                "stencil: {bad} mismatches, n = {n}, {blocks} blocks"
             );
         }
     }
@@ -241,6 +264,27 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
         assert_eq!(
             bad, 0,
             "pipeline, one block per 8 tiles: {bad} mismatches, n = {n}"
+        );
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn stencil_on_the_gpu() -> gpu_async::Result<()> {
+    on_the_gpu("stencil", stencil::run_and_check)?;
+    // The example's default grid: one block per run of 8 tiles.
+    let dev = devices::gpu();
+    for (i, &n) in LENGTHS
+        .iter()
+        .chain(STENCIL_LENGTHS)
+        .chain(&[(1 << 24) + 13])
+        .enumerate()
+    {
+        let grid = stencil::run_grid(&dev, n);
+        let bad = stencil::run_and_check(&dev, grid, n, 90 + i as u64)?;
+        assert_eq!(
+            bad, 0,
+            "stencil, one block per run: {bad} mismatches, n = {n}"
         );
     }
     Ok(())

@@ -15,6 +15,22 @@ mod saxpy;
 mod pipeline;
 
 #[allow(dead_code)]
+#[path = "../../examples/stencil.rs"]
+mod stencil;
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/closing.rs"]
+mod closing;
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/slot_values.rs"]
+mod slot_values;
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/parts.rs"]
+mod parts;
+
+#[allow(dead_code)]
 #[path = "common/deadlock.rs"]
 mod deadlock;
 
@@ -226,6 +242,30 @@ fn kernels() -> Vec<Generated> {
             spec: &pipeline::pipeline::scale_shift::SPEC,
         },
         Generated {
+            name: "stencil_three_point",
+            ptx: stencil::stencil::three_point::PTX,
+            ir: stencil::stencil::three_point::IR,
+            spec: &stencil::stencil::three_point::SPEC,
+        },
+        Generated {
+            name: "closing_dropped",
+            ptx: closing::depth2::dropped::PTX,
+            ir: closing::depth2::dropped::IR,
+            spec: &closing::depth2::dropped::SPEC,
+        },
+        Generated {
+            name: "slot_values_two_receivers",
+            ptx: slot_values::two_receivers::neighbours::PTX,
+            ir: slot_values::two_receivers::neighbours::IR,
+            spec: &slot_values::two_receivers::neighbours::SPEC,
+        },
+        Generated {
+            name: "parts_halves",
+            ptx: parts::parts::halves::PTX,
+            ir: parts::parts::halves::IR,
+            spec: &parts::parts::halves::SPEC,
+        },
+        Generated {
             name: "deadlock_cross",
             ptx: deadlock::deadlock::cross::PTX,
             ir: deadlock::deadlock::cross::IR,
@@ -414,6 +454,29 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             "shared_arrays_float_atomics",
             shared_arrays::blocks::float_atomics::PTX,
         ),
+        ("closing_dropped_1", closing::depth1::dropped::PTX),
+        ("closing_closed_1", closing::depth1::closed::PTX),
+        ("closing_broken_1", closing::depth1::broken::PTX),
+        ("closing_closed_2", closing::depth2::closed::PTX),
+        ("closing_broken_2", closing::depth2::broken::PTX),
+        ("closing_dropped_4", closing::depth4::dropped::PTX),
+        ("closing_closed_4", closing::depth4::closed::PTX),
+        ("closing_broken_4", closing::depth4::broken::PTX),
+        ("closing_dropped_8", closing::depth8::dropped::PTX),
+        ("closing_closed_8", closing::depth8::closed::PTX),
+        ("closing_broken_8", closing::depth8::broken::PTX),
+        ("closing_broadcast", closing::broadcast::two_stops::PTX),
+        ("slot_values_window", slot_values::slots::window::PTX),
+        ("slot_values_ahead", slot_values::slots::ahead::PTX),
+        ("slot_values_sliced", slot_values::slots::sliced::PTX),
+        ("slot_values_tiles", slot_values::slots::tiles::PTX),
+        ("slot_values_lanes", slot_values::slots::lanes::PTX),
+        ("slot_values_writes", slot_values::slots::writes::PTX),
+        ("parts_ranges", parts::parts::ranges::PTX),
+        ("parts_thirds", parts::parts::thirds::PTX),
+        ("parts_chunked", parts::parts::chunked::PTX),
+        ("parts_chunked_exact", parts::parts::chunked_exact::PTX),
+        ("parts_sums", parts::parts::sums::PTX),
     ]
 }
 

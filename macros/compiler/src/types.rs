@@ -224,6 +224,28 @@ pub enum Ty {
     Tiles,
     /// `Option<Range<usize>>`, from `BlockTiles::next`.
     OptRange,
+    /// `(&[T], &[T])` or `(&mut [T], &mut [T])` from `split_at` / `split_at_mut`.
+    SlicePair {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// The chunks of a slice (`chunks`, `chunks_mut`, `chunks_exact`, `chunks_exact_mut`), handed
+    /// out by `next()` in the kernel body.
+    Chunks {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
+    /// `Option<&[T]>` / `Option<&mut [T]>`, from `chunks.next()`.
+    OptSlice {
+        /// Element type.
+        elem: Scalar,
+        /// `&mut`.
+        mutable: bool,
+    },
     /// `(Sender, Receiver)` from `channel()`.
     ChanPair(ChanTy),
     /// `Sender<[T; N], D>`.
@@ -236,6 +258,8 @@ pub enum Ty {
     RecvSlot(ChanTy),
     /// `Option<RecvSlot>` from `recv().await`.
     OptRecvSlot(ChanTy),
+    /// `Option<SendSlot>` from `reserve().await` (`None` once every receiver has closed).
+    OptSendSlot(ChanTy),
     /// A future whose output is the boxed type.
     Future(Box<Ty>),
     /// A parallel iterator.
@@ -270,9 +294,35 @@ impl Ty {
         }
     }
 
-    /// A value that is dropped with an effect (closing a channel, releasing a slot).
+    /// The item of an `Option` type (a receive's or a reserve's slot, `tiles.next()`'s range, a
+    /// `checked_*` result's scalar), which `let Some(x) = .. else`, `if let`, `while let` and
+    /// `match` bind.
+    pub fn option_item(&self) -> Option<Ty> {
+        Some(match self {
+            Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+            Ty::OptSendSlot(c) => Ty::SendSlot(c.clone()),
+            Ty::OptRange => Ty::Range,
+            Ty::Opt(s) => Ty::Scalar(*s),
+            Ty::OptSlice { elem, mutable } => Ty::Slice {
+                elem: *elem,
+                mutable: *mutable,
+            },
+            _ => return None,
+        })
+    }
+
+    /// A value that is dropped with an effect (closing a channel from either end, releasing a
+    /// slot).
     pub fn has_drop_effect(&self) -> bool {
-        matches!(self, Ty::Sender(_) | Ty::RecvSlot(_) | Ty::SendSlot(_))
+        matches!(
+            self,
+            Ty::Sender(_)
+                | Ty::Receiver(_)
+                | Ty::RecvSlot(_)
+                | Ty::SendSlot(_)
+                | Ty::OptRecvSlot(_)
+                | Ty::OptSendSlot(_)
+        )
     }
 }
 
@@ -301,6 +351,16 @@ impl fmt::Display for Ty {
                 write!(f, "&{}{name}", if *mutable { "mut " } else { "" })
             }
             Ty::OptRange => f.write_str("Option<Range<usize>>"),
+            Ty::SlicePair { elem, mutable } => {
+                let m = if *mutable { "mut " } else { "" };
+                write!(f, "(&{m}[{elem}], &{m}[{elem}])")
+            }
+            Ty::Chunks { elem, mutable } => {
+                write!(f, "Chunks{}<{elem}>", if *mutable { "Mut" } else { "" })
+            }
+            Ty::OptSlice { elem, mutable } => {
+                write!(f, "Option<&{}[{elem}]>", if *mutable { "mut " } else { "" })
+            }
             Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
             Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),
             Ty::Receiver(c) => write!(f, "Receiver<[{}; {}], {}>", c.elem, c.len, c.depth),
@@ -308,6 +368,9 @@ impl fmt::Display for Ty {
             Ty::RecvSlot(c) => write!(f, "RecvSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
             Ty::OptRecvSlot(c) => {
                 write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
+            }
+            Ty::OptSendSlot(c) => {
+                write!(f, "Option<SendSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
             }
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),

@@ -28,7 +28,7 @@ fn the_bounds_of_a_tile_of_the_same_slice_are_proven() {
 
             async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
                 for tile in block_tiles(x.len(), TILE) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }
@@ -69,7 +69,7 @@ fn checks_that_can_fire_stay() {
             async fn load(x: &[f32], mut tx: Sender<[f32; 64], 2>) {
                 // Tiles of 128 elements into slots of 64: the copy's length check stays.
                 for tile in block_tiles(x.len(), TILE) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }

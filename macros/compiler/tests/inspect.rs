@@ -182,7 +182,7 @@ fn inspect_prints_compile_errors_with_file_line_and_column() {
          \x20       join!(on_warps(0..1, w(y))).await;\n\
          \x20   }\n\
          \x20   async fn w(y: &mut [f32]) {\n\
-         \x20       y[0] = 1.0;\n\
+         \x20       y.sort();\n\
          \x20   }\n\
          }\n",
     )
@@ -192,7 +192,7 @@ fn inspect_prints_compile_errors_with_file_line_and_column() {
     assert_eq!(code, Some(1), "{out}");
     assert!(
         err.starts_with(&format!(
-            "{path}:10:9: error: writing one element from role code"
+            "{path}:10:11: error: `sort` is not a method the kernel language knows"
         )),
         "{err}"
     );

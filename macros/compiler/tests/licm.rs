@@ -76,7 +76,7 @@ fn a_bulk_copys_bounds_check_is_computed_before_the_role_loop() {
 
             async fn produce(src: &[u32], items: u32, mut tx: Sender<[u32; 4096], 4>) {
                 for _ in 0..items {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&src[0..4096]).await;
                     slot.send();
                 }

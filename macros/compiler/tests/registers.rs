@@ -31,7 +31,7 @@ fn pipeline(warps: u32, ranges: [TokenStream; 3], attr: TokenStream) -> TokenStr
 
             async fn load(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
                 for tile in block_tiles(x.len(), 1024) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }
@@ -39,7 +39,7 @@ fn pipeline(warps: u32, ranges: [TokenStream; 3], attr: TokenStream) -> TokenStr
 
             async fn transform(a: f32, mut rx: Receiver<[f32; 1024], 4>, mut tx: Sender<[f32; 1024], 2>) {
                 while let Some(input) = rx.recv().await {
-                    let mut output = tx.reserve().await;
+                    let Some(mut output) = tx.reserve().await else { return };
                     output.par_iter_mut().zip(input.par_iter()).for_each(|(o, i)| *o = a * i);
                     output.send();
                 }
@@ -172,7 +172,7 @@ fn no_budgets_for_eight_warps() {
 
             async fn load(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
                 for tile in block_tiles(x.len(), 1024) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(&x[tile]).await;
                     slot.send();
                 }
@@ -218,7 +218,7 @@ fn no_budgets_when_off_or_when_no_role_only_moves_data() {
 
             async fn fill(x: &[f32], mut tx: Sender<[f32; 1024], 4>) {
                 for tile in block_tiles(x.len(), 1024) {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.par_iter_mut().zip(x[tile].par_iter()).for_each(|(s, v)| *s = *v);
                     slot.send();
                 }

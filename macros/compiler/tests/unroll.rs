@@ -26,7 +26,7 @@ fn handoff(depth: usize, consume: TokenStream) -> TokenStream {
 
             async fn produce(items: u32, mut tx: Sender<[u32; 1], #depth>) {
                 for i in 0..items {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.par_iter_mut().for_each(|v| *v = i);
                     slot.send();
                 }
@@ -251,7 +251,7 @@ fn bulk_producer(src: TokenStream) -> TokenStream {
 
             async fn produce(items: u32, x: &[u32], mut tx: Sender<[u32; 4096], 2>) {
                 for i in 0..items as usize {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else { return };
                     slot.copy_from(#src).await;
                     slot.send();
                 }

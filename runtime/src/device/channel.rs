@@ -4,11 +4,16 @@
 //! writing it), and sends it; the receiver receives the oldest full slot, reads it, and releases it
 //! to the sender by dropping it. Dropping the sender closes the channel: its end-of-stream marker
 //! takes the next slot like an item (waiting for a free one when the ring is full), and once the
-//! receiver has taken every item sent before that, `recv` answers `None`.
+//! receiver has taken every item sent before that, `recv` answers `None`. Dropping the receiver
+//! (or [`Receiver::close`]) closes it from the other side: once every receiver of the channel has
+//! closed, `reserve` answers `None`, so that a producer whose consumer stopped early ends instead
+//! of waiting for a slot that will never be released.
 //!
-//! rustc enforces the discipline: a slot borrows its channel end mutably, so a role holds at most
-//! one slot of a channel end at a time; `send` consumes the slot, so it cannot be used afterwards;
-//! each end is a value that moves into exactly one role.
+//! rustc enforces the discipline: a reserved slot borrows its sender mutably, so a role holds at
+//! most one reserved slot of a channel at a time; a received slot borrows its receiver, so the
+//! receiver cannot be dropped or closed while a slot of it is held (a role may hold several
+//! received slots at once, up to the ring's depth); `send` consumes the slot, so it cannot be
+//! used afterwards; each end is a value that moves into exactly one role.
 //!
 //! On the GPU each slot has a `full` and an `empty` mbarrier and a state word; every wait is an
 //! `mbarrier.try_wait.parity` whose phase bit the compiler tracks. In the simulator the ring is an
@@ -105,6 +110,8 @@ struct Ring<T> {
     sent: u64,
     /// Per slot: receivers that have not released it yet.
     unreleased: Vec<usize>,
+    /// Per receiver: it has not closed (dropped, or [`Receiver::close`]).
+    open: Vec<bool>,
     /// The simulator's id of the channel in its block.
     id: usize,
 }
@@ -127,28 +134,51 @@ pub fn channel<T: Payload, const DEPTH: usize>() -> (Sender<T, DEPTH>, Receiver<
         seq: vec![0; DEPTH],
         sent: 0,
         unreleased: vec![0; DEPTH],
+        open: vec![true],
         id: crate::sim::register_channel(Location::caller()),
     }));
-    (Sender { ring: ring.clone() }, Receiver { ring, index: 0 })
+    (
+        Sender { ring: ring.clone() },
+        Receiver {
+            ring,
+            index: 0,
+            closed: false,
+        },
+    )
 }
 
 /// The sending end of a channel. Dropping it closes the channel: the end-of-stream marker takes
 /// a slot, so a sender dropped while the ring is full closes it once a slot is released (and the
-/// role that dropped it waits for that, on the GPU and in the simulator).
+/// role that dropped it waits for that, on the GPU and in the simulator). Once every receiver has
+/// closed, there is no one to tell, and dropping the sender does nothing.
 pub struct Sender<T: Payload, const DEPTH: usize> {
     ring: Shared<T>,
 }
 
-/// The receiving end of a channel.
+/// The receiving end of a channel. Dropping it (or [`close`](Receiver::close)) tells the sender
+/// that nothing more will be received: the sender's next `reserve` that would wait answers
+/// `None`.
 pub struct Receiver<T: Payload, const DEPTH: usize> {
     ring: Shared<T>,
     /// Which receiver of the channel this is (0, or more for a broadcast).
     index: usize,
+    /// This receiver has closed: `recv` answers `None`.
+    closed: bool,
 }
 
 impl<T: Payload, const DEPTH: usize> Sender<T, DEPTH> {
-    /// Waits for a free slot and reserves it. Holding the slot borrows the sender, so a role holds
-    /// at most one reserved slot per channel.
+    /// Waits for a free slot and reserves it, or answers `None` once every receiver of the
+    /// channel has closed (dropped its receiver, or called [`Receiver::close`]): nothing sent
+    /// would be received, and a slot may never be released. Holding the slot borrows the
+    /// sender, so a role holds at most one reserved slot per channel.
+    ///
+    /// ```ignore
+    /// for tile in block_tiles(x.len(), TILE) {
+    ///     let Some(mut slot) = tx.reserve().await else { return };
+    ///     slot.copy_from(&x[tile]).await;
+    ///     slot.send();
+    /// }
+    /// ```
     #[track_caller]
     pub fn reserve(&mut self) -> Reserve<'_, T, DEPTH> {
         Reserve {
@@ -167,6 +197,10 @@ impl<T: Payload, const DEPTH: usize> Drop for Sender<T, DEPTH> {
             id,
             Box::new(move || {
                 let mut r = ring.borrow_mut();
+                if !r.open.contains(&true) {
+                    // Every receiver has closed: no one waits for the end marker.
+                    return true;
+                }
                 let head = r.head;
                 if r.state[head] != SlotState::Free {
                     return false;
@@ -193,7 +227,7 @@ pub struct Reserve<'a, T: Payload, const DEPTH: usize> {
 }
 
 impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
-    type Output = SendSlot<'a, T, DEPTH>;
+    type Output = Option<SendSlot<'a, T, DEPTH>>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         crate::sim::checkpoint();
@@ -208,6 +242,12 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
         };
         let (taken, id) = {
             let mut ring = sender.ring.borrow_mut();
+            if !ring.open.contains(&true) {
+                let id = ring.id;
+                drop(ring);
+                crate::sim::channel_used(id, crate::sim::WaitKind::Reserve, self.at, false);
+                return Poll::Ready(None);
+            }
             let index = ring.head;
             let taken = if ring.state[index] == SlotState::Free {
                 ring.state[index] = SlotState::Reserved;
@@ -220,11 +260,11 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
         match taken {
             Some((index, data)) => {
                 crate::sim::channel_used(id, crate::sim::WaitKind::Reserve, self.at, true);
-                Poll::Ready(SendSlot {
+                Poll::Ready(Some(SendSlot {
                     sender,
                     index,
                     data: Some(data),
-                })
+                }))
             }
             None => {
                 crate::sim::note_wait(crate::sim::WaitKind::Reserve, id, self.at);
@@ -281,7 +321,7 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
                 r.state[index] = SlotState::Full;
                 r.seq[index] = r.sent;
                 r.sent += 1;
-                r.unreleased[index] = r.tails.len();
+                r.unreleased[index] = r.open.iter().filter(|&&o| o).count();
                 r.head = (r.head + 1) % DEPTH;
                 drop(r);
                 crate::sim::channel_changed(id);
@@ -350,30 +390,85 @@ impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
         let taken = ring.taken[self.index];
         ring.tails.push(start);
         ring.taken.push(taken);
+        let open = ring.open[self.index];
+        ring.open.push(open);
         let index = ring.tails.len() - 1;
         drop(ring);
         Receiver {
             ring: self.ring.clone(),
             index,
+            closed: self.closed,
         }
     }
 
     /// Waits for the oldest full slot and takes it, or answers `None` once the sender is dropped
-    /// and every item sent before that was received. Holding the slot borrows the receiver.
+    /// and every item sent before that was received, or once this receiver has closed. Holding
+    /// the slot borrows the receiver: the receiver cannot be closed or dropped while a slot of
+    /// it is held. A role may hold several slots at once (a window over the stream, such as the
+    /// current tile and the next one), as many as the ring has slots: the next `recv` waits for
+    /// the sender, which waits for a slot to be released.
     #[track_caller]
-    pub fn recv(&mut self) -> Recv<'_, T, DEPTH> {
+    pub fn recv(&self) -> Recv<'_, T, DEPTH> {
         Recv {
             receiver: Some(self),
             at: Location::caller(),
             polled: false,
         }
     }
+
+    /// Closes the channel from the receiving side: `recv` answers `None` from now on (items
+    /// already sent and not received are dropped), and once every receiver of the channel has
+    /// closed, the sender's `reserve` answers `None`, so that the producer can end. Dropping the
+    /// receiver does the same.
+    ///
+    /// On the GPU the receiving role releases every slot of the ring once and marks the channel
+    /// closed in shared memory, so that a sender waiting in `reserve` wakes up and reads the
+    /// mark (`docs/design.md`, "Closing from the receiving side").
+    pub fn close(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        let ring = self.ring.clone();
+        let me = self.index;
+        let id = ring.borrow().id;
+        crate::sim::submit(crate::sim::Deferred::new(
+            id,
+            Box::new(move || {
+                let mut r = ring.borrow_mut();
+                if !std::mem::replace(&mut r.open[me], false) {
+                    return true;
+                }
+                // The items this receiver has not taken are released for it, so that the other
+                // receivers of a broadcast go on without it.
+                let taken = r.taken[me];
+                for s in 0..DEPTH {
+                    let pending = matches!(r.state[s], SlotState::Full | SlotState::Held)
+                        && r.seq[s] >= taken;
+                    if pending {
+                        r.unreleased[s] = r.unreleased[s].saturating_sub(1);
+                        if r.unreleased[s] == 0 {
+                            r.state[s] = SlotState::Free;
+                        }
+                    }
+                }
+                drop(r);
+                crate::sim::channel_changed(id);
+                true
+            }),
+        ));
+    }
+}
+
+impl<T: Payload, const DEPTH: usize> Drop for Receiver<T, DEPTH> {
+    fn drop(&mut self) {
+        self.close();
+    }
 }
 
 /// The future of [`Receiver::recv`].
 #[must_use = "recv() does nothing unless awaited"]
 pub struct Recv<'a, T: Payload, const DEPTH: usize> {
-    receiver: Option<&'a mut Receiver<T, DEPTH>>,
+    receiver: Option<&'a Receiver<T, DEPTH>>,
     at: &'static Location<'static>,
     /// Whether it was polled before (the first poll may yield to the simulator's schedule).
     polled: bool,
@@ -393,6 +488,9 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
         let Some(receiver) = self.receiver.take() else {
             panic!("recv() polled after it completed");
         };
+        if receiver.closed {
+            return Poll::Ready(None);
+        }
         enum Outcome<T> {
             Item(usize, Box<T>),
             Closed,
@@ -445,7 +543,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
 
 /// A received slot: read it; dropping it releases the slot to the sender.
 pub struct RecvSlot<'a, T: Payload, const DEPTH: usize> {
-    receiver: &'a mut Receiver<T, DEPTH>,
+    receiver: &'a Receiver<T, DEPTH>,
     index: usize,
     data: Option<Box<T>>,
 }

@@ -25,6 +25,7 @@ mod role;
 mod scan;
 mod shared;
 mod shared_array;
+mod split;
 mod tiles;
 
 pub use atomic_float::{AtomicF32, AtomicF64};
@@ -44,11 +45,15 @@ pub use concurrent::{
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
+#[doc(hidden)]
+pub use par::run_now;
 pub use par::{reduction_order, IntoParIter, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
 pub use scan::scan_order;
 pub use shared::{shared, Shared};
 pub use shared_array::{shared_array, shared_array_2d, SharedArray, SharedArray2d, SharedElem};
+#[doc(hidden)]
+pub use split::split_disjoint_mut;
 pub use tiles::{block_tiles, BlockTiles};
 
 /// One iteration of a loop of kernel code: the shadow code calls this at the top of every

@@ -312,3 +312,21 @@ macro_rules! par_item {
 
 par_scalar!(int: i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
 par_scalar!(float: f32, f64);
+
+/// Runs the body of a parallel loop that awaits async helpers which never wait (the compiler
+/// checks that they do not), as the shadow code of such a loop writes it: to its end, at once.
+///
+/// # Panics
+/// If the future waits (a channel, barrier or one-shot operation reached through a helper the
+/// compiler did not see).
+#[doc(hidden)]
+pub fn run_now<T>(body: impl std::future::Future<Output = T>) -> T {
+    let mut body = std::pin::pin!(body);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match body.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => {
+            panic!("the body of a parallel loop waited: iterations cannot suspend")
+        }
+    }
+}

@@ -195,7 +195,9 @@ pub mod halves {
 
     async fn load(x: &[f16], mut tx: Sender<[f16; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }
@@ -251,7 +253,9 @@ pub mod shared_values {
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>, sent: &Shared<u32>) {
         let mut n = 0u32;
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
             n += 1;
@@ -301,7 +305,7 @@ pub mod async_blocks {
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
             async {
-                let mut slot = tx.reserve().await;
+                let mut slot = tx.reserve().await.unwrap();
                 slot.copy_from(&x[tile]).await;
                 slot.send();
             }
@@ -392,7 +396,9 @@ pub mod struct_payloads {
 
     async fn produce(x: &[f32], v: &[f64], mut tx: Sender<[Particle; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             let n = tile.end - tile.start;
             slot.par_iter_mut()
                 .zip(
@@ -503,7 +509,9 @@ pub mod struct_arrays {
     async fn produce(p: Poly, x: &[f32], mut tx: Sender<[Window; TILE], 2>) {
         let q = reversed(reversed(p));
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut()
                 .zip(x[tile.start..tile.end].par_iter())
                 .enumerate()

@@ -32,7 +32,9 @@ pub mod budgets {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }
@@ -45,7 +47,9 @@ pub mod budgets {
         mut tx: Sender<[f32; TILE], 2>,
     ) {
         while let Some(input) = rx.recv().await {
-            let mut output = tx.reserve().await;
+            let Some(mut output) = tx.reserve().await else {
+                return;
+            };
             output
                 .par_iter_mut()
                 .zip(input.par_iter())

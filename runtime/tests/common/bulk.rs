@@ -24,7 +24,9 @@ pub mod bulk {
 
     async fn load(skip: usize, x: &[f32], n: usize, mut tx: Sender<[f32; TILE], 3>) {
         for tile in block_tiles(n, TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile.start + skip..tile.end + skip]).await;
             slot.send();
         }
@@ -57,7 +59,9 @@ pub mod bulk {
     async fn repeat(rounds: u32, skip: usize, n: usize, x: &[u32], mut tx: Sender<[u32; 64], 2>) {
         let part = &x[skip..skip + n];
         for _ in 0..rounds {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(part).await;
             slot.send();
         }

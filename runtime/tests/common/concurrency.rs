@@ -26,7 +26,9 @@ pub mod joins {
 
     async fn fill_a(src: &[u32], mut tx: Sender<[u32; 32], 2>) {
         for i in 0..src.len() / 32 {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut()
                 .zip(src[i * 32..i * 32 + 32].par_iter())
                 .for_each(|(s, v)| *s = *v);
@@ -36,7 +38,9 @@ pub mod joins {
 
     async fn fill_b(src: &[u32], mut tx: Sender<[u32; 32], 1>) {
         for i in 0..src.len() / 32 {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut()
                 .zip(src[i * 32..i * 32 + 32].par_iter())
                 .for_each(|(s, v)| *s = *v);
@@ -82,10 +86,14 @@ pub mod joins {
 
     async fn send_both(n: u32, mut tx_a: Sender<[u32; 1], 2>, mut tx_b: Sender<[u32; 1], 2>) {
         for i in 0..n {
-            let mut a = tx_a.reserve().await;
+            let Some(mut a) = tx_a.reserve().await else {
+                return;
+            };
             a.par_iter_mut().for_each(|v| *v = i);
             a.send();
-            let mut b = tx_b.reserve().await;
+            let Some(mut b) = tx_b.reserve().await else {
+                return;
+            };
             b.par_iter_mut().for_each(|v| *v = i + 1);
             b.send();
         }
@@ -140,7 +148,9 @@ pub mod joins {
         tx_never: Sender<[u32; 1], 1>,
         mut rx_back: Receiver<[u32; 1], 1>,
     ) {
-        let mut slot = tx.reserve().await;
+        let Some(mut slot) = tx.reserve().await else {
+            return;
+        };
         slot.par_iter_mut().for_each(|v| *v = 7);
         slot.send();
         while let Some(_slot) = rx_back.recv().await {}
@@ -196,7 +206,9 @@ pub mod moves {
         let (_sent, total) = join!(
             async move {
                 for i in 0..n {
-                    let mut slot = tx.reserve().await;
+                    let Some(mut slot) = tx.reserve().await else {
+                        break;
+                    };
                     slot.par_iter_mut().for_each(|v| *v = i);
                     slot.send();
                 }
@@ -217,7 +229,9 @@ pub mod moves {
     async fn relay(mut rx: Receiver<[u32; 1], 2>, mut tx2: Sender<[u32; 1], 2>) {
         while let Some(slot) = rx.recv().await {
             let v = slot[0];
-            let mut o = tx2.reserve().await;
+            let Some(mut o) = tx2.reserve().await else {
+                return;
+            };
             o.par_iter_mut().for_each(|x| *x = v * 2);
             o.send();
         }
@@ -245,7 +259,9 @@ pub mod selects {
 
     async fn send_a(n: u32, mut tx: Sender<[u32; 1], 2>) {
         for i in 0..n {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = i + 1);
             slot.send();
         }
@@ -253,7 +269,9 @@ pub mod selects {
 
     async fn send_b(n: u32, mut tx: Sender<[u32; 1], 3>) {
         for i in 0..n {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = i + 1000);
             slot.send();
         }
@@ -319,15 +337,21 @@ pub mod selects {
     ) {
         for i in 0..n {
             if i % 3 == 0 {
-                let mut slot = tx_a.reserve().await;
+                let Some(mut slot) = tx_a.reserve().await else {
+                    return;
+                };
                 slot.par_iter_mut().for_each(|v| *v = i);
                 slot.send();
             } else {
-                let mut slot = tx_b.reserve().await;
+                let Some(mut slot) = tx_b.reserve().await else {
+                    return;
+                };
                 slot.par_iter_mut().for_each(|v| *v = i);
                 slot.send();
             }
-            let mut slot = tx_c.reserve().await;
+            let Some(mut slot) = tx_c.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = i);
             slot.send();
         }
@@ -389,7 +413,9 @@ pub mod selects {
 
     async fn send_pair(n: u32, mut tx_a: Sender<[u32; 1], 1>, tx_b: Sender<[u32; 1], 1>) {
         for i in 0..n {
-            let mut slot = tx_a.reserve().await;
+            let Some(mut slot) = tx_a.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = i);
             slot.send();
         }

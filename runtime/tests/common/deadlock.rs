@@ -21,7 +21,9 @@ pub mod deadlock {
 
     async fn echo(mut rx: Receiver<[f32; 32], 1>, mut tx: Sender<[f32; 32], 1>) {
         while let Some(input) = rx.recv().await {
-            let mut output = tx.reserve().await;
+            let Some(mut output) = tx.reserve().await else {
+                return;
+            };
             output
                 .par_iter_mut()
                 .zip(input.par_iter())
@@ -37,7 +39,9 @@ pub mod deadlock {
         x: &mut [f32],
     ) {
         if seed_first {
-            let mut first = tx.reserve().await;
+            let Some(mut first) = tx.reserve().await else {
+                return;
+            };
             first.par_iter_mut().for_each(|o| *o = 1.0);
             first.send();
         }

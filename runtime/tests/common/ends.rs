@@ -19,7 +19,9 @@ pub mod ends {
 
     async fn produce(n: u32, mut tx: Sender<[u32; 1], 3>) {
         for i in 0..n {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = 65536 + i);
             slot.send();
         }
@@ -53,7 +55,9 @@ pub mod ends {
 
     async fn produce_two(n: u32, mut tx: Sender<[u32; 1], 2>) {
         for i in 0..n {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut().for_each(|v| *v = 3 * i + 1);
             slot.send();
         }

@@ -45,7 +45,9 @@ pub mod faults {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }

@@ -33,7 +33,9 @@ pub mod language {
     /// Computes each tile into the slot instead of copying it.
     async fn produce(scale: f32, x: &[f32], mut tx: Sender<[f32; TILE], 2>) {
         for tile in block_tiles(x.len(), TILE) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
             slot.par_iter_mut()
                 .zip(x[tile].par_iter())
                 .for_each(|(s, v)| {

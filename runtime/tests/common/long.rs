@@ -61,7 +61,9 @@ pub mod long {
         while seen == 0 {
             seen = stop[0];
         }
-        let mut slot = tx.reserve().await;
+        let Some(mut slot) = tx.reserve().await else {
+            return;
+        };
         slot.par_iter_mut().for_each(|v| *v = 1);
         slot.send();
     }

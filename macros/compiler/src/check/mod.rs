@@ -9,7 +9,10 @@
 mod consts;
 mod expr;
 mod sig;
+mod suspend;
 mod uniform;
+
+pub(crate) use uniform::children;
 
 use std::collections::HashMap;
 
@@ -115,6 +118,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                 locals: Vec::new(),
                 body: tir::Block::default(),
                 has_return: false,
+                par_awaits: Vec::new(),
                 span: f.item.sig.ident.span(),
             });
             calls.push(Vec::new());
@@ -148,6 +152,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         }
     }
     report_recursion(&functions, &calls, diags);
+    suspend::report_par_awaits(&functions, diags);
     Program {
         functions,
         kernels,
@@ -259,9 +264,6 @@ fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics
             );
             continue;
         }
-        if !derives_copy(&s.attrs) {
-            diags.error_at(&s.ident, format!("a struct of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
-        }
         let syn::Fields::Named(named) = &s.fields else {
             diags.error_at(
                 &s.fields,
@@ -271,6 +273,7 @@ fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics
         };
         let mut fields = Vec::new();
         let mut declared = Vec::new();
+        let mut plain = true;
         for f in &named.named {
             let field = f.ident.as_ref().map(|i| i.to_string()).unwrap_or_default();
             match sig::parse_type(&f.ty, scope, diags) {
@@ -284,9 +287,19 @@ fn struct_defs(module: &Module, scope: &mut ModuleScope, diags: &mut Diagnostics
                         fields.push((format!("{field}[{k}]"), t));
                     }
                 }
-                Ty::Error => {}
-                other => diags.error_at(&f.ty, format!("a struct field in a kernel is a scalar or an array of scalars; `{other}` is not (slices are kernel parameters of their own)")),
+                Ty::Error => plain = false,
+                Ty::Sender(_) | Ty::Receiver(_) | Ty::OneshotSender(_) | Ty::OneshotReceiver(_) => {
+                    plain = false;
+                    diags.error_at(&f.ty, "a channel end is not a struct field: each end moves into the one role that owns it, so pass it to that role by name");
+                }
+                other => {
+                    plain = false;
+                    diags.error_at(&f.ty, format!("a struct field in a kernel is a scalar or an array of scalars; `{other}` is not (slices are kernel parameters of their own)"));
+                }
             }
+        }
+        if plain && !derives_copy(&s.attrs) {
+            diags.error_at(&s.ident, format!("a struct of a #[gpu_async] module is a plain value: add `#[derive(Clone, Copy)]` to `{name}`"));
         }
         let id = scope.struct_defs.len() as u32;
         scope.structs.insert(name.clone(), id);

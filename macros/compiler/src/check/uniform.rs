@@ -1,6 +1,9 @@
 //! Warp operations in a `for_each_lane` body must be reached by every lane of the warp: a
 //! `shfl.sync` or `vote.sync` that some lanes skip is undefined on the GPU (it may hang). This
 //! pass finds the warp operations whose reaching could differ between lanes and reports them.
+//! The same analysis checks role code's element writes (`out[i] = v`), which the role's first
+//! thread does alone: their index and value must be the same on every thread of the role, and
+//! so must the conditions they are under ([`check_role_writes`]).
 //!
 //! A value is *uniform* when it is the same on every lane of a warp: literals, values captured
 //! from role code (role code is uniform), `lane.warp()`, the results of `sum`, `min`, `max`,
@@ -48,12 +51,51 @@ pub(crate) fn check_lane_body(
     u.errors = Some(Vec::new());
     u.block(body, false);
     for (span, op) in u.errors.unwrap_or_default() {
+        let Some(op) = op else {
+            continue;
+        };
         diags.error(
             span,
             format!(
                 "`lane.{}` may be reached by some lanes of the warp and not others: it is under a condition (or after a `break`/`continue`) that can differ between lanes. Every lane must reach each warp operation: compute it before the condition, or make the condition uniform (from captured values, `lane.warp()`, or `lane.any`/`all`/`ballot`/`sum` results)",
                 op.name()
             ),
+        );
+    }
+}
+
+/// Checks the element writes of role code in `body` (a function's): the role's first thread
+/// stores the value, so the index, the value and the conditions the write is under must be the
+/// same on every thread of the role. In role code only shared values (`cell.get()`, which another
+/// role may write meanwhile) differ between threads, and what is computed from them.
+pub(crate) fn check_role_writes(body: &Block, diags: &mut Diagnostics) {
+    let mut u = Uniformity {
+        first_local: 0,
+        varying: HashSet::new(),
+        varying_loops: HashSet::new(),
+        changed: false,
+        exit_varying: false,
+        varying_labels: Vec::new(),
+        errors: None,
+    };
+    loop {
+        u.changed = false;
+        u.varying_labels.clear();
+        u.block(body, false);
+        if !u.changed {
+            break;
+        }
+    }
+    u.errors = Some(Vec::new());
+    u.block(body, false);
+    let mut seen = HashSet::new();
+    for (span, op) in u.errors.unwrap_or_default() {
+        if op.is_some() || !seen.insert(format!("{span:?}")) {
+            continue;
+        }
+        diags.error(
+            span,
+            "this element is written from role code by the role's first thread alone, so its index and value must be the same on every thread of the role, and so must the conditions around the write; a shared value (`cell.get()`) can differ between threads while another role writes it: read it after a wait that orders it, or write the element in a parallel loop",
         );
     }
 }
@@ -70,8 +112,9 @@ struct Uniformity {
     exit_varying: bool,
     /// Labels of loops a labeled `break`/`continue` under a varying condition targets.
     varying_labels: Vec<String>,
-    /// `Some` on the reporting walk.
-    errors: Option<Vec<(Span, WarpOp)>>,
+    /// `Some` on the reporting walk: warp operations (`Some(op)`) and role-code element writes
+    /// (`None`) under a varying condition, or (writes) of a varying index or value.
+    errors: Option<Vec<(Span, Option<WarpOp>)>>,
 }
 
 impl Uniformity {
@@ -167,6 +210,14 @@ impl Uniformity {
                 }
             }
             Stmt::Expr(e) => self.expr(e, varying_ctx),
+            Stmt::LetElse(var, init, else_) => {
+                self.expr(init, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(init);
+                self.block(else_, ctx);
+                if ctx {
+                    self.make_varying(var.0);
+                }
+            }
             Stmt::For(label, var, iter, body) | Stmt::WhileLet(label, var, iter, body) => {
                 self.expr(iter, varying_ctx);
                 let iter_varying = !self.uniform(iter);
@@ -220,7 +271,7 @@ impl Uniformity {
                 }
                 if varying_ctx {
                     if let Some(errors) = self.errors.as_mut() {
-                        errors.push((e.span, *op));
+                        errors.push((e.span, Some(*op)));
                     }
                 }
             }
@@ -263,10 +314,37 @@ impl Uniformity {
             ExprKind::Assign(place, value) | ExprKind::CompoundAssign(_, place, value) => {
                 self.expr(value, varying_ctx);
                 self.expr(place, varying_ctx);
+                if let ExprKind::Index(base, index) = &place.kind {
+                    let element = matches!(
+                        base.ty,
+                        crate::types::Ty::Slice { .. } | crate::types::Ty::SendSlot(_)
+                    );
+                    if element && (varying_ctx || !self.uniform(value) || !self.uniform(index)) {
+                        if let Some(errors) = self.errors.as_mut() {
+                            errors.push((place.span, None));
+                        }
+                    }
+                }
                 if varying_ctx || !self.uniform(value) {
                     if let Some(id) = place_local(place) {
                         self.make_varying(id);
                     }
+                }
+            }
+            ExprKind::IfLetSome {
+                scrutinee,
+                binding,
+                then,
+                else_,
+            } => {
+                self.expr(scrutinee, varying_ctx);
+                let ctx = varying_ctx || !self.uniform(scrutinee);
+                if let (Some(b), true) = (binding, ctx) {
+                    self.make_varying(b.0);
+                }
+                self.block(then, ctx);
+                if let Some(else_) = else_ {
+                    self.expr(else_, ctx);
                 }
             }
             ExprKind::Block(b) => self.block(b, varying_ctx),
@@ -302,7 +380,7 @@ fn pat_locals(p: &crate::tir::LetPattern) -> Vec<u32> {
 }
 
 /// The sub-expressions of `e` that are not in blocks (blocks are walked by the caller).
-pub(super) fn children(e: &Expr) -> Vec<&Expr> {
+pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
     use ExprKind as K;
     match &e.kind {
         K::Lit(_)
@@ -329,6 +407,9 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         | K::Reserve(a)
         | K::Recv(a)
         | K::Send(a)
+        | K::RecvClose(a)
+        | K::ChunksNext(a)
+        | K::SlotTake(a)
         | K::Drop(a)
         | K::TilesNext(a)
         | K::OptIsSome(a, _)
@@ -355,6 +436,10 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         K::Binary(_, a, b)
         | K::Index(a, b)
         | K::SubSlice(a, b)
+        | K::SplitAt(a, b)
+        | K::Chunks {
+            base: a, size: b, ..
+        }
         | K::Range(a, b)
         | K::InclusiveRange(a, b)
         | K::CopyFrom(a, b)
@@ -384,6 +469,11 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         K::ParScan(s) => vec![&s.src, &s.dst, &s.init],
         K::OnWarps { call, .. } => vec![call],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
+        K::IfLetSome {
+            scrutinee, else_, ..
+        } => std::iter::once(&**scrutinee)
+            .chain(else_.as_deref())
+            .collect(),
         K::Match(s, _) => vec![s],
     }
 }

@@ -99,6 +99,17 @@ impl Display for Kernel {
                 c.empty_offset,
                 c.state_offset
             )?;
+            if c.closable {
+                write!(
+                    f,
+                    "  channel ch{i} closable by its receivers: open word @{}",
+                    c.open_offset
+                )?;
+                if let Some(d) = c.debt_offset {
+                    write!(f, ", debt words @{d}")?;
+                }
+                writeln!(f)?;
+            }
         }
         for (i, offset) in self.role_barriers.iter().enumerate() {
             if let Some(o) = offset {
@@ -206,8 +217,122 @@ impl Kernel {
         Ok(())
     }
 
+    /// The text of a channel instruction, or `None` for another instruction.
+    fn channel_inst(&self, inst: &Inst) -> Result<Option<String>, fmt::Error> {
+        let mut line = String::new();
+        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        match inst {
+            Inst::Reserve {
+                chan,
+                site,
+                some: None,
+            } => write!(line, "reserve {chan} {site}")?,
+            Inst::Reserve {
+                chan,
+                site,
+                some: Some(some),
+            } => write!(line, "{} = reserve {chan} {site}", def(*some))?,
+            Inst::SlotAddr {
+                dst,
+                chan,
+                send,
+                slot,
+                rx,
+            } => {
+                write!(
+                    line,
+                    "{} = slot_addr {chan}{}.{}",
+                    def(*dst),
+                    receiver(*rx),
+                    if *send { "reserved" } else { "received" }
+                )?;
+                if let Some(slot) = slot {
+                    write!(line, " at {}", self.val(*slot))?;
+                }
+            }
+            Inst::CopyIn {
+                chan,
+                src,
+                len,
+                bulk,
+            } => write!(
+                line,
+                "copy_in {chan} <- global [{}], len {}, bulk bytes {}",
+                self.val(*src),
+                self.val(*len),
+                self.val(*bulk)
+            )?,
+            Inst::CopyOut {
+                chan,
+                dst,
+                len,
+                bulk,
+                slot,
+                rx,
+            } => {
+                write!(
+                    line,
+                    "copy_out {chan}{} -> global [{}], len {}, bulk bytes {}",
+                    receiver(*rx),
+                    self.val(*dst),
+                    self.val(*len),
+                    self.val(*bulk)
+                )?;
+                if let Some(slot) = slot {
+                    write!(line, ", slot at {}", self.val(*slot))?;
+                }
+            }
+            Inst::Send { chan } => write!(line, "send {chan}")?,
+            Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
+            Inst::Recv {
+                chan,
+                some,
+                site,
+                slot,
+                rx,
+            } => {
+                write!(line, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?;
+                if let Some(slot) = slot {
+                    write!(line, ", slot at {}", def(*slot))?;
+                }
+            }
+            Inst::HeldSlot { dst, chan, rx } => {
+                write!(line, "{} = held_slot {chan}{}", def(*dst), receiver(*rx))?
+            }
+            Inst::CloseRecv { chan, rx } => write!(line, "close_receiver {chan}{}", receiver(*rx))?,
+            Inst::SelectRecv {
+                chans,
+                enabled,
+                chosen,
+                some,
+                site,
+            } => {
+                let chans: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
+                write!(
+                    line,
+                    "{}, {} = select_recv [{}] enabled {} {site}",
+                    def(*chosen),
+                    def(*some),
+                    chans.join(", "),
+                    self.val(*enabled)
+                )?
+            }
+            Inst::Release { chan, slot, rx } => {
+                write!(line, "release {chan}{}", receiver(*rx))?;
+                if let Some(slot) = slot {
+                    write!(line, " at {}", self.val(*slot))?;
+                }
+            }
+            _ => return Ok(None),
+        }
+        Ok(Some(line))
+    }
+
     fn write_inst(&self, f: &mut Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
         let pad = "  ".repeat(depth);
+        if let Some(line) = self.channel_inst(inst)? {
+            return writeln!(f, "{pad}{line}");
+        }
         let mut line = String::new();
         let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
         match inst {
@@ -339,57 +464,12 @@ impl Kernel {
             }
             Inst::Break(id) => write!(line, "break {id}")?,
             Inst::Continue(id) => write!(line, "continue {id}")?,
-            Inst::Reserve { chan, site } => write!(line, "reserve {chan} {site}")?,
-            Inst::SlotAddr { dst, chan, send } => write!(
+            Inst::RoleStore { space, addr, value } => write!(
                 line,
-                "{} = slot_addr {chan}.{}",
-                def(*dst),
-                if *send { "reserved" } else { "received" }
+                "store_once.{space:?} [{}], {}",
+                self.val(*addr),
+                self.val(*value)
             )?,
-            Inst::CopyIn {
-                chan,
-                src,
-                len,
-                bulk,
-            } => write!(
-                line,
-                "copy_in {chan} <- global [{}], len {}, bulk bytes {}",
-                self.val(*src),
-                self.val(*len),
-                self.val(*bulk)
-            )?,
-            Inst::CopyOut {
-                chan,
-                dst,
-                len,
-                bulk,
-            } => write!(
-                line,
-                "copy_out {chan} -> global [{}], len {}, bulk bytes {}",
-                self.val(*dst),
-                self.val(*len),
-                self.val(*bulk)
-            )?,
-            Inst::Send { chan } => write!(line, "send {chan}")?,
-            Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
-            Inst::Recv { chan, some, site } => write!(line, "{} = recv {chan} {site}", def(*some))?,
-            Inst::SelectRecv {
-                chans,
-                enabled,
-                chosen,
-                some,
-                site,
-            } => {
-                let chans: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
-                write!(
-                    line,
-                    "{}, {} = select_recv [{}] enabled {} {site}",
-                    def(*chosen),
-                    def(*some),
-                    chans.join(", "),
-                    self.val(*enabled)
-                )?
-            }
             Inst::Join { branches } => {
                 writeln!(f, "{pad}join {{")?;
                 for (k, b) in branches.iter().enumerate() {
@@ -398,7 +478,17 @@ impl Kernel {
                 }
                 return writeln!(f, "{pad}}}");
             }
-            Inst::Release { chan } => write!(line, "release {chan}")?,
+            Inst::Reserve { .. }
+            | Inst::SlotAddr { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. }
+            | Inst::Send { .. }
+            | Inst::Close { .. }
+            | Inst::Recv { .. }
+            | Inst::HeldSlot { .. }
+            | Inst::CloseRecv { .. }
+            | Inst::SelectRecv { .. }
+            | Inst::Release { .. } => unreachable!("written by channel_inst"),
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,
@@ -496,5 +586,14 @@ impl Kernel {
             }
         }
         out
+    }
+}
+
+/// ` rx1` for a role's second receiver of a channel (and up); nothing for the first.
+fn receiver(rx: u32) -> String {
+    if rx == 0 {
+        String::new()
+    } else {
+        format!(" rx{rx}")
     }
 }

@@ -242,14 +242,18 @@ mod tests {
                 }
                 async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
                     for t in block_tiles(x.len(), 256) {
-                        let mut s = tx.reserve().await;
+                        let Some(mut s) = tx.reserve().await else {
+                            return;
+                        };
                         s.copy_from(&x[t]).await;
                         s.send();
                     }
                 }
                 async fn step(mut rx: Receiver<[f32; 256], 2>, mut tx: Sender<[f32; 256], 2>) {
                     while let Some(i) = rx.recv().await {
-                        let mut o = tx.reserve().await;
+                        let Some(mut o) = tx.reserve().await else {
+                            return;
+                        };
                         o.par_iter_mut().zip(i.par_iter()).for_each(|(o, i)| *o = *i);
                         o.send();
                     }

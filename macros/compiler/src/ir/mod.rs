@@ -227,6 +227,19 @@ pub struct Channel {
     pub state_offset: u32,
     /// Whether some role writes the slots with ordinary stores (not only bulk copies).
     pub generic_writes: bool,
+    /// A receiver of the channel may close it before its end (a receiver dropped, or closed,
+    /// where its role has not seen the end of the stream for sure): the sender's waits for a
+    /// free slot then read the channel's open word, and `reserve` says whether it got a slot.
+    pub closable: bool,
+    /// For a closable channel: offset of its open word (4 bytes: the warps of the receiving
+    /// roles that have not closed; 0 once every one has).
+    pub open_offset: u32,
+    /// For a closable channel received by more than one warp: offset of its debt words (two per
+    /// slot, one per parity of the slot's `empty` phases, 4 bytes each). A receiving warp that
+    /// closes while the phase in progress on a slot is one it has already arrived on (another
+    /// receiving warp has not) owes the next phase: it adds itself to that phase's debt word,
+    /// and the sender, waiting on that phase, arrives for it (`arrive_drop` with the count).
+    pub debt_offset: Option<u32>,
     /// The consumer copies received slots to global memory with bulk copies (`copy_to`): the
     /// producer's ordinary writes must be fenced for the async proxy before it sends, and a
     /// release waits for the copies to have read the slot.
@@ -487,13 +500,22 @@ pub enum Inst {
     Break(LoopId),
     /// Next iteration of the loop.
     Continue(LoopId),
-    /// Wait for the sender's next slot to be free; it becomes the reserved slot.
-    Reserve { chan: ChannelId, site: SiteId },
-    /// `dst` = shared address of the reserved (`send: true`) or received slot's data.
+    /// Wait for the sender's next slot to be free; it becomes the reserved slot. `some` (only on
+    /// a closable channel): whether it did, or every receiver has closed the channel.
+    Reserve {
+        chan: ChannelId,
+        site: SiteId,
+        some: Option<Value>,
+    },
+    /// `dst` = shared address of the reserved (`send: true`) or received slot's data; for a
+    /// received slot, of the ring position in `slot` (a `u32`), or of the ring's held slot.
     SlotAddr {
         dst: Value,
         chan: ChannelId,
         send: bool,
+        slot: Option<Value>,
+        /// Which of the role's receivers of the channel (see [`Inst::Recv`]).
+        rx: u32,
     },
     /// Bulk async copy of `len` elements from the global address `src` into the reserved slot;
     /// the receiver's wait covers its completion. `bulk` (`usize`) is the bytes of the copy's
@@ -514,19 +536,54 @@ pub enum Inst {
         dst: Value,
         len: Value,
         bulk: Value,
+        /// The received slot's ring position, or `None` for the ring's held slot.
+        slot: Option<Value>,
+        /// Which of the role's receivers of the channel (see [`Inst::Recv`]).
+        rx: u32,
     },
     /// Hand the reserved slot to the receiver.
     Send { chan: ChannelId },
     /// The sender is dropped: take a slot and mark it as the end of the stream.
     Close { chan: ChannelId, site: SiteId },
-    /// Wait for the next full slot; `some` is false once the channel is closed.
+    /// Wait for the next full slot; `some` is false once the channel is closed. The slot taken
+    /// is the ring's held slot, or, with `slot`, its ring position goes to that `u32` value (a
+    /// role that holds several slots of the channel at once, or keeps one in a local it
+    /// reassigns).
+    ///
+    /// `rx` says which of the role's receivers of the channel it is: 0, or 1 and up for a role
+    /// that takes several receivers of one broadcast channel (each has a ring position of its
+    /// own).
     Recv {
         chan: ChannelId,
         some: Value,
         site: SiteId,
+        slot: Option<Value>,
+        rx: u32,
     },
-    /// Hand the received slot back to the sender.
-    Release { chan: ChannelId },
+    /// Hand the received slot (the ring's held one, or the one at ring position `slot`) back to
+    /// the sender.
+    Release {
+        chan: ChannelId,
+        slot: Option<Value>,
+        rx: u32,
+    },
+    /// `dst` = the ring position of the receiving ring's held slot (to keep it while the role
+    /// receives another).
+    HeldSlot {
+        dst: Value,
+        chan: ChannelId,
+        rx: u32,
+    },
+    /// The receiver closes the channel: it releases every slot of the ring once, and the last
+    /// receiving warp to close marks the channel closed in its open word.
+    CloseRecv { chan: ChannelId, rx: u32 },
+    /// The role's first thread stores `value` at `addr` (one element written from role code,
+    /// whose value every thread of the role has).
+    RoleStore {
+        space: Space,
+        addr: Value,
+        value: Value,
+    },
     /// The role's warps arrive at barrier `barrier` and wait for the other roles that take it.
     BarrierWait { barrier: u32, site: SiteId },
     /// The sender's warps arrive at one-shot value `oneshot`'s barrier (after its cell's store).
@@ -688,10 +745,12 @@ impl Inst {
             | Inst::Special { dst, .. }
             | Inst::Load { dst, .. }
             | Inst::SlotAddr { dst, .. }
+            | Inst::HeldSlot { dst, .. }
             | Inst::Shuffle { dst, .. }
             | Inst::Vote { dst, .. } => vec![*dst],
+            Inst::Reserve { some, .. } => some.iter().copied().collect(),
             Inst::Atomic { dst, .. } => dst.iter().copied().collect(),
-            Inst::Recv { some, .. } => vec![*some],
+            Inst::Recv { some, slot, .. } => std::iter::once(*some).chain(*slot).collect(),
             Inst::SelectRecv { chosen, some, .. } => vec![*chosen, *some],
             Inst::ParFor(p) => {
                 let mut out: Vec<Value> = p.sources.iter().map(|s| s.elem_value).collect();
@@ -709,7 +768,8 @@ impl Inst {
             | Inst::Loop { .. }
             | Inst::Break(_)
             | Inst::Continue(_)
-            | Inst::Reserve { .. }
+            | Inst::CloseRecv { .. }
+            | Inst::RoleStore { .. }
             | Inst::CopyIn { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }

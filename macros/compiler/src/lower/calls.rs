@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use super::values::{Frame, Val};
 use super::Lowerer;
 use crate::ir::{Inst, Value};
-use crate::tir::{Expr, ExprKind, FnId};
+use crate::tir::{self, Expr, ExprKind, FnId, Stmt};
 use crate::types::{Scalar, Ty};
 
 impl Lowerer<'_> {
@@ -29,7 +29,7 @@ impl Lowerer<'_> {
         let mut vals = Vec::new();
         for a in args {
             let v = self.expr(a);
-            if let (Val::Sender(_) | Val::Receiver(_), ExprKind::Local(id)) = (&v, &a.kind) {
+            if let (Val::Sender(_) | Val::Receiver(..), ExprKind::Local(id)) = (&v, &a.kind) {
                 self.mark_moved(*id, a.span);
             }
             vals.push(v);
@@ -68,7 +68,7 @@ impl Lowerer<'_> {
                 }
                 other => other,
             };
-            if let Val::Sender(_) = v {
+            if let Val::Sender(_) | Val::Receiver(..) = v {
                 frame.scopes[0].owned.push((p, f.local(p).span));
             }
             frame.decl_depth.insert(p, self.cond_depth);
@@ -76,7 +76,8 @@ impl Lowerer<'_> {
         }
         self.frames.push(frame);
         let saved_depth = self.cond_depth;
-        let result = if f.has_return {
+        let dead = self.dead;
+        let result = if f.has_return && self.lowers_a_return(&f.body) {
             // The body runs in a loop that `return` leaves; the normal end drops and leaves too.
             let id = self.new_loop();
             // One result register per scalar of the return type.
@@ -117,6 +118,7 @@ impl Lowerer<'_> {
             v
         };
         self.cond_depth = saved_depth;
+        self.dead = dead;
         self.frames.pop();
         result
     }
@@ -139,5 +141,75 @@ impl Lowerer<'_> {
         }
         self.emit(Inst::Break(id));
         Val::Unit
+    }
+}
+
+impl Lowerer<'_> {
+    /// Whether `e` is the reserve of a channel that no receiver closes, on a sender of the
+    /// frame being lowered: an `Option` that is never `None`, whose `None` branches are not
+    /// lowered.
+    pub(super) fn never_none(&self, e: &Expr) -> bool {
+        let ExprKind::Await(inner) = &e.kind else {
+            return false;
+        };
+        let ExprKind::Reserve(tx) = &inner.kind else {
+            return false;
+        };
+        let ExprKind::Local(id) = tx.kind else {
+            return false;
+        };
+        matches!(
+            self.frames.last().and_then(|f| f.locals.get(&id)),
+            Some(Val::Sender(c)) if !self.closable.contains(c)
+        )
+    }
+
+    /// Whether lowering `body` (of the function whose frame is on top) meets a `return`: one
+    /// that is not in the `None` branch of the reserve of a channel no receiver closes, which is
+    /// never lowered (`options`). Without one, the body needs no loop for `return` to leave.
+    fn lowers_a_return(&self, body: &tir::Block) -> bool {
+        let never_none = |e: &Expr| self.never_none(e);
+        fn block(b: &tir::Block, never_none: &dyn Fn(&Expr) -> bool) -> bool {
+            b.stmts.iter().any(|s| match s {
+                Stmt::LetElse(_, e, else_) => {
+                    expr(e, never_none) || (!never_none(e) && block(else_, never_none))
+                }
+                Stmt::Let(_, e) | Stmt::Expr(e) => expr(e, never_none),
+                Stmt::Break(_, v, _) => v.as_ref().is_some_and(|v| expr(v, never_none)),
+                Stmt::Continue(..) => false,
+                Stmt::For(_, _, e, b) | Stmt::WhileLet(_, _, e, b) | Stmt::While(_, e, b) => {
+                    expr(e, never_none) || block(b, never_none)
+                }
+            }) || b.tail.as_deref().is_some_and(|t| expr(t, never_none))
+        }
+        fn expr(e: &Expr, never_none: &dyn Fn(&Expr) -> bool) -> bool {
+            let own = match &e.kind {
+                ExprKind::Return(_) => return true,
+                ExprKind::IfLetSome {
+                    scrutinee,
+                    then,
+                    else_,
+                    ..
+                } => {
+                    block(then, never_none)
+                        || (!never_none(scrutinee)
+                            && else_.as_deref().is_some_and(|x| expr(x, never_none)))
+                }
+                ExprKind::Block(b) | ExprKind::Loop(_, b) => block(b, never_none),
+                ExprKind::If(_, t, _) => block(t, never_none),
+                ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body, never_none)),
+                ExprKind::Select(arms, _) => arms.iter().any(|a| expr(&a.body, never_none)),
+                ExprKind::JoinFutures(_) => true,
+                _ => false,
+            };
+            own || match &e.kind {
+                // Their `else` was looked at above.
+                ExprKind::IfLetSome { scrutinee, .. } => expr(scrutinee, never_none),
+                _ => crate::check::children(e)
+                    .into_iter()
+                    .any(|c| expr(c, never_none)),
+            }
+        }
+        block(body, &never_none)
     }
 }

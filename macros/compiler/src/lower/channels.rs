@@ -7,11 +7,11 @@
 
 use proc_macro2::Span;
 
-use super::values::{MemKey, Val};
+use super::values::{SlotRef, Val};
 use super::Lowerer;
-use crate::ir::{BinOp, ChannelId, Inst, SiteKind, Value};
+use crate::ir::{BinOp, ChannelId, Imm, Inst, SiteKind, Space, Value};
 use crate::tir::{Expr, ExprKind};
-use crate::types::{Scalar, Ty};
+use crate::types::Scalar;
 
 impl Lowerer<'_> {
     /// `inner.await`: a helper call, a `join!` of futures, or a wait on a channel, one-shot
@@ -33,7 +33,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `tx.reserve().await`: a free slot to fill.
+    /// `tx.reserve().await`: a free slot to fill, or `None` on a channel whose receivers have
+    /// all closed (only a closable channel's reserve says which).
     fn reserve(&mut self, tx: &Expr, span: Span) -> Val {
         match self.expr(tx) {
             Val::Sender(c) => {
@@ -43,18 +44,39 @@ impl Lowerer<'_> {
                     format!("`reserve()` on channel `{name}`"),
                     span,
                 );
-                self.emit(Inst::Reserve { chan: c, site });
-                Val::SendSlot(c)
+                let some = self
+                    .closable
+                    .contains(&c)
+                    .then(|| self.new_value(Scalar::Bool, None));
+                *self.reserves.entry(c).or_insert(0) += 1;
+                self.emit(Inst::Reserve {
+                    chan: c,
+                    site,
+                    some,
+                });
+                Val::OptSendSlot { chan: c, some }
             }
             _ => Val::Unit,
         }
     }
 
-    /// `rx.recv().await`: whether an item came (its slot is `recv_slot_of`) or the
-    /// channel closed.
+    /// `rx.recv().await`: whether an item came, and its slot. The slot's ring position goes to
+    /// the ring's held register, or to a register of its own when the role holds another slot
+    /// of the channel there. After the role closed its receiver, the answer is `None`.
     fn recv(&mut self, rx: &Expr, span: Span) -> Val {
         match self.expr(rx) {
-            Val::Receiver(c) => {
+            Val::Receiver(c, rx) if self.closed_rx.contains(&(c, rx)) => {
+                let some = self.konst(Scalar::Bool, Imm::Bool(false));
+                Val::OptRecvSlot {
+                    slot: SlotRef {
+                        chan: c,
+                        rx,
+                        at: None,
+                    },
+                    some,
+                }
+            }
+            Val::Receiver(c, rx) => {
                 let some = self.new_value(Scalar::Bool, None);
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(
@@ -62,15 +84,42 @@ impl Lowerer<'_> {
                     format!("`recv()` on channel `{name}`"),
                     span,
                 );
+                self.check_held(c, rx, span);
+                let at = self
+                    .holds_implicit_slot(c, rx)
+                    .then(|| self.new_value(Scalar::U32, None));
                 self.emit(Inst::Recv {
                     chan: c,
                     some,
                     site,
+                    slot: at,
+                    rx,
                 });
-                Val::Scalar(some)
+                Val::OptRecvSlot {
+                    slot: SlotRef { chan: c, rx, at },
+                    some,
+                }
             }
             _ => Val::Unit,
         }
+    }
+
+    /// `rx.close()`: the receiver stops receiving; at the level the receiver was made at.
+    pub(super) fn recv_close(&mut self, rx: &Expr, span: Span) -> Val {
+        if let ExprKind::Local(id) = rx.kind {
+            let depth = self.cond_depth;
+            if self.frame().decl_depth.get(&id).copied().unwrap_or(0) != depth {
+                let name = self.func().local(id).name.clone();
+                self.diags.error(span, format!("`{name}.close()` inside a branch or loop `{name}` was not made in is not supported yet: close it at the level it was made at (or drop it there)"));
+                return Val::Unit;
+            }
+        }
+        if let Val::Receiver(c, k) = self.expr(rx) {
+            self.close_receiver(c, k);
+            // From here on `recv` answers `None`, and dropping the receiver does nothing.
+            self.closed_rx.insert((c, k));
+        }
+        Val::Unit
     }
 
     /// `slot.send()` of a reserved slot, which moves it.
@@ -84,33 +133,59 @@ impl Lowerer<'_> {
         Val::Unit
     }
 
-    /// The slot a `recv().await` just produced.
-    pub(super) fn recv_slot_of(&mut self, scrutinee: &Expr) -> Val {
-        match &scrutinee.ty {
-            Ty::OptRecvSlot(_) => {
-                let chan = self.recv_chan(scrutinee);
-                chan.map_or(Val::Unit, Val::RecvSlot)
-            }
-            _ => Val::Unit,
-        }
-    }
-
-    /// The channel of a `rx.recv()` (awaited or not).
-    pub(super) fn recv_chan(&mut self, e: &Expr) -> Option<ChannelId> {
+    /// The channel of a `rx.recv()` (awaited or not), and which of the role's receivers of it.
+    pub(super) fn recv_chan(&mut self, e: &Expr) -> Option<(ChannelId, u32)> {
         match &e.kind {
             ExprKind::Await(inner) => self.recv_chan(inner),
             ExprKind::Recv(rx) => match self.expr(rx) {
-                Val::Receiver(c) => Some(c),
+                Val::Receiver(c, k) => Some((c, k)),
                 _ => None,
             },
             _ => None,
         }
     }
 
+    /// Whether an `Option` value holds its item, and the item: of a receive, a reserve,
+    /// `tiles.next()` or a `checked_*` method. `None` for `some` where it always does (the
+    /// reserve of a channel nothing closes from the receiving side). An `Option` held in a
+    /// local is moved.
+    pub(super) fn option_parts(&mut self, e: &Expr) -> Option<(Option<Value>, Val)> {
+        let v = self.expr(e);
+        if let (ExprKind::Local(id), Val::OptRecvSlot { .. }) = (&e.kind, &v) {
+            self.mark_moved(*id, e.span);
+        }
+        Some(match v {
+            Val::OptRecvSlot { slot, some } => (Some(some), Val::RecvSlot(slot)),
+            Val::OptSendSlot { chan, some } => (some, Val::SendSlot(chan)),
+            Val::OptRange { some, start, end } => (
+                Some(some),
+                Val::Range {
+                    start,
+                    end,
+                    tiles: true,
+                },
+            ),
+            Val::Tuple(v) if v.len() == 2 => (Some(v[0]), Val::Scalar(v[1])),
+            Val::OptSlice { some, slice } => (Some(some), *slice),
+            _ => return None,
+        })
+    }
+
     /// `slot.copy_to(dst).await` of a received slot.
     fn copy_to(&mut self, slot: &Expr, dst: &Expr, span: Span) -> Val {
         let (s, v) = (self.expr(slot), self.expr(dst));
-        if let (Val::RecvSlot(c), Val::Slice { ptr, len, mem, .. }) = (s, v) {
+        self.global_only(&v, dst, "copy_to");
+        if let (
+            Val::RecvSlot(SlotRef { chan: c, rx, at }),
+            Val::Slice {
+                ptr,
+                len,
+                mem,
+                space: Space::Global,
+                ..
+            },
+        ) = (s, v)
+        {
             let n = self.channels[c.0 as usize].ty.len;
             let cap = self.usize_const(u64::from(n));
             let too_long = self.binary(BinOp::Gt, len, cap);
@@ -123,9 +198,12 @@ impl Lowerer<'_> {
                 dst: ptr,
                 len,
                 bulk,
+                slot: at,
+                rx,
             });
             self.channels[c.0 as usize].bulk_reads = true;
-            self.access(MemKey::Slot(c));
+            let key = self.slot_key(c);
+            self.access(key);
             self.access(mem);
         }
         Val::Unit
@@ -135,7 +213,17 @@ impl Lowerer<'_> {
     fn copy_from(&mut self, slot: &Expr, src: &Expr, span: Span) -> Val {
         self.check_not_copied(slot, span);
         let (s, v) = (self.expr(slot), self.expr(src));
-        if let (Val::SendSlot(c), Val::Slice { ptr, len, .. }) = (s, v) {
+        self.global_only(&v, src, "copy_from");
+        if let (
+            Val::SendSlot(c),
+            Val::Slice {
+                ptr,
+                len,
+                space: Space::Global,
+                ..
+            },
+        ) = (s, v)
+        {
             let n = self.channels[c.0 as usize].ty.len;
             let cap = self.usize_const(u64::from(n));
             let too_long = self.binary(BinOp::Gt, len, cap);
@@ -148,12 +236,24 @@ impl Lowerer<'_> {
                 len,
                 bulk,
             });
-            self.access(MemKey::Slot(c));
+            let key = self.slot_key(c);
+            self.access(key);
             if let ExprKind::Local(id) = slot.kind {
                 self.frame().copied.insert(id);
             }
         }
         Val::Unit
+    }
+
+    /// A bulk copy's other side is global memory: a slice of a slot is reported.
+    fn global_only(&mut self, v: &Val, e: &Expr, what: &str) {
+        if let Val::Slice {
+            space: Space::Shared,
+            ..
+        } = v
+        {
+            self.diags.error(e.span, format!("`{what}` copies between a slot and global memory; this slice is part of a channel slot: copy it element by element in a parallel loop"));
+        }
     }
 
     /// The bytes of a bulk copy between the global address `global` and a slot of channel

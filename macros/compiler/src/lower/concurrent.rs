@@ -7,7 +7,7 @@
 
 use proc_macro2::Span;
 
-use super::values::{Scope, Val};
+use super::values::{Scope, SlotRef, Val};
 use super::Lowerer;
 use crate::ir::{BinOp, Block, Imm, Inst, SiteKind, UnOp};
 use crate::tir::{self, Expr, ExprKind};
@@ -62,7 +62,11 @@ impl Lowerer<'_> {
         let mut chans = Vec::new();
         for a in arms {
             match self.recv_chan(&a.recv) {
-                Some(c) => chans.push(c),
+                Some((c, 0)) => chans.push(c),
+                Some(_) => {
+                    self.diags.error(a.recv.span, "`select!` over a role's second receiver of one channel is not supported: select over the first, and receive from the second with `recv().await`");
+                    return Val::Unit;
+                }
                 None => return Val::Unit,
             }
         }
@@ -147,7 +151,15 @@ impl Lowerer<'_> {
                     owned: Vec::new(),
                     lp: None,
                 });
-                l.bind(arm.binding, Val::RecvSlot(chans[k]), arm.recv.span);
+                l.bind(
+                    arm.binding,
+                    Val::RecvSlot(SlotRef {
+                        chan: chans[k],
+                        rx: 0,
+                        at: None,
+                    }),
+                    arm.recv.span,
+                );
                 let v = l.expr(&arm.body);
                 l.copy_result(result, v);
                 let last = l.frame().scopes.len() - 1;

@@ -15,6 +15,7 @@ impl Lowerer<'_> {
     pub(super) fn stmt(&mut self, s: &Stmt) {
         match s {
             Stmt::Let(pat, init) => self.let_stmt(pat, init),
+            Stmt::LetElse(var, init, else_) => self.let_else(*var, init, else_),
             Stmt::Expr(e) => self.discarded(e),
             Stmt::For(label, var, iter, body) => self.for_loop(label, *var, iter, body),
             Stmt::WhileLet(label, var, scrutinee, body) => {
@@ -38,20 +39,34 @@ impl Lowerer<'_> {
                 }
             }
             LetPattern::Ignore => {}
-            LetPattern::Pair(..) => {
-                self.diags
-                    .error(init.span, "channels are created in the kernel body only");
-            }
+            LetPattern::Pair(a, b) => match v {
+                Val::SlicePair(first, second) => {
+                    self.bind(*a, *first, init.span);
+                    self.bind(*b, *second, init.span);
+                }
+                _ => self
+                    .diags
+                    .error(init.span, "channels are created in the kernel body only"),
+            },
         }
     }
 
-    /// Lowers a function body's statements and tail in the frame's outer scope.
+    /// Lowers a function body's statements and tail in the frame's outer scope. After a
+    /// statement that never ends, the rest is dead (`dead` stays set for the scope's drops;
+    /// the caller restores it).
     pub(super) fn block_body(&mut self, b: &tir::Block) -> Val {
         for s in &b.stmts {
             self.stmt(s);
+            if let Stmt::Expr(e) = s {
+                self.dead |= e.ty == Ty::Never;
+            }
         }
         match &b.tail {
-            Some(t) => self.expr(t),
+            Some(t) => {
+                let v = self.expr(t);
+                self.dead |= t.ty == Ty::Never;
+                v
+            }
             None => Val::Unit,
         }
     }
@@ -62,10 +77,12 @@ impl Lowerer<'_> {
             owned: Vec::new(),
             lp,
         });
+        let dead = self.dead;
         let v = self.block_body(b);
         let last = self.frame().scopes.len() - 1;
         self.exit_scope_drops(last);
         self.frame().scopes.pop();
+        self.dead = dead;
         v
     }
 

@@ -36,6 +36,9 @@ impl Lowerer<'_> {
             ExprKind::Index(base, index) => self.index(base, index, e.span),
             ExprKind::SubSlice(base, range) => self.subslice(base, range, e.span),
             ExprKind::Unchecked(inner) => self.unchecked_expr(inner),
+            ExprKind::SplitAt(base, mid) => self.split_at(base, mid, e.span),
+            ExprKind::Chunks { base, size, exact } => self.chunks(base, size, *exact, e.span),
+            ExprKind::ChunksNext(c) => self.chunks_next(c),
             ExprKind::TupleField(base, index) => self.tuple_field(base, *index),
             ExprKind::StructArray(base, first, len) => self.struct_array(base, *first, *len),
             ExprKind::Range(a, b) => self.range_expr(a, b),
@@ -67,6 +70,8 @@ impl Lowerer<'_> {
             // Channels (`channels`), and `select!` in a role (`concurrent`).
             ExprKind::Await(inner) => self.await_expr(inner, e.span),
             ExprKind::Send(slot) => self.send_expr(slot, e.span),
+            ExprKind::RecvClose(rx) => self.recv_close(rx, e.span),
+            ExprKind::SlotTake(opt) => self.slot_take(opt),
             ExprKind::Select(arms, else_) => {
                 self.select_expr(arms, else_.as_deref(), &e.ty, e.span)
             }
@@ -76,7 +81,14 @@ impl Lowerer<'_> {
                 Val::Unit
             }
             // Another receiver of the same channel: the roles that take one are its consumers.
-            ExprKind::Subscribe(rx) => self.expr(rx),
+            ExprKind::Subscribe(rx) => match self.expr(rx) {
+                Val::Receiver(c, _) => {
+                    let n = self.subscriptions.entry(c).or_insert(0);
+                    *n += 1;
+                    Val::Receiver(c, *n)
+                }
+                other => other,
+            },
             ExprKind::Reserve(_)
             | ExprKind::Recv(_)
             | ExprKind::CopyFrom(..)
@@ -128,6 +140,12 @@ impl Lowerer<'_> {
             // Blocks, branches and loops (`control`, `loops`).
             ExprKind::Block(b) => self.scoped_block(b, None),
             ExprKind::If(cond, then, else_) => self.if_expr(cond, then, else_.as_deref(), &e.ty),
+            ExprKind::IfLetSome {
+                scrutinee,
+                binding,
+                then,
+                else_,
+            } => self.if_let_some(scrutinee, *binding, then, else_.as_deref(), &e.ty),
             ExprKind::Match(scrutinee, arms) => self.match_expr(scrutinee, arms, &e.ty),
             ExprKind::Loop(label, body) => self.loop_expr(label, body, &e.ty),
         }

@@ -10,7 +10,7 @@ use proc_macro2::Span;
 use super::values::{Frame, MemKey, Oneshot, Val};
 use super::{layout, math, protocol, Lowerer};
 use crate::diag::Diagnostics;
-use crate::ir::{self, Channel, ChannelId, Inst, ParFor, Value};
+use crate::ir::{self, Channel, ChannelId, Inst, ParFor, Space, Value};
 use crate::tir::{self, Expr, ExprKind, LetPattern, LocalId, Stmt};
 use crate::types::{ChanTy, Scalar, Ty};
 
@@ -74,6 +74,7 @@ impl Lowerer<'_> {
                             elem,
                             mem: MemKey::Param(index),
                             tiles: false,
+                            space: Space::Global,
                         },
                     )
                 }
@@ -129,13 +130,18 @@ impl Lowerer<'_> {
                     frame.locals.insert(*tx, Val::OneshotTx(k));
                     frame.locals.insert(*rx, Val::OneshotRx(k));
                 }
-                Stmt::Let(LetPattern::Pair(tx, rx), e) => {
-                    if let ExprKind::Channel(ty) = &e.kind {
-                        let c = self.new_channel(ty.clone(), f, *tx, *rx, e.span);
-                        let frame = self.frame();
-                        frame.locals.insert(*tx, Val::Sender(c));
-                        frame.locals.insert(*rx, Val::Receiver(c));
-                    }
+                Stmt::Let(
+                    LetPattern::Pair(tx, rx),
+                    Expr {
+                        kind: ExprKind::Channel(ty),
+                        span,
+                        ..
+                    },
+                ) => {
+                    let c = self.new_channel(ty.clone(), f, *tx, *rx, *span);
+                    let frame = self.frame();
+                    frame.locals.insert(*tx, Val::Sender(c));
+                    frame.locals.insert(*rx, Val::Receiver(c, 0));
                 }
                 Stmt::Expr(Expr {
                     kind: ExprKind::Await(inner),
@@ -179,6 +185,9 @@ impl Lowerer<'_> {
             state_offset: 0,
             generic_writes: false,
             bulk_reads: false,
+            closable: false,
+            open_offset: 0,
+            debt_offset: None,
         });
         self.channel_spans.push(span);
         id
@@ -235,8 +244,20 @@ impl Lowerer<'_> {
         let role_needs_barrier: Vec<bool> = roles.iter().map(needs_role_barrier).collect();
         // Roles of several warps that reduce get 8 bytes per warp for the warps' totals.
         let role_scratch: Vec<u32> = roles.iter().map(reduce_scratch_bytes).collect();
+        // A closable channel received by several warps needs debt words.
+        let warps = |r: &ir::RoleId| {
+            roles
+                .get(r.0 as usize)
+                .map_or(0, |r| r.end_warp - r.first_warp)
+        };
+        let receiving_warps: Vec<u32> = self
+            .channels
+            .iter()
+            .map(|c| c.consumers.iter().map(warps).sum())
+            .collect();
         layout::lay_out(
             &mut self.channels,
+            &receiving_warps,
             &mut self.shared_arrays,
             &role_needs_barrier,
             &role_scratch,

@@ -14,11 +14,14 @@ fn round_up(v: u64, to: u64) -> u64 {
 
 /// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), the shared
 /// arrays (16-byte aligned, one after another, so that one loop zeroes them), then all barriers
-/// (the channels', then one per role in `role_needs_barrier`) and state words; returns the total
-/// and each role's barrier offset, or reports the total past the limit with the breakdown.
+/// (the channels', then one per role in `role_needs_barrier`), state words, the open words of the
+/// channels their receivers can close and the debt words of those received by several warps
+/// (`receiving_warps`, per channel); returns the total and each role's barrier offset, or reports
+/// the total past the limit with the breakdown.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lay_out(
     channels: &mut [Channel],
+    receiving_warps: &[u32],
     arrays: &mut [SharedArray],
     role_needs_barrier: &[bool],
     role_scratch_bytes: &[u32],
@@ -91,6 +94,16 @@ pub(crate) fn lay_out(
     for c in channels.iter_mut() {
         c.state_offset = offset as u32;
         offset += 4 * u64::from(c.ty.depth);
+    }
+    for c in channels.iter_mut().filter(|c| c.closable) {
+        c.open_offset = offset as u32;
+        offset += 4;
+    }
+    for (c, &warps) in channels.iter_mut().zip(receiving_warps) {
+        if c.closable && warps > 1 {
+            c.debt_offset = Some(offset as u32);
+            offset += 8 * u64::from(c.ty.depth);
+        }
     }
     let total = round_up(offset, 16);
     if total > u64::from(SHARED_LIMIT) {

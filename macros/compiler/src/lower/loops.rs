@@ -258,24 +258,14 @@ impl Lowerer<'_> {
         let id = self.new_loop();
         self.cond_depth += 1;
         let loop_body = self.sub_block(|l| {
-            let v = l.expr(scrutinee);
-            let (some, item) = match v {
-                Val::OptRange { some, start, end } => (
-                    some,
-                    Val::Range {
-                        start,
-                        end,
-                        tiles: true,
-                    },
-                ),
-                Val::Scalar(some) => match &scrutinee.ty {
-                    Ty::OptRecvSlot(_) => (some, l.recv_slot_of(scrutinee)),
-                    _ => return,
-                },
-                _ => return,
+            let Some((some, item)) = l.option_parts(scrutinee) else {
+                return;
             };
-            let none = l.not(some);
-            l.break_if(none, id);
+            // The reserve of a channel that no receiver closes always gives a slot.
+            if let Some(some) = some {
+                let none = l.not(some);
+                l.break_if(none, id);
+            }
             // The item lives in the loop body's scope: a received slot is released at
             // the end of each iteration (and by `break`/`continue`).
             l.frame().scopes.push(Scope {
@@ -293,6 +283,14 @@ impl Lowerer<'_> {
             body: loop_body,
         });
         self.cond_depth -= 1;
+        // A loop over a channel's receives left only at its end: the role has seen the end, and
+        // dropping the receiver afterwards closes nothing.
+        let never_none = |e: &Expr| self.never_none(e);
+        if matches!(scrutinee.ty, Ty::OptRecvSlot(_)) && leaves_only_at_end(body, &never_none) {
+            if let Some(key) = self.recv_chan(scrutinee) {
+                self.ended.insert(key);
+            }
+        }
     }
 
     /// `while cond { body }`.
@@ -369,6 +367,108 @@ impl Lowerer<'_> {
             body: loop_body,
         });
         self.cond_depth -= 1;
+        // `loop { select! { .., else => break } }` left only by its `else`: every channel of
+        // the `select!` has ended.
+        if let Some(arms) = select_loop(body) {
+            let never_none = |e: &Expr| self.never_none(e);
+            let clean = arms.iter().all(|a| {
+                let arm = tir::Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(a.body.clone())),
+                };
+                leaves_only_at_end(&arm, &never_none)
+            });
+            if clean {
+                for a in arms {
+                    if let Some(key) = self.recv_chan(&a.recv) {
+                        self.ended.insert(key);
+                    }
+                }
+            }
+        }
         result.map_or(Val::Unit, Val::Scalar)
     }
+}
+
+/// Whether the code after a loop whose body is `body` runs only once the loop's own condition
+/// said so: no `break` of it (or of an outer loop), no `continue` of an outer loop, at any depth
+/// (`break` and `continue` of a loop nested in it excepted), the `None` branches of `Option`s
+/// that are never `None` (`never_none`, which are not lowered) excepted. A `return` leaves the
+/// function, not to the code after the loop.
+fn leaves_only_at_end(body: &tir::Block, never_none: &dyn Fn(&Expr) -> bool) -> bool {
+    struct Walk<'a> {
+        never_none: &'a dyn Fn(&Expr) -> bool,
+    }
+    impl Walk<'_> {
+        fn block(&self, b: &tir::Block, nested: u32) -> bool {
+            b.stmts.iter().all(|s| self.stmt(s, nested))
+                && b.tail.as_deref().is_none_or(|t| self.expr(t, nested))
+        }
+        fn stmt(&self, s: &Stmt, nested: u32) -> bool {
+            match s {
+                Stmt::Break(label, value, _) => {
+                    label.is_none()
+                        && nested > 0
+                        && value.as_ref().is_none_or(|v| self.expr(v, nested))
+                }
+                Stmt::Continue(label, _) => label.is_none(),
+                Stmt::Let(_, e) | Stmt::Expr(e) => self.expr(e, nested),
+                Stmt::LetElse(_, e, b) => {
+                    self.expr(e, nested) && ((self.never_none)(e) || self.block(b, nested))
+                }
+                Stmt::For(_, _, e, b) | Stmt::WhileLet(_, _, e, b) | Stmt::While(_, e, b) => {
+                    self.expr(e, nested) && self.block(b, nested + 1)
+                }
+            }
+        }
+        fn expr(&self, e: &Expr, nested: u32) -> bool {
+            match &e.kind {
+                ExprKind::Return(v) => v.as_deref().is_none_or(|v| self.expr(v, nested)),
+                ExprKind::Block(b) => self.block(b, nested),
+                ExprKind::Loop(_, b) => self.block(b, nested + 1),
+                ExprKind::If(c, t, else_) => {
+                    self.expr(c, nested)
+                        && self.block(t, nested)
+                        && else_.as_deref().is_none_or(|x| self.expr(x, nested))
+                }
+                ExprKind::IfLetSome {
+                    scrutinee,
+                    then,
+                    else_,
+                    ..
+                } => {
+                    self.expr(scrutinee, nested)
+                        && self.block(then, nested)
+                        && ((self.never_none)(scrutinee)
+                            || else_.as_deref().is_none_or(|x| self.expr(x, nested)))
+                }
+                ExprKind::Match(s, arms) => {
+                    self.expr(s, nested) && arms.iter().all(|a| self.expr(&a.body, nested))
+                }
+                _ => crate::check::children(e)
+                    .into_iter()
+                    .all(|c| self.expr(c, nested)),
+            }
+        }
+    }
+    Walk { never_none }.block(body, 0)
+}
+
+/// The arms of the `select!` of a `loop { select! { .., else => break } }`: a loop whose body
+/// is one `select!` whose `else` arm is an unlabeled `break` and nothing else.
+fn select_loop(body: &tir::Block) -> Option<&[tir::SelectArm]> {
+    let select = match (body.stmts.as_slice(), body.tail.as_deref()) {
+        ([Stmt::Expr(e)], None) | ([], Some(e)) => e,
+        _ => return None,
+    };
+    let ExprKind::Select(arms, Some(else_)) = &select.kind else {
+        return None;
+    };
+    let is_break = match &else_.kind {
+        ExprKind::Block(b) => {
+            b.tail.is_none() && matches!(b.stmts.as_slice(), [Stmt::Break(None, None, _)])
+        }
+        _ => false,
+    };
+    is_break.then_some(arms.as_slice())
 }

@@ -11,8 +11,9 @@
 //! module emits code with. `kernel` and `roles` lower the kernel body and its roles; `expr`
 //! dispatches each expression to its topic module (`operators`, `places`, `arrays`, `stores`,
 //! `atomics`, `calls`, `channels`, `concurrent`, `shared`, `parallel`, `tiles`, `warps`,
-//! `math`); `control` and `loops` lower statements and control flow, `ownership` the moves
-//! and drops; `values` holds the state types they share.
+//! `math`); `control` and `loops` lower statements and control flow, `options` the `Option`s
+//! of receives and reserves taken apart, `ownership` the moves and drops; `values` holds the
+//! state types they share.
 
 mod arrays;
 mod atomics;
@@ -26,6 +27,7 @@ mod layout;
 mod loops;
 mod math;
 mod operators;
+mod options;
 mod ownership;
 mod parallel;
 mod places;
@@ -35,19 +37,20 @@ mod scans;
 mod shared;
 mod shared_arrays;
 mod shared_sync;
+mod splits;
 mod stores;
 mod tiles;
 mod values;
 mod warps;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
 
 use crate::diag::Diagnostics;
 use crate::ir::{
-    BinOp, Block, Channel, Imm, Inst, Kernel, LoopId, RoleId, Site, SiteId, SiteKind, Space, UnOp,
-    Value, ValueInfo,
+    BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, RoleId, Site, SiteId, SiteKind,
+    Space, UnOp, Value, ValueInfo,
 };
 use crate::tir::{self, FnId, Program};
 use crate::types::Scalar;
@@ -94,9 +97,18 @@ struct Lowerer<'p> {
     par: Option<ParCtx>,
     /// Access sites per memory in the current role.
     accesses: HashMap<MemKey, u32>,
+    /// The reserves of each channel lowered so far in the current role (which slot a
+    /// [`MemKey::Slot`] is).
+    reserves: HashMap<ChannelId, u32>,
     /// For each barrier placeholder, in program order: the memory its loop writes, and whether
     /// the write goes through a `block_tiles` range.
     barrier_requests: Vec<Vec<(MemKey, bool)>>,
+    /// The placeholders (by number) that follow an element written from role code, and the
+    /// role-code element writes per memory: the role's first thread makes all of them, in
+    /// program order, so such a write needs a barrier only where the role touches the memory
+    /// otherwise.
+    store_requests: HashSet<usize>,
+    role_stores: HashMap<MemKey, u32>,
     /// The sites the GPU can report.
     sites: Vec<Site>,
     /// The roles placed so far: name and warp range.
@@ -108,49 +120,107 @@ struct Lowerer<'p> {
     /// A channel end was passed to two roles, or a slot used after it was moved: rustc reports
     /// these on the shadow code, so the kernel is not emitted and no error is added here.
     ownership_conflict: bool,
+    /// The channels a receiver may close before their end (found by an earlier lowering of the
+    /// kernel): their `reserve` says whether it got a slot.
+    closable: HashSet<ChannelId>,
+    /// The channels a receiver closes before their end in this lowering.
+    closing: HashSet<ChannelId>,
+    /// The receivers (channel, which of the role's) whose end the current role has seen for sure
+    /// (it left a `while let` over their receives only at the end): dropping them closes nothing.
+    ended: HashSet<(ChannelId, u32)>,
+    /// The receivers the current role has closed: `recv` answers `None`.
+    closed_rx: HashSet<(ChannelId, u32)>,
+    /// The current role's receivers: for each channel, the subscriptions it took, in the order
+    /// of its arguments (their index is which of the role's receivers of the channel each is).
+    role_receivers: HashMap<ChannelId, Vec<u32>>,
+    /// Subscriptions made so far per channel (`rx.subscribe()` in the kernel body).
+    subscriptions: HashMap<ChannelId, u32>,
+    /// The receivers (channel, subscription) the roles took.
+    claimed: HashSet<(ChannelId, u32)>,
+    /// The code being lowered follows a statement that never ends (a `loop` without `break`,
+    /// `return`, a panic): a receiver dropped there closes nothing.
+    dead: bool,
 }
 
 /// Lowers kernel `id` of `prog`. Errors go to `diags`; `None` when there were any.
+///
+/// Whether a channel can be closed by its receiver before its end decides how its sender's
+/// `reserve` is lowered, and only the receiving role's lowering finds out: the kernel is lowered
+/// again, with those channels known, until no new one is found (each round adds one at least,
+/// so there are at most as many rounds as channels).
 pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option<Kernel> {
+    let mut closable = HashSet::new();
+    loop {
+        let mut round = Diagnostics::new();
+        let (kernel, closing) = lower_once(prog, id, &mut round, &closable);
+        if closing.is_subset(&closable) {
+            diags.extend(round);
+            return kernel;
+        }
+        closable.extend(closing);
+    }
+}
+
+/// One lowering of kernel `id`, with the channels in `closable` known to be closable by their
+/// receivers; returns the kernel and the channels its receivers close before their end.
+fn lower_once(
+    prog: &Program,
+    id: FnId,
+    diags: &mut Diagnostics,
+    closable: &HashSet<ChannelId>,
+) -> (Option<Kernel>, HashSet<ChannelId>) {
     let before = diags.len();
     let f = prog.function(id);
     let warps = f.kernel_warps.unwrap_or(1);
     let mut l = Lowerer::new(prog, diags);
-    let mut frame = Frame::new(id);
-    let params = l.kernel_params(f, &mut frame)?;
-    l.frames.push(frame);
-    let (roles, role_failed) = l.kernel_body(f, warps);
-    let prologue = Block(l.blocks.pop().unwrap_or_default());
-    l.check_roles(f, &roles, warps, role_failed);
-    let (shared_bytes, role_barriers, reduce_scratch, cells_offset) = l.lay_out_shared(&roles);
-    l.check_oneshot_ends(role_failed);
-    let barriers = l.kernel_barriers(&roles, cells_offset);
-    if l.diags.len() > before || l.ownership_conflict {
-        return None;
+    l.closable = closable.clone();
+    let kernel = l.lower(f, id, warps, before);
+    (kernel, l.closing)
+}
+
+impl Lowerer<'_> {
+    /// The kernel's lowering, once `closable` is set.
+    fn lower(&mut self, f: &tir::Function, id: FnId, warps: u32, before: usize) -> Option<Kernel> {
+        let l = self;
+        let mut frame = Frame::new(id);
+        let params = l.kernel_params(f, &mut frame)?;
+        l.frames.push(frame);
+        let (roles, role_failed) = l.kernel_body(f, warps);
+        let prologue = Block(l.blocks.pop().unwrap_or_default());
+        l.check_roles(f, &roles, warps, role_failed);
+        for c in &l.closable {
+            l.channels[c.0 as usize].closable = true;
+        }
+        let (shared_bytes, role_barriers, reduce_scratch, cells_offset) = l.lay_out_shared(&roles);
+        l.check_oneshot_ends(role_failed);
+        let barriers = l.kernel_barriers(&roles, cells_offset);
+        if l.diags.len() > before || l.ownership_conflict || !l.closing.is_subset(&l.closable) {
+            return None;
+        }
+        let const_tables = l.const_table_data();
+        Some(Kernel {
+            name: f.name.clone(),
+            warps,
+            idle_warps: f.idle_warps,
+            params,
+            values: std::mem::take(&mut l.values),
+            channels: std::mem::take(&mut l.channels),
+            prologue,
+            roles,
+            shared_bytes,
+            role_barriers,
+            reduce_scratch,
+            sites: std::mem::take(&mut l.sites),
+            shared_cells: std::mem::take(&mut l.shared_cells),
+            cells_offset,
+            shared_arrays: std::mem::take(&mut l.shared_arrays),
+            barriers,
+            registers: None,
+            min_blocks_per_sm: None,
+            local_bytes: l.local_bytes,
+            const_tables,
+        })
     }
-    let const_tables = l.const_table_data();
-    Some(Kernel {
-        name: f.name.clone(),
-        warps,
-        idle_warps: f.idle_warps,
-        params,
-        values: l.values,
-        channels: l.channels,
-        prologue,
-        roles,
-        shared_bytes,
-        role_barriers,
-        reduce_scratch,
-        sites: l.sites,
-        shared_cells: l.shared_cells,
-        cells_offset,
-        shared_arrays: l.shared_arrays,
-        barriers,
-        registers: None,
-        min_blocks_per_sm: None,
-        local_bytes: l.local_bytes,
-        const_tables,
-    })
 }
 
 impl<'p> Lowerer<'p> {
@@ -179,8 +249,19 @@ impl<'p> Lowerer<'p> {
             role: None,
             par: None,
             accesses: HashMap::new(),
+            reserves: HashMap::new(),
             barrier_requests: Vec::new(),
+            store_requests: HashSet::new(),
+            role_stores: HashMap::new(),
             ownership_conflict: false,
+            closable: HashSet::new(),
+            closing: HashSet::new(),
+            ended: HashSet::new(),
+            closed_rx: HashSet::new(),
+            role_receivers: HashMap::new(),
+            subscriptions: HashMap::new(),
+            claimed: HashSet::new(),
+            dead: false,
             warp_owners: Vec::new(),
             joins: Vec::new(),
             selects: Vec::new(),
@@ -299,6 +380,11 @@ impl Lowerer<'_> {
     fn new_loop(&mut self) -> LoopId {
         self.loops += 1;
         LoopId(self.loops - 1)
+    }
+
+    /// The memory of channel `c`'s slot: the one its latest reserve took.
+    fn slot_key(&self, c: ChannelId) -> MemKey {
+        MemKey::Slot(c, self.reserves.get(&c).copied().unwrap_or(0))
     }
 
     /// Counts an access of the current role to memory `key`.

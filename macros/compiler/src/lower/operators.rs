@@ -10,7 +10,7 @@ use proc_macro2::Span;
 use super::values::Val;
 use super::Lowerer;
 use crate::ir::{BinOp, Block, Imm, Inst, UnOp, Value};
-use crate::tir::{self, Expr, Lit, MathFn};
+use crate::tir::{self, Expr, ExprKind, Lit, MathFn};
 use crate::types::{Scalar, Ty};
 
 impl Lowerer<'_> {
@@ -153,6 +153,13 @@ impl Lowerer<'_> {
         match self.expr(opt) {
             Val::Tuple(v) if v.len() == 2 && want_some => Val::Scalar(v[0]),
             Val::Tuple(v) if v.len() == 2 => Val::Scalar(self.not(v[0])),
+            v @ Val::OptRecvSlot { some, .. } => {
+                if !matches!(opt.kind, ExprKind::Local(_)) {
+                    // `rx.recv().await.is_some()`: the slot received, if any, is released here.
+                    self.drop_value(&v, opt.span);
+                }
+                Val::Scalar(if want_some { some } else { self.not(some) })
+            }
             _ => Val::Unit,
         }
     }
@@ -183,25 +190,18 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `opt.unwrap()` of `tiles.next()` or of `rx.recv().await`.
+    /// `opt.unwrap()` of `tiles.next()`, of a receive or of a reserve (awaited where it is
+    /// unwrapped, or held in a local).
     pub(super) fn unwrap_expr(&mut self, opt: &Expr, span: Span) -> Val {
-        match self.expr(opt) {
-            Val::OptRange { some, start, end } => {
-                let none = self.not(some);
-                self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
-                Val::Range {
-                    start,
-                    end,
-                    tiles: true,
+        match self.option_parts(opt) {
+            Some((some, item)) => {
+                if let Some(some) = some {
+                    let none = self.not(some);
+                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
                 }
+                item
             }
-            // `rx.recv().await.unwrap()`: the wait was emitted; `some` says it got a slot.
-            Val::Scalar(some) if matches!(opt.ty, Ty::OptRecvSlot(_)) => {
-                let none = self.not(some);
-                self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
-                self.recv_slot_of(opt)
-            }
-            _ => Val::Unit,
+            None => Val::Unit,
         }
     }
 

@@ -108,22 +108,24 @@ impl Lowerer<'_> {
                         elem,
                         mem,
                         tiles,
-                    } => vec![(Space::Global, ptr, len, elem, mem, tiles)],
-                    Val::SendSlot(c) | Val::RecvSlot(c) => {
+                        space,
+                    } => {
+                        if let (true, MemKey::Slot(c, _)) = (mutable, mem) {
+                            self.channels[c.0 as usize].generic_writes = true;
+                        }
+                        vec![(space, ptr, len, elem, mem, tiles)]
+                    }
+                    Val::SendSlot(_) | Val::RecvSlot(_) => {
                         self.check_not_copied(base, e.span);
-                        let send = matches!(v, Val::SendSlot(_));
-                        let addr = self.new_value(Scalar::U32, None);
-                        self.emit(Inst::SlotAddr {
-                            dst: addr,
-                            chan: c,
-                            send,
-                        });
+                        let Some((c, addr)) = self.slot_addr(&v) else {
+                            return Leaf::Index;
+                        };
                         let ty = self.channels[c.0 as usize].ty.clone();
                         if mutable {
                             self.channels[c.0 as usize].generic_writes = true;
                         }
                         let len = self.usize_const(u64::from(ty.len));
-                        let slot = MemKey::Slot(c);
+                        let slot = self.slot_key(c);
                         match &ty.elem {
                             ChanElem::Scalar(elem) => {
                                 vec![(Space::Shared, addr, len, *elem, slot, true)]
@@ -148,7 +150,7 @@ impl Lowerer<'_> {
                     }
                     _ => return Leaf::Index,
                 };
-                if let Val::SendSlot(c) | Val::RecvSlot(c) = v {
+                if let Some((c, _)) = self.slot_parts(&v) {
                     let n = u64::from(self.channels[c.0 as usize].ty.len);
                     head.bound = Some(head.bound.map_or(n, |b| b.min(n)));
                 }

@@ -6,10 +6,10 @@
 
 use proc_macro2::Span;
 
-use super::values::{MemKey, Val};
+use super::values::Val;
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Space, Value};
-use crate::tir::{Expr, ExprKind};
+use crate::ir::{BinOp, ChannelId, Imm, Inst, Space, Value};
+use crate::tir::{self, Expr, ExprKind};
 use crate::types::Scalar;
 
 impl Lowerer<'_> {
@@ -28,7 +28,40 @@ impl Lowerer<'_> {
 
     /// Element `i` of slice or slot `b` (which `base` lowered to), after its bounds check.
     fn index_val(&mut self, base: &Expr, b: Val, i: Value, span: Span) -> Val {
-        match b {
+        match self.element_addr(base, &b, i, span) {
+            Some((space, addr, elem)) => Val::Scalar(self.load(elem, space, addr)),
+            None => Val::Unit,
+        }
+    }
+
+    /// The place of element `i` of slice or slot `b` (which `base` lowered to), after its bounds
+    /// check: its memory, address and type.
+    pub(super) fn element_addr(
+        &mut self,
+        base: &Expr,
+        b: &Val,
+        i: Value,
+        span: Span,
+    ) -> Option<(Space, Value, Scalar)> {
+        match *b {
+            Val::Slice {
+                ptr,
+                len,
+                elem,
+                mem,
+                space: Space::Global,
+                ..
+            } => {
+                self.access(mem);
+                if !self.unchecked {
+                    let oob = self.binary(BinOp::Ge, i, len);
+                    self.panic_if(oob, "index out of bounds", span);
+                }
+                let size = self.usize_const(u64::from(elem.size()));
+                let off = self.binary(BinOp::Mul, i, size);
+                let addr = self.binary(BinOp::Add, ptr, off);
+                Some((Space::Global, addr, elem))
+            }
             Val::Slice {
                 ptr,
                 len,
@@ -41,42 +74,104 @@ impl Lowerer<'_> {
                     let oob = self.binary(BinOp::Ge, i, len);
                     self.panic_if(oob, "index out of bounds", span);
                 }
-                let size = self.usize_const(u64::from(elem.size()));
-                let off = self.binary(BinOp::Mul, i, size);
-                let addr = self.binary(BinOp::Add, ptr, off);
-                Val::Scalar(self.load(elem, Space::Global, addr))
+                let addr = self.shared_offset(ptr, i, elem);
+                Some((Space::Shared, addr, elem))
             }
-            Val::SendSlot(c) | Val::RecvSlot(c) => {
+            Val::SendSlot(_) | Val::RecvSlot(_) => {
                 self.check_not_copied(base, span);
-                self.access(MemKey::Slot(c));
-                let send = matches!(b, Val::SendSlot(_));
+                let (c, _) = self.slot_parts(b)?;
+                let key = self.slot_key(c);
+                self.access(key);
                 let ty = self.channels[c.0 as usize].ty.clone();
-                let Some(elem) = ty.elem.scalar() else {
-                    return Val::Unit;
-                };
+                let elem = ty.elem.scalar()?;
                 let n = self.usize_const(u64::from(ty.len));
                 let oob = self.binary(BinOp::Ge, i, n);
                 self.panic_if(oob, "index out of bounds", span);
-                let base_addr = self.new_value(Scalar::U32, None);
-                self.emit(Inst::SlotAddr {
-                    dst: base_addr,
-                    chan: c,
-                    send,
-                });
-                let i32v = self.new_value(Scalar::U32, None);
-                self.emit(Inst::Cast { dst: i32v, src: i });
-                let size = self.konst(Scalar::U32, Imm::Int(u64::from(elem.size())));
-                let off = self.binary(BinOp::Mul, i32v, size);
-                let addr = self.binary(BinOp::Add, base_addr, off);
-                Val::Scalar(self.load(elem, Space::Shared, addr))
+                let (_, base_addr) = self.slot_addr(b)?;
+                let addr = self.shared_offset(base_addr, i, elem);
+                Some((Space::Shared, addr, elem))
             }
-            _ => Val::Unit,
+            _ => None,
         }
+    }
+
+    /// `base + i * size(elem)` of a shared address, `i` a `usize` index.
+    fn shared_offset(&mut self, base: Value, i: Value, elem: Scalar) -> Value {
+        let i32v = self.new_value(Scalar::U32, None);
+        self.emit(Inst::Cast { dst: i32v, src: i });
+        let size = self.konst(Scalar::U32, Imm::Int(u64::from(elem.size())));
+        let off = self.binary(BinOp::Mul, i32v, size);
+        self.binary(BinOp::Add, base, off)
+    }
+
+    /// The channel of a reserved or received slot, and its ring position (a received slot's own
+    /// register, where it has one).
+    pub(super) fn slot_parts(&self, v: &Val) -> Option<(ChannelId, Option<Value>)> {
+        match *v {
+            Val::SendSlot(c) => Some((c, None)),
+            Val::RecvSlot(r) => Some((r.chan, r.at)),
+            _ => None,
+        }
+    }
+
+    /// The shared address of a reserved or received slot's data, and its channel.
+    pub(super) fn slot_addr(&mut self, v: &Val) -> Option<(ChannelId, Value)> {
+        let (chan, slot) = self.slot_parts(v)?;
+        let rx = match v {
+            Val::RecvSlot(r) => r.rx,
+            _ => 0,
+        };
+        let dst = self.new_value(Scalar::U32, None);
+        self.emit(Inst::SlotAddr {
+            dst,
+            chan,
+            send: matches!(v, Val::SendSlot(_)),
+            slot,
+            rx,
+        });
+        Some((chan, dst))
     }
 
     /// `base[range]`: a sub-slice.
     pub(super) fn subslice(&mut self, base: &Expr, range: &Expr, span: Span) -> Val {
-        let (b, r) = (self.expr(base), self.expr(range));
+        let b = self.expr(base);
+        // The whole slot (`&slot[..]`, `&slot[0..N]`): its slice, with the slot's constant
+        // length, which parallel loops over it use as they do for the slot itself.
+        let whole = match (&b, &range.kind) {
+            (Val::SendSlot(_) | Val::RecvSlot(_), ExprKind::Range(a, z)) => {
+                matches!(a.kind, ExprKind::Lit(tir::Lit::Int(0)))
+                    && matches!(z.kind, ExprKind::Lit(tir::Lit::Int(n)) if self.slot_parts(&b).is_some_and(|(c, _)| u128::from(self.channels[c.0 as usize].ty.len) == n))
+            }
+            _ => false,
+        };
+        let r = if whole { Val::Unit } else { self.expr(range) };
+        let b = match b {
+            // `&slot[a..b]`: the slot as a slice of shared memory, then its range.
+            Val::SendSlot(_) | Val::RecvSlot(_) => {
+                self.check_not_copied(base, span);
+                let Some((c, ptr)) = self.slot_addr(&b) else {
+                    return Val::Unit;
+                };
+                let ty = self.channels[c.0 as usize].ty.clone();
+                let Some(elem) = ty.elem.scalar() else {
+                    return Val::Unit;
+                };
+                let len = self.usize_const(u64::from(ty.len));
+                let slice = Val::Slice {
+                    ptr,
+                    len,
+                    elem,
+                    mem: self.slot_key(c),
+                    tiles: true,
+                    space: Space::Shared,
+                };
+                if whole {
+                    return slice;
+                }
+                slice
+            }
+            other => other,
+        };
         self.subslice_val(b, r, span)
     }
 
@@ -89,7 +184,8 @@ impl Lowerer<'_> {
                     len,
                     elem,
                     mem,
-                    ..
+                    tiles: slice_tiles,
+                    space,
                 },
                 Val::Range { start, end, tiles },
             ) => {
@@ -99,16 +195,28 @@ impl Lowerer<'_> {
                     let past = self.binary(BinOp::Gt, end, len);
                     self.panic_if(past, "slice range past the end of the slice", span);
                 }
-                let size = self.usize_const(u64::from(elem.size()));
-                let off = self.binary(BinOp::Mul, start, size);
-                let p = self.binary(BinOp::Add, ptr, off);
+                let p = match space {
+                    Space::Shared => self.shared_offset(ptr, start, elem),
+                    _ => {
+                        let size = self.usize_const(u64::from(elem.size()));
+                        let off = self.binary(BinOp::Mul, start, size);
+                        self.binary(BinOp::Add, ptr, off)
+                    }
+                };
                 let n = self.binary(BinOp::Sub, end, start);
                 Val::Slice {
                     ptr: p,
                     len: n,
                     elem,
                     mem,
-                    tiles,
+                    // A slot's slices are written only before the slot is sent and read only
+                    // while it is held: like tiles, they never overlap between iterations.
+                    tiles: if space == Space::Shared {
+                        slice_tiles
+                    } else {
+                        tiles
+                    },
+                    space,
                 }
             }
             _ => Val::Unit,

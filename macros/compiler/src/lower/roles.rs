@@ -52,22 +52,41 @@ impl Lowerer<'_> {
         self.warp_owners
             .push((self.prog.function(*fid).name.clone(), start, end));
         self.accesses.clear();
+        self.reserves.clear();
         self.barrier_requests.clear();
+        self.store_requests.clear();
+        self.role_stores.clear();
+        self.ended.clear();
+        self.closed_rx.clear();
+        self.role_receivers.clear();
         let name = self.prog.function(*fid).name.clone();
         let mut body = self.sub_block(|l| {
-            let vals: Vec<Val> = args.iter().map(|a| l.expr(a)).collect();
-            for v in &vals {
+            let mut vals: Vec<Val> = args.iter().map(|a| l.expr(a)).collect();
+            for v in vals.iter_mut() {
                 match v {
                     Val::Sender(c) => l.claim(*c, true, role_id),
-                    Val::Receiver(c) => l.claim(*c, false, role_id),
+                    Val::Receiver(c, sub) => {
+                        // In the role, a receiver is which of the role's receivers of its
+                        // channel it is.
+                        let nth = l.claim_receiver(*c, *sub, role_id);
+                        *v = Val::Receiver(*c, nth);
+                    }
                     Val::Barrier(b) => {
                         let takers = &mut l.barriers[*b as usize].0;
                         if !takers.contains(&role_id) {
                             takers.push(role_id);
                         }
                     }
-                    Val::OneshotTx(k) => l.oneshots[*k as usize].sender = Some(role_id),
-                    Val::OneshotRx(k) => l.oneshots[*k as usize].receiver = Some(role_id),
+                    Val::OneshotTx(k) => {
+                        let end = &mut l.oneshots[*k as usize].sender;
+                        l.ownership_conflict |= end.is_some_and(|r| r != role_id);
+                        *end = Some(role_id);
+                    }
+                    Val::OneshotRx(k) => {
+                        let end = &mut l.oneshots[*k as usize].receiver;
+                        l.ownership_conflict |= end.is_some_and(|r| r != role_id);
+                        *end = Some(role_id);
+                    }
                     _ => {}
                 }
             }
@@ -126,17 +145,26 @@ impl Lowerer<'_> {
                 self.ownership_conflict = true;
             }
             ch.producer = Some(role);
-        } else if ch.consumers.contains(&role) {
-            // Two receivers of one channel in one role: legal Rust, so rustc says nothing; the
-            // role would wait for every item twice.
-            let name = ch.name.clone();
-            let span = self.role_span;
-            self.diags.error(span, format!("this role takes two receivers of channel `{name}`: each receiving role takes one (`rx.subscribe()` makes a receiver for another role)"));
         } else {
-            // Several roles: a broadcast (`rx.subscribe()`); one receiver moved into two roles
-            // is a use after move, which rustc reports on the shadow code.
             ch.consumers.push(role);
         }
+    }
+
+    /// Records that the current role takes subscription `sub` of channel `c` (0 for the
+    /// channel's own receiver); returns which of the role's receivers of `c` it is. A role may
+    /// take several receivers of a broadcast (`rx.subscribe()`), each with a ring position of
+    /// its own; one receiver given twice is a use after move, which rustc reports on the shadow
+    /// code.
+    fn claim_receiver(&mut self, c: ChannelId, sub: u32, role: RoleId) -> u32 {
+        let taken = self.role_receivers.entry(c).or_default();
+        if taken.contains(&sub) || !self.claimed.insert((c, sub)) {
+            self.ownership_conflict = true;
+            return 0;
+        }
+        taken.push(sub);
+        let nth = taken.len() as u32 - 1;
+        self.claim(c, false, role);
+        nth
     }
 
     /// Removes the barrier placeholders whose loop writes memory no other access of the role
@@ -145,10 +173,16 @@ impl Lowerer<'_> {
         let decisions: Vec<bool> = self
             .barrier_requests
             .iter()
-            .map(|writes| {
-                writes
-                    .iter()
-                    .any(|(key, tiles)| !tiles || self.accesses.get(key).copied().unwrap_or(0) > 1)
+            .enumerate()
+            .map(|(k, writes)| {
+                writes.iter().any(|(key, tiles)| {
+                    let all = self.accesses.get(key).copied().unwrap_or(0);
+                    if self.store_requests.contains(&k) {
+                        all > self.role_stores.get(key).copied().unwrap_or(0)
+                    } else {
+                        !tiles || all > 1
+                    }
+                })
             })
             .collect();
         let mut it = decisions.into_iter();

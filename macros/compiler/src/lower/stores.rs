@@ -8,15 +8,21 @@
 use proc_macro2::Span;
 
 use super::operators::bin_op;
-use super::values::Val;
+use super::values::{MemKey, Val};
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Space, Value};
+use crate::ir::{BinOp, Imm, Inst, SiteKind, Space, Value};
 use crate::tir::{self, Expr, ExprKind};
 use crate::types::Ty;
 
 impl Lowerer<'_> {
     /// `place = value`.
     pub(super) fn assign(&mut self, place: &Expr, value: &Expr) -> Val {
+        if let (ExprKind::Local(id), Ty::RecvSlot(_) | Ty::OptRecvSlot(_)) =
+            (&place.kind, &place.ty)
+        {
+            self.assign_slot(*id, value, place.span);
+            return Val::Unit;
+        }
         if matches!(value.ty, Ty::Array(..)) && matches!(place.kind, ExprKind::StructArray(..)) {
             self.assign_struct_array(place, value)
         } else if matches!(value.ty, Ty::Array(..)) {
@@ -201,36 +207,26 @@ impl Lowerer<'_> {
                     b @ (Val::SharedArray(_) | Val::SharedRow { .. }) => {
                         self.shared_array_store(b, index, i, place.span, reads_old, f)
                     }
-                    Val::Slice {
-                        ptr,
-                        len,
-                        elem,
-                        mem,
-                        tiles,
-                    } => {
+                    slice @ Val::Slice { mem, tiles, .. } if self.par.is_some() => {
                         // `y[i] = v` in a parallel loop (the checker saw to it).
-                        self.access(mem);
                         self.par_index_writes.push((mem, tiles));
-                        if !self.unchecked {
-                            let oob = self.binary(BinOp::Ge, i, len);
-                            self.panic_if(oob, "index out of bounds", place.span);
+                        if let Some((space, addr, elem)) =
+                            self.element_addr(base, &slice, i, place.span)
+                        {
+                            let old = if reads_old {
+                                self.load(elem, space, addr)
+                            } else {
+                                self.konst(elem, Imm::Int(0))
+                            };
+                            let v = f(self, old);
+                            self.emit(Inst::Store {
+                                space,
+                                addr,
+                                value: v,
+                            });
                         }
-                        let size = self.usize_const(u64::from(elem.size()));
-                        let off = self.binary(BinOp::Mul, i, size);
-                        let addr = self.binary(BinOp::Add, ptr, off);
-                        let old = if reads_old {
-                            self.load(elem, Space::Global, addr)
-                        } else {
-                            self.konst(elem, Imm::Int(0))
-                        };
-                        let v = f(self, old);
-                        self.emit(Inst::Store {
-                            space: Space::Global,
-                            addr,
-                            value: v,
-                        });
                     }
-                    _ => {}
+                    other => self.role_store(base, &other, i, place.span, reads_old, f),
                 }
             }
             ExprKind::Deref(inner) => {
@@ -248,6 +244,56 @@ impl Lowerer<'_> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// `slice[i] = v` (or `op=`) from role code, of a slice of global memory or of a reserved
+    /// slot: every thread of the role computes the value (the checker holds it uniform), the
+    /// role's first thread stores it, and a role barrier follows where the role touches that
+    /// memory elsewhere (others may read it next).
+    fn role_store(
+        &mut self,
+        base: &Expr,
+        b: &Val,
+        i: Value,
+        span: Span,
+        reads_old: bool,
+        f: impl FnOnce(&mut Self, Value) -> Value,
+    ) {
+        if self.par.is_some() {
+            self.diags.error(span, "a parallel loop's body writes its own elements, through the `&mut` items of `par_iter_mut()`: write `*item = v`");
+            return;
+        }
+        let key = match *b {
+            Val::Slice { mem, .. } => mem,
+            Val::SendSlot(c) => self.slot_key(c),
+            _ => return,
+        };
+        let Some((space, addr, elem)) = self.element_addr(base, b, i, span) else {
+            return;
+        };
+        if let MemKey::Slot(c, _) = key {
+            self.channels[c.0 as usize].generic_writes = true;
+        }
+        // A plain assignment does not read the old value: `f` is given the address instead,
+        // which it does not use.
+        let old = if reads_old {
+            self.load(elem, space, addr)
+        } else {
+            addr
+        };
+        let value = f(self, old);
+        self.emit(Inst::RoleStore { space, addr, value });
+        *self.role_stores.entry(key).or_insert(0) += 1;
+        if self.role.is_some() {
+            self.store_requests.insert(self.barrier_requests.len());
+            self.barrier_requests.push(vec![(key, true)]);
+            let site = self.site(
+                SiteKind::Wait,
+                "the role barrier after this element write".to_string(),
+                span,
+            );
+            self.emit(Inst::RoleBarrier { site });
         }
     }
 

@@ -8,17 +8,30 @@ use std::collections::{HashMap, HashSet};
 
 use proc_macro2::Span;
 
-use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Value};
+use crate::ir::{ChannelId, LoopId, ParSource, RoleId, Space, Value};
 use crate::tir::{FnId, LocalId};
 use crate::types::Scalar;
 
-/// Where a memory access goes, for deciding which parallel loops need a barrier after them.
+/// Where a memory access goes, for deciding which parallel loops need a barrier after them: a
+/// kernel parameter, or the slots of a channel, told apart by the reserve that took them (each
+/// reserve of the role's code gives another slot; received slots are read only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum MemKey {
     Param(usize),
-    Slot(ChannelId),
+    Slot(ChannelId, u32),
     /// A shared array, whose barriers `shared_sync` places.
     Array(u32),
+}
+
+/// A received slot: its channel, and where its ring position is: the receiving ring's held
+/// register (`None`, the slot the last `recv` took), or a `u32` value of its own (a slot kept
+/// while the role receives another, or held in a local that is reassigned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SlotRef {
+    pub(super) chan: ChannelId,
+    /// Which of the role's receivers of the channel took it.
+    pub(super) rx: u32,
+    pub(super) at: Option<Value>,
 }
 
 /// What an expression lowers to: registers, or the static description of a place, a channel
@@ -27,12 +40,15 @@ pub(super) enum MemKey {
 pub(super) enum Val {
     Unit,
     Scalar(Value),
+    /// A slice of global memory (`ptr` a `usize` address) or of a channel slot (`space` is
+    /// `Shared`, `ptr` a `u32` shared address).
     Slice {
         ptr: Value,
         len: Value,
         elem: Scalar,
         mem: MemKey,
         tiles: bool,
+        space: Space,
     },
     Range {
         start: Value,
@@ -51,9 +67,37 @@ pub(super) enum Val {
         tile: Value,
     },
     Sender(ChannelId),
-    Receiver(ChannelId),
+    /// A receiver: in the kernel body, its channel and its subscription (0 for the channel's
+    /// own, then one per `subscribe()`); in a role, its channel and which of the role's
+    /// receivers of it it is (0, or 1 and up for a second receiver of a broadcast).
+    Receiver(ChannelId, u32),
     SendSlot(ChannelId),
-    RecvSlot(ChannelId),
+    RecvSlot(SlotRef),
+    /// The `Option` of a receive: whether it holds a slot, and the slot.
+    OptRecvSlot {
+        slot: SlotRef,
+        some: Value,
+    },
+    /// The two parts of `split_at`.
+    SlicePair(Box<Val>, Box<Val>),
+    /// The chunks of a slice (`chunks(size)`): `taken` of them handed out so far.
+    Chunks {
+        slice: Box<Val>,
+        size: Value,
+        exact: bool,
+        taken: u32,
+    },
+    /// `chunks.next()`: whether there was a chunk, and the chunk.
+    OptSlice {
+        some: Value,
+        slice: Box<Val>,
+    },
+    /// The `Option` of a reserve: whether it holds a slot (`None`: it always does, nothing
+    /// closes the channel from the receiving side).
+    OptSendSlot {
+        chan: ChannelId,
+        some: Option<Value>,
+    },
     ElemRef(usize),
     /// An element of a struct slot in a parallel loop: the source of each field.
     StructRef(Vec<usize>),

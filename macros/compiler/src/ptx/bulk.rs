@@ -4,6 +4,7 @@
 
 use std::fmt::Write;
 
+use super::channels::SEND;
 use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
@@ -28,7 +29,7 @@ impl Writer<'_> {
         len: Value,
         bulk: Value,
     ) -> WriteResult {
-        let ring = self.ring(chan, true)?;
+        let ring = self.ring(chan, SEND)?;
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (src, len, bulk) = (self.reg(src), self.reg(len), self.reg(bulk));
@@ -64,7 +65,7 @@ impl Writer<'_> {
         self.trace_copy(TraceEvent::CopyInEnd, chan)
     }
 
-    /// `copy_to`: the held slot's first `len` elements to `dst` in global memory. One thread of
+    /// `copy_to`: the received slot's (the held one's, or the one at ring position `slot`) first `len` elements to `dst` in global memory. One thread of
     /// the role copies the 16-byte-aligned part (`bulk` bytes) with one `cp.async.bulk` (a bulk
     /// group, which the slot's release waits to have been read); the role's threads copy the
     /// rest.
@@ -74,8 +75,13 @@ impl Writer<'_> {
         dst: Value,
         len: Value,
         bulk: Value,
+        (slot, rx): (Option<Value>, u32),
     ) -> WriteResult {
-        let ring = self.ring(chan, false)?;
+        let ring = self.ring(chan, rx)?;
+        let held = match slot {
+            Some(v) => self.reg(v),
+            None => ring.held.clone(),
+        };
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (dst, len, bulk) = (self.reg(dst), self.reg(len), self.reg(bulk));
@@ -89,7 +95,7 @@ impl Writer<'_> {
         )?;
         self.trace_copy(TraceEvent::CopyOut, chan)?;
         let split = self.bulk_split(&len, &bulk)?;
-        let src = self.shared_addr(c.data_offset, &ring.held, c.slot_stride)?;
+        let src = self.shared_addr(c.data_offset, &held, c.slot_stride)?;
         let skip = self.label("bulk_out_done");
         self.line(format!("@!{} bra {skip};", split.go))?;
         self.line(format!(

@@ -195,7 +195,7 @@ impl Writer<'_> {
         // Leaving an unrolled loop: the code after it reads the ring registers.
         let leaving = match &self.unroll {
             Some(u) if u.id == id => {
-                let mut movs: Vec<((ChannelId, bool), u32, Option<u32>)> = u
+                let mut movs: Vec<((ChannelId, u32), u32, Option<u32>)> = u
                     .slots
                     .iter()
                     .map(|(key, &slot)| (*key, slot, u.held.get(key).copied()))

@@ -190,7 +190,7 @@ impl Writer<'_> {
         let done = self.label("selected");
         let mut rings = Vec::new();
         for &c in chans {
-            rings.push((self.ring(c, false)?, self.k.channel(c).clone()));
+            rings.push((self.ring(c, 0)?, self.k.channel(c).clone()));
         }
         let got: Vec<String> = chans.iter().map(|_| self.label("select_got")).collect();
         let ended: Vec<String> = chans.iter().map(|_| self.label("select_closed")).collect();
@@ -236,7 +236,7 @@ impl Writer<'_> {
         for (k, (ring, c)) in rings.iter().enumerate() {
             // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
             self.place_label(&got[k])?;
-            self.take_full_slot(chans[k], ring, c, &s, None)?;
+            self.take_full_slot((chans[k], 0), ring, c, &s, (None, None))?;
             self.line(format!("mov.u32 {ch}, {k};"))?;
             self.line(format!("bra {done};"))?;
             // A channel that closed before: its `recv` answers `None` at once.

@@ -6,7 +6,7 @@ use gpu_async_wire::HiddenParam;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
-use super::channels::Ring;
+use super::channels::{Ring, SEND};
 use super::error::WriteResult;
 use super::types::{ptx_ty, Class};
 use super::Writer;
@@ -25,7 +25,7 @@ pub(super) struct RoleCtx {
     /// The thread that issues the role's bulk copies (see [`Writer::bulk_split`]), for roles
     /// that have some.
     pub(super) bulk_issuer: Option<String>,
-    pub(super) rings: HashMap<(ChannelId, bool), Ring>,
+    pub(super) rings: HashMap<(ChannelId, u32), Ring>,
     /// Phase of the role's barrier (roles of several warps that have one).
     pub(super) barrier_phase: String,
     /// Phase of each barrier between roles that the role takes.
@@ -34,10 +34,10 @@ pub(super) struct RoleCtx {
     /// slot 0 (see [`Unrolled`]).
     ///
     /// [`Unrolled`]: super::unroll::Unrolled
-    pub(super) touched: HashSet<(ChannelId, bool)>,
+    pub(super) touched: HashSet<(ChannelId, u32)>,
     /// The channels this role receives whose end leaves the receiving loop for good
     /// ([`ends_that_leave`]): their `recv` does not test or set the ring's `closed` register.
-    pub(super) ends_leave: HashSet<ChannelId>,
+    pub(super) ends_leave: HashSet<(ChannelId, u32)>,
 }
 
 /// The channels whose end, once received, sends the role out of the loop that received it for
@@ -48,14 +48,14 @@ pub(super) struct RoleCtx {
 /// remembering that the channel closed, nor the test of it before every wait (two instructions per
 /// item on the path from a wait to the slot's release; `docs/design.md`, "A receive whose end
 /// leaves its loop keeps no closed flag").
-fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
-    // How many `recv`s of each channel `insts` has, nested ones included.
-    fn recv_counts(insts: &[Inst]) -> HashMap<ChannelId, usize> {
+fn ends_that_leave(body: &Block) -> HashSet<(ChannelId, u32)> {
+    // How many `recv`s of each receiver `insts` has, nested ones included.
+    fn recv_counts(insts: &[Inst]) -> HashMap<(ChannelId, u32), usize> {
         let mut counts = HashMap::new();
         for inst in insts {
             crate::ir::for_each_inst_in(inst, &mut |i| {
-                if let Inst::Recv { chan, .. } = i {
-                    *counts.entry(*chan).or_insert(0) += 1;
+                if let Inst::Recv { chan, rx, .. } = i {
+                    *counts.entry((*chan, *rx)).or_insert(0) += 1;
                 }
             });
         }
@@ -64,20 +64,21 @@ fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
     let mut selected = HashSet::new();
     crate::ir::for_each_inst(body, &mut |i| {
         if let Inst::SelectRecv { chans, .. } = i {
-            selected.extend(chans.iter().copied());
+            selected.extend(chans.iter().map(|c| (*c, 0)));
         }
     });
-    // The `recv`s of the `while let` shape, per channel.
-    let mut shaped: HashMap<ChannelId, usize> = HashMap::new();
+    // The `recv`s of the `while let` shape, per receiver.
+    let mut shaped: HashMap<(ChannelId, u32), usize> = HashMap::new();
     for (at, inst) in body.0.iter().enumerate() {
         let Inst::Loop { id, body: lbody } = inst else {
             continue;
         };
         let later = recv_counts(&body.0[at + 1..]);
         for (k, inner) in lbody.0.iter().enumerate() {
-            let Inst::Recv { chan, some, .. } = inner else {
+            let Inst::Recv { chan, some, rx, .. } = inner else {
                 continue;
             };
+            let key = (*chan, *rx);
             let breaks_on_end = match (lbody.0.get(k + 1), lbody.0.get(k + 2)) {
                 (
                     Some(Inst::Unary {
@@ -94,8 +95,8 @@ fn ends_that_leave(body: &Block) -> HashSet<ChannelId> {
                 }
                 _ => false,
             };
-            if breaks_on_end && !later.contains_key(chan) {
-                *shaped.entry(*chan).or_insert(0) += 1;
+            if breaks_on_end && !later.contains_key(&key) {
+                *shaped.entry(key).or_insert(0) += 1;
             }
         }
     }
@@ -225,6 +226,18 @@ impl Writer<'_> {
             } else {
                 c.consumers.iter().map(|r| warps_of(Some(*r))).sum()
             };
+            if c.closable {
+                // The receiving warps that have not closed the channel.
+                self.line(format!(
+                    "st.shared.u32 [gpu_async_smem+{}], {cw};",
+                    c.open_offset
+                ))?;
+            }
+            if let Some(d) = c.debt_offset {
+                for w in 0..2 * c.ty.depth {
+                    self.line(format!("st.shared.u32 [gpu_async_smem+{}], 0;", d + 4 * w))?;
+                }
+            }
             for s in 0..c.ty.depth {
                 // Every slot's state word says "an item" until the end marker takes it.
                 self.line(format!(
@@ -382,14 +395,13 @@ impl Writer<'_> {
         let ends_leave = ends_that_leave(&r.body);
         let mut rings = HashMap::new();
         for (ci, c) in self.k.channels.iter().enumerate() {
-            let receives = c.consumers.iter().any(|r| r.0 as usize == index);
-            for (sender, owns) in [
-                (true, c.producer.map(|o| o.0 as usize) == Some(index)),
-                (false, receives),
-            ] {
-                if !owns {
-                    continue;
-                }
+            // One ring per end the role holds: its sending end, and each of its receivers (a
+            // role may take several receivers of a broadcast).
+            let receivers = c.consumers.iter().filter(|r| r.0 as usize == index).count() as u32;
+            let sends = c.producer.map(|o| o.0 as usize) == Some(index);
+            let ends = sends.then_some(SEND).into_iter().chain(0..receivers);
+            for end in ends {
+                let sender = end == SEND;
                 let ring = Ring {
                     slot: self.tmp(Class::B32),
                     phase: self.tmp(Class::B32),
@@ -401,13 +413,13 @@ impl Writer<'_> {
                 if !sender {
                     self.line(format!("mov.u32 {}, 0;", ring.held))?;
                 }
-                if !sender && !ends_leave.contains(&ChannelId(ci as u32)) {
+                if !sender && !ends_leave.contains(&(ChannelId(ci as u32), end)) {
                     self.line(format!(
                         "setp.ne.u32 {}, {}, {};",
                         ring.closed, ring.slot, ring.slot
                     ))?;
                 }
-                rings.insert((ChannelId(ci as u32), sender), ring);
+                rings.insert((ChannelId(ci as u32), end), ring);
             }
         }
         let barrier_phase = self.tmp(Class::B32);

@@ -21,6 +21,21 @@ impl Writer<'_> {
         self.store(&v, ty, space, &a)
     }
 
+    /// One element stored from role code: the role's first thread stores `value` at `addr`.
+    pub(super) fn role_store(&mut self, space: Space, addr: Value, value: Value) -> WriteResult {
+        let (a, v) = (self.reg(addr), self.reg(value));
+        let ty = self.k.ty(value);
+        let leader = self.role()?.leader.clone();
+        let sp = space_name(space);
+        if ty == Scalar::Bool {
+            let t = self.tmp(Class::B32);
+            self.line(format!("selp.u32 {t}, 1, 0, {v};"))?;
+            self.line(format!("@{leader} st.{sp}.u8 [{a}], {t};"))
+        } else {
+            self.line(format!("@{leader} st.{sp}.{} [{a}], {v};", mem_ty(ty)))
+        }
+    }
+
     pub(super) fn load(&mut self, dst: Value, space: Space, addr: &str) -> WriteResult {
         let d = self.reg(dst);
         let ty = self.k.ty(dst);

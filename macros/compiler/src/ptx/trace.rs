@@ -74,7 +74,7 @@ impl Tracing {
         for (index, role) in k.roles.iter().enumerate() {
             crate::ir::for_each_inst(&role.body, &mut |inst| {
                 let (event, site) = match inst {
-                    Inst::Reserve { chan, site } => {
+                    Inst::Reserve { chan, site, .. } => {
                         copy_sites.entry((index, *chan, true)).or_insert(*site);
                         (TraceEvent::WaitFree, *site)
                     }
@@ -371,14 +371,18 @@ mod tests {
                 }
                 async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
                     for t in block_tiles(x.len(), 256) {
-                        let mut s = tx.reserve().await;
+                        let Some(mut s) = tx.reserve().await else {
+                            return;
+                        };
                         s.copy_from(&x[t]).await;
                         s.send();
                     }
                 }
                 async fn step(mut rx: Receiver<[f32; 256], 2>, mut tx: Sender<[f32; 256], 2>) {
                     while let Some(i) = rx.recv().await {
-                        let mut o = tx.reserve().await;
+                        let Some(mut o) = tx.reserve().await else {
+                            return;
+                        };
                         o.par_iter_mut().zip(i.par_iter()).for_each(|(o, i)| *o = *i);
                         o.send();
                     }
@@ -477,5 +481,44 @@ mod tests {
             .map(|s| ptx.matches(&record(TraceEvent::WaitEnd, s)).count())
             .sum();
         assert_eq!(starts, ends);
+    }
+
+    #[test]
+    fn a_reserve_on_a_channel_its_receiver_closes_records_its_wait() {
+        let k = crate::compile(quote::quote! {
+            mod m {
+                use gpu_async::device::*;
+                #[kernel(warps = 2)]
+                pub async fn p(n: u32, out: &mut [u32]) {
+                    let (tx, rx) = channel::<[u32; 32], 2>();
+                    join!(on_warps(0..1, produce(n, tx)), on_warps(1..2, first(rx, out))).await;
+                }
+                async fn produce(n: u32, mut tx: Sender<[u32; 32], 2>) {
+                    for i in 0..n {
+                        let Some(mut s) = tx.reserve().await else { return };
+                        s.par_iter_mut().for_each(|v| *v = i);
+                        s.send();
+                    }
+                }
+                async fn first(rx: Receiver<[u32; 32], 2>, out: &mut [u32]) {
+                    if let Some(s) = rx.recv().await {
+                        out[0] = s[0];
+                    }
+                }
+            }
+        })
+        .expect("compiles")
+        .remove(0);
+        let ptx = &k.ptx_traced;
+        // The receiver drops its end after one item: the producer's waits also read the open word.
+        assert!(k.ptx.contains("closed_"), "the channel is not closable");
+        for (i, s) in k.ir.sites.iter().enumerate() {
+            if s.message.starts_with("`reserve()`") || s.message.starts_with("closing channel") {
+                for event in [TraceEvent::WaitFree, TraceEvent::WaitEnd] {
+                    let found = ptx.contains(&record(event, i as u32));
+                    assert!(found, "no {event:?} of {}", s.message);
+                }
+            }
+        }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::channels::SEND;
 use super::parallel::UNROLL;
 use super::Writer;
 use crate::ir::{Block, ChannelId, Inst, LoopId, Value};
@@ -18,9 +19,9 @@ use crate::ir::{Block, ChannelId, Inst, LoopId, Value};
 pub(super) struct Unrolled {
     pub(super) id: LoopId,
     /// The slot each ring is at, where the code being written is.
-    pub(super) slots: HashMap<(ChannelId, bool), u32>,
+    pub(super) slots: HashMap<(ChannelId, u32), u32>,
     /// For receiving ends: the slot held (the one the last `recv` took).
-    pub(super) held: HashMap<(ChannelId, bool), u32>,
+    pub(super) held: HashMap<(ChannelId, u32), u32>,
 }
 
 /// The size of `block` for [`MAX_UNROLLED_BODY`]: `weight` per instruction, nested ones
@@ -126,17 +127,22 @@ impl Writer<'_> {
     pub(super) fn unroll_plan(&self, id: LoopId, body: &Block) -> Option<(u32, Unrolled)> {
         let role = self.role.as_ref()?;
         // Steps (sends, receives) per iteration of each ring the top level uses.
-        let mut steps: HashMap<(ChannelId, bool), u32> = HashMap::new();
+        let mut steps: HashMap<(ChannelId, u32), u32> = HashMap::new();
         for inst in &body.0 {
             let (key, step) = match inst {
-                Inst::Reserve { chan, .. } | Inst::CopyIn { chan, .. } => ((*chan, true), 0),
-                Inst::Send { chan } => ((*chan, true), 1),
-                Inst::SlotAddr { chan, send, .. } => ((*chan, *send), 0),
-                Inst::Recv { chan, .. } => ((*chan, false), 1),
-                Inst::Release { chan } | Inst::CopyOut { chan, .. } => ((*chan, false), 0),
+                Inst::Reserve { chan, .. } | Inst::CopyIn { chan, .. } => ((*chan, SEND), 0),
+                Inst::Send { chan } => ((*chan, SEND), 1),
+                Inst::SlotAddr { chan, send, rx, .. } => {
+                    ((*chan, if *send { SEND } else { *rx }), 0)
+                }
+                Inst::Recv { chan, rx, .. } => ((*chan, *rx), 1),
+                Inst::Release { chan, rx, .. }
+                | Inst::CopyOut { chan, rx, .. }
+                | Inst::HeldSlot { chan, rx, .. } => ((*chan, *rx), 0),
                 Inst::Loop { .. }
                 | Inst::Continue(_)
                 | Inst::Close { .. }
+                | Inst::CloseRecv { .. }
                 | Inst::Join { .. }
                 | Inst::SelectRecv { .. } => return None,
                 _ => continue,
@@ -161,8 +167,10 @@ impl Writer<'_> {
                             | Inst::SlotAddr { .. }
                             | Inst::Recv { .. }
                             | Inst::Release { .. }
+                            | Inst::HeldSlot { .. }
                             | Inst::CopyOut { .. }
                             | Inst::Close { .. }
+                            | Inst::CloseRecv { .. }
                             | Inst::Loop { .. }
                             | Inst::Continue(_)
                             | Inst::Join { .. }
@@ -193,7 +201,7 @@ impl Writer<'_> {
         let slots = steps.keys().map(|&key| (key, 0)).collect();
         let held = steps
             .keys()
-            .filter(|key| !key.1)
+            .filter(|key| key.1 != SEND)
             .map(|&key| (key, 0))
             .collect();
         Some((factor, Unrolled { id, slots, held }))

@@ -127,6 +127,132 @@ impl Writer<'_> {
         Ok(load.map(|(dst, _)| dst))
     }
 
+    /// Waits, as [`Writer::wait`] does, for the phase `parity` of `barrier` (an `empty` barrier
+    /// of a channel that its receivers can close), or until the channel's open word at shared
+    /// address `open` is 0: `result` (a predicate) is true when the phase completed, false when
+    /// the channel closed. The first test is the same three instructions as a plain wait's and
+    /// reads nothing else; the open word is read where the warp would wait: after the first
+    /// test fails, after the slow loop's test passes (a phase completed by the receivers'
+    /// close), and with the abort word on every 16th slow iteration (`docs/design.md`,
+    /// "Closing from the receiving side"). With `debts` (the channel's debt words and the
+    /// index of the slot waited on), the same places pay the debt of closed receivers on the
+    /// phase waited for.
+    pub(super) fn wait_or_closed(
+        &mut self,
+        (barrier, parity): (&str, &str),
+        site: SiteId,
+        open: &str,
+        debts: Option<(u32, &str)>,
+        result: &str,
+    ) -> WriteResult {
+        self.trace_wait(site)?;
+        let done = self.label("waited");
+        let closed = self.label("closed");
+        let p = result;
+        if self.join.is_some() {
+            // In a `join!` branch: the test does not block, so the word is read at each test
+            // that fails.
+            self.yield_point(site, &mut |w: &mut Self| {
+                w.line(format!(
+                    "mbarrier.test_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+                ))?;
+                w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+                w.line(format!("@{p} bra {done};"))?;
+                w.closed_test(open, &closed)?;
+                if let Some((offset, slot)) = debts {
+                    let debt = w.debt_word(offset, slot, parity)?;
+                    w.pay_debt(&debt, barrier)?;
+                }
+                Ok(())
+            })?;
+        } else {
+            let l = self.label("wait");
+            let slow_done = self.label("waited_slow");
+            let timeout = self.label("timeout");
+            let deadline = self.tmp(Class::B64);
+            let spins = self.tmp(Class::B32);
+            let test = |w: &mut Self, target: &str| {
+                w.line(format!(
+                    "mbarrier.try_wait.parity.shared::cta.b64 {p}, [{barrier}], {parity};"
+                ))?;
+                w.line(format!("vote.sync.all.pred {p}, {p}, -1;"))?;
+                w.line(format!("@{p} bra {target};"))
+            };
+            test(self, &done)?;
+            self.closed_test(open, &closed)?;
+            let debt = match debts {
+                Some((offset, slot)) => {
+                    let debt = self.debt_word(offset, slot, parity)?;
+                    self.pay_debt(&debt, barrier)?;
+                    Some(debt)
+                }
+                None => None,
+            };
+            let word = self.slow_wait_start(&deadline, &spins)?;
+            self.place_label(&l)?;
+            test(self, &slow_done)?;
+            self.slow_wait_tail_or_closed(
+                &l,
+                (&timeout, &deadline, &spins, &word),
+                true,
+                Some((open, &closed, debt.as_deref().map(|d| (d, barrier)))),
+            )?;
+            // A phase the slow loop saw complete may be the receivers' close.
+            self.place_label(&slow_done)?;
+            self.closed_test(open, &closed)?;
+            self.line(format!("bra {done};"))?;
+            self.stub(&timeout, FAILURE_TIMEOUT, site, &self.abort_label.clone())?;
+        }
+        self.place_label(&closed)?;
+        let zero = self.tmp(Class::B32);
+        self.line(format!("mov.u32 {zero}, 0;"))?;
+        self.line(format!("setp.ne.u32 {p}, {zero}, 0;"))?;
+        self.place_label(&done)?;
+        self.trace_wait_end(site)?;
+        self.note_progress()
+    }
+}
+
+/// What a wait on a closable channel tests besides its barrier: the open word's address, the
+/// label to go to when it is 0, and the debt word and barrier of the phase waited on.
+pub(super) type ClosedTest<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+
+impl Writer<'_> {
+    /// The shared address of the debt word of slot `slot` (an index register or constant) for
+    /// the phases of parity `parity`, in the debt words at `offset`.
+    fn debt_word(&mut self, offset: u32, slot: &str, parity: &str) -> WriteResult<String> {
+        let smem = self.smem.clone();
+        let (base, addr) = (self.tmp(Class::B32), self.tmp(Class::B32));
+        self.line(format!("add.u32 {base}, {smem}, {offset};"))?;
+        self.line(format!("mad.lo.u32 {base}, {slot}, 8, {base};"))?;
+        self.line(format!("mad.lo.u32 {addr}, {parity}, 4, {base};"))?;
+        Ok(addr)
+    }
+
+    /// Takes the debt at `debt` (the count of closed receiving warps that owe the phase of
+    /// `barrier` in progress) and arrives for them, once for the role (its first warp to take
+    /// it), dropping them from the later phases.
+    fn pay_debt(&mut self, debt: &str, barrier: &str) -> WriteResult {
+        let lane0 = self.role()?.lane0.clone();
+        let (n, some) = (self.tmp(Class::B32), self.tmp(Class::Pred));
+        self.line(format!("mov.u32 {n}, 0;"))?;
+        self.line(format!("@{lane0} atom.shared.exch.b32 {n}, [{debt}], 0;"))?;
+        self.line(format!("setp.ne.u32 {some}, {n}, 0;"))?;
+        self.line(format!(
+            "@{some} mbarrier.arrive_drop.release.cta.shared::cta.b64 _, [{barrier}], {n};"
+        ))
+    }
+
+    /// Goes to `label` when the open word at shared address `open` is 0 on some lane (decided
+    /// for the warp as one).
+    fn closed_test(&mut self, open: &str, label: &str) -> WriteResult {
+        let (w, c) = (self.tmp(Class::B32), self.tmp(Class::Pred));
+        self.line(format!("ld.volatile.shared.u32 {w}, [{open}];"))?;
+        self.line(format!("setp.eq.u32 {c}, {w}, 0;"))?;
+        self.line(format!("vote.sync.any.pred {c}, {c}, -1;"))?;
+        self.line(format!("@{c} bra {label};"))
+    }
+
     /// The start of a blocking wait's slow loop: the watchdog's deadline and the spin count at 0,
     /// and the register the abort word is read into, set to a value that is not this launch's id
     /// (the first poll reads the word, the next one tests it: no read before a wait has spun 16
@@ -159,6 +285,20 @@ impl Writer<'_> {
         word: &str,
         read_ahead: bool,
     ) -> WriteResult {
+        self.slow_wait_tail_or_closed(l, (timeout, deadline, spins, word), read_ahead, None)
+    }
+
+    /// [`Writer::slow_wait_tail`], which also, with `closed = Some((open, label, debt))`, goes
+    /// to `label` on every 16th iteration when the channel's open word at shared address `open`
+    /// is 0 (every receiver has closed it), and otherwise pays the debt at `debt` (its word and
+    /// the barrier waited on).
+    pub(super) fn slow_wait_tail_or_closed(
+        &mut self,
+        l: &str,
+        (timeout, deadline, spins, word): (&str, &str, &str, &str),
+        read_ahead: bool,
+        closed: Option<ClosedTest<'_>>,
+    ) -> WriteResult {
         let (abort, launch_id, abort_label) = (
             self.abort.clone(),
             self.launch_id.clone(),
@@ -182,9 +322,37 @@ impl Writer<'_> {
         }
         // With `read_ahead`, `word` was read at the previous poll (or set when the slow loop
         // began): testing it does not wait for a load.
-        self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
-        self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
-        self.line(format!("@{hit} bra {abort_label};"))?;
+        match closed {
+            None => {
+                self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
+                self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
+                self.line(format!("@{hit} bra {abort_label};"))?;
+            }
+            Some((open, label, debt)) => {
+                // The channel's open word too, tested with the abort word on one branch (a
+                // branch of its own made ptxas spill around the loop), and told apart out of
+                // line.
+                let (w, gone, either) = (
+                    self.tmp(Class::B32),
+                    self.tmp(Class::Pred),
+                    self.tmp(Class::Pred),
+                );
+                let stop = self.label("stop");
+                self.line(format!("ld.volatile.shared.u32 {w}, [{open}];"))?;
+                self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
+                self.line(format!("setp.eq.u32 {gone}, {w}, 0;"))?;
+                self.line(format!("or.pred {either}, {hit}, {gone};"))?;
+                self.line(format!("vote.sync.any.pred {either}, {either}, -1;"))?;
+                self.line(format!("@{either} bra {stop};"))?;
+                let aborted = self.tmp(Class::Pred);
+                self.stubs.push_str(&format!(
+                    "{stop}:\n    vote.sync.any.pred {aborted}, {hit}, -1;\n    @{aborted} bra {abort_label};\n    bra {label};\n"
+                ));
+                if let Some((debt, barrier)) = debt {
+                    self.pay_debt(debt, barrier)?;
+                }
+            }
+        }
         if read_ahead {
             self.line(format!("ld.volatile.global.u32 {word}, [{abort}];"))?;
         }

@@ -53,6 +53,9 @@ pub struct Function {
     pub body: Block,
     /// The body has a `return`.
     pub has_return: bool,
+    /// The async helpers awaited inside parallel loops' closures, with the `.await`'s span: each
+    /// must never suspend (checked once every function is known).
+    pub par_awaits: Vec<(FnId, Span)>,
     /// The function's name token.
     pub span: Span,
 }
@@ -633,6 +636,39 @@ pub enum ExprKind {
     Rev(Box<Expr>),
     /// `if c { a } else { b }`
     If(Box<Expr>, Block, Option<Box<Expr>>),
+    /// `if let Some(binding) = scrutinee { then } else { else_ }` over the `Option` of a receive
+    /// or a reserve (a local holding one, or the awaited operation) or of `tiles.next()`, and a
+    /// `match` on one with a `Some(binding)` and a `None` (or `_`) arm. The scrutinee is moved;
+    /// a slot is bound in `then`, and released (received) or must be sent (reserved) there.
+    IfLetSome {
+        /// The `Option`'s expression.
+        scrutinee: Box<Expr>,
+        /// The slot's local, or `None` for `Some(_)`.
+        binding: Option<LocalId>,
+        /// Where it is `Some`.
+        then: Block,
+        /// Where it is `None`.
+        else_: Option<Box<Expr>>,
+    },
+    /// `s.split_at(mid)` / `s.split_at_mut(mid)`: the two parts (`mid` at most the length).
+    SplitAt(Box<Expr>, Box<Expr>),
+    /// `s.chunks(n)` (and `chunks_mut`, `_exact`): the slice and the chunk length; `exact`
+    /// leaves out a last chunk shorter than `n`.
+    Chunks {
+        /// The slice.
+        base: Box<Expr>,
+        /// Elements per chunk.
+        size: Box<Expr>,
+        /// `chunks_exact(_mut)`.
+        exact: bool,
+    },
+    /// `chunks.next()`: the next chunk, if any (in the kernel body, in order).
+    ChunksNext(Box<Expr>),
+    /// `next.take()` of a local holding the `Option` of a receive: its value, leaving `None`.
+    SlotTake(Box<Expr>),
+    /// `rx.close()`: the receiver stops receiving, and the sender's `reserve` answers `None`
+    /// once every receiver has closed.
+    RecvClose(Box<Expr>),
     /// `place = value`
     Assign(Box<Expr>, Box<Expr>),
     /// `place op= value`
@@ -649,8 +685,12 @@ pub enum Stmt {
     /// `'label: for var in iter { body }` over a range (maybe `.rev()` or `.step_by(k)`) or
     /// `block_tiles`.
     For(Option<String>, LocalId, Expr, Block),
-    /// `while let Some(var) = scrutinee { body }` over `rx.recv().await` or `tiles.next()`.
+    /// `while let Some(var) = scrutinee { body }` over `rx.recv().await`, `tx.reserve().await` or
+    /// `tiles.next()`.
     WhileLet(Option<String>, LocalId, Expr, Block),
+    /// `let Some(var) = scrutinee else { diverge };` over an `Option` (a receive, a reserve,
+    /// `tiles.next()`, a `checked_*` result): `else` runs where it is `None` and does not end.
+    LetElse(LocalId, Expr, Block),
     /// `while cond { body }`
     While(Option<String>, Expr, Block),
     /// `break 'label value;`

@@ -111,6 +111,8 @@ pub enum VerifyError {
     ArrayAccessLeft { array: u32 },
     /// A scan whose destination is not a written source of its loop.
     ScanDestination { dst: usize },
+    /// An element stored by the role's first thread outside role code.
+    RoleStoreOutsideRole,
     /// A shared value that does not exist.
     NoSharedValue { cell: u32 },
     /// A shared value written in a parallel loop or outside role code.
@@ -252,6 +254,9 @@ impl fmt::Display for VerifyError {
                     f,
                     "a scan's destination {dst} is not a written source of its loop"
                 )
+            }
+            E::RoleStoreOutsideRole => {
+                f.write_str("an element stored once per role outside role code")
             }
             E::NoSharedValue { cell } => write!(f, "shared value {cell} does not exist"),
             E::SharedValueOutsideRole => f.write_str("a shared value is written outside role code"),

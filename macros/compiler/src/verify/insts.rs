@@ -31,6 +31,7 @@ impl Verifier<'_> {
             Inst::Atomic { .. }
             | Inst::Load { .. }
             | Inst::Store { .. }
+            | Inst::RoleStore { .. }
             | Inst::LoadCell { .. }
             | Inst::StoreCell { .. }
             | Inst::ConstAddr { .. }
@@ -49,6 +50,8 @@ impl Verifier<'_> {
             | Inst::CopyOut { .. }
             | Inst::Recv { .. }
             | Inst::Release { .. }
+            | Inst::HeldSlot { .. }
+            | Inst::CloseRecv { .. }
             | Inst::SelectRecv { .. }
             | Inst::SlotAddr { .. } => self.channel_inst(inst, role, in_par),
             Inst::Join { .. }
@@ -251,6 +254,18 @@ impl Verifier<'_> {
             Inst::ArrayAccess { array, .. } => {
                 self.errors.push(E::ArrayAccessLeft { array: *array });
             }
+            Inst::RoleStore { space, addr, value } => {
+                self.use_(*addr);
+                self.use_(*value);
+                if in_par || role.is_none() {
+                    self.errors.push(E::RoleStoreOutsideRole);
+                }
+                match space {
+                    Space::Global => self.expect_ty(*addr, Scalar::Usize, "address"),
+                    Space::Shared => self.expect_ty(*addr, Scalar::U32, "address"),
+                    _ => self.errors.push(E::StoreOutsideLocal { space: *space }),
+                }
+            }
             Inst::LoadCell { dst, cell } => {
                 match self.k.shared_cells.get(*cell as usize) {
                     Some(t) => self.expect_ty(*dst, *t, "shared value"),
@@ -324,10 +339,24 @@ impl Verifier<'_> {
     /// 1 to 32 channels, in a role of one warp.
     fn channel_inst(&mut self, inst: &Inst, role: Option<RoleId>, in_par: bool) {
         match inst {
-            Inst::Reserve { chan, site } | Inst::Close { chan, site } => {
+            Inst::Reserve { chan, site, some } => {
+                self.site(*site, SiteKind::Wait);
+                self.chan_end(*chan, role, true, in_par);
+                if let Some(some) = some {
+                    self.expect_ty(*some, Scalar::Bool, "reserve result");
+                    self.def(*some);
+                }
+            }
+            Inst::Close { chan, site } => {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, true, in_par)
             }
+            Inst::HeldSlot { dst, chan, .. } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.expect_ty(*dst, Scalar::U32, "held slot");
+                self.def(*dst);
+            }
+            Inst::CloseRecv { chan, .. } => self.chan_end(*chan, role, false, in_par),
             Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
             Inst::CopyIn {
                 chan,
@@ -346,20 +375,36 @@ impl Verifier<'_> {
                 dst,
                 len,
                 bulk,
+                slot,
+                ..
             } => {
                 self.chan_end(*chan, role, false, in_par);
+                self.slot_value(*slot);
                 self.use_(*dst);
                 self.use_(*len);
                 self.use_(*bulk);
                 self.expect_ty(*dst, Scalar::Usize, "copy_to destination");
                 self.expect_ty(*bulk, Scalar::Usize, "copy_to's bulk bytes");
             }
-            Inst::Recv { chan, some, site } => {
+            Inst::Recv {
+                chan,
+                some,
+                site,
+                slot,
+                ..
+            } => {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, false, in_par);
                 self.def(*some);
+                if let Some(slot) = slot {
+                    self.expect_ty(*slot, Scalar::U32, "received slot");
+                    self.def(*slot);
+                }
             }
-            Inst::Release { chan } => self.chan_end(*chan, role, false, in_par),
+            Inst::Release { chan, slot, .. } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.slot_value(*slot);
+            }
             Inst::SelectRecv {
                 chans,
                 enabled,
@@ -387,13 +432,28 @@ impl Verifier<'_> {
                 self.def(*chosen);
                 self.def(*some);
             }
-            Inst::SlotAddr { dst, chan, send } => {
+            Inst::SlotAddr {
+                dst,
+                chan,
+                send,
+                slot,
+                ..
+            } => {
                 self.chan_end(*chan, role, *send, false);
+                self.slot_value(*slot);
                 self.expect_ty(*dst, Scalar::U32, "slot address");
                 self.def(*dst);
             }
             // The other kinds go to the other groups (see `inst`).
             _ => {}
+        }
+    }
+
+    /// A received slot's ring position, where an instruction names one: a `u32` defined before.
+    fn slot_value(&mut self, slot: Option<crate::ir::Value>) {
+        if let Some(slot) = slot {
+            self.use_(slot);
+            self.expect_ty(slot, Scalar::U32, "received slot");
         }
     }
 

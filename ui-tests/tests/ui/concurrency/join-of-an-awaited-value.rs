@@ -14,7 +14,7 @@ mod kernels {
 
     async fn fill(x: &[u32], mut tx: Sender<[u32; 32], 2>, tx2: Sender<[u32; 32], 2>) {
         for i in 0..x.len() / 32 {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.par_iter_mut().zip(x[i * 32..i * 32 + 32].par_iter()).for_each(|(s, v)| *s = *v);
             slot.send();
         }

@@ -15,7 +15,7 @@ mod kernels {
 
     async fn fill(x: &[u32], mut tx: Sender<[u32; 64], 2>, tx2: Sender<[u32; 64], 2>) {
         for i in 0..x.len() / 64 {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.par_iter_mut().zip(x[i * 64..i * 64 + 64].par_iter()).for_each(|(s, v)| *s = *v);
             slot.send();
         }

@@ -19,7 +19,7 @@ mod kernels {
 
     async fn fill(n: u32, mut tx: Sender<[u32; 64], 2>) {
         for i in 0..n {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.par_iter_mut().for_each(|v| *v = i);
             slot.send();
         }

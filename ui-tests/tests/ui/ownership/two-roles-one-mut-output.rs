@@ -19,10 +19,10 @@ mod kernels {
 
     async fn load(x: &[f32], mut a: Sender<[f32; 256], 2>, mut b: Sender<[f32; 256], 2>) {
         for tile in block_tiles(x.len(), 256) {
-            let mut slot = a.reserve().await;
+            let Some(mut slot) = a.reserve().await else { return };
             slot.copy_from(&x[tile]).await;
             slot.send();
-            let mut other = b.reserve().await;
+            let Some(mut other) = b.reserve().await else { return };
             other.par_iter_mut().for_each(|o| *o = 0.0);
             other.send();
         }

@@ -20,7 +20,7 @@ mod kernels {
 
     async fn load(x: &[f32], mut tx: Sender<[Pair; 128], 2>) {
         for tile in block_tiles(x.len(), 128) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }

@@ -13,7 +13,7 @@ mod kernels {
 
     async fn fill(x: &[f32], mut tx: Sender<[f32; 32], 2>) {
         for tile in block_tiles(x.len(), 32) {
-            let mut s = tx.reserve().await;
+            let Some(mut s) = tx.reserve().await else { return };
             s.copy_from(&x[tile]).await;
             s.send();
         }

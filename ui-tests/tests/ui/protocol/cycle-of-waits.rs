@@ -20,7 +20,7 @@ pub mod deadlock {
 
     async fn echo(mut rx: Receiver<[f32; 32], 1>, mut tx: Sender<[f32; 32], 1>) {
         while let Some(input) = rx.recv().await {
-            let mut output = tx.reserve().await;
+            let Some(mut output) = tx.reserve().await else { return };
             output
                 .par_iter_mut()
                 .zip(input.par_iter())

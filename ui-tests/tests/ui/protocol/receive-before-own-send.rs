@@ -15,7 +15,7 @@ mod kernels {
         while let Some(slot) = rx.recv().await {
             y[0..32].par_iter_mut().zip(slot.par_iter()).for_each(|(o, v)| *o = *v);
         }
-        let mut s = tx.reserve().await;
+        let Some(mut s) = tx.reserve().await else { return };
         s.par_iter_mut().for_each(|v| *v = 1.0);
         s.send();
     }

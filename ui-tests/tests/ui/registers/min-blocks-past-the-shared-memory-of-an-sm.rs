@@ -13,7 +13,7 @@ mod kernels {
 
     async fn load(x: &[f32], mut tx: Sender<[f32; 4096], 4>) {
         for tile in block_tiles(x.len(), 4096) {
-            let mut slot = tx.reserve().await;
+            let Some(mut slot) = tx.reserve().await else { return };
             slot.copy_from(&x[tile]).await;
             slot.send();
         }

@@ -23,14 +23,18 @@ impl Checker<'_> {
             let s = match scrutinee.ty {
                 Ty::Opt(s) => s,
                 Ty::Error => return err(span),
-                Ty::OptRecvSlot(_) => {
-                    self.diags.error_at(&l.let_token, "`if let` over a receive is not supported: write `while let Some(slot) = rx.recv().await`, or `let slot = rx.recv().await.unwrap();`");
-                    return err(span);
+                Ty::OptRecvSlot(_) | Ty::OptSendSlot(_) | Ty::OptRange | Ty::OptSlice { .. } => {
+                    let pat = (*l.pat).clone();
+                    let Some(binding) = self.some_binding(&pat) else {
+                        return err(span);
+                    };
+                    let else_ = i.else_branch.as_mut().map(|(_, e)| &mut **e);
+                    return self.if_let_some(scrutinee, binding, &mut i.then_branch, else_, span);
                 }
                 ref other => {
                     self.diags.error(
                         scrutinee.span,
-                        format!("`if let` takes the `Option` of a `checked_*` method here, not a `{other}`"),
+                        format!("`if let` takes an `Option` here (a receive, a reserve, `tiles.next()`, a `checked_*` result), not a `{other}`"),
                     );
                     return err(span);
                 }
@@ -182,9 +186,12 @@ impl Checker<'_> {
             // An enum without payloads is matched on its discriminant.
             Ty::Enum(..) => Scalar::U32,
             Ty::Error => return err(span),
-            Ty::Opt(_) => {
-                self.diags.error(scrutinee.span, "`match` on an `Option` is not in the kernel language yet: write `if let Some(v) = .. { .. } else { .. }`");
-                return err(span);
+            Ty::Opt(_)
+            | Ty::OptRecvSlot(_)
+            | Ty::OptSendSlot(_)
+            | Ty::OptRange
+            | Ty::OptSlice { .. } => {
+                return self.match_option(scrutinee, m, expected, span);
             }
             ref other => {
                 self.diags.error(scrutinee.span, format!("`match` works over integers in kernels; this is a `{other}` (use `if`/`else`)"));
@@ -216,7 +223,7 @@ impl Checker<'_> {
                 self.expect(&mut g, &Ty::Scalar(Scalar::Bool));
                 g
             });
-            let mut body = self.expr(&mut arm.body, ty.as_ref());
+            let mut body = self.arm_body(&mut arm.body, ty.as_ref());
             match (&ty, &body.ty) {
                 (_, Ty::Never | Ty::Error) => {}
                 (Some(t), _) => {
@@ -265,6 +272,174 @@ impl Checker<'_> {
             return err(span);
         }
         mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
+    }
+
+    /// `Some(x)` (`mut` allowed) or `Some(_)`: the binding's name, mutability and span (`None` for
+    /// `_`); `None` after reporting any other pattern.
+    #[allow(clippy::type_complexity)]
+    fn some_binding(&mut self, pat: &syn::Pat) -> Option<Option<(String, bool, Span)>> {
+        match pat {
+            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                match &ts.elems[0] {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        Some(Some((
+                            pi.ident.to_string(),
+                            pi.mutability.is_some(),
+                            pi.ident.span(),
+                        )))
+                    }
+                    syn::Pat::Wild(_) => Some(None),
+                    other => {
+                        self.diags
+                            .error_at(other, "bind the value to a name, as in `Some(slot)`");
+                        None
+                    }
+                }
+            }
+            other => {
+                self.diags.error_at(
+                    other,
+                    "write `Some(x)` here (the other case is the `else` branch)",
+                );
+                None
+            }
+        }
+    }
+
+    /// `if let Some(x) = option { then } else { else_ }` over the `Option` of a receive, a
+    /// reserve or `tiles.next()`: an [`ExprKind::IfLetSome`].
+    fn if_let_some(
+        &mut self,
+        scrutinee: Expr,
+        binding: Option<(String, bool, Span)>,
+        then: &mut syn::Block,
+        else_: Option<&mut syn::Expr>,
+        span: Span,
+    ) -> Expr {
+        let item = scrutinee.ty.option_item().unwrap_or(Ty::Error);
+        self.names.push(HashMap::new());
+        let local = binding.map(|(name, mutable, at)| self.declare(&name, item, mutable, at));
+        let then = self.block(then);
+        self.names.pop();
+        let else_ = else_.map(|e| self.expr(e, None));
+        self.if_let_node(scrutinee, local, then, else_, span)
+    }
+
+    /// The [`ExprKind::IfLetSome`] of a scrutinee, its binding and its two branches, typed as an
+    /// `if` is.
+    fn if_let_node(
+        &mut self,
+        scrutinee: Expr,
+        binding: Option<crate::tir::LocalId>,
+        mut then: Block,
+        else_: Option<Expr>,
+        span: Span,
+    ) -> Expr {
+        let then_ty = then.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
+        let ty = match &else_ {
+            None if !matches!(then_ty, Ty::Unit | Ty::Error | Ty::Never) => {
+                self.diags.error(
+                    span,
+                    "an `if let` without `else` has no value: add an `else` branch",
+                );
+                Ty::Error
+            }
+            None => Ty::Unit,
+            Some(e) => {
+                match (&then_ty, &e.ty) {
+                    (a, b) if a == b => a.clone(),
+                    (Ty::Never, b) => b.clone(),
+                    (a, Ty::Never) => a.clone(),
+                    (Ty::Scalar(s), Ty::IntLit | Ty::FloatLit) => Ty::Scalar(*s),
+                    (Ty::IntLit | Ty::FloatLit, Ty::Scalar(s)) => Ty::Scalar(*s),
+                    (Ty::Error, _) | (_, Ty::Error) => Ty::Error,
+                    (a, b) => {
+                        self.diags.error(
+                        span,
+                        format!("the branches of this `if let` have different types, `{a}` and `{b}`"),
+                    );
+                        Ty::Error
+                    }
+                }
+            }
+        };
+        let mut else_ = else_;
+        if let Ty::Scalar(s) = ty {
+            if let Some(t) = then.tail.as_mut() {
+                fix_literals(t, s);
+            }
+            if let Some(e) = else_.as_mut() {
+                fix_literals(e, s);
+            }
+        }
+        if !matches!(
+            ty,
+            Ty::Scalar(_)
+                | Ty::Enum(..)
+                | Ty::IntLit
+                | Ty::FloatLit
+                | Ty::Unit
+                | Ty::Never
+                | Ty::Error
+        ) {
+            self.diags.error(span, format!("this `if let` cannot produce a `{ty}`: declare it before and assign it in each branch"));
+            return err(span);
+        }
+        mk(
+            ExprKind::IfLetSome {
+                scrutinee: Box::new(scrutinee),
+                binding,
+                then,
+                else_: else_.map(Box::new),
+            },
+            ty,
+            span,
+        )
+    }
+
+    /// `match option { Some(x) => a, None => b }` (in either order; `_` for the other arm):
+    /// an `if let`.
+    fn match_option(
+        &mut self,
+        scrutinee: Expr,
+        m: &mut syn::ExprMatch,
+        expected: Option<&Ty>,
+        span: Span,
+    ) -> Expr {
+        let item = scrutinee.ty.option_item().unwrap_or(Ty::Error);
+        let shape = "a `match` on an `Option` has a `Some(x)` arm and a `None` (or `_`) arm";
+        if m.arms.len() != 2 || m.arms.iter().any(|a| a.guard.is_some()) {
+            self.diags.error(span, format!("{shape}, without guards"));
+            return err(span);
+        }
+        let is_none = |p: &syn::Pat| match p {
+            syn::Pat::Ident(pi) => pi.ident == "None",
+            syn::Pat::Path(pp) => pp.path.is_ident("None"),
+            syn::Pat::Wild(_) => true,
+            _ => false,
+        };
+        let (some_at, none_at) = if is_none(&m.arms[1].pat) {
+            (0, 1)
+        } else if is_none(&m.arms[0].pat) {
+            (1, 0)
+        } else {
+            self.diags.error_at(&m.arms[1].pat, shape);
+            return err(span);
+        };
+        let pat = m.arms[some_at].pat.clone();
+        let Some(binding) = self.some_binding(&pat) else {
+            return err(span);
+        };
+        self.names.push(HashMap::new());
+        let local = binding.map(|(name, mutable, at)| self.declare(&name, item, mutable, at));
+        let some_body = self.arm_body(&mut m.arms[some_at].body, expected);
+        self.names.pop();
+        let none_body = self.arm_body(&mut m.arms[none_at].body, expected);
+        let then = Block {
+            stmts: Vec::new(),
+            tail: Some(Box::new(some_body)),
+        };
+        self.if_let_node(scrutinee, local, then, Some(none_body), span)
     }
 
     /// Pushes the values `pat` matches to `out`: literals, constants, enum variants, `lo..=hi`

@@ -11,8 +11,9 @@ use crate::tir::{Expr, ExprKind, Lit};
 use crate::types::{ChanElem, ChanTy, ParShape, Scalar, Ty};
 
 impl Checker<'_> {
-    /// A method of a channel end or slot: `subscribe`, `reserve`, `recv`, `send`, `copy_from`,
-    /// `copy_to`, `len`, `par_iter`.
+    /// A method of a channel end or slot: `subscribe`, `reserve`, `recv`, `close`, `send`,
+    /// `copy_from`, `copy_to`, `len`, `par_iter`, and of the `Option` of a receive or reserve
+    /// (`unwrap`, `is_some`, `is_none`).
     pub(super) fn channel_method(
         &mut self,
         name: &str,
@@ -45,9 +46,21 @@ impl Checker<'_> {
                 self.local_of(&receiver, "reserve");
                 mk(
                     ExprKind::Reserve(Box::new(receiver)),
-                    Ty::Future(Box::new(Ty::SendSlot(c.clone()))),
+                    Ty::Future(Box::new(Ty::OptSendSlot(c.clone()))),
                     span,
                 )
+            }
+            ("close", Ty::Receiver(_))
+                if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "close") =>
+            {
+                if self.is_kernel() {
+                    self.diags.error(m.method.span(), "`close()` is role code: the role that receives closes its receiver (or drops it)");
+                    return err(span);
+                }
+                if let Some(id) = self.local_of(&receiver, "close") {
+                    self.closed.push(id);
+                }
+                mk(ExprKind::RecvClose(Box::new(receiver)), Ty::Unit, span)
             }
             ("recv", Ty::Receiver(c))
                 if self.want_args(m, 0) && self.no_channel_ops_in_par(span, "recv") =>
@@ -98,16 +111,72 @@ impl Checker<'_> {
                     span,
                 )
             }
-            // `rx.recv().await.unwrap()`: the next slot, or a device panic once the channel is
-            // closed (the slot's channel must be known where it is received).
-            ("unwrap", Ty::OptRecvSlot(c)) if self.want_args(m, 0) => {
+            // `rx.recv().await.unwrap()`, `tx.reserve().await.unwrap()` or `next.unwrap()` of a
+            // local: the slot, or a device panic where there is none.
+            ("unwrap", Ty::OptRecvSlot(c) | Ty::OptSendSlot(c)) if self.want_args(m, 0) => {
                 let c = c.clone();
-                let is_recv = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
-                if !is_recv {
-                    self.diags.error(m.method.span(), "`unwrap` takes the slot of `rx.recv().await` directly: write `rx.recv().await.unwrap()`, or `while let Some(slot) = rx.recv().await`");
+                let awaited = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_) | ExprKind::Reserve(_)));
+                if !awaited && !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(m.method.span(), "`unwrap` takes the slot of `rx.recv().await` or of a local: write `rx.recv().await.unwrap()`, or `while let Some(slot) = rx.recv().await`");
                     return err(span);
                 }
-                mk(ExprKind::Unwrap(Box::new(receiver)), Ty::RecvSlot(c), span)
+                let ty = match rty {
+                    Ty::OptSendSlot(_) => Ty::SendSlot(c),
+                    _ => Ty::RecvSlot(c),
+                };
+                mk(ExprKind::Unwrap(Box::new(receiver)), ty, span)
+            }
+            // `split_at` of a slot: of the slot as a slice (`&slot[..]`).
+            ("split_at" | "split_at_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
+                if c.elem.scalar().is_some() =>
+            {
+                let elem = c.elem.scalar().unwrap_or(Scalar::U32);
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let whole = mk(
+                    ExprKind::Range(
+                        Box::new(mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span)),
+                        Box::new(mk(
+                            ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                            usize_ty,
+                            span,
+                        )),
+                    ),
+                    Ty::Range,
+                    span,
+                );
+                let mutable = matches!(rty, Ty::SendSlot(_));
+                let slice = mk(
+                    ExprKind::SubSlice(Box::new(receiver), Box::new(whole)),
+                    Ty::Slice { elem, mutable },
+                    span,
+                );
+                self.split_method(name, slice, m, span)
+            }
+            ("take", Ty::OptRecvSlot(_)) if self.want_args(m, 0) => {
+                match self.local_of(&receiver, "take") {
+                    Some(id) if !self.locals[id.0 as usize].mutable => {
+                        self.diags.error(
+                            receiver.span,
+                            "`take` leaves `None` in its place: declare it `let mut`",
+                        );
+                    }
+                    Some(_) => {}
+                    None => return err(span),
+                }
+                mk(ExprKind::SlotTake(Box::new(receiver)), rty.clone(), span)
+            }
+            ("is_some" | "is_none", Ty::OptRecvSlot(_)) if self.want_args(m, 0) => {
+                // Of a local, or of a receive whose slot is released at once.
+                let awaited = matches!(&receiver.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Recv(_)));
+                if !awaited && !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(m.method.span(), format!("`{name}` asks a local or a receive: `rx.recv().await.{name}()`, or `let next = rx.recv().await;` first"));
+                    return err(span);
+                }
+                mk(
+                    ExprKind::OptIsSome(Box::new(receiver), name == "is_some"),
+                    Ty::Scalar(Scalar::Bool),
+                    span,
+                )
             }
             ("par_iter" | "par_iter_mut", Ty::SendSlot(c) | Ty::RecvSlot(c))
                 if self.want_args(m, 0) =>

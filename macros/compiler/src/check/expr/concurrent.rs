@@ -201,7 +201,14 @@ impl Checker<'_> {
             return inner;
         }
         if self.par_locals_start.is_some() {
-            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; await before or after the parallel loop");
+            // An async helper that never suspends (checked with the whole module) runs in
+            // place, on each iteration's thread; nothing else can be awaited there.
+            if let (ExprKind::Call(fid, _), Ty::Future(out)) = (&inner.kind, &inner.ty) {
+                let (fid, out) = (*fid, (**out).clone());
+                self.par_awaits.push((fid, a.await_token.span));
+                return mk(ExprKind::Await(Box::new(inner)), out, span);
+            }
+            self.diags.error(a.await_token.span, "`.await` inside a `par_iter` closure: the iterations run on all threads of the role at once and cannot suspend; only an async helper that never waits (no channel, barrier, one-shot value or warp operation) can be awaited there; await the rest before or after the parallel loop");
             return err(span);
         }
         if !self.sig.is_async {
@@ -358,7 +365,7 @@ impl Checker<'_> {
 
     /// An arm's body; `break`, `continue` and `return` (statements in the kernel language) are
     /// checked as a block's statement, and the arm never gives a value.
-    fn arm_body(&mut self, body: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
+    pub(super) fn arm_body(&mut self, body: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
         let jumps = matches!(
             body,
             syn::Expr::Break(_) | syn::Expr::Continue(_) | syn::Expr::Return(_)
@@ -401,7 +408,10 @@ fn block_locals(b: &Block, out: &mut Vec<LocalId>) {
     for s in &b.stmts {
         match s {
             Stmt::Let(_, e) | Stmt::Expr(e) | Stmt::Break(_, Some(e), _) => expr_locals(e, out),
-            Stmt::For(_, _, e, body) | Stmt::WhileLet(_, _, e, body) | Stmt::While(_, e, body) => {
+            Stmt::For(_, _, e, body)
+            | Stmt::WhileLet(_, _, e, body)
+            | Stmt::While(_, e, body)
+            | Stmt::LetElse(_, e, body) => {
                 expr_locals(e, out);
                 block_locals(body, out);
             }
@@ -418,7 +428,7 @@ fn expr_locals(e: &Expr, out: &mut Vec<LocalId>) {
         ExprKind::Local(id) if !out.contains(id) => out.push(*id),
         ExprKind::Block(b) | ExprKind::Loop(_, b) => block_locals(b, out),
         ExprKind::ForEach(_, _, b, _) | ExprKind::ParMap(_, _, b) => block_locals(b, out),
-        ExprKind::If(_, then, _) => block_locals(then, out),
+        ExprKind::If(_, then, _) | ExprKind::IfLetSome { then, .. } => block_locals(then, out),
         ExprKind::Match(_, arms) => {
             for a in arms {
                 if let Some(g) = &a.guard {

@@ -11,7 +11,8 @@ use crate::tir::{Block, Expr, ExprKind, LocalId, Stmt};
 use crate::types::Ty;
 
 impl Checker<'_> {
-    /// A kernel body creates channels and scalars, then ends with `join!(..).await;`.
+    /// A kernel body creates channels, scalars and parts of slices, then ends with
+    /// `join!(..).await;`.
     pub(super) fn check_kernel_shape(&mut self, body: &Block, name_span: Span) {
         let mut joins = 0;
         for (i, stmt) in body.stmts.iter().enumerate() {
@@ -26,6 +27,9 @@ impl Checker<'_> {
                             | Ty::Shared(_)
                             | Ty::SharedArray(_)
                             | Ty::Barrier
+                            | Ty::Slice { .. }
+                            | Ty::SlicePair { .. }
+                            | Ty::Chunks { .. }
                             | Ty::Error
                     ) => {}
                 Stmt::Expr(e) if matches!(&e.kind, ExprKind::Await(inner) if matches!(inner.kind, ExprKind::Join(_))) => {

@@ -254,9 +254,18 @@ impl Checker<'_> {
                 Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit => {}
                 Ty::Error => return err(span),
                 ref other => {
+                    let hint = match other {
+                        Ty::Sender(_)
+                        | Ty::Receiver(_)
+                        | Ty::OneshotSender(_)
+                        | Ty::OneshotReceiver(_) => {
+                            "; a channel end travels on its own: pass it by name to the one role that owns it"
+                        }
+                        _ => "",
+                    };
                     self.diags.error(
                         e.span,
-                        format!("tuple elements are scalars; this is a `{other}`"),
+                        format!("tuple elements are scalars; this is a `{other}`{hint}"),
                     );
                     return err(span);
                 }

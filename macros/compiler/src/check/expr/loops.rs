@@ -9,7 +9,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 use super::{err, fix_literals, mk, Checker};
-use crate::tir::{Block, Expr, ExprKind, Stmt};
+use crate::tir::{BinOp, Block, Expr, ExprKind, LetPattern, Lit, Stmt};
 use crate::types::{Scalar, Ty};
 
 /// What a `break` or `continue` inside a loop needs to know about it.
@@ -57,12 +57,33 @@ impl Checker<'_> {
         }
     }
 
-    /// `for x in iter { .. }` over a range (maybe reversed or stepped) or `block_tiles(..)`.
+    /// `for x in iter { .. }` over a range (maybe reversed or stepped) or `block_tiles(..)`, and
+    /// over `slice.iter()` (or a slot's), any of them `.enumerate()`d.
     fn for_loop(&mut self, f: &mut syn::ExprForLoop) -> Option<Stmt> {
         let label = label_name(&f.label);
-        let mut head = &mut *f.expr;
+        let stmt = self.for_parts(label, &mut f.expr, &f.pat, &mut f.body);
+        tick_each_iteration(&mut f.body, f.for_token.span);
+        stmt
+    }
+
+    /// A `for` loop from its parts (the user's tokens, which the checker edits in place for the
+    /// shadow code).
+    fn for_parts(
+        &mut self,
+        label: Option<String>,
+        head: &mut syn::Expr,
+        pat: &syn::Pat,
+        body: &mut syn::Block,
+    ) -> Option<Stmt> {
+        let mut head = head;
         while let syn::Expr::Paren(p) = head {
             head = &mut *p.expr;
+        }
+        if is_method(head, "enumerate") {
+            return self.for_enumerated(label, head, pat, body);
+        }
+        if is_method(head, "iter") {
+            return self.for_elements(label, head, pat, body, None);
         }
         let iter = match head {
             syn::Expr::Range(r) => self.loop_range(r),
@@ -74,12 +95,12 @@ impl Checker<'_> {
             (_, Ty::Tiles) => Ty::Range,
             (_, Ty::Error) => Ty::Error,
             (_, other) => {
-                self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`) or `block_tiles(..)`, not over `{other}`"));
+                self.diags.error(iter.span, format!("a kernel `for` loop runs over a range `a..b` (maybe with `.rev()` or `.step_by(k)`), `block_tiles(..)` or `s.iter()` of a slice or slot (any of them `.enumerate()`d), not over `{other}`"));
                 Ty::Error
             }
         };
         self.names.push(HashMap::new());
-        let var = match &*f.pat {
+        let var = match pat {
             syn::Pat::Ident(pi) if pi.by_ref.is_none() => self.declare(
                 &pi.ident.to_string(),
                 var_ty,
@@ -93,8 +114,7 @@ impl Checker<'_> {
                 self.declare("_", var_ty, false, other.span())
             }
         };
-        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
-        tick_each_iteration(&mut f.body, f.for_token.span);
+        let (body, _) = self.in_loop(label.clone(), false, |c| c.block(body));
         self.names.pop();
         Some(Stmt::For(label, var, iter, body))
     }
@@ -106,13 +126,19 @@ impl Checker<'_> {
             let scrutinee = self.expr(&mut l.expr, None);
             let item_ty = match &scrutinee.ty {
                 Ty::OptRecvSlot(c) => Ty::RecvSlot(c.clone()),
+                Ty::OptSendSlot(c) => Ty::SendSlot(c.clone()),
                 Ty::OptRange => Ty::Range,
                 Ty::Error => Ty::Error,
                 other => {
-                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await` and `tiles.next()`, not over `{other}`"));
+                    self.diags.error(scrutinee.span, format!("`while let Some(x) = ..` works over `rx.recv().await`, `tx.reserve().await` and `tiles.next()`, not over `{other}`"));
                     Ty::Error
                 }
             };
+            if matches!(scrutinee.ty, Ty::OptRecvSlot(_) | Ty::OptSendSlot(_))
+                && !matches!(scrutinee.kind, ExprKind::Await(_))
+            {
+                self.diags.error(scrutinee.span, "`while let` takes the slot of `rx.recv().await` or `tx.reserve().await` where it is made");
+            }
             self.names.push(HashMap::new());
             let var = match &*l.pat {
                 syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
@@ -161,6 +187,199 @@ impl Checker<'_> {
             None => Ty::Never,
         };
         mk(ExprKind::Loop(label, body), ty, span)
+    }
+
+    /// `for (i, x) in iter.enumerate() { body }`: the loop over `iter` with a counter,
+    /// `{ let mut n = 0; for x in iter { let i = n; n += 1; body } }` (`s.iter()` of a slice or
+    /// slot takes the element's index for `i`).
+    fn for_enumerated(
+        &mut self,
+        label: Option<String>,
+        head: &mut syn::Expr,
+        pat: &syn::Pat,
+        body: &mut syn::Block,
+    ) -> Option<Stmt> {
+        let span = head.span();
+        let (index_pat, item_pat) = match pat {
+            syn::Pat::Tuple(t) if t.elems.len() == 2 => (&t.elems[0], &t.elems[1]),
+            other => {
+                self.diags.error_at(
+                    other,
+                    "the items of `enumerate()` are pairs: write `for (i, x) in ..`",
+                );
+                return None;
+            }
+        };
+        let syn::Expr::MethodCall(m) = head else {
+            return None;
+        };
+        let inner = &mut *m.receiver;
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let index_name = match index_pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                Some((pi.ident.to_string(), pi.ident.span()))
+            }
+            syn::Pat::Wild(_) => None,
+            other => {
+                self.diags.error_at(other, "bind the index to a name");
+                None
+            }
+        };
+        if is_method(inner, "iter") {
+            return self.for_elements(label, inner, item_pat, body, index_name);
+        }
+        self.names.push(HashMap::new());
+        let counter = self.declare("__gpu_async_count", usize_ty.clone(), true, span);
+        let count = mk(ExprKind::Local(counter), usize_ty.clone(), span);
+        let zero = mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span);
+        let one = mk(ExprKind::Lit(Lit::Int(1)), usize_ty.clone(), span);
+        let mut prelude = Vec::new();
+        // The index is declared in a scope around the loop's own, so that the body sees it.
+        self.names.push(HashMap::new());
+        if let Some((name, at)) = index_name {
+            let id = self.declare(&name, usize_ty.clone(), false, at);
+            prelude.push(Stmt::Let(LetPattern::Local(id), count.clone()));
+        }
+        prelude.push(Stmt::Expr(mk(
+            ExprKind::Assign(
+                Box::new(count.clone()),
+                Box::new(mk(
+                    ExprKind::Binary(BinOp::Add, Box::new(count.clone()), Box::new(one)),
+                    usize_ty.clone(),
+                    span,
+                )),
+            ),
+            Ty::Unit,
+            span,
+        )));
+        let stmt = self.for_parts(label, inner, item_pat, body);
+        self.names.pop();
+        self.names.pop();
+        let Some(Stmt::For(label, var, iter, mut body)) = stmt else {
+            return stmt;
+        };
+        prelude.append(&mut body.stmts);
+        body.stmts = prelude;
+        Some(Stmt::Expr(mk(
+            ExprKind::Block(Block {
+                stmts: vec![
+                    Stmt::Let(LetPattern::Local(counter), zero),
+                    Stmt::For(label, var, iter, body),
+                ],
+                tail: None,
+            }),
+            Ty::Unit,
+            span,
+        )))
+    }
+
+    /// `for x in s.iter() { body }` of a slice, an array or a slot (with `index`, the name the
+    /// caller's `enumerate` pattern gives the element's index): a counted loop whose item is
+    /// `&s[k]` (`x`, or `&x` for the value). Role code runs it on every thread, each reading
+    /// every element.
+    fn for_elements(
+        &mut self,
+        label: Option<String>,
+        head: &mut syn::Expr,
+        pat: &syn::Pat,
+        body: &mut syn::Block,
+        index: Option<(String, Span)>,
+    ) -> Option<Stmt> {
+        let span = head.span();
+        let syn::Expr::MethodCall(m) = head else {
+            return None;
+        };
+        let base = self.expr(&mut m.receiver, None);
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let (elem, len) = match &base.ty {
+            Ty::Slice { elem, .. } | Ty::Array(elem, _) => {
+                let elem = *elem;
+                let len = match base.ty {
+                    Ty::Array(_, n) => mk(
+                        ExprKind::Lit(Lit::Int(u128::from(n))),
+                        usize_ty.clone(),
+                        span,
+                    ),
+                    _ => mk(
+                        ExprKind::Len(Box::new(base.clone())),
+                        usize_ty.clone(),
+                        span,
+                    ),
+                };
+                (elem, len)
+            }
+            Ty::RecvSlot(c) | Ty::SendSlot(c) if c.elem.scalar().is_some() => (
+                c.elem.scalar().unwrap_or(Scalar::F32),
+                mk(
+                    ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                    usize_ty.clone(),
+                    span,
+                ),
+            ),
+            Ty::Error => return None,
+            other => {
+                self.diags.error(base.span, format!("`iter()` in a `for` loop goes over a slice, an array or a slot of scalars, not a `{other}`"));
+                return None;
+            }
+        };
+        self.names.push(HashMap::new());
+        let k = self.declare("__gpu_async_index", usize_ty.clone(), false, span);
+        let index_expr = mk(ExprKind::Local(k), usize_ty.clone(), span);
+        let mut prelude = Vec::new();
+        if let Some((name, at)) = index {
+            let id = self.declare(&name, usize_ty.clone(), false, at);
+            prelude.push(Stmt::Let(LetPattern::Local(id), index_expr.clone()));
+        }
+        // The item: `x` is a `&T` (read where Rust dereferences it), `&x` the value.
+        let item = match pat {
+            syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                Some((pi.ident.to_string(), pi.ident.span(), false))
+            }
+            syn::Pat::Reference(r) => match &*r.pat {
+                syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                    Some((pi.ident.to_string(), pi.ident.span(), true))
+                }
+                _ => None,
+            },
+            syn::Pat::Wild(w) => Some(("_".to_string(), w.span(), true)),
+            _ => None,
+        };
+        let Some((name, at, by_value)) = item else {
+            self.diags.error_at(
+                pat,
+                "bind the element to a name: `x`, or `&x` for its value",
+            );
+            self.names.pop();
+            return None;
+        };
+        let item_ty = if by_value {
+            Ty::Scalar(elem)
+        } else {
+            Ty::ElemRef {
+                elem,
+                mutable: false,
+            }
+        };
+        let item = self.declare(&name, item_ty.clone(), false, at);
+        prelude.push(Stmt::Let(
+            LetPattern::Local(item),
+            mk(
+                ExprKind::Index(Box::new(base), Box::new(index_expr)),
+                item_ty,
+                span,
+            ),
+        ));
+        let (mut body, _) = self.in_loop(label.clone(), false, |c| c.block(body));
+        self.names.pop();
+        prelude.append(&mut body.stmts);
+        body.stmts = prelude;
+        let zero = mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span);
+        let range = mk(
+            ExprKind::Range(Box::new(zero), Box::new(len)),
+            Ty::Range,
+            span,
+        );
+        Some(Stmt::For(label, k, range, body))
     }
 
     /// Runs `f` inside a loop context; returns its result and the type `break value` gave.
@@ -248,7 +467,8 @@ impl Checker<'_> {
                 Stmt::Break(..) => true,
                 Stmt::For(_, _, _, body)
                 | Stmt::While(_, _, body)
-                | Stmt::WhileLet(_, _, _, body) => stmts(body),
+                | Stmt::WhileLet(_, _, _, body)
+                | Stmt::LetElse(_, _, body) => stmts(body),
                 Stmt::Expr(e) | Stmt::Let(_, e) => expr(e),
                 _ => false,
             }) || b.tail.as_deref().is_some_and(expr)
@@ -256,7 +476,10 @@ impl Checker<'_> {
         fn expr(e: &Expr) -> bool {
             match &e.kind {
                 ExprKind::Block(b) | ExprKind::Loop(_, b) => stmts(b),
-                ExprKind::If(_, t, e) => stmts(t) || e.as_deref().is_some_and(expr),
+                ExprKind::If(_, t, e)
+                | ExprKind::IfLetSome {
+                    then: t, else_: e, ..
+                } => stmts(t) || e.as_deref().is_some_and(expr),
                 ExprKind::Match(_, arms) => arms.iter().any(|a| expr(&a.body)),
                 ExprKind::Select(arms, else_) => {
                     arms.iter().any(|a| expr(&a.body)) || else_.as_deref().is_some_and(expr)
@@ -352,7 +575,69 @@ impl Checker<'_> {
             ("unwrap", Ty::OptRange) if self.want_args(m, 0) => {
                 mk(ExprKind::Unwrap(Box::new(receiver)), Ty::Range, span)
             }
+            // `r.len()` of a range: `r.end - r.start`, or 0 when it starts after it ends (the
+            // range is read twice, so only of a local).
+            ("len", Ty::Range) if self.want_args(m, 0) => {
+                if !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(
+                        m.method.span(),
+                        "call `len()` on a range held in a local, as `tile.len()`",
+                    );
+                    return err(span);
+                }
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                let bound = |end| {
+                    mk(
+                        ExprKind::RangeBound(Box::new(receiver.clone()), end),
+                        usize_ty.clone(),
+                        span,
+                    )
+                };
+                mk(
+                    ExprKind::Math(
+                        crate::tir::MathFn::SaturatingSub,
+                        vec![bound(true), bound(false)],
+                    ),
+                    usize_ty.clone(),
+                    span,
+                )
+            }
+            ("is_empty", Ty::Range) if self.want_args(m, 0) => {
+                let usize_ty = Ty::Scalar(Scalar::Usize);
+                if !matches!(receiver.kind, ExprKind::Local(_)) {
+                    self.diags.error(
+                        m.method.span(),
+                        "call `is_empty()` on a range held in a local, as `tile.is_empty()`",
+                    );
+                    return err(span);
+                }
+                let bound = |end| {
+                    mk(
+                        ExprKind::RangeBound(Box::new(receiver.clone()), end),
+                        usize_ty.clone(),
+                        span,
+                    )
+                };
+                mk(
+                    ExprKind::Binary(
+                        crate::tir::BinOp::Ge,
+                        Box::new(bound(false)),
+                        Box::new(bound(true)),
+                    ),
+                    Ty::Scalar(Scalar::Bool),
+                    span,
+                )
+            }
             _ => self.unknown_method(name, &rty, m, span),
         }
     }
+}
+
+/// Whether `e` is a call of method `name` without arguments.
+fn is_method(e: &syn::Expr, name: &str) -> bool {
+    let mut e = e;
+    while let syn::Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    matches!(e, syn::Expr::MethodCall(m) if m.method == name && m.args.is_empty())
 }

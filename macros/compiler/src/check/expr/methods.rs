@@ -29,6 +29,20 @@ impl Checker<'_> {
         }
         let name = name.as_str();
         match &receiver.ty {
+            Ty::Slice { .. }
+                if matches!(
+                    name,
+                    "split_at"
+                        | "split_at_mut"
+                        | "chunks"
+                        | "chunks_mut"
+                        | "chunks_exact"
+                        | "chunks_exact_mut"
+                ) =>
+            {
+                self.split_method(name, receiver, m, span)
+            }
+            Ty::Chunks { .. } | Ty::OptSlice { .. } => self.chunks_method(name, receiver, m, span),
             Ty::Slice { .. } | Ty::Array(..) => self.slice_method(name, receiver, m, span),
             Ty::Scalar(_) | Ty::ElemRef { .. } | Ty::IntLit | Ty::FloatLit => {
                 self.number_method(name, receiver, m, span)
@@ -41,7 +55,8 @@ impl Checker<'_> {
             | Ty::Sender(_)
             | Ty::SendSlot(_)
             | Ty::RecvSlot(_)
-            | Ty::OptRecvSlot(_) => self.channel_method(name, receiver, m, span),
+            | Ty::OptRecvSlot(_)
+            | Ty::OptSendSlot(_) => self.channel_method(name, receiver, m, span),
             Ty::OneshotSender(_)
             | Ty::OneshotReceiver(_)
             | Ty::Barrier

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::spanned::Spanned;
 
 use super::{assignable, ModuleScope};
@@ -34,6 +35,7 @@ mod parallel;
 mod places;
 mod scans;
 mod shared_arrays;
+mod splits;
 mod statements;
 
 /// Checks one function; returns it and the helper calls it makes (for the recursion check).
@@ -59,10 +61,16 @@ pub(crate) fn check_function(
         await_base: false,
         in_join: false,
         calls: Vec::new(),
+        closed: Vec::new(),
+        splits: Vec::new(),
+        par_awaits: Vec::new(),
     };
     let mut params = Vec::new();
     for (name, ty, mutable, span) in &sig.params {
         params.push(checker.declare(name, ty.clone(), *mutable, *span));
+    }
+    if sig.kernel.is_some() {
+        checker.plan_disjoint_ranges(&mut item.block);
     }
     let mut body = checker.block(&mut item.block);
     if let Some(tail) = body.tail.as_mut() {
@@ -80,6 +88,11 @@ pub(crate) fn check_function(
     if sig.kernel.is_some() {
         checker.check_kernel_shape(&body, item.sig.ident.span());
     }
+    unmut_receivers(item, &params, &checker);
+    if sig.kernel.is_none() {
+        super::uniform::check_role_writes(&body, checker.diags);
+        report_unused_receivers(item, &params, &mut checker);
+    }
     let function = Function {
         name: sig.name.clone(),
         is_async: sig.is_async,
@@ -90,6 +103,7 @@ pub(crate) fn check_function(
         locals: checker.locals,
         body,
         has_return: checker.has_return,
+        par_awaits: checker.par_awaits,
         span: item.sig.ident.span(),
     };
     (function, checker.calls)
@@ -123,6 +137,52 @@ struct Checker<'a> {
     in_join: bool,
     /// The helpers called, and where (for the recursion check).
     calls: Vec<(FnId, Span)>,
+    /// The receivers `close()` is called on (which need `&mut`).
+    closed: Vec<LocalId>,
+    /// The parts of slices the kernel body takes with disjoint ranges.
+    splits: Vec<splits::SplitPlan>,
+    /// The async helpers awaited in parallel loops' closures (each must never suspend).
+    par_awaits: Vec<(FnId, Span)>,
+}
+
+/// Receives take `&self`, so a receiver parameter declared `mut` (as `recv` once needed) is
+/// written without it in the shadow code, unless the function closes it (`close` takes
+/// `&mut self`): rustc would warn that it need not be mutable.
+fn unmut_receivers(item: &mut syn::ItemFn, params: &[LocalId], checker: &Checker<'_>) {
+    for (input, id) in item.sig.inputs.iter_mut().zip(params) {
+        let local = &checker.locals[id.0 as usize];
+        if !matches!(local.ty, Ty::Receiver(_)) || checker.closed.contains(id) {
+            continue;
+        }
+        if let syn::FnArg::Typed(t) = input {
+            if let syn::Pat::Ident(pi) = &mut *t.pat {
+                pi.mutability = None;
+            }
+        }
+    }
+}
+
+/// A receiver parameter the function never names: it stays open until the function ends, so
+/// once the ring is full the sender waits for slots it never releases. An error at the
+/// parameter (a `_` pattern drops the receiver at once, which closes it: no error).
+fn report_unused_receivers(item: &syn::ItemFn, params: &[LocalId], checker: &mut Checker<'_>) {
+    fn names(tokens: TokenStream, name: &str) -> bool {
+        tokens.into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == name,
+            proc_macro2::TokenTree::Group(g) => names(g.stream(), name),
+            _ => false,
+        })
+    }
+    for id in params {
+        let local = &checker.locals[id.0 as usize];
+        if !matches!(local.ty, Ty::Receiver(_)) || local.name == "_" {
+            continue;
+        }
+        if !names(item.block.to_token_stream(), &local.name) {
+            let (name, span) = (local.name.clone(), local.span);
+            checker.diags.error(span, format!("the receiver `{name}` is never used in `{}`: it stays open until the function ends, so once the ring is full the sender waits for slots it never gets back; receive from it, or close it first (`drop({name});`) if the role does not need it", item.sig.ident));
+        }
+    }
 }
 
 /// The expression given where checking failed: of type `Ty::Error`, which its uses do not
@@ -335,7 +395,7 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
                 fix_literals(&mut a.body, s);
             }
         }
-        ExprKind::If(_, then, else_) => {
+        ExprKind::If(_, then, else_) | ExprKind::IfLetSome { then, else_, .. } => {
             if let Some(t) = then.tail.as_mut() {
                 fix_literals(t, s);
             }

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
+use syn::spanned::Spanned;
 
 use super::{err, fix_literals, mk, Checker};
 use crate::tir::{Block, Expr, ExprKind, ParBinding, Reduction};
@@ -144,13 +145,6 @@ impl Checker<'_> {
                 .error_at(arg, "`for_each` takes a closure, `|x| ...`");
             return err(span);
         };
-        if let Some(a) = &c.asyncness {
-            self.diags.error_at(
-                a,
-                "an async closure cannot run in a parallel loop: the iterations cannot suspend",
-            );
-            return err(span);
-        }
         if c.inputs.len() != 1 {
             self.diags.error_at(
                 &c.inputs,
@@ -158,6 +152,7 @@ impl Checker<'_> {
             );
             return err(span);
         }
+        let awaits_before = self.par_awaits.len();
         self.names.push(HashMap::new());
         let first_local = self.locals.len() as u32;
         let outer = self.par_locals_start.replace(first_local);
@@ -177,6 +172,14 @@ impl Checker<'_> {
         let mut body_block = body_block;
         let strides = self.check_par_writes(&binding, &shape, &body_block, first_local);
         self.assert_strides(&strides, &mut body_block, c);
+        if c.asyncness.is_some() || self.par_awaits.len() > awaits_before {
+            // The body awaits helpers that never suspend (`check::suspend`): in the shadow code
+            // a plain closure that runs it to its end at once.
+            let body = &c.body;
+            let at = body.span();
+            c.asyncness = None;
+            *c.body = syn::parse_quote_spanned!(at=> ::gpu_async::device::run_now(async { #body }));
+        }
         mk(
             ExprKind::ForEach(Box::new(iter), binding, body_block, None),
             Ty::Unit,

@@ -44,12 +44,19 @@ impl Checker<'_> {
                     );
                 } else if !matches!(
                     local.ty,
-                    Ty::Scalar(_) | Ty::Array(..) | Ty::Struct(..) | Ty::Tuple(_) | Ty::Error
+                    Ty::Scalar(_)
+                        | Ty::Array(..)
+                        | Ty::Struct(..)
+                        | Ty::Tuple(_)
+                        | Ty::Enum(..)
+                        | Ty::RecvSlot(_)
+                        | Ty::OptRecvSlot(_)
+                        | Ty::Error
                 ) {
                     self.diags.error(
                         span,
                         format!(
-                            "only scalar locals can be assigned; `{}` is a `{}`",
+                            "only scalars, arrays, structs, tuples and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
                     );
@@ -141,9 +148,35 @@ impl Checker<'_> {
                 self.slice_element_place(&place, span);
                 place
             }
-            ExprKind::Index(..) => {
-                self.diags.error(span, "writing one element from role code is not supported yet: role code runs on every thread of the role at once; write through `slice[range].par_iter_mut()` instead");
-                err(span)
+            ExprKind::Index(base, _)
+                if matches!(
+                    base.ty,
+                    Ty::Slice { .. } | Ty::SendSlot(_) | Ty::RecvSlot(_)
+                ) =>
+            {
+                match &base.ty {
+                    Ty::SendSlot(_) if self.par_locals_start.is_some() => {
+                        self.diags.error(span, "a parallel loop's body writes a slot's elements through the `&mut` items of `par_iter_mut()`: write `*item = v`");
+                        return err(span);
+                    }
+                    Ty::Slice { mutable: false, .. } => {
+                        self.diags.error(
+                            span,
+                            "cannot write through a read-only slice: it needs to be `&mut [T]`",
+                        );
+                        return err(span);
+                    }
+                    Ty::RecvSlot(_) => {
+                        self.diags.error(
+                            span,
+                            "a received slot is read-only: write a reserved slot before `send()`",
+                        );
+                        return err(span);
+                    }
+                    _ => {}
+                }
+                // One element from role code: the role's first thread writes it.
+                place
             }
             _ if place.ty == Ty::Error => place,
             _ => {
@@ -189,7 +222,15 @@ impl Checker<'_> {
         let span = ix.span();
         let base = self.expr(&mut ix.expr, None);
         let usize_ty = Ty::Scalar(Scalar::Usize);
-        let mut index = self.expr(&mut ix.index, Some(&usize_ty));
+        let mut index = match &mut *ix.index {
+            syn::Expr::Range(r)
+                if matches!(r.limits, syn::RangeLimits::HalfOpen(_))
+                    && (r.start.is_none() || r.end.is_none()) =>
+            {
+                self.open_range(&base, r)
+            }
+            other => self.expr(other, Some(&usize_ty)),
+        };
         match (&base.ty, &index.ty) {
             (Ty::Error, _) | (_, Ty::Error) => err(span),
             (t, _) if super::shared_arrays::is_shared_array(t) => {
@@ -247,12 +288,17 @@ impl Checker<'_> {
                 )
             }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), Ty::Range) => {
-                let _ = c;
-                self.diags.error(
-                    index.span,
-                    "sub-slices of a channel slot are not supported yet: iterate the whole slot",
-                );
-                err(span)
+                // `&slot[a..b]`: a slice of the slot, in shared memory.
+                let Some(elem) = c.elem.scalar() else {
+                    self.diags.error(span, format!("a slot of `{}` is stored field by field: it has no sub-slices; read it through `slot.par_iter()`", c.elem));
+                    return err(span);
+                };
+                let mutable = matches!(base.ty, Ty::SendSlot(_));
+                mk(
+                    ExprKind::SubSlice(Box::new(base), Box::new(index)),
+                    Ty::Slice { elem, mutable },
+                    span,
+                )
             }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), _) => {
                 let Some(elem) = c.elem.scalar() else {
@@ -271,6 +317,53 @@ impl Checker<'_> {
                 err(span)
             }
         }
+    }
+
+    /// `..b`, `a..` or `..` indexing `base` (a slice or a slot): the range with its missing ends,
+    /// 0 and `base`'s length (the base is read again for its length, as a slice's is).
+    fn open_range(&mut self, base: &Expr, r: &mut syn::ExprRange) -> Expr {
+        let span = r.span();
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let start = match r.start.as_mut() {
+            Some(s) => {
+                let mut s = self.expr(s, Some(&usize_ty));
+                self.expect(&mut s, &usize_ty);
+                s
+            }
+            None => mk(ExprKind::Lit(Lit::Int(0)), usize_ty.clone(), span),
+        };
+        let end = match r.end.as_mut() {
+            Some(e) => {
+                let mut e = self.expr(e, Some(&usize_ty));
+                self.expect(&mut e, &usize_ty);
+                e
+            }
+            None => match &base.ty {
+                Ty::RecvSlot(c) | Ty::SendSlot(c) => mk(
+                    ExprKind::Lit(Lit::Int(u128::from(c.len))),
+                    usize_ty.clone(),
+                    span,
+                ),
+                Ty::Slice { .. } => mk(
+                    ExprKind::Len(Box::new(base.clone())),
+                    usize_ty.clone(),
+                    span,
+                ),
+                Ty::Error => return err(span),
+                t => {
+                    self.diags.error(
+                        span,
+                        format!("a range without an end indexes a slice or a slot, not a `{t}`"),
+                    );
+                    return err(span);
+                }
+            },
+        };
+        mk(
+            ExprKind::Range(Box::new(start), Box::new(end)),
+            Ty::Range,
+            span,
+        )
     }
 
     /// `a..b`: a range of `usize` with both ends, as a slice is indexed with.
@@ -487,7 +580,15 @@ impl Checker<'_> {
                         span,
                     )
                 };
-                let ty = inner.ty.clone();
+                // `get_unchecked(i)` is a `&T`, as in Rust (`*x.get_unchecked(i)`, or used where
+                // Rust dereferences it).
+                let ty = match inner.ty {
+                    Ty::Scalar(elem) => Ty::ElemRef {
+                        elem,
+                        mutable: false,
+                    },
+                    ref t => t.clone(),
+                };
                 mk(ExprKind::Unchecked(Box::new(inner)), ty, span)
             }
             ("len", Ty::Array(_, n)) if self.want_args(m, 0) => mk(

@@ -594,7 +594,9 @@ impl<'a> Walk<'a> {
                     self.expr(e);
                 }
                 Stmt::Let(_, e) | Stmt::Expr(e) => self.expr(e),
-                Stmt::For(_, _, iter, body) | Stmt::WhileLet(_, _, iter, body) => {
+                Stmt::For(_, _, iter, body)
+                | Stmt::WhileLet(_, _, iter, body)
+                | Stmt::LetElse(_, iter, body) => {
                     self.expr(iter);
                     self.block(body);
                 }

@@ -24,7 +24,9 @@ impl Checker<'_> {
             let last = i + 1 == n;
             match stmt {
                 syn::Stmt::Local(local) => {
-                    if let Some(s) = self.let_stmt(local) {
+                    if let Some(parts) = self.split_parts(local) {
+                        out.stmts.extend(parts);
+                    } else if let Some(s) = self.let_stmt(local) {
                         out.stmts.push(s);
                     }
                 }
@@ -97,10 +99,8 @@ impl Checker<'_> {
             );
             return None;
         };
-        if let Some((_, diverge)) = &init.diverge {
-            self.diags
-                .error_at(diverge, "`let ... else` is not supported in kernels yet");
-            return None;
+        if init.diverge.is_some() {
+            return self.let_else(local);
         }
         // A user's ascription fixes the type; otherwise the checker infers it and writes it in.
         let (pat, ascribed) = match &local.pat {
@@ -134,6 +134,69 @@ impl Checker<'_> {
         }
     }
 
+    /// `let Some(x) = option else { diverge };`: `x` is bound after the statement, where the
+    /// `Option` was `Some`; the `else` block must not end (`return`, `break`, `continue`,
+    /// `panic!`).
+    fn let_else(&mut self, local: &mut syn::Local) -> Option<Stmt> {
+        let init = local.init.as_mut()?;
+        let value = self.expr(&mut init.expr, None);
+        let binding = match &local.pat {
+            syn::Pat::TupleStruct(ts) if ts.path.is_ident("Some") && ts.elems.len() == 1 => {
+                match &ts.elems[0] {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => Some((
+                        pi.ident.to_string(),
+                        pi.mutability.is_some(),
+                        pi.ident.span(),
+                    )),
+                    syn::Pat::Wild(w) => Some(("_".to_string(), false, w.span())),
+                    other => {
+                        self.diags
+                            .error_at(other, "bind the value to a name: `let Some(x) = .. else`");
+                        None
+                    }
+                }
+            }
+            other => {
+                self.diags.error_at(
+                    other,
+                    "`let .. else` takes `Some(x)` in kernels: `let Some(x) = option else { .. };`",
+                );
+                None
+            }
+        };
+        let (_, diverge) = init.diverge.as_mut()?;
+        let else_block = match &mut **diverge {
+            syn::Expr::Block(b) => self.block(&mut b.block),
+            other => {
+                let e = self.expr(other, None);
+                Block {
+                    stmts: Vec::new(),
+                    tail: Some(Box::new(e)),
+                }
+            }
+        };
+        let (name, mutable, at) = binding?;
+        let item = match value.ty.option_item() {
+            Some(t) => t,
+            None if value.ty == Ty::Error => Ty::Error,
+            None => {
+                self.diags.error(
+                    value.span,
+                    format!("`let Some(x) = .. else` takes an `Option` (a receive, a reserve, `tiles.next()`, a `checked_*` result), not a `{}`", value.ty),
+                );
+                Ty::Error
+            }
+        };
+        if !diverges(&else_block) {
+            self.diags.error_at(
+                &*diverge,
+                "the `else` of `let .. else` must not end: `return`, `break`, `continue` or `panic!`",
+            );
+        }
+        let id = self.declare(&name, item, mutable, at);
+        Some(Stmt::LetElse(id, value, else_block))
+    }
+
     /// `let name = value;` (`pat` is `local`'s pattern without its ascription).
     fn let_name(
         &mut self,
@@ -152,6 +215,12 @@ impl Checker<'_> {
             self.diags.error_at(
                 &pat,
                 "a channel is two ends: write `let (tx, rx) = channel::<..>();`",
+            );
+        }
+        if matches!(value.ty, Ty::OptSendSlot(_)) {
+            self.diags.error(
+                value.span,
+                "take the reserved slot where it is made: `let Some(mut slot) = tx.reserve().await else { return };` (or `while let`, `if let`, `match`), so that it is sent on every path",
             );
         }
         if matches!(value.ty, Ty::ElemRef { .. })
@@ -278,8 +347,27 @@ impl Checker<'_> {
         Some(Stmt::Let(LetPattern::Tuple(ids), value))
     }
 
-    /// `let (tx, rx) = ..;` of a channel or of a one-shot value: its two ends.
+    /// `let (tx, rx) = ..;` of a channel or of a one-shot value: its two ends; `let (a, b) =
+    /// s.split_at(mid);`: the two parts.
     fn let_pair(&mut self, pat: &syn::Pat, t: &syn::PatTuple, value: Expr) -> Option<Stmt> {
+        if let Ty::SlicePair { elem, mutable } = value.ty {
+            let mut ids = Vec::new();
+            for p in &t.elems {
+                let ty = Ty::Slice { elem, mutable };
+                match p {
+                    syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        ids.push(self.declare(&pi.ident.to_string(), ty, false, pi.ident.span()));
+                    }
+                    syn::Pat::Wild(w) => ids.push(self.declare("_", ty, false, w.span())),
+                    other => {
+                        self.diags
+                            .error_at(other, "name each part: `let (left, right) = ...`");
+                        return None;
+                    }
+                }
+            }
+            return Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value));
+        }
         if let Ty::OneshotPair(s) = value.ty {
             let mut ids = Vec::new();
             for (i, p) in t.elems.iter().enumerate() {
@@ -343,6 +431,21 @@ impl Checker<'_> {
             }
         }
         Some(Stmt::Let(LetPattern::Pair(ids[0], ids[1]), value))
+    }
+}
+
+/// Whether a block never ends normally: its value is `!` (a `return`, `break`, `continue` or
+/// panic as its last statement or tail).
+fn diverges(b: &Block) -> bool {
+    if let Some(t) = &b.tail {
+        return t.ty == Ty::Never || t.ty == Ty::Error;
+    }
+    match b.stmts.last() {
+        Some(Stmt::Break(..) | Stmt::Continue(..)) => true,
+        Some(Stmt::Expr(e)) => {
+            e.ty == Ty::Never || e.ty == Ty::Error || matches!(e.kind, ExprKind::Panic(None, _))
+        }
+        _ => false,
     }
 }
 

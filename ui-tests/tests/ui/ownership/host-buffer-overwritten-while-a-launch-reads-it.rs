@@ -1,0 +1,27 @@
+// The host overwrites `x` while a launch that reads it may still run: the launch borrows `x` until
+// it is awaited or dropped.
+use gpu_async::{gpu_async, Device, Grid};
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn copy(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..1, each(x, y))).await;
+    }
+
+    async fn each(x: &[f32], y: &mut [f32]) {
+        y.par_iter_mut().zip(x.par_iter()).for_each(|(o, v)| *o = *v);
+    }
+}
+
+fn main() -> Result<(), gpu_async::Error> {
+    let dev = Device::simulator();
+    let mut x = dev.upload(&vec![1.0f32; 1024])?;
+    let mut y = dev.alloc::<f32>(1024)?;
+    let launch = kernels::copy::launch(&dev, Grid::blocks(1), (&x, &mut y));
+    x.upload_from(&vec![2.0f32; 1024])?;
+    gpu_async::block_on(launch)?;
+    Ok(())
+}

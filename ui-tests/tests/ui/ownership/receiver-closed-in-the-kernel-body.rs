@@ -1,0 +1,33 @@
+// The kernel body makes channels and hands their ends to roles; it does not receive, so it cannot
+// close a receiver either: give the receiver to the role that stops early.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 2)]
+    pub async fn relay(x: &[f32], y: &mut [f32]) {
+        let (tx, mut rx) = channel::<[f32; 256], 2>();
+        rx.close();
+        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(rx, y))).await;
+    }
+
+    async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
+        for tile in block_tiles(x.len(), 256) {
+            let Some(mut slot) = tx.reserve().await else { return };
+            slot.copy_from(&x[tile]).await;
+            slot.send();
+        }
+    }
+
+    async fn store(mut rx: Receiver<[f32; 256], 2>, y: &mut [f32]) {
+        let mut tiles = block_tiles(y.len(), 256);
+        while let Some(slot) = rx.recv().await {
+            let tile = tiles.next().unwrap();
+            y[tile].par_iter_mut().zip(slot.par_iter()).for_each(|(o, i)| *o = *i);
+        }
+    }
+}
+
+fn main() {}
