@@ -251,6 +251,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "bandwidth: stencil {k:.0} GB/s ({kernel_ms:.3} ms), device copy {c:.0} GB/s ({copy_ms:.3} ms), ratio {:.3}",
             k / c
         );
+        println!("time: stencil {kernel_ms:.4} ms");
+        println!("time: stencil_peer_copy {copy_ms:.4} ms");
     }
     Ok(())
 }
