@@ -6,13 +6,13 @@
 //! tile reads 32 different banks.
 //!
 //! ```text
-//! cargo run --release --example transpose -- [n, a multiple of 32] [blocks per multiprocessor]
+//! cargo run --release --example transpose -- [n, a multiple of 32] [blocks per multiprocessor, or `tiles`: one block per tile]
 //! ```
 //!
 //! Checked element by element against the CPU; on a GPU it prints its time next to a
 //! device-to-device copy of as many bytes (`time:` lines, read by `scripts/h200-blocks.sh`).
 
-use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, GridShape, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -58,6 +58,15 @@ pub mod transpose {
     }
 }
 
+/// One block per 32 x 32 tile of an `n` x `n` matrix on the GPU (each block's loop runs once), a
+/// few blocks on the simulator.
+pub fn tile_grid(dev: &Device, n: usize) -> Grid {
+    match dev.kind() {
+        BackendKind::Cuda => Grid::per_tile(n * n, transpose::TILE * transpose::TILE),
+        _ => Grid::blocks(3),
+    }
+}
+
 /// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
 pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
     Ok(match dev.kind() {
@@ -86,10 +95,17 @@ pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async
 #[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a matrix size (a multiple of 32)", 8192)?;
-    let blocks_per_sm: u32 = arg(2, "blocks per multiprocessor", 12)?;
+    let shape = arg(
+        2,
+        "a number of blocks per multiprocessor or `tiles`",
+        GridShape::PerSm(12),
+    )?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = grid_for(&dev, blocks_per_sm)?;
+    let grid = match shape {
+        GridShape::Tiles => tile_grid(&dev, n),
+        GridShape::PerSm(k) => grid_for(&dev, k)?,
+    };
     let bad = run_and_check(&dev, grid, n, 31)?;
     println!(
         "check: {n} x {n} transpose, {} blocks, {bad} elements differ from the CPU's",
