@@ -426,37 +426,6 @@ impl Lowerer<'_> {
         acc
     }
 
-    /// The same polynomial as [`Self::horner`] (coefficients highest first), evaluated by
-    /// Estrin's scheme: neighbouring terms pair up as `c1 z + c0`, the pairs as `p1 z^2 + p0`,
-    /// and so on with `z^4`, `z^8`: a chain of about `log2(n)` dependent `fma`s instead of `n`,
-    /// for a few more instructions. Used where the polynomial is the long pole of a kernel's
-    /// latency (the `f32` exponential of a softmax); the rounding differs from Horner's only in
-    /// the last bits of the `f64` value, far below the `f32` result's ulp.
-    fn estrin(&mut self, z: Value, coeffs: &[f64]) -> Value {
-        let mut terms: Vec<Value> = coeffs
-            .iter()
-            .rev()
-            .map(|&c| self.fconst(Scalar::F64, c))
-            .collect();
-        let mut power = z;
-        while terms.len() > 1 {
-            let mut next = Vec::with_capacity(terms.len().div_ceil(2));
-            for pair in terms.chunks(2) {
-                let term = match *pair {
-                    [low, high] => self.fma(high, power, low),
-                    [only] => only,
-                    _ => continue,
-                };
-                next.push(term);
-            }
-            terms = next;
-            if terms.len() > 1 {
-                power = self.binary(BinOp::Mul, power, power);
-            }
-        }
-        terms[0]
-    }
-
     /// `log2(x)` in `f64` for an `f64` `x` that came from an `f32` (so is normal): `x = m 2^e`
     /// with `m` in `[sqrt(1/2), sqrt(2))`, and `ln m = 2 atanh(s)`, `s = (m - 1) / (m + 1)`,
     /// `|s| < 0.172`, by its series. `0` gives `-inf`, `inf` gives `inf`, NaN and negative
@@ -520,8 +489,8 @@ impl Lowerer<'_> {
 
     /// `2^p` in `f64` for the `f32` functions: `p` is clamped to `[-200, 200]` (beyond which
     /// every `f32` result is 0 or infinite), split as `n + f` with `|f| <= 1/2`, and
-    /// `2^f = e^(f ln 2)` by its Taylor series (Estrin's scheme); `2^n` is built from its
-    /// exponent bits. A NaN `p` gives a meaningless number: callers handle NaN.
+    /// `2^f = e^(f ln 2)` by its Taylor series; `2^n` is built from its exponent bits. A NaN `p`
+    /// gives a meaningless number: callers handle NaN.
     fn exp2_f64(&mut self, p: Value) -> Value {
         let f64_ = Scalar::F64;
         let lo = self.fconst(f64_, -200.0);
@@ -542,7 +511,7 @@ impl Lowerer<'_> {
             coeffs.push(1.0 / fact);
         }
         coeffs.reverse();
-        let r = self.estrin(t, &coeffs);
+        let r = self.horner(t, &coeffs);
         let ni = self.cast_to(n, Scalar::I64);
         let bias = self.iconst(Scalar::I64, 1023);
         let biased = self.binary(BinOp::Add, ni, bias);
