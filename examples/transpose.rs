@@ -1,12 +1,14 @@
-//! The transpose of a square matrix (8192 × 8192 `f32` by default) through a shared tile: each
-//! block takes 32 × 32 tiles in turn, reads a tile's rows from `x` into a shared 2D array, and
+//! The transpose of a square matrix (8192 × 8192 `f32` by default) through a shared tile: a
+//! block takes 32 × 32 tiles in turn (by default one block per tile: on the H200 that is 0.62
+//! of a device copy, against 0.55 with 12 blocks per multiprocessor walking the tiles), reads a
+//! tile's rows from `x` into a shared 2D array, and
 //! writes its columns as rows of `y`. Both global accesses are whole rows of 32 floats (one
 //! 128-byte line per warp instruction); the tile's rows are 33 floats apart in shared memory
 //! (the compiler pads a row of 128 bytes by one element), so that a warp reading a column of the
 //! tile reads 32 different banks.
 //!
 //! ```text
-//! cargo run --release --example transpose -- [n, a multiple of 32] [blocks per multiprocessor, or `tiles`: one block per tile]
+//! cargo run --release --example transpose -- [n, a multiple of 32] [`tiles` or blocks per multiprocessor]
 //! ```
 //!
 //! Checked element by element against the CPU; on a GPU it prints its time next to a
@@ -98,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shape = arg(
         2,
         "a number of blocks per multiprocessor or `tiles`",
-        GridShape::PerSm(12),
+        GridShape::Tiles,
     )?;
     let dev = Device::default()?;
     println!("backend: {dev}");

@@ -84,8 +84,15 @@ fn a_consumer_that_stops_early_ends_its_producer_at_every_depth(
                 // consumer received (the slots the consumer released, then the phases the close
                 // completed, when the producer was not waiting at those moments). `broken`
                 // receives one item more than it takes: the one its loop leaves with.
-                let received = if name == "broken" { (k + 1).min(n) } else { taken };
-                assert!(sent >= taken && sent <= n.min(received + 2 * depth), "{what}");
+                let received = if name == "broken" {
+                    (k + 1).min(n)
+                } else {
+                    taken
+                };
+                assert!(
+                    sent >= taken && sent <= n.min(received + 2 * depth),
+                    "{what}"
+                );
                 if name == "closed" {
                     assert_eq!(got[1], 1, "{what}: a receive after close() answers None");
                 }
