@@ -5,7 +5,13 @@
 //! traced and untraced, and prints what tracing costs.
 //!
 //! ```text
-//! cargo run --release --example trace -- [directory, default target/trace] [elements]
+//! cargo run --release --example trace -- [directory, default target/trace] [elements] [sample]
+//! ```
+//!
+//! `sample` is `N` for one block in `N` (the default options: 64) or `all`, for the GPU's run and
+//! for the timing of what tracing costs.
+//!
+//! ```text
 //! ```
 //!
 //! `docs/tracing.md` says how to read the picture and the summary.
@@ -40,6 +46,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
     };
     let n: usize = arg(2, "a number of elements", default_n)?;
+    let options = match std::env::args().nth(3).as_deref() {
+        None => options,
+        Some("all") => options.blocks(TraceBlocks::All),
+        Some(every) => match every.parse() {
+            Ok(k) => options.blocks(TraceBlocks::Every(k)),
+            Err(_) => {
+                return Err(format!("expected `all` or a number of blocks, got `{every}`").into())
+            }
+        },
+    };
     let grid = pipeline::tile_group_grid(&dev, n);
     let xs = random_f32(n, 21);
     let x = dev.upload(&xs)?;
@@ -70,22 +86,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("wrote {} and {}\n", json.display(), svg.display());
     print!("{trace}");
     if gpu {
-        overhead(&dev, grid, &x, &mut y)?;
+        overhead(&dev, grid, &x, &mut y, options)?;
     }
     Ok(())
 }
 
 /// Times the pipeline on `grid` and saxpy on its own grid over `x` and `y`, each untraced and
-/// traced with the default options (the median of 20 runs after 3 warm-ups), and prints the
-/// ratios.
+/// traced with `options` (the median of 20 runs after 3 warm-ups), and prints the ratios.
 fn overhead(
     dev: &Device,
     grid: Grid,
     x: &DeviceBuffer<f32>,
     y: &mut DeviceBuffer<f32>,
+    options: TraceOptions,
 ) -> gpu_async::Result<()> {
     let mut timing = Timing::new(dev)?;
-    let options = TraceOptions::default();
     let plain = median_of(3, 20, || {
         timing.time_launch(|| {
             pipeline::pipeline::scale_shift::launch(dev, grid, (2.0, 1.0, x, &mut *y))

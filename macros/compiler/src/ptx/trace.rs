@@ -12,11 +12,15 @@
 //! ([`Writer::trace_wait`], [`Writer::trace_wait_end`]), a bulk copy its issue and, where the
 //! protocol knows it, its end ([`Writer::trace_copy`]).
 //!
-//! Only the role's first thread records, predicated on `on` (the role's first thread of a traced
-//! block); the others run the same few instructions predicated off, so that no branch is added
-//! and the role's synchronization is untouched. An event costs the recording thread four
-//! instructions: `mov` of `%globaltimer`, the test for room, one 16-byte `st.global.v2.u64`, and
-//! the pointer's increment (which counts the dropped events too).
+//! A block that is not traced jumps over each hook's code (`bra.uni` on the block's `traced`
+//! predicate, the same in all its threads, so no warp diverges): on the H200, predicated-off
+//! instructions in every block cost saxpy, a kernel of one tile per block whose roles are a few
+//! waits long, 2.3-3.1% whatever the sample, the branch 0.4-0.6% at the default sample
+//! (`docs/design.md`, *Tracing*). In a traced block only the role's first thread records,
+//! predicated on `on`; the others run the same few instructions predicated off, so that the
+//! role's synchronization is untouched. An event costs the recording thread four instructions:
+//! `mov` of `%globaltimer`, the test for room, one 16-byte `st.global.v2.u64`, and the pointer's
+//! increment (which counts the dropped events too).
 
 use std::collections::HashMap;
 
@@ -57,6 +61,8 @@ struct KernelRegs {
 }
 
 struct RoleRegs {
+    /// The block is traced (the same in every thread of the block).
+    traced: String,
     /// The role's first thread, in a traced block.
     on: String,
     header: String,
@@ -222,6 +228,8 @@ impl Writer<'_> {
         let (at, sm) = (self.tmp(Class::B32), self.tmp(Class::B32));
         writeln_comment(self, "trace: the role's region, its header, its start")?;
         self.line(format!("and.pred {on}, {leader}, {traced};"))?;
+        let skip = self.label("trace_skip");
+        self.line(format!("@!{traced} bra.uni {skip};"))?;
         self.line(format!("mad.lo.u32 {at}, {slot}, {roles}, {index};"))?;
         self.line(format!("mul.wide.u32 {header}, {at}, {region};"))?;
         self.line(format!("add.u64 {header}, {header}, {buffer};"))?;
@@ -237,8 +245,10 @@ impl Writer<'_> {
             "@{on} st.global.v2.u64 [{header}+{}], {{{time}, 0}};",
             4 * HEADER_START
         ))?;
+        self.place_label(&skip)?;
         if let Some(t) = self.trace.as_mut() {
             t.role = Some(RoleRegs {
+                traced,
                 on,
                 header,
                 next,
@@ -256,7 +266,8 @@ impl Writer<'_> {
         let Some(r) = self.trace.as_ref().and_then(|t| t.role.as_ref()) else {
             return Ok(());
         };
-        let (on, header, next, time) = (
+        let (traced, on, header, next, time) = (
+            r.traced.clone(),
             r.on.clone(),
             r.header.clone(),
             r.next.clone(),
@@ -265,6 +276,8 @@ impl Writer<'_> {
         let bytes = self.tmp(Class::B64);
         let count = self.tmp(Class::B32);
         writeln_comment(self, "trace: the role's end and its count of events")?;
+        let skip = self.label("trace_skip");
+        self.line(format!("@!{traced} bra.uni {skip};"))?;
         self.line(format!("@{on} mov.u64 {time}, %globaltimer;"))?;
         self.line(format!("sub.u64 {bytes}, {next}, {header};"))?;
         self.line(format!("cvt.u32.u64 {count}, {bytes};"))?;
@@ -278,7 +291,8 @@ impl Writer<'_> {
         self.line(format!(
             "@{on} st.global.u64 [{header}+{}], {time};",
             4 * HEADER_END
-        ))
+        ))?;
+        self.place_label(&skip)
     }
 
     /// One event of the role being written: its first thread of a traced block writes the time,
@@ -287,7 +301,8 @@ impl Writer<'_> {
         let Some(r) = self.trace.as_ref().and_then(|t| t.role.as_ref()) else {
             return Ok(());
         };
-        let (on, next, end, time, room) = (
+        let (traced, on, next, end, time, room) = (
+            r.traced.clone(),
             r.on.clone(),
             r.next.clone(),
             r.end.clone(),
@@ -295,12 +310,15 @@ impl Writer<'_> {
             r.room.clone(),
         );
         let word = event.record_word(arg);
+        let skip = self.label("trace_skip");
+        self.line(format!("@!{traced} bra.uni {skip};"))?;
         self.line(format!("@{on} mov.u64 {time}, %globaltimer;"))?;
         self.line(format!("setp.lt.and.u64 {room}, {next}, {end}, {on};"))?;
         self.line(format!(
             "@{room} st.global.v2.u64 [{next}], {{{time}, {word}}};"
         ))?;
-        self.line(format!("@{on} add.u64 {next}, {next}, {RECORD_BYTES};"))
+        self.line(format!("@{on} add.u64 {next}, {next}, {RECORD_BYTES};"))?;
+        self.place_label(&skip)
     }
 
     /// The start of the blocking wait at `site`.
