@@ -8,7 +8,7 @@ out=${OUT:-/tmp}
 export RUST_BACKTRACE=1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 status=0
-for t in test-examples test-bulk_copies test-channel_ends test-language test-differential test-reductions test-arrays test-warps test-barriers test-concurrency test-register_budgets test-device_failures test-abort_protocol test-executors test-streams test-buffer_lifetimes test-cuda_backend test-shared_arrays test-launch_lifecycle test-tracing test-simulator test-gpu_async-lib test-cuda_fault test-closing test-parts test-slot_values; do
+for t in test-examples test-bulk_copies test-channel_ends test-language test-differential test-reductions test-arrays test-warps test-barriers test-concurrency test-register_budgets test-device_failures test-abort_protocol test-executors test-streams test-buffer_lifetimes test-cuda_backend test-shared_arrays test-launch_lifecycle test-tracing test-simulator test-gpu_async-lib test-cuda_fault test-closing test-parts test-slot_values test-edges; do
   echo "=== $t"
   timeout 240 ".gpu/bin/$t" --include-ignored 2>&1 | tee "$out/$t.log" | grep -E "^test |test result|panicked" || status=1
   # A failing test prints its result line too: the status must come from the result itself.

@@ -114,6 +114,10 @@ mod transpose;
 #[path = "../../examples/scan.rs"]
 mod scan;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/edges.rs"]
+mod edges;
+
 use std::path::PathBuf;
 
 use gpu_async_testing::needs_ptxas;
@@ -477,6 +481,8 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("parts_chunked", parts::parts::chunked::PTX),
         ("parts_chunked_exact", parts::parts::chunked_exact::PTX),
         ("parts_sums", parts::parts::sums::PTX),
+        ("edges_eight_warps", edges::edges::eight_warps::PTX),
+        ("edges_one_warp", edges::edges::one_warp::PTX),
     ]
 }
 

@@ -1,13 +1,32 @@
 //! Reductions (a parallel loop with a [`ParReduce`]): each thread folds its items, the lanes of
 //! each warp combine by a butterfly of shuffles, and the warps' totals meet in shared memory.
+//! With 4-byte sources 16-byte aligned and a short body, the thread's loop takes [`UNROLL`]
+//! groups of four per iteration, every 16-byte load issued before the first item is folded;
+//! then single groups, then the elements of a group that is not whole.
 
 use std::fmt::Write;
 
 use super::error::{WriteError, WriteResult};
-use super::parallel::straight_line;
+use super::parallel::{straight_line, UNROLL};
 use super::types::{bits_ty, mem_ty, space_name, Class};
 use super::Writer;
 use crate::ir::{ParFor, ParReduce, Space};
+
+/// Most IR instructions (nested ones included) of a reduction's body and combination for which
+/// its vector loop takes [`UNROLL`] groups per iteration. A longer body is arithmetic that the
+/// other warps' issue already overlaps with a group's load, and each instruction of it would be
+/// written `4 UNROLL` more times: `softmax`'s exponential (about 60 instructions) would double
+/// the kernel's code for loads from shared memory.
+const MAX_UNROLLED_ITEM: usize = 24;
+
+/// Whether the body and the combination of a reduction are short enough to be unrolled
+/// ([`MAX_UNROLLED_ITEM`]).
+fn short_item(p: &ParFor, r: &ParReduce) -> bool {
+    let mut n = 0;
+    crate::ir::for_each_inst(&p.body, &mut |_| n += 1);
+    crate::ir::for_each_inst(&r.combine, &mut |_| n += 1);
+    n <= MAX_UNROLLED_ITEM
+}
 
 impl Writer<'_> {
     /// `acc = combine(lhs, rhs)` with the reduction's combining block.
@@ -26,8 +45,9 @@ impl Writer<'_> {
     }
 
     /// A reduction (see [`ParReduce`] for the order): each thread folds the items of its groups
-    /// of four, then the lanes of each warp combine by a butterfly of shuffles, then the warps'
-    /// totals go through shared memory and every thread folds them in warp order.
+    /// of four, in increasing order whatever the loop that loads them, then the lanes of each
+    /// warp combine by a butterfly of shuffles, then the warps' totals go through shared memory
+    /// and every thread folds them in warp order.
     pub(super) fn par_reduce(&mut self, p: &ParFor, r: &ParReduce) -> WriteResult {
         if let Some(sc) = &r.scan {
             return self.par_scan(p, r, sc);
@@ -75,6 +95,9 @@ impl Writer<'_> {
         let g = self.tmp(Class::B64);
         self.line(format!("cvt.u64.u32 {g}, {rtid};"))?;
         let (head, next) = (self.label("red_group"), self.label("red_next"));
+        if let (Some(misaligned), true) = (&misaligned, short_item(p, r)) {
+            self.reduce_unrolled(p, r, &g, misaligned, &head)?;
+        }
         self.place_label(&head)?;
         let i = self.tmp(Class::B64);
         self.line(format!("shl.b64 {i}, {g}, 2;"))?;
@@ -90,38 +113,7 @@ impl Writer<'_> {
             self.line(format!("setp.gt.u64 {partial}, {end}, {len};"))?;
             self.line(format!("or.pred {partial}, {partial}, {misaligned};"))?;
             self.line(format!("@{partial} bra {scalar};"))?;
-            let mut loaded = Vec::new();
-            for s in &p.sources {
-                let b = self.reg(s.base);
-                let a = self.elem_addr(s.space, &b, &i, 4)?;
-                let class = Class::of(s.elem);
-                let regs: Vec<String> = (0..4).map(|_| self.tmp(class)).collect();
-                if s.read {
-                    self.line(format!(
-                        "ld.{}.v4.{} {{{}}}, [{a}];",
-                        space_name(s.space),
-                        mem_ty(s.elem),
-                        regs.join(", ")
-                    ))?;
-                }
-                loaded.push(regs);
-            }
-            for k in 0..4 {
-                for (s, regs) in p.sources.iter().zip(&loaded) {
-                    if s.read {
-                        let e = self.reg(s.elem_value);
-                        self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), regs[k]))?;
-                    }
-                }
-                if let Some(ix) = p.index {
-                    let reg = self.reg(ix);
-                    self.line(format!("add.u64 {reg}, {i}, {k};"))?;
-                }
-                self.block(&p.body)?;
-                let item = self.reg(r.item);
-                let acc_now = acc.clone();
-                self.combine(r, &acc_now, &item)?;
-            }
+            self.reduce_vector_groups(p, r, &i, 1)?;
             self.line(format!("bra {next};"))?;
             self.place_label(&scalar)?;
         }
@@ -154,6 +146,98 @@ impl Writer<'_> {
         self.place_label(&done)?;
         let lane = self.reduce_lanes(r, &acc, &rtid)?;
         self.reduce_warps(r, &acc, &lane, &rtid, (warps, index))
+    }
+
+    /// The vector loop of a reduction whose sources are 4-byte and aligned (unless `misaligned`):
+    /// while the thread's next [`UNROLL`] groups `g`, `g + T`, ... are whole, their 16-byte loads
+    /// all issue first, then the body and the combination run on each group's items in element
+    /// order, so the thread folds in the order the language defines with [`UNROLL`] loads per
+    /// source in flight. The loop's trip count is known only at run time, so ptxas cannot unroll
+    /// it itself. It leaves `g` at the first group it did not take, for the loop at `head`.
+    fn reduce_unrolled(
+        &mut self,
+        p: &ParFor,
+        r: &ParReduce,
+        g: &str,
+        misaligned: &str,
+        head: &str,
+    ) -> WriteResult {
+        let threads = self.role()?.threads;
+        let len = self.reg(p.len);
+        let (n4, top) = (self.tmp(Class::B64), self.label("red_vec4"));
+        self.line(format!("@{misaligned} bra {head};"))?;
+        self.line(format!("shr.u64 {n4}, {len}, 2;"))?;
+        self.place_label(&top)?;
+        let (last, pc) = (self.tmp(Class::B64), self.tmp(Class::Pred));
+        self.line(format!("add.u64 {last}, {g}, {};", (UNROLL - 1) * threads))?;
+        self.line(format!("setp.ge.u64 {pc}, {last}, {n4};"))?;
+        self.line(format!("@{pc} bra {head};"))?;
+        let first = self.tmp(Class::B64);
+        self.line(format!("shl.b64 {first}, {g}, 2;"))?;
+        self.reduce_vector_groups(p, r, &first, UNROLL)?;
+        self.line(format!("add.u64 {g}, {g}, {};", UNROLL * threads))?;
+        self.line(format!("bra {top};"))
+    }
+
+    /// `count` whole aligned groups of the thread, the first at element `i`, the others every
+    /// `4 T` elements after it: one 16-byte load per source and group, all issued before the
+    /// first use (the later groups' at constant offsets from the first's address), then per
+    /// group, in order, the body four times (it has no control flow) and the combination of each
+    /// item into the accumulator.
+    fn reduce_vector_groups(
+        &mut self,
+        p: &ParFor,
+        r: &ParReduce,
+        i: &str,
+        count: u32,
+    ) -> WriteResult {
+        let threads = self.role()?.threads;
+        let acc = self.reg(r.acc);
+        let mut addrs = Vec::new();
+        for s in &p.sources {
+            let b = self.reg(s.base);
+            addrs.push(self.elem_addr(s.space, &b, i, 4)?);
+        }
+        let mut loaded = Vec::new();
+        for u in 0..count {
+            let mut group = Vec::new();
+            for (s, a) in p.sources.iter().zip(&addrs) {
+                let regs: Vec<String> = (0..4).map(|_| self.tmp(Class::of(s.elem))).collect();
+                if s.read {
+                    let at = match u {
+                        0 => a.clone(),
+                        _ => format!("{a}+{}", 16 * u * threads),
+                    };
+                    self.line(format!(
+                        "ld.{}.v4.{} {{{}}}, [{at}];",
+                        space_name(s.space),
+                        mem_ty(s.elem),
+                        regs.join(", ")
+                    ))?;
+                }
+                group.push(regs);
+            }
+            loaded.push(group);
+        }
+        for (u, group) in (0..count).zip(&loaded) {
+            for k in 0..4u32 {
+                for (s, regs) in p.sources.iter().zip(group) {
+                    if s.read {
+                        let e = self.reg(s.elem_value);
+                        let v = &regs[k as usize];
+                        self.line(format!("mov.{} {e}, {v};", bits_ty(s.elem)))?;
+                    }
+                }
+                if let Some(ix) = p.index {
+                    let reg = self.reg(ix);
+                    self.line(format!("add.u64 {reg}, {i}, {};", 4 * u * threads + k))?;
+                }
+                self.block(&p.body)?;
+                let item = self.reg(r.item);
+                self.combine(r, &acc, &item)?;
+            }
+        }
+        Ok(())
     }
 
     /// The lanes of each warp combine their accumulators `acc`: partners at distance 16, 8, 4,

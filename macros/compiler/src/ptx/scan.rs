@@ -3,7 +3,9 @@
 //! with `shfl.sync.up` (Hillis–Steele), the warps' totals go through the role's scratch in shared
 //! memory (a double buffer: one role barrier per round), and each thread stores its four results.
 //! A round whose four items per thread are all in range, with 4-byte sources 16-byte aligned,
-//! loads and stores them as one 16-byte access per source.
+//! loads and stores them as one 16-byte access per source, and its loads are issued a round
+//! ahead: round 0's before the loop, round `r + 1`'s right after round `r`'s items are taken,
+//! so that they are in flight during round `r`'s shuffles, barrier and stores.
 
 use std::fmt::Write;
 
@@ -93,30 +95,11 @@ impl Writer<'_> {
         } else {
             None
         };
-        // 4-byte sources whose bases are 16-byte aligned take whole groups in one access each.
-        let vector = p.sources.iter().all(|s| s.elem.size() == 4)
-            && !p.sources.is_empty()
-            && straight_line(&p.body);
-        let aligned = if vector {
-            let m = self.tmp(Class::Pred);
-            self.line(format!("setp.eq.u32 {m}, 0, 0;"))?;
-            for s in &p.sources {
-                let b = self.reg(s.base);
-                let low = self.tmp(Class::B32);
-                if s.space == Space::Shared {
-                    self.line(format!("and.b32 {low}, {b}, 15;"))?;
-                } else {
-                    let l = self.tmp(Class::B64);
-                    self.line(format!("and.b64 {l}, {b}, 15;"))?;
-                    self.line(format!("cvt.u32.u64 {low}, {l};"))?;
-                }
-                let q = self.tmp(Class::Pred);
-                self.line(format!("setp.eq.u32 {q}, {low}, 0;"))?;
-                self.line(format!("and.pred {m}, {m}, {q};"))?;
-            }
-            Some(m)
-        } else {
-            None
+        let aligned = self.scan_alignment(p)?;
+        // The registers the vector path's loads fill, a round ahead: round 0's before the loop.
+        let ahead = match &aligned {
+            Some(m) => Some(self.scan_first_loads(p, &rtid, m)?),
+            None => None,
         };
         let (head, done) = (self.label("scan_round"), self.label("scan_done"));
         let outer_exit = self.par_exit.replace(done.clone());
@@ -142,7 +125,20 @@ impl Writer<'_> {
                 self.line(format!("and.pred {w}, {w}, {m};"))?;
                 let scalar = self.label("scan_scalar");
                 self.line(format!("@!{w} bra {scalar};"))?;
-                self.scan_vector_items(p, r, &i0, &items)?;
+                let loaded = ahead.as_deref().unwrap_or_default();
+                self.scan_vector_items(p, r, &i0, loaded, &items)?;
+                // The next round's loads, before this round's shuffles, barrier and stores, so
+                // that their latency overlaps this round's work. They read items of round r + 1
+                // only and this round stores items of round r only, so no store here can be one
+                // they should see, even were a source the destination (the IR keeps the two
+                // apart: the body does not touch `ParScanOut::dst`, and rustc rejects `&` and
+                // `&mut` of one slice in one call); the role barrier orders only the warps'
+                // totals, in the role's scratch, which is no source. A round that is not whole
+                // is followed by none that is (the groups only move up), so the scalar path
+                // never needs them.
+                let next = self.tmp(Class::B64);
+                self.line(format!("add.u64 {next}, {i0}, {};", 4 * threads))?;
+                self.scan_vector_loads(p, &next, loaded, None)?;
                 self.line(format!("bra {after_items};"))?;
                 self.place_label(&scalar)?;
                 Some(w)
@@ -246,33 +242,101 @@ impl Writer<'_> {
         self.place_label(&done)
     }
 
-    /// The items of a whole aligned group at `i0`: one 16-byte load per source, the body four
-    /// times, each item into `items`.
-    fn scan_vector_items(
+    /// 4-byte sources whose bases are 16-byte aligned take whole groups in one access each:
+    /// the predicate that every base is, or `None` when the loop has no vector path.
+    fn scan_alignment(&mut self, p: &ParFor) -> WriteResult<Option<String>> {
+        let vector = p.sources.iter().all(|s| s.elem.size() == 4)
+            && !p.sources.is_empty()
+            && straight_line(&p.body);
+        if !vector {
+            return Ok(None);
+        }
+        let m = self.tmp(Class::Pred);
+        self.line(format!("setp.eq.u32 {m}, 0, 0;"))?;
+        for s in &p.sources {
+            let b = self.reg(s.base);
+            let low = self.tmp(Class::B32);
+            if s.space == Space::Shared {
+                self.line(format!("and.b32 {low}, {b}, 15;"))?;
+            } else {
+                let l = self.tmp(Class::B64);
+                self.line(format!("and.b64 {l}, {b}, 15;"))?;
+                self.line(format!("cvt.u32.u64 {low}, {l};"))?;
+            }
+            let q = self.tmp(Class::Pred);
+            self.line(format!("setp.eq.u32 {q}, {low}, 0;"))?;
+            self.line(format!("and.pred {m}, {m}, {q};"))?;
+        }
+        Ok(Some(m))
+    }
+
+    /// The registers of the vector path's loads, four per source the body reads (none for the
+    /// others), filled with round 0's group when it is whole and `aligned`.
+    fn scan_first_loads(
         &mut self,
         p: &ParFor,
-        r: &ParReduce,
-        i0: &str,
-        items: &[String],
+        rtid: &str,
+        aligned: &str,
+    ) -> WriteResult<Vec<Vec<String>>> {
+        let regs: Vec<Vec<String>> = p
+            .sources
+            .iter()
+            .map(|s| match s.read {
+                true => (0..4).map(|_| self.tmp(Class::of(s.elem))).collect(),
+                false => Vec::new(),
+            })
+            .collect();
+        let (rt, first) = (self.tmp(Class::B64), self.tmp(Class::B64));
+        self.line(format!("cvt.u64.u32 {rt}, {rtid};"))?;
+        self.line(format!("shl.b64 {first}, {rt}, 2;"))?;
+        self.scan_vector_loads(p, &first, &regs, Some(aligned))?;
+        Ok(regs)
+    }
+
+    /// When the group at `at` is whole (and `aligned`, when given), one 16-byte load per source
+    /// into `regs`; else nothing.
+    fn scan_vector_loads(
+        &mut self,
+        p: &ParFor,
+        at: &str,
+        regs: &[Vec<String>],
+        aligned: Option<&str>,
     ) -> WriteResult {
-        let bt = bits_ty(self.k.ty(r.acc));
-        let mut loaded = Vec::new();
-        for s in &p.sources {
-            let regs: Vec<String> = (0..4).map(|_| self.tmp(Class::of(s.elem))).collect();
+        let len = self.reg(p.len);
+        let (end, whole) = (self.tmp(Class::B64), self.tmp(Class::Pred));
+        self.line(format!("add.u64 {end}, {at}, 4;"))?;
+        self.line(format!("setp.le.u64 {whole}, {end}, {len};"))?;
+        if let Some(m) = aligned {
+            self.line(format!("and.pred {whole}, {whole}, {m};"))?;
+        }
+        for (s, regs) in p.sources.iter().zip(regs) {
             if s.read {
                 let b = self.reg(s.base);
-                let a = self.elem_addr(s.space, &b, i0, 4)?;
+                let a = self.elem_addr(s.space, &b, at, 4)?;
                 self.line(format!(
-                    "ld.{}.v4.{} {{{}}}, [{a}];",
+                    "@{whole} ld.{}.v4.{} {{{}}}, [{a}];",
                     space_name(s.space),
                     mem_ty(s.elem),
                     regs.join(", ")
                 ))?;
             }
-            loaded.push(regs);
         }
+        Ok(())
+    }
+
+    /// The items of a whole aligned group at `i0` from its loaded elements (`loaded`, per
+    /// source): the body four times, each item into `items`.
+    fn scan_vector_items(
+        &mut self,
+        p: &ParFor,
+        r: &ParReduce,
+        i0: &str,
+        loaded: &[Vec<String>],
+        items: &[String],
+    ) -> WriteResult {
+        let bt = bits_ty(self.k.ty(r.acc));
         for (j, item) in items.iter().enumerate() {
-            for (s, regs) in p.sources.iter().zip(&loaded) {
+            for (s, regs) in p.sources.iter().zip(loaded) {
                 if s.read {
                     let e = self.reg(s.elem_value);
                     self.line(format!("mov.{} {e}, {};", bits_ty(s.elem), regs[j]))?;
