@@ -73,21 +73,31 @@ fn site_kind(kind: SiteKind) -> TokenStream {
     }
 }
 
-/// The `mod <kernel> { PTX, IR, SPEC, launch }` of one kernel.
-pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
-    let item = input.item;
-    let name = &item.sig.ident;
-    let vis = &item.vis;
-    let name_str = name.to_string();
-    let mut arg_types = Vec::new();
-    let mut arg_names = Vec::new();
-    let mut cuda_pushes = Vec::new();
-    // The simulator's side: each buffer's use, registered at the launch (`sim_uses`), turned
-    // into the elements by the job when it runs (`sim_views`).
-    let mut sim_uses = Vec::new();
-    let mut sim_views = Vec::new();
-    let mut sim_args = Vec::new();
-    let mut param_specs = Vec::new();
+/// What a launcher makes of the kernel's parameters: the argument tuple's types and names, the
+/// pushes of the CUDA launch, the simulator's buffer uses (registered at the launch), views
+/// (taken by the job when it runs) and arguments of the shadow call, and the parameters' specs.
+#[derive(Default)]
+struct LaunchArgs {
+    arg_types: Vec<TokenStream>,
+    arg_names: Vec<syn::Ident>,
+    cuda_pushes: Vec<TokenStream>,
+    sim_uses: Vec<TokenStream>,
+    sim_views: Vec<TokenStream>,
+    sim_args: Vec<TokenStream>,
+    param_specs: Vec<TokenStream>,
+}
+
+/// The [`LaunchArgs`] of `input`'s parameters, in their order.
+fn launch_args(input: &LauncherInput<'_>) -> LaunchArgs {
+    let LaunchArgs {
+        mut arg_types,
+        mut arg_names,
+        mut cuda_pushes,
+        mut sim_uses,
+        mut sim_views,
+        mut sim_args,
+        mut param_specs,
+    } = LaunchArgs::default();
     for (i, (pname, ty, _, span)) in input.sig.params.iter().enumerate() {
         let span = *span;
         let arg = format_ident!("__gpu_async_arg_{}", i);
@@ -171,6 +181,32 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             }
         }
     }
+    LaunchArgs {
+        arg_types,
+        arg_names,
+        cuda_pushes,
+        sim_uses,
+        sim_views,
+        sim_args,
+        param_specs,
+    }
+}
+
+/// The `mod <kernel> { PTX, IR, SPEC, launch }` of one kernel.
+pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
+    let item = input.item;
+    let name = &item.sig.ident;
+    let vis = &item.vis;
+    let name_str = name.to_string();
+    let LaunchArgs {
+        arg_types,
+        arg_names,
+        cuda_pushes,
+        sim_uses,
+        sim_views,
+        sim_args,
+        param_specs,
+    } = launch_args(input);
     let args_ty = quote!((#(#arg_types,)*));
     let args_pat = quote!((#(#arg_names,)*));
     let Some(Compiled {
