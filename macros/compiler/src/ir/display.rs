@@ -185,8 +185,92 @@ impl Kernel {
         Ok(())
     }
 
+    /// Writes one instruction at `depth`, and the blocks nested in it.
     fn write_inst(&self, f: &mut Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
         let pad = "  ".repeat(depth);
+        match inst {
+            Inst::If { cond, then, else_ } => {
+                writeln!(f, "{pad}if {} {{", self.val(*cond))?;
+                self.write_block(f, then, depth + 1)?;
+                if !else_.0.is_empty() {
+                    writeln!(f, "{pad}}} else {{")?;
+                    self.write_block(f, else_, depth + 1)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            Inst::Loop { id, body } => {
+                writeln!(f, "{pad}loop {id} {{")?;
+                self.write_block(f, body, depth + 1)?;
+                writeln!(f, "{pad}}}")
+            }
+            Inst::Join { branches } => {
+                writeln!(f, "{pad}join {{")?;
+                for (k, b) in branches.iter().enumerate() {
+                    writeln!(f, "{pad}  branch {k}:")?;
+                    self.write_block(f, b, depth + 2)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            Inst::ParFor(p) => {
+                self.write_par_for_head(f, p, &pad)?;
+                self.write_block(f, &p.body, depth + 1)?;
+                if let Some(r) = &p.reduce {
+                    self.write_reduce_head(f, r, &pad)?;
+                    self.write_block(f, &r.combine, depth + 1)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            other => {
+                let line = self.inst_line(other)?;
+                writeln!(f, "{pad}{line}")
+            }
+        }
+    }
+
+    /// The head of a parallel loop: its length, index and sources.
+    #[inline(never)]
+    fn write_par_for_head(&self, f: &mut Formatter<'_>, p: &ParFor, pad: &str) -> fmt::Result {
+        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        let kind = if p.lanes { "lane_for" } else { "par_for" };
+        write!(f, "{pad}{kind} len {}", self.val(p.len))?;
+        if let Some(i) = p.index {
+            write!(f, ", index {}", def(i))?;
+        }
+        writeln!(f, " {{")?;
+        for s in &p.sources {
+            writeln!(
+                f,
+                "{pad}  elem {} <- {:?} [{}]{}{}",
+                def(s.elem_value),
+                s.space,
+                self.val(s.base),
+                if s.read { " read" } else { "" },
+                if s.write { " write" } else { "" }
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The head of a parallel loop's reduction.
+    #[inline(never)]
+    fn write_reduce_head(&self, f: &mut Formatter<'_>, r: &ParReduce, pad: &str) -> fmt::Result {
+        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        writeln!(
+            f,
+            "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
+            self.val(r.item),
+            self.val(r.identity),
+            def(r.acc),
+            def(r.lhs),
+            def(r.rhs),
+            self.val(r.out)
+        )
+    }
+
+    /// The text of an instruction without a nested block. Apart from [`Kernel::write_inst`], which
+    /// recurses into nested blocks, so that the recursion's frames stay small.
+    #[inline(never)]
+    fn inst_line(&self, inst: &Inst) -> Result<String, fmt::Error> {
         let mut line = String::new();
         let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
         match inst {
@@ -290,20 +374,6 @@ impl Kernel {
                 self.val(*cond),
                 self.sites[site.0 as usize].message
             )?,
-            Inst::If { cond, then, else_ } => {
-                writeln!(f, "{pad}if {} {{", self.val(*cond))?;
-                self.write_block(f, then, depth + 1)?;
-                if !else_.0.is_empty() {
-                    writeln!(f, "{pad}}} else {{")?;
-                    self.write_block(f, else_, depth + 1)?;
-                }
-                return writeln!(f, "{pad}}}");
-            }
-            Inst::Loop { id, body } => {
-                writeln!(f, "{pad}loop {id} {{")?;
-                self.write_block(f, body, depth + 1)?;
-                return writeln!(f, "{pad}}}");
-            }
             Inst::Break(id) => write!(line, "break {id}")?,
             Inst::Continue(id) => write!(line, "continue {id}")?,
             Inst::Reserve { chan, site } => write!(line, "reserve {chan} {site}")?,
@@ -357,55 +427,15 @@ impl Kernel {
                     self.val(*enabled)
                 )?
             }
-            Inst::Join { branches } => {
-                writeln!(f, "{pad}join {{")?;
-                for (k, b) in branches.iter().enumerate() {
-                    writeln!(f, "{pad}  branch {k}:")?;
-                    self.write_block(f, b, depth + 2)?;
-                }
-                return writeln!(f, "{pad}}}");
-            }
             Inst::Release { chan } => write!(line, "release {chan}")?,
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,
             Inst::OneshotWait { oneshot, site } => write!(line, "oneshot_wait o{oneshot} {site}")?,
-            Inst::ParFor(p) => {
-                let kind = if p.lanes { "lane_for" } else { "par_for" };
-                write!(f, "{pad}{kind} len {}", self.val(p.len))?;
-                if let Some(i) = p.index {
-                    write!(f, ", index {}", def(i))?;
-                }
-                writeln!(f, " {{")?;
-                for s in &p.sources {
-                    writeln!(
-                        f,
-                        "{pad}  elem {} <- {:?} [{}]{}{}",
-                        def(s.elem_value),
-                        s.space,
-                        self.val(s.base),
-                        if s.read { " read" } else { "" },
-                        if s.write { " write" } else { "" }
-                    )?;
-                }
-                self.write_block(f, &p.body, depth + 1)?;
-                if let Some(r) = &p.reduce {
-                    writeln!(
-                        f,
-                        "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
-                        self.val(r.item),
-                        self.val(r.identity),
-                        def(r.acc),
-                        def(r.lhs),
-                        def(r.rhs),
-                        self.val(r.out)
-                    )?;
-                    self.write_block(f, &r.combine, depth + 1)?;
-                }
-                return writeln!(f, "{pad}}}");
-            }
+            // Written by `write_inst`, with their blocks.
+            Inst::If { .. } | Inst::Loop { .. } | Inst::Join { .. } | Inst::ParFor(_) => {}
         }
-        writeln!(f, "{pad}{line}")
+        Ok(line)
     }
 }
 

@@ -184,15 +184,17 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
         }
     };
     let mermaid = kernel.mermaid();
-    let mermaid_lit = syn::LitStr::new(&mermaid, Span::call_site());
+    // Literals made directly: `syn::LitStr::new` would also read each one back, and the PTX of a
+    // large kernel is megabytes.
+    let mermaid_lit = proc_macro2::Literal::string(&mermaid);
     // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
     // decoded) and draws it where the page can load Mermaid, and the source shows otherwise.
     let graph_doc = format!(
         " Roles and channels:\n\n <pre class=\"mermaid\">\n{}</pre>\n <script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@10/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n",
         mermaid.replace('>', "&gt;")
     );
-    let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
-    let ir_lit = syn::LitStr::new(ir, Span::call_site());
+    let ptx_lit = proc_macro2::Literal::string(ptx);
+    let ir_lit = proc_macro2::Literal::string(ir);
     quote! {
         #[doc = #kernel_doc]
         #[doc = ""]
