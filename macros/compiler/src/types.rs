@@ -192,6 +192,13 @@ impl fmt::Display for Scalar {
     }
 }
 
+/// The most scalars one value may hold: an array's elements, or a struct's components (its array
+/// fields' elements counted). A kernel's values are its threads' own, in registers (at most 255
+/// per thread) or, for an array indexed at run time, in the thread's local memory, and they are
+/// initialized and copied element by element; data larger than this belongs in a slice or a
+/// channel slot. Checked before anything is allocated for a value.
+pub const MAX_VALUE_SCALARS: u32 = 1024;
+
 /// A channel's shape: `[elem; len]` payloads in a ring of `depth` slots.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChanTy {
@@ -462,7 +469,9 @@ impl fmt::Display for Ty {
             Ty::SharedRef(s) => write!(f, "&Shared<{s}>"),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
-                write!(f, "({})", parts.join(", "))
+                // A 1-tuple keeps its comma, as in Rust: `(u32,)`.
+                let comma = if ts.len() == 1 { "," } else { "" };
+                write!(f, "({}{comma})", parts.join(", "))
             }
             Ty::AtomicSlice(s) => write!(f, "&[{}]", atomic_name(*s)),
             Ty::AtomicRef(s) => write!(f, "&{}", atomic_name(*s)),

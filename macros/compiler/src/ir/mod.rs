@@ -165,6 +165,20 @@ pub enum ParamKind {
     },
 }
 
+/// The most instructions a kernel's IR may have (its roles' code with their helpers inlined, as
+/// `gpu-async-inspect` prints it; the largest kernel of the repository's examples and tests has
+/// under 3,000). The phases after lowering take time in proportion to it, the PTX writer most (a
+/// parallel loop's body is written in several versions: up to about 1 KB of PTX per
+/// instruction), and ptxas and the driver take seconds or more on the tens of megabytes of PTX a
+/// larger kernel would be. The lowering reports a kernel past it.
+pub const MAX_KERNEL_INSTS: usize = 16_384;
+
+/// The deepest nesting of blocks (the bodies of `if`, `loop`, parallel loops and `join`
+/// branches) in a kernel's IR. The phases after lowering recurse on it, on rustc's stack; the
+/// lowering reports a kernel past it. Twice the checker's limit on expressions
+/// ([`crate::tir::MAX_NESTING`]), since a `match` arm is two blocks deep.
+pub const MAX_BLOCK_NESTING: usize = 2 * crate::tir::MAX_NESTING;
+
 /// A channel: a ring of `depth` slots in shared memory with `full`/`empty` barriers per slot.
 #[derive(Debug, Clone)]
 pub struct Channel {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use proc_macro2::Span;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, Checker};
 use crate::tir::{Block, Expr, ExprKind, ParBinding, Reduction};
 use crate::types::{ParShape, Scalar, Ty};
 
@@ -146,24 +146,15 @@ impl Checker<'_> {
         }
         if c.inputs.len() != 1 {
             self.diags.error_at(
-                &c.inputs,
-                "the `for_each` closure takes one parameter (a tuple pattern for zipped items)",
+                &closure_params(c),
+                "the `for_each` closure takes one parameter (a tuple pattern for zipped items), as in `|x|` or `|(a, b)|`",
             );
             return err(span);
         }
         self.names.push(HashMap::new());
         let outer = self.par_locals_start.replace(self.locals.len() as u32);
         let binding = self.par_binding(&c.inputs[0], &shape);
-        let body_block = match &mut *c.body {
-            syn::Expr::Block(b) => self.block(&mut b.block),
-            other => {
-                let e = self.expr(other, None);
-                Block {
-                    stmts: Vec::new(),
-                    tail: Some(Box::new(e)),
-                }
-            }
-        };
+        let body_block = self.closure_body(&mut c.body);
         self.par_locals_start = outer;
         self.names.pop();
         mk(
@@ -194,9 +185,9 @@ impl Checker<'_> {
         let out = match body.tail.as_mut() {
             Some(t) => {
                 if t.ty == Ty::IntLit {
-                    fix_literals(t, Scalar::I32);
+                    self.fix_literals(t, Scalar::I32);
                 } else if t.ty == Ty::FloatLit {
-                    fix_literals(t, Scalar::F32);
+                    self.fix_literals(t, Scalar::F32);
                 }
                 let derefed = self.auto_deref((**t).clone());
                 **t = derefed;
@@ -265,7 +256,7 @@ impl Checker<'_> {
         let Some(idc) = self.par_closure(id_arg, "reduce", 0) else {
             return err(span);
         };
-        let mut identity = self.expr(&mut idc.body, Some(&ty));
+        let mut identity = self.in_closure(|c| c.expr(&mut idc.body, Some(&ty)));
         self.expect(&mut identity, &ty);
         let Some(c) = self.par_closure(op_arg, "reduce", 2) else {
             return err(span);
@@ -345,7 +336,7 @@ impl Checker<'_> {
                 _ => "two parameters, as in `|a, b| a + b`",
             };
             self.diags.error_at(
-                &c.or1_token,
+                &closure_params(c),
                 format!("this closure of `{what}` takes {shape}"),
             );
             return None;
@@ -355,16 +346,27 @@ impl Checker<'_> {
 
     /// A closure's body as a block (an expression body is its tail).
     pub(super) fn closure_body(&mut self, body: &mut syn::Expr) -> Block {
-        match body {
-            syn::Expr::Block(b) => self.block(&mut b.block),
+        self.in_closure(|c| match body {
+            syn::Expr::Block(b) => c.block(&mut b.block),
             other => {
-                let e = self.expr(other, None);
+                let e = c.expr(other, None);
                 Block {
                     stmts: Vec::new(),
                     tail: Some(Box::new(e)),
                 }
             }
-        }
+        })
+    }
+
+    /// Runs `f` on a closure's body: the loops around the closure are out of reach of its
+    /// `break` and `continue`, as in Rust.
+    fn in_closure<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let loops = std::mem::take(&mut self.loops);
+        let outer = std::mem::replace(&mut self.in_closure, true);
+        let r = f(self);
+        self.in_closure = outer;
+        self.loops = loops;
+        r
     }
 
     /// Declares the names of a parallel closure's parameter: a reference to an element or a
@@ -427,4 +429,11 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A closure's parameter list with its bars, `|a, b|`: where errors about its parameters go
+/// (the list alone has no tokens when it is empty).
+pub(super) fn closure_params(c: &syn::ExprClosure) -> proc_macro2::TokenStream {
+    let (or1, inputs, or2) = (&c.or1_token, &c.inputs, &c.or2_token);
+    quote::quote!(#or1 #inputs #or2)
 }
