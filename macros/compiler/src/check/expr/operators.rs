@@ -62,6 +62,16 @@ impl Checker<'_> {
                 Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
                 t => t.clone(),
             };
+            if !matches!(target, Ty::Scalar(_) | Ty::Error) {
+                self.diags.error(
+                    place.span,
+                    format!(
+                        "`{}=` works on a number or a `bool`, not on a `{target}`",
+                        op.symbol()
+                    ),
+                );
+                return err(span);
+            }
             let rhs_expected = if matches!(op, BinOp::Shl | BinOp::Shr) {
                 None
             } else {
@@ -109,6 +119,13 @@ impl Checker<'_> {
         let mut r = self.auto_deref(r);
         if matches!(op, BinOp::Shl | BinOp::Shr) {
             self.shift_amount(&mut r);
+            if !matches!(l.ty, Ty::Scalar(_) | Ty::IntLit | Ty::Error) {
+                self.diags.error(
+                    l.span,
+                    format!("`{}` shifts an integer, not a `{}`", op.symbol(), l.ty),
+                );
+                return err(span);
+            }
             if let Ty::Scalar(s) = l.ty {
                 self.check_operand_type(op, s, span);
             }

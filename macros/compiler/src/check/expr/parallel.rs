@@ -21,10 +21,16 @@ impl Checker<'_> {
         m: &mut syn::ExprMethodCall,
         span: Span,
     ) -> Expr {
+        let Some(receiver) = self.par_iter_in_place(receiver) else {
+            return err(span);
+        };
         let rty = receiver.ty.clone();
         match (name, &rty) {
             ("zip", Ty::ParIter(a)) if self.want_args(m, 1) => {
                 let other = self.expr(&mut m.args[0], None);
+                let Some(other) = self.par_iter_in_place(other) else {
+                    return err(span);
+                };
                 match &other.ty {
                     Ty::ParIter(b) => {
                         let shape = ParShape::Zip(Box::new(a.clone()), Box::new(b.clone()));
@@ -104,6 +110,34 @@ impl Checker<'_> {
                 self.custom_reduce(receiver, elem, id_arg, op_arg, span)
             }
             _ => self.unknown_method(name, &rty, m, span),
+        }
+    }
+
+    /// `e`, a parallel iterator, as the loop it starts needs it: made in place (`x.par_iter()`,
+    /// maybe zipped, enumerated or mapped; a block of nothing but it stands for it). `None`
+    /// after reporting one chosen by a branch or made in a block with statements. Any other `e`
+    /// as it is.
+    fn par_iter_in_place(&mut self, mut e: Expr) -> Option<Expr> {
+        if !matches!(e.ty, Ty::ParIter(_)) {
+            return Some(e);
+        }
+        loop {
+            match e.kind {
+                ExprKind::ParSource(_)
+                | ExprKind::Zip(..)
+                | ExprKind::Enumerate(_)
+                | ExprKind::ParMap(..) => return Some(e),
+                ExprKind::Block(Block {
+                    stmts,
+                    tail: Some(tail),
+                }) if stmts.is_empty() => {
+                    e = *tail;
+                }
+                _ => {
+                    self.diags.error(e.span, "a parallel iterator runs where it is made: write `x.par_iter()` (or `x.par_iter_mut()`, with `zip`, `enumerate` or `map`) in place, not chosen by a branch or made in a block with statements");
+                    return None;
+                }
+            }
         }
     }
 
