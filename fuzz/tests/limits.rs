@@ -29,13 +29,16 @@ fn pathological_inputs_expand_or_fail_with_a_documented_error() {
     // A debug build is about ten times slower than a release build, where the budget is 1 s.
     let budget = Duration::from_secs(if cfg!(debug_assertions) { 20 } else { 1 });
     for (name, source, valid) in pathological::inputs() {
-        let outcome = expand_source(&source, budget, STACK)
-            .unwrap_or_else(|| panic!("{name}: does not lex"));
+        let outcome =
+            expand_source(&source, budget, STACK).unwrap_or_else(|| panic!("{name}: does not lex"));
         assert!(outcome.finding.is_none(), "{name}: {:?}", outcome.finding);
         if !valid {
             assert!(
-                outcome.messages.iter().any(|m| m.contains("nested deeper than 64 levels")
-                    || m.contains("past the 1024 a kernel value may hold")),
+                outcome
+                    .messages
+                    .iter()
+                    .any(|m| m.contains("nested deeper than 64 levels")
+                        || m.contains("past the 1024 a kernel value may hold")),
                 "{name}: {:?}",
                 outcome.messages
             );
@@ -56,7 +59,8 @@ fn a_too_deep_input_is_answered_without_parsing_it() {
     let text = out.to_string();
     assert!(text.contains("nested deeper than 64 levels"), "{text}");
     assert!(text.contains("mod pathological { }"), "{text}");
-    let shallow: proc_macro2::TokenStream =
-        pathological::role_module("let t = n;").parse().expect("lexes");
+    let shallow: proc_macro2::TokenStream = pathological::role_module("let t = n;")
+        .parse()
+        .expect("lexes");
     assert!(gpu_async_compiler::parse::too_deep(&shallow).is_none());
 }
