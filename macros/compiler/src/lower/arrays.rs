@@ -74,7 +74,9 @@ impl Lowerer<'_> {
         if dynamic {
             let size = elem.size();
             let offset = self.local_bytes.div_ceil(8) * 8;
-            let end = u64::from(offset) + u64::from(size) * values.len() as u64;
+            // An array of no elements takes one element's place, so that its address is inside
+            // the local memory (every index of it is out of bounds).
+            let end = u64::from(offset) + u64::from(size) * values.len().max(1) as u64;
             if end > u64::from(LOCAL_LIMIT) {
                 if !self.local_reported {
                     self.local_reported = true;

@@ -129,7 +129,7 @@ struct Checker<'a> {
     /// The channel (numbered in the order of the `channel()` calls) of each channel end made in
     /// the kernel body: a role must not take both ends of one.
     channel_of: HashMap<LocalId, usize>,
-    /// The nesting of the expressions and blocks being checked.
+    /// The nesting of the expressions and loops being checked.
     depth: usize,
     /// Nesting past [`MAX_NESTING`] was reported.
     nesting_reported: bool,
