@@ -139,7 +139,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                 has_return: false,
                 span: f.item.sig.ident.span(),
             });
-            calls.push(Vec::new());
+            calls.push(expr::Calls::default());
             continue;
         }
         let (function, called) = expr::check_function(&mut f.item, id, &scope, diags);
@@ -186,7 +186,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
                     has_return: false,
                     span: functions[inst.generic.0 as usize].span,
                 });
-                calls.push(Vec::new());
+                calls.push(expr::Calls::default());
                 continue;
             };
             let mut item = instantiate(generic, &inst);
@@ -202,6 +202,7 @@ pub fn check_module(module: &mut Module, diags: &mut Diagnostics) -> Program {
         }
     }
     report_recursion(&functions, &calls, diags);
+    report_joins_in_joins(&functions, &calls, diags);
     Program {
         functions,
         kernels,
@@ -495,18 +496,14 @@ fn static_table(
 }
 
 /// Helpers are inlined into their roles, so a call cycle can never be compiled.
-fn report_recursion(
-    functions: &[Function],
-    calls: &[Vec<(FnId, proc_macro2::Span)>],
-    diags: &mut Diagnostics,
-) {
+fn report_recursion(functions: &[Function], calls: &[expr::Calls], diags: &mut Diagnostics) {
     // Depth-first search from each function; a call that reaches back to the root is reported
     // once, at the call site that closes the cycle.
     for root in 0..functions.len() {
         let mut stack = vec![root];
         let mut seen = vec![false; functions.len()];
         while let Some(f) = stack.pop() {
-            for &(callee, span) in &calls[f] {
+            for &(callee, span, _) in &calls[f].calls {
                 let c = callee.0 as usize;
                 if c == root {
                     if f == root || !seen[root] {
@@ -524,6 +521,54 @@ fn report_recursion(
                     seen[c] = true;
                     stack.push(c);
                 }
+            }
+        }
+    }
+}
+
+/// Helpers are inlined, so a helper that runs a `join!` (itself, or through the helpers it calls),
+/// called in a branch of a `join!`, would be a `join!` inside a `join!`, which is not supported.
+fn report_joins_in_joins(functions: &[Function], calls: &[expr::Calls], diags: &mut Diagnostics) {
+    // Whether each function runs a `join!`, through its callees too; a cycle (an error already)
+    // counts only its own joins.
+    let n = functions.len();
+    let mut joins: Vec<Option<bool>> = vec![None; n];
+    for root in 0..n {
+        // Post-order over the call graph with an explicit stack: (function, callees visited).
+        let mut stack = vec![(root, false)];
+        let mut on_stack = vec![false; n];
+        while let Some((f, visited)) = stack.pop() {
+            if joins[f].is_some() {
+                continue;
+            }
+            if visited {
+                on_stack[f] = false;
+                let any = calls[f].joins
+                    || calls[f]
+                        .calls
+                        .iter()
+                        .any(|&(c, _, _)| joins.get(c.0 as usize).copied().flatten() == Some(true));
+                joins[f] = Some(any);
+                continue;
+            }
+            on_stack[f] = true;
+            stack.push((f, true));
+            for &(c, _, _) in &calls[f].calls {
+                let c = c.0 as usize;
+                if c < n && joins[c].is_none() && !on_stack[c] {
+                    stack.push((c, false));
+                }
+            }
+        }
+    }
+    for f in calls {
+        for &(callee, span, in_join) in &f.calls {
+            let c = callee.0 as usize;
+            if in_join && joins.get(c).copied().flatten() == Some(true) {
+                diags.error(
+                    span,
+                    format!("`{}` runs a `join!`, and this call runs in a branch of a `join!`, where another `join!` is not supported yet: join all the futures in one `join!`", functions[c].name),
+                );
             }
         }
     }

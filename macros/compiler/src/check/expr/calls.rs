@@ -206,7 +206,7 @@ impl Checker<'_> {
             }
             args.push(a);
         }
-        self.calls.push((id, span_of(&c.func)));
+        self.calls.push((id, span_of(&c.func), self.in_join));
         let ty = if sig.is_async {
             Ty::Future(Box::new(sig.ret.clone()))
         } else {
@@ -316,7 +316,7 @@ impl Checker<'_> {
         let call_span = span_of(&c.func);
         let ident = syn::Ident::new(&name, call_span);
         *c.func = syn::Expr::Path(syn::parse_quote_spanned!(call_span=> #ident));
-        self.calls.push((instance, call_span));
+        self.calls.push((instance, call_span, self.in_join));
         let ty = if is_async {
             Ty::Future(Box::new(ret))
         } else {

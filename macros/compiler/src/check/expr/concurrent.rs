@@ -96,6 +96,7 @@ impl Checker<'_> {
             self.diags.error(span, "`join!` inside a branch of a `join!` is not supported yet: join all the futures in one `join!`");
             return err(span);
         }
+        self.joins = true;
         let parsed = mac.parse_body_with(
             syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
         );

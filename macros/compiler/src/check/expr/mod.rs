@@ -35,13 +35,22 @@ mod parallel;
 mod places;
 mod statements;
 
-/// Checks one function; returns it and the helper calls it makes (for the recursion check).
+/// The helper calls a function makes, for the checks over the call graph.
+#[derive(Default)]
+pub(crate) struct Calls {
+    /// Each callee, where, and whether the call is in a branch of a `join!`.
+    pub calls: Vec<(FnId, Span, bool)>,
+    /// The function runs a `join!` of futures in role code.
+    pub joins: bool,
+}
+
+/// Checks one function; returns it and the helper calls it makes.
 pub(crate) fn check_function(
     item: &mut syn::ItemFn,
     id: FnId,
     scope: &ModuleScope,
     diags: &mut Diagnostics,
-) -> (Function, Vec<(FnId, Span)>) {
+) -> (Function, Calls) {
     let sig = &scope.sigs[id.0 as usize];
     let mut checker = Checker {
         scope,
@@ -62,6 +71,7 @@ pub(crate) fn check_function(
         depth: 0,
         nesting_reported: false,
         calls: Vec::new(),
+        joins: false,
     };
     let mut params = Vec::new();
     for (name, ty, mutable, span) in &sig.params {
@@ -95,7 +105,11 @@ pub(crate) fn check_function(
         has_return: checker.has_return,
         span: item.sig.ident.span(),
     };
-    (function, checker.calls)
+    let calls = Calls {
+        calls: checker.calls,
+        joins: checker.joins,
+    };
+    (function, calls)
 }
 
 /// The state of checking one function.
@@ -133,8 +147,10 @@ struct Checker<'a> {
     depth: usize,
     /// Nesting past [`MAX_NESTING`] was reported.
     nesting_reported: bool,
-    /// The helpers called, and where (for the recursion check).
-    calls: Vec<(FnId, Span)>,
+    /// The helpers called, where, and whether in a branch of a `join!`.
+    calls: Vec<(FnId, Span, bool)>,
+    /// A `join!` of futures was seen.
+    joins: bool,
 }
 
 /// The expression given where checking failed: of type `Ty::Error`, which its uses do not
