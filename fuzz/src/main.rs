@@ -326,17 +326,9 @@ fn files(o: &Options) {
                     if let Ok(tokens) = m.parse::<proc_macro2::TokenStream>() {
                         if let Ok(kernels) = gpu_async_compiler::compile(tokens) {
                             for k in kernels {
-                                let mut insts = 0usize;
-                                gpu_async_compiler::ir::for_each_inst(&k.ir.prologue, &mut |_| {
-                                    insts += 1
-                                });
-                                for r in &k.ir.roles {
-                                    gpu_async_compiler::ir::for_each_inst(&r.body, &mut |_| {
-                                        insts += 1
-                                    });
-                                }
+                                let (insts, cost) = ir_size(&k.ir);
                                 println!(
-                                    "    kernel `{}`: {insts} IR instructions, {} values, {} B of PTX",
+                                    "    kernel `{}`: {insts} IR instructions (counting {cost} toward the limit), {} values, {} B of PTX",
                                     k.name,
                                     k.ir.values.len(),
                                     k.ptx.len()
@@ -348,6 +340,46 @@ fn files(o: &Options) {
             }
         }
     }
+}
+
+/// A kernel's IR instructions, and what they count toward `ir::MAX_KERNEL_INSTS` (those of
+/// parallel loop bodies `ir::PAR_INST_COST` each).
+fn ir_size(k: &gpu_async_compiler::ir::Kernel) -> (usize, usize) {
+    use gpu_async_compiler::ir::{for_each_inst, Block, Inst, PAR_INST_COST};
+    fn walk(b: &Block, in_par: bool, insts: &mut usize, cost: &mut usize) {
+        for inst in &b.0 {
+            *insts += 1;
+            *cost += if in_par { PAR_INST_COST } else { 1 };
+            match inst {
+                Inst::ParFor(p) => {
+                    let mut inner = 0;
+                    for_each_inst(&p.body, &mut |_| inner += 1);
+                    if let Some(r) = &p.reduce {
+                        for_each_inst(&r.combine, &mut |_| inner += 1);
+                    }
+                    *insts += inner;
+                    *cost += inner * PAR_INST_COST;
+                }
+                Inst::If { then, else_, .. } => {
+                    walk(then, in_par, insts, cost);
+                    walk(else_, in_par, insts, cost);
+                }
+                Inst::Loop { body, .. } => walk(body, in_par, insts, cost),
+                Inst::Join { branches } => {
+                    for b in branches {
+                        walk(b, in_par, insts, cost);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let (mut insts, mut cost) = (0, 0);
+    walk(&k.prologue, false, &mut insts, &mut cost);
+    for r in &k.roles {
+        walk(&r.body, false, &mut insts, &mut cost);
+    }
+    (insts, cost)
 }
 
 /// The expansion time of each example's modules and of the pathological inputs.

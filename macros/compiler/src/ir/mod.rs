@@ -166,12 +166,18 @@ pub enum ParamKind {
 }
 
 /// The most instructions a kernel's IR may have (its roles' code with their helpers inlined, as
-/// `gpu-async-inspect` prints it; the largest kernel of the repository's examples and tests has
-/// under 3,000). The phases after lowering take time in proportion to it, the PTX writer most (a
-/// parallel loop's body is written in several versions: up to about 1 KB of PTX per
-/// instruction), and ptxas and the driver take seconds or more on the tens of megabytes of PTX a
-/// larger kernel would be. The lowering reports a kernel past it.
-pub const MAX_KERNEL_INSTS: usize = 16_384;
+/// `gpu-async-inspect` prints it), an instruction of a parallel loop's body counting
+/// [`PAR_INST_COST`]. The phases after lowering take time in proportion to the code, the PTX
+/// writer most, and ptxas and the driver take seconds or more on the tens of megabytes of PTX a
+/// larger kernel would be: this is up to about 8 MB of PTX. The largest kernel of the
+/// repository's examples and tests counts about 33,000 (2,095 instructions, most of them `f64`
+/// functions in a parallel loop). The lowering reports a kernel past it.
+pub const MAX_KERNEL_INSTS: usize = 131_072;
+
+/// What an instruction of a parallel loop's body counts toward [`MAX_KERNEL_INSTS`]: the PTX
+/// writer writes a parallel loop in several versions (vector widths, a tail), about 1 KB of PTX
+/// per instruction of its body, against about 60 B elsewhere.
+pub const PAR_INST_COST: usize = 16;
 
 /// The deepest nesting of blocks (the bodies of `if`, `loop`, parallel loops and `join`
 /// branches) in a kernel's IR. The phases after lowering recurse on it, on rustc's stack; the
