@@ -169,10 +169,10 @@ pub enum ParamKind {
 /// `gpu-async-inspect` prints it), an instruction of a parallel loop's body counting
 /// [`PAR_INST_COST`]. The phases after lowering take time in proportion to the code, the PTX
 /// writer most, and ptxas and the driver take seconds or more on the tens of megabytes of PTX a
-/// larger kernel would be: this is up to about 8 MB of PTX. The largest kernel of the
+/// larger kernel would be: this is up to about 4 MB of PTX. The largest kernel of the
 /// repository's examples and tests counts about 33,000 (2,095 instructions, most of them `f64`
 /// functions in a parallel loop). The lowering reports a kernel past it.
-pub const MAX_KERNEL_INSTS: usize = 131_072;
+pub const MAX_KERNEL_INSTS: usize = 65_536;
 
 /// What an instruction of a parallel loop's body counts toward [`MAX_KERNEL_INSTS`]: the PTX
 /// writer writes a parallel loop in several versions (vector widths, a tail), about 1 KB of PTX
