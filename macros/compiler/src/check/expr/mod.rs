@@ -68,6 +68,7 @@ pub(crate) fn check_function(
         in_join: false,
         in_closure: false,
         channel_of: HashMap::new(),
+        channels_made: 0,
         depth: 0,
         nesting_reported: false,
         calls: Vec::new(),
@@ -143,6 +144,8 @@ struct Checker<'a> {
     /// The channel (numbered in the order of the `channel()` calls) of each channel end made in
     /// the kernel body: a role must not take both ends of one.
     channel_of: HashMap<LocalId, usize>,
+    /// The number of `channel()` calls checked so far: the next channel's number.
+    channels_made: usize,
     /// The nesting of the expressions and loops being checked.
     depth: usize,
     /// Nesting past [`MAX_NESTING`] was reported.

@@ -338,7 +338,8 @@ impl Checker<'_> {
             return None;
         };
         let mut ids = Vec::new();
-        let channel = self.channel_of.values().max().map_or(0, |c| c + 1);
+        let channel = self.channels_made;
+        self.channels_made += 1;
         for (i, p) in t.elems.iter().enumerate() {
             match p {
                 syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
