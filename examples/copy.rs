@@ -19,8 +19,9 @@ pub mod copy {
     /// `y = x`, tile by tile through shared memory.
     #[kernel(warps = 2)]
     pub async fn copy(x: &[f32], y: &mut [f32]) {
+        let n = x.len();
         let (tx, rx) = channel::<[f32; TILE], 4>();
-        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(rx, y))).await;
+        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(n, rx, y))).await;
     }
 
     async fn load(x: &[f32], mut tx: Sender<[f32; TILE], 4>) {
@@ -31,7 +32,8 @@ pub mod copy {
         }
     }
 
-    async fn store(mut rx: Receiver<[f32; TILE], 4>, y: &mut [f32]) {
+    async fn store(n: usize, mut rx: Receiver<[f32; TILE], 4>, y: &mut [f32]) {
+        assert!(n == y.len(), "x and y differ in length");
         let mut tiles = block_tiles(y.len(), TILE);
         while let Some(slot) = rx.recv().await {
             let tile = tiles.next().unwrap();
@@ -59,6 +61,7 @@ pub mod tiles {
     }
 
     async fn copy_tiles(x: &[f32], y: &mut [f32]) {
+        assert!(x.len() == y.len(), "x and y differ in length");
         for tile in block_tiles(x.len(), TILE) {
             y[tile.start..tile.end]
                 .par_iter_mut()

@@ -1,4 +1,5 @@
-//! How the histogram example's speed depends on where its 256 bins lie: the same kernel, the same
+//! How the speed of the histogram with global atomics (`histogram::global_bins` of the histogram
+//! example) depends on where its 256 bins lie: the same kernel, the same
 //! input, with the bins at each 512-byte offset of a 4 KiB page. The bins are cudarc slices
 //! placed by small cudarc allocations before them (the driver's pool hands out 512-byte steps),
 //! then adopted with `DeviceBuffer::from_cudarc`; a last row uses a buffer of the runtime's own,
@@ -66,11 +67,11 @@ fn main() -> AnyResult<()> {
         };
         bins = DeviceBuffer::from_cudarc(&dev, slice)?;
         let ms = median_of(3, 20, || {
-            timing.time_launch(|| histogram::count::launch(&dev, grid, (&x, &mut bins)))
+            timing.time_launch(|| histogram::global_bins::launch(&dev, grid, (&x, &mut bins)))
         })?;
         // One more run from zero, checked.
         bins.upload_from(&[0u32; 256])?;
-        histogram::count::launch(&dev, grid, (&x, &mut bins)).wait()?;
+        histogram::global_bins::launch(&dev, grid, (&x, &mut bins)).wait()?;
         let bad = bins
             .download()?
             .iter()

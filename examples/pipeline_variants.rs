@@ -33,7 +33,7 @@ macro_rules! pipeline_variant {
                 join!(
                     on_warps(0..1, load(x, load_tx)),
                     on_warps(1..5, transform(a, b, load_rx, out_tx)),
-                    on_warps(5..6, store(out_rx, y)),
+                    on_warps(5..6, store(x.len(), out_rx, y)),
                 )
                 .await;
             }
@@ -62,7 +62,8 @@ macro_rules! pipeline_variant {
                 }
             }
 
-            async fn store(mut rx: Receiver<[f32; TILE], $out_depth>, y: &mut [f32]) {
+            async fn store(n: usize, mut rx: Receiver<[f32; TILE], $out_depth>, y: &mut [f32]) {
+                assert!(n == y.len(), "x and y differ in length");
                 let mut tiles = block_tiles(y.len(), TILE);
                 while let Some(slot) = rx.recv().await {
                     let tile = tiles.next().unwrap();

@@ -41,6 +41,10 @@ pub mod reduce {
     }
 
     async fn add(n: usize, mut rx: Receiver<[f32; TILE], 4>, partials: &mut [f32]) {
+        assert!(
+            partials.len() == block_count(),
+            "partials needs one element per block"
+        );
         let mut total = 0.0f32;
         let mut tiles = block_tiles(n, TILE);
         while let Some(slot) = rx.recv().await {

@@ -26,10 +26,11 @@ pub mod stream {
     /// y = a * x + y, streamed through a 3-slot shared-memory ring by one loader warp.
     #[kernel(warps = 5)]
     pub async fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+        let n = x.len();
         let (tx, rx) = channel::<[f32; TILE], 3>();
         join!(
             on_warps(0..1, load(x, tx)),
-            on_warps(1..5, update(a, rx, y)),
+            on_warps(1..5, update(a, n, rx, y)),
         )
         .await;
     }
@@ -42,7 +43,8 @@ pub mod stream {
         } // dropping tx closes the channel
     }
 
-    async fn update(a: f32, mut rx: Receiver<[f32; TILE], 3>, y: &mut [f32]) {
+    async fn update(a: f32, n: usize, mut rx: Receiver<[f32; TILE], 3>, y: &mut [f32]) {
+        assert!(n == y.len(), "x and y differ in length");
         let mut tiles = block_tiles(y.len(), TILE);
         while let Some(slot) = rx.recv().await {
             let tile = tiles.next().unwrap();

@@ -35,7 +35,7 @@ macro_rules! ring_variant {
                 let (tx, rx) = channel::<[f32; TILE], $depth>();
                 join!(
                     on_warps(0..1, load(x, tx)),
-                    on_warps(1..$warps, update($a, rx, y))
+                    on_warps(1..$warps, update($a, x.len(), rx, y))
                 )
                 .await;
             }
@@ -48,7 +48,13 @@ macro_rules! ring_variant {
                 }
             }
 
-            async fn update($a: f32, mut rx: Receiver<[f32; TILE], $depth>, y: &mut [f32]) {
+            async fn update(
+                $a: f32,
+                n: usize,
+                mut rx: Receiver<[f32; TILE], $depth>,
+                y: &mut [f32],
+            ) {
+                assert!(n == y.len(), "x and y differ in length");
                 let mut tiles = block_tiles(y.len(), TILE);
                 while let Some(slot) = rx.recv().await {
                     let tile = tiles.next().unwrap();
@@ -86,7 +92,7 @@ macro_rules! two_ring_variant {
                 join!(
                     on_warps(0..1, load(x, x_tx)),
                     on_warps(1..2, load(y, y_tx)),
-                    on_warps(2..$warps, update($a, x_rx, y_rx, z))
+                    on_warps(2..$warps, update($a, x.len(), y.len(), x_rx, y_rx, z))
                 )
                 .await;
             }
@@ -101,10 +107,13 @@ macro_rules! two_ring_variant {
 
             async fn update(
                 $a: f32,
+                x_len: usize,
+                y_len: usize,
                 mut x_rx: Receiver<[f32; TILE], $depth>,
                 mut y_rx: Receiver<[f32; TILE], $depth>,
                 z: &mut [f32],
             ) {
+                assert!(x_len == z.len() && y_len == z.len(), "x, y and z differ in length");
                 let mut tiles = block_tiles(z.len(), TILE);
                 while let Some(x_slot) = x_rx.recv().await {
                     let y_slot = y_rx.recv().await.unwrap();
@@ -141,6 +150,7 @@ macro_rules! no_ring_variant {
             }
 
             async fn update($a: f32, x: &[f32], y: &mut [f32]) {
+                assert!(x.len() == y.len(), "x and y differ in length");
                 for tile in block_tiles(y.len(), TILE) {
                     y[tile.start..tile.end]
                         .par_iter_mut()
@@ -179,7 +189,7 @@ pub mod unchecked {
         let (tx, rx) = channel::<[f32; TILE], 3>();
         join!(
             on_warps(0..1, load(x, tx)),
-            on_warps(1..5, update(a, rx, y))
+            on_warps(1..5, update(a, x.len(), rx, y))
         )
         .await;
     }
@@ -194,7 +204,8 @@ pub mod unchecked {
         }
     }
 
-    async fn update(a: f32, mut rx: Receiver<[f32; TILE], 3>, y: &mut [f32]) {
+    async fn update(a: f32, n: usize, mut rx: Receiver<[f32; TILE], 3>, y: &mut [f32]) {
+        assert!(n == y.len(), "x and y differ in length");
         let mut tiles = block_tiles(y.len(), TILE);
         while let Some(slot) = rx.recv().await {
             let tile = tiles.next().unwrap();
@@ -364,6 +375,7 @@ pub mod tile_per_block {
     }
 
     async fn update(a: f32, x: &[f32], y: &mut [f32]) {
+        assert!(x.len() == y.len(), "x and y differ in length");
         for tile in block_tiles(y.len(), TILE) {
             y[tile.start..tile.end]
                 .par_iter_mut()

@@ -14,6 +14,17 @@ median of 20 runs between torch.cuda.Event pairs, each after an L2 flush (flush_
 many bytes, timed the same way: GB/s counts bytes read plus bytes written.
 
   python3 examples/peers/torch_peers.py [elements, default 2^28] [copy elements, default 2^30] [--compile]
+
+With --blocks, the peers of the block-level examples instead (scripts/h200-blocks.sh), each
+checked against the CPU and printed as a `time: NAME MS ms` line as the Rust examples print theirs:
+
+  histogram  torch.bincount(x, minlength=256) of 2^26 uint8, uniform and skewed (half of the bytes
+             in the 16 bins 0x40..0x50, as examples/histogram.rs draws them)
+  scan       torch.cumsum(x, 0, dtype=torch.int32) of 2^28 int32 (inclusive; the Rust example is
+             exclusive, the same traffic), and dst.copy_(x) of as many bytes
+  softmax    torch.softmax(x, dim=1) of 4096 x 4096 float32 logits in [-20, 20)
+
+  python3 examples/peers/torch_peers.py --blocks
 """
 
 import sys
@@ -68,7 +79,69 @@ def uniform(n, gen):
     return torch.rand(n, device="cuda", generator=gen, dtype=torch.float32) * 2 - 1
 
 
+def blocks():
+    """The peers of examples/histogram.rs, scan.rs and softmax.rs; returns the failures."""
+    dev = torch.cuda.get_device_properties(0)
+    print(f"torch block peers: torch {torch.__version__}, {dev.name}", flush=True)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(4321)
+    failures = 0
+
+    # ---- histogram: torch.bincount of 2^26 bytes.
+    n = 1 << 26
+    for kind in ("uniform", "skewed"):
+        x = torch.randint(0, 256, (n,), device="cuda", generator=gen, dtype=torch.uint8)
+        if kind == "skewed":
+            hot = torch.randint(0x40, 0x50, (n,), device="cuda", generator=gen, dtype=torch.uint8)
+            coin = torch.randint(0, 2, (n,), device="cuda", generator=gen, dtype=torch.uint8)
+            x = torch.where(coin == 1, hot, x)
+        got = torch.bincount(x, minlength=256)
+        want = torch.bincount(x.cpu().long(), minlength=256)
+        bad = int((got.cpu() != want).sum())
+        failures += bad
+        ms = median_ms(lambda: torch.bincount(x, minlength=256))
+        print(f"histogram {kind} peer: torch.bincount, {n} bytes, {bad} bins differ: {ms:.3f} ms", flush=True)
+        print(f"time: histogram_{kind}_peer {ms:.4f} ms", flush=True)
+        del x
+
+    # ---- scan: torch.cumsum of 2^28 int32, wrapping.
+    n = 1 << 28
+    x = torch.randint(-(1 << 31), (1 << 31) - 1, (n,), device="cuda", generator=gen, dtype=torch.int32)
+    y = torch.cumsum(x, 0, dtype=torch.int32)
+    want = torch.cumsum(x.cpu().long(), 0) & 0xFFFFFFFF
+    got = y.cpu().long() & 0xFFFFFFFF
+    bad = int((got != want).sum())
+    failures += bad
+    del want, got
+    ms = median_ms(lambda: torch.cumsum(x, 0, dtype=torch.int32))
+    dst = torch.empty_like(x)
+    cms = median_ms(lambda: dst.copy_(x))
+    print(f"scan peer: torch.cumsum(dtype=int32), {n} elements, {bad} mismatches: {ms:.3f} ms, "
+          f"copy_ {cms:.3f} ms", flush=True)
+    print(f"time: scan_peer {ms:.4f} ms", flush=True)
+    del x, y, dst
+
+    # ---- softmax: torch.softmax of 4096 x 4096 float32.
+    rows = cols = 4096
+    x = torch.rand(rows, cols, device="cuda", generator=gen, dtype=torch.float32) * 40 - 20
+    y = torch.softmax(x, dim=1)
+    ref = torch.softmax(x.cpu().double(), dim=1)
+    worst = float(((y.cpu().double() - ref).abs() / ref).max())
+    ok = worst <= 1e-5
+    failures += 0 if ok else 1
+    ms = median_ms(lambda: torch.softmax(x, dim=1))
+    print(f"softmax peer: torch.softmax(dim=1), {rows} x {cols}, largest relative error {worst:.2e}: "
+          f"{ms:.3f} ms", flush=True)
+    print(f"time: softmax_peer {ms:.4f} ms", flush=True)
+
+    print(f"torch block peers: {'all checks passed' if failures == 0 else 'CHECKS FAILED'}",
+          flush=True)
+    return failures
+
+
 def main():
+    if "--blocks" in sys.argv:
+        return 0 if blocks() == 0 else 1
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     compile_too = "--compile" in sys.argv
     n = int(args[0]) if len(args) > 0 else 1 << 28

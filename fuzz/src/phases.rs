@@ -18,6 +18,7 @@ pub const PHASES: &[&str] = &[
     "registers",
     "verify",
     "ptx",
+    "ptx traced",
     "ir text",
     "shadow",
     "print",
@@ -56,14 +57,20 @@ pub fn time_phases(source: &str) -> Option<Vec<Duration>> {
         let _ = registers::occupancy(&kernel, None, &mut diags);
         let _ = registers::plan(&kernel, None, None, &mut diags);
         tick(6, &mut lap);
-        let _ = verify::verify(&kernel);
+        let Ok(verified) = verify::verify(&kernel) else {
+            continue;
+        };
         tick(7, &mut lap);
-        let Ok(text) = ptx::write_kernel(&kernel) else {
+        let Ok(ptx) = ptx::write_kernel(&verified) else {
             continue;
         };
         tick(8, &mut lap);
-        let ir_text = kernel.to_string();
+        let Ok(ptx_traced) = ptx::write_kernel_traced(&verified) else {
+            continue;
+        };
         tick(9, &mut lap);
+        let ir_text = kernel.to_string();
+        tick(10, &mut lap);
         let f = module.items.iter().find_map(|it| match it {
             parse::Item::Fn(f) if f.item.sig.ident == program.function(id).name => Some(f),
             _ => None,
@@ -74,13 +81,18 @@ pub fn time_phases(source: &str) -> Option<Vec<Duration>> {
                 item: &f.item,
                 sig,
                 structs: &program.structs,
-                compiled: Some((&kernel, text.as_str(), ir_text.as_str())),
+                compiled: Some(shadow::Compiled {
+                    kernel: &kernel,
+                    ptx: &ptx,
+                    ir: &ir_text,
+                    ptx_traced: &ptx_traced,
+                }),
             }));
         }
-        tick(10, &mut lap);
+        tick(11, &mut lap);
     }
     let printed: usize = launchers.iter().map(|l| l.to_string().len()).sum();
     std::hint::black_box(printed);
-    tick(11, &mut lap);
+    tick(12, &mut lap);
     Some(times)
 }

@@ -19,8 +19,9 @@
 //! A thread that fails (a device panic, or a wait that outlived the watchdog) does `atom.exch` of
 //! `launch_id` into the abort word; every other thread of the launch polls the word at its waits
 //! and stops when it holds its own `launch_id`. The first failing thread of the launch (the one
-//! whose exchange returned another value) then writes the record as `u32` words: `[1]` the kind
-//! ([`KIND_PANIC`] or [`KIND_WATCHDOG`]), `[2]` the index of the site in [`KernelSpec::sites`],
+//! whose exchange returned another value) then writes the record as `u32` words (the layout of
+//! `gpu_async_wire::record`, which the compiler writes too): `[1]` the kind
+//! (a [`FailureKind`] code), `[2]` the index of the site in [`KernelSpec::sites`],
 //! `[3]` the block (`%ctaid.x`), `[4]` the thread (`%tid.x`), `[5]` the index of the role in
 //! [`KernelSpec::roles`]; then `fence.sc.sys`, and last `[0] = launch_id`. Words 6 and 7 are
 //! reserved. The kernel then ends normally, so the context stays usable.
@@ -62,13 +63,11 @@ use std::time::Duration;
 
 use crate::error::{Error, RoleWait};
 use crate::spec::{KernelSpec, HIDDEN_PARAMS};
+use gpu_async_wire::record as layout;
+use gpu_async_wire::{FailureKind, HiddenParam};
 
-/// Record word `[1]` of a device panic.
-pub(crate) const KIND_PANIC: u32 = 1;
-/// Record word `[1]` of a wait stopped by the watchdog.
-pub(crate) const KIND_WATCHDOG: u32 = 2;
 /// Number of `u32` words of the failure record (32 bytes).
-pub(crate) const RECORD_WORDS: usize = 8;
+pub(crate) const RECORD_WORDS: usize = layout::WORDS;
 
 /// The failure record, as the host reads it.
 pub(crate) type Record = [u32; RECORD_WORDS];
@@ -125,7 +124,12 @@ pub(crate) fn hidden_params(
 ) -> [u64; HIDDEN_PARAMS] {
     let mut id_slot = [0u8; 8];
     id_slot[..4].copy_from_slice(&launch_id.to_ne_bytes());
-    [abort_word, u64::from_ne_bytes(id_slot), record, watchdog_ns]
+    HiddenParam::ALL.map(|p| match p {
+        HiddenParam::AbortWord => abort_word,
+        HiddenParam::LaunchId => u64::from_ne_bytes(id_slot),
+        HiddenParam::Record => record,
+        HiddenParam::WatchdogNs => watchdog_ns,
+    })
 }
 
 /// The error a launch with id `launch_id` of `spec` failed with, according to a copy of the
@@ -140,7 +144,17 @@ pub(crate) fn decode_failure(
     record: Record,
     watchdog: Option<Duration>,
 ) -> Option<Error> {
-    let [id, kind, site, block, thread, role, _, _] = record;
+    let word = |w: usize| record[w];
+    let (id, kind, site) = (
+        word(layout::LAUNCH_ID),
+        word(layout::KIND),
+        word(layout::SITE),
+    );
+    let (block, thread, role) = (
+        word(layout::BLOCK),
+        word(layout::THREAD),
+        word(layout::ROLE),
+    );
     if launch_id == 0 || id != launch_id {
         return None;
     }
@@ -163,8 +177,8 @@ pub(crate) fn decode_failure(
             ("?".to_string(), warp..warp.saturating_add(1))
         }
     };
-    Some(match kind {
-        KIND_PANIC => Error::KernelPanic {
+    Some(match FailureKind::from_code(kind) {
+        Some(FailureKind::Panic) => Error::KernelPanic {
             kernel: spec.path,
             role: role_name,
             block,
@@ -172,7 +186,7 @@ pub(crate) fn decode_failure(
             location,
             thread: Some(thread),
         },
-        KIND_WATCHDOG => {
+        Some(FailureKind::Watchdog) => {
             let waiting_on = match watchdog {
                 Some(bound) => format!("was stopped by the watchdog after {bound:?} in {message}"),
                 None => format!("was stopped by the watchdog in {message}"),
@@ -189,12 +203,12 @@ pub(crate) fn decode_failure(
                 schedule: None,
             }
         }
-        other => Error::KernelPanic {
+        None => Error::KernelPanic {
             kernel: spec.path,
             role: role_name,
             block,
             message: format!(
-                "the kernel reported a failure of unknown kind {other} (site message: {message})"
+                "the kernel reported a failure of unknown kind {kind} (site message: {message})"
             ),
             location,
             thread: Some(thread),
@@ -205,6 +219,9 @@ pub(crate) fn decode_failure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const KIND_PANIC: u32 = FailureKind::Panic.code();
+    const KIND_WATCHDOG: u32 = FailureKind::Watchdog.code();
     use crate::spec::{RoleSpec, SiteKind, SiteSpec};
 
     static SPEC: KernelSpec = KernelSpec {

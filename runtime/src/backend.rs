@@ -3,15 +3,15 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cudarc::driver::CudaStream;
 
 use crate::abort::{watchdog_ns, DEFAULT_WATCHDOG};
 use crate::cuda::CudaDevice;
 use crate::error::Result;
-use crate::sim::{Schedule, SimConfig, SimOptions};
-use crate::stream::{Event, Stream};
+use crate::schedule::Schedule;
+use crate::sim::{SimConfig, SimDevice, SimOptions};
 
 /// Which backend a [`Device`] runs kernels on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,27 +48,17 @@ struct Inner {
     fallback_reason: Option<String>,
     /// The watchdog bound in nanoseconds, 0 when off (as the launch passes it).
     watchdog_ns: AtomicU64,
-    /// The simulator's schedule (`None` on CUDA).
-    sim: Option<SimConfig>,
 }
 
 /// What a [`Device`] runs on.
 pub(crate) enum Backend {
     Cuda(Arc<CudaDevice>),
-    Sim,
+    /// The simulator: its schedule and its streams.
+    Sim(SimDevice),
 }
 
 impl Device {
     fn new(backend: Backend, fallback_reason: Option<String>) -> Device {
-        let sim = matches!(backend, Backend::Sim).then(SimConfig::from_env);
-        Device::with_sim(backend, fallback_reason, sim)
-    }
-
-    fn with_sim(
-        backend: Backend,
-        fallback_reason: Option<String>,
-        sim: Option<SimConfig>,
-    ) -> Device {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Device {
             inner: Arc::new(Inner {
@@ -76,9 +66,12 @@ impl Device {
                 backend,
                 fallback_reason,
                 watchdog_ns: AtomicU64::new(watchdog_ns(Some(DEFAULT_WATCHDOG))),
-                sim,
             }),
         }
+    }
+
+    fn new_simulator(config: SimConfig, fallback_reason: Option<String>) -> Device {
+        Device::new(Backend::Sim(SimDevice::new(config)), fallback_reason)
     }
 
     /// CUDA device 0 when the CUDA driver loads and has a device, else the simulator; see
@@ -87,7 +80,9 @@ impl Device {
     /// Never fails in practice: the simulator is always available.
     #[allow(clippy::should_implement_trait)]
     pub fn default() -> Result<Device> {
-        Ok(Device::cuda(0).unwrap_or_else(|err| Device::new(Backend::Sim, Some(err.to_string()))))
+        Ok(Device::cuda(0).unwrap_or_else(|err| {
+            Device::new_simulator(SimConfig::from_env(), Some(err.to_string()))
+        }))
     }
 
     /// CUDA device `ordinal`, with a new stream of its own.
@@ -116,44 +111,68 @@ impl Device {
         Ok(Device::new(Backend::Cuda(Arc::new(gpu)), None))
     }
 
-    /// The cudarc stream of the device's [default stream](Device::default_stream) (from which the
-    /// cudarc context can be reached), on the CUDA backend; `None` on the simulator.
-    pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
-        self.default_stream().cudarc_stream()
-    }
-
     /// The CPU simulator, with the schedule of [`SimOptions::from_env`]: the one in the
     /// environment variable [`SCHEDULE_ENV`](crate::SCHEDULE_ENV) when it is set (to replay a
     /// schedule a deadlock reported), else `Random` with [`SimOptions::DEFAULT_SEED`], so that
     /// its runs are reproducible. When the variable holds something that is not a schedule,
     /// every launch on the device fails with
     /// [`Error::InvalidLaunch`](crate::Error::InvalidLaunch) saying so.
+    ///
+    /// It behaves like the GPU where a program can see it:
+    ///
+    /// - **A launch returns before its kernel has run.** Each stream of the device (the default
+    ///   one and each of [`Device::new_stream`]) has a worker thread that runs the stream's
+    ///   launches and copies one after another, in the order they were issued; work on
+    ///   different streams runs at the same time, ordered by the buffers it shares (a use waits
+    ///   for the earlier conflicting uses, as on the GPU) and by events
+    ///   ([`Stream::wait_event`](crate::Stream::wait_event)). The blocks of a launch still run
+    ///   one after another, deterministically, under the device's [`Schedule`]. The
+    ///   [`Launch`](crate::Launch) future is woken when the work is done (any executor; no
+    ///   thread that awaits or issues work runs a kernel), [`Launch::progress`] tells how many
+    ///   blocks have run, [`Launch::cancel`] stops the kernel at its next block, await or loop
+    ///   iteration, and dropping an unfinished launch cancels it and waits until it has
+    ///   stopped.
+    /// - **Host operations on buffers wait for the work submitted before them** (a download for
+    ///   the launches and copies that write the buffer, an overwrite for every use), also when
+    ///   the launches were never awaited or were leaked with `mem::forget`.
+    /// - **The watchdog** ([`Device::set_watchdog`], 5 s by default) stops a role that runs
+    ///   longer than the bound without waiting while another role of its block is unfinished
+    ///   (a loop that spins on a value another role would set, say, which the simulator, running
+    ///   one role at a time, would never let that role set): the launch returns
+    ///   [`Error::Deadlock`](crate::Error::Deadlock) naming the role, its loop's line and what
+    ///   the other roles are doing. A deadlock of waits is found at once, without the watchdog.
+    ///
+    /// [`Launch::progress`]: crate::Launch::progress
+    /// [`Launch::cancel`]: crate::Launch::cancel
     pub fn simulator() -> Device {
-        Device::new(Backend::Sim, None)
+        Device::new_simulator(SimConfig::from_env(), None)
     }
 
     /// The CPU simulator with `options` (a [`Schedule`] converts into them); the environment is
-    /// not read.
+    /// not read. See [`Device::simulator`] for how it runs launches.
     pub fn simulator_with(options: impl Into<SimOptions>) -> Device {
-        let sim = SimConfig::new(options.into());
-        Device::with_sim(Backend::Sim, None, Some(sim))
+        Device::new_simulator(SimConfig::new(options.into()), None)
     }
 
     /// The simulator's schedule; `None` on CUDA (and on a simulator whose environment variable
     /// does not hold a schedule).
     pub fn simulator_schedule(&self) -> Option<Schedule> {
-        self.inner.sim.as_ref()?.schedule().cloned()
+        self.sim()?.config.schedule().cloned()
     }
 
-    pub(crate) fn sim_config(&self) -> Option<&SimConfig> {
-        self.inner.sim.as_ref()
+    /// The simulator's state, on the simulator.
+    pub(crate) fn sim(&self) -> Option<&SimDevice> {
+        match &self.inner.backend {
+            Backend::Sim(sim) => Some(sim),
+            Backend::Cuda(_) => None,
+        }
     }
 
     /// Which backend this device runs kernels on.
     pub fn kind(&self) -> BackendKind {
         match self.inner.backend {
             Backend::Cuda(_) => BackendKind::Cuda,
-            Backend::Sim => BackendKind::Simulator,
+            Backend::Sim(_) => BackendKind::Simulator,
         }
     }
 
@@ -166,17 +185,21 @@ impl Device {
     pub fn name(&self) -> String {
         match &self.inner.backend {
             Backend::Cuda(gpu) => gpu.name(),
-            Backend::Sim => "simulator (CPU)".to_string(),
+            Backend::Sim(_) => "simulator (CPU)".to_string(),
         }
     }
 
     /// Waits until all work issued to the device so far, on all of its streams, has finished
     /// (on CUDA: all work of its context, `cuCtxSynchronize`); returns an error of that work (a
-    /// kernel fault) if there was one.
+    /// kernel fault) if there was one. Kernel panics, deadlocks and cancellations are not errors
+    /// of the device: their launches report them.
     pub fn synchronize(&self) -> Result<()> {
         match &self.inner.backend {
             Backend::Cuda(gpu) => gpu.synchronize(),
-            Backend::Sim => Ok(()),
+            Backend::Sim(sim) => {
+                sim.synchronize();
+                Ok(())
+            }
         }
     }
 
@@ -185,23 +208,8 @@ impl Device {
     pub fn sm_count(&self) -> Result<u32> {
         match &self.inner.backend {
             Backend::Cuda(gpu) => Ok(gpu.sm_count()),
-            Backend::Sim => Ok(1),
+            Backend::Sim(_) => Ok(1),
         }
-    }
-
-    /// Starts a timer at the current point of the device's default stream: on CUDA an event
-    /// recorded there, so `Timer::stop` measures the GPU time of the work issued in between; on
-    /// the simulator the wall clock (simulated kernels run inside their launch call).
-    pub fn start_timer(&self) -> Result<Timer> {
-        let start = match &self.inner.backend {
-            Backend::Cuda(_) => {
-                let stream = self.default_stream();
-                let event = stream.record_event()?;
-                TimerStart::Cuda(stream, event)
-            }
-            Backend::Sim => TimerStart::Wall(Instant::now()),
-        };
-        Ok(Timer { start })
     }
 
     /// Sets the watchdog of the kernels launched from now on (by this device and its clones):
@@ -213,8 +221,13 @@ impl Device {
     /// It is for finding deadlocks, which would otherwise hang the GPU: the bound is on one wait,
     /// not on the whole kernel, so a long kernel whose waits are short is never stopped. Checking
     /// the clock costs a little inside waits; benchmarks may turn it off. The bound is kept in
-    /// whole nanoseconds (at least 1). It concerns the GPU only: the simulator finds deadlocks
-    /// exactly, and this setting has no effect there.
+    /// whole nanoseconds (at least 1).
+    ///
+    /// The simulator finds deadlocks of waits exactly, without it; there the bound stops a role
+    /// that runs longer than it without waiting while another role of its block is unfinished
+    /// (on the GPU, that role's wait would time out), and the launch returns
+    /// [`Error::Deadlock`](crate::Error::Deadlock) naming the role and its loop (see
+    /// [`Device::simulator`]).
     pub fn set_watchdog(&self, bound: Option<Duration>) {
         self.inner
             .watchdog_ns
@@ -264,104 +277,32 @@ impl fmt::Debug for Device {
     }
 }
 
-/// A running timer of a [`Device`], from [`Device::start_timer`].
-pub struct Timer {
-    start: TimerStart,
-}
-
-enum TimerStart {
-    Cuda(Stream, Event),
-    Wall(Instant),
-}
-
-impl Timer {
-    /// Stops the timer and returns the milliseconds since [`Device::start_timer`]: on CUDA the
-    /// time between the two points of the device's default stream (this waits for the work in
-    /// between).
-    pub fn stop(self) -> Result<f64> {
-        match self.start {
-            TimerStart::Cuda(stream, start) => {
-                let end = stream.record_event()?;
-                start.elapsed_ms(&end).map(f64::from)
-            }
-            TimerStart::Wall(start) => Ok(start.elapsed().as_secs_f64() * 1e3),
-        }
-    }
-}
-
-impl Timer {
-    /// Marks the end of the timed work without waiting for it: on CUDA, records the end point
-    /// on the device's default stream now, so that the time measured is the device's from the
-    /// start point to here, and not the host's wake-up after it. For one launch:
-    /// `let end = timer.mark_end()?; launch.wait()?; end.ms()`.
-    pub fn mark_end(self) -> Result<TimerEnd> {
-        let end = match self.start {
-            TimerStart::Cuda(stream, start) => {
-                let end = stream.record_event()?;
-                TimerEnd::Cuda(start, end)
-            }
-            TimerStart::Wall(start) => TimerEnd::Wall(start.elapsed()),
-        };
-        Ok(end)
-    }
-}
-
-/// The two points of a [`Timer`] whose end was marked ([`Timer::mark_end`]).
-pub enum TimerEnd {
-    /// Start and end events on the device's default stream.
-    Cuda(Event, Event),
-    /// The wall-clock time between them (the simulator).
-    Wall(std::time::Duration),
-}
-
-impl TimerEnd {
-    /// The milliseconds between the start and the end point (on CUDA this waits for the end
-    /// point to be reached).
-    pub fn ms(self) -> Result<f64> {
-        match self {
-            TimerEnd::Cuda(start, end) => start.elapsed_ms(&end).map(f64::from),
-            TimerEnd::Wall(d) => Ok(d.as_secs_f64() * 1e3),
-        }
-    }
-}
-
-impl fmt::Debug for TimerEnd {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TimerEnd::Cuda(..) => f.write_str("TimerEnd(cuda events)"),
-            TimerEnd::Wall(d) => write!(f, "TimerEnd({d:?})"),
-        }
-    }
-}
-
-impl fmt::Debug for Timer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let clock = match self.start {
-            TimerStart::Cuda(..) => "cuda events",
-            TimerStart::Wall(_) => "wall clock",
-        };
-        f.debug_struct("Timer").field("clock", &clock).finish()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::Error;
 
     #[test]
-    fn default_falls_back_to_the_simulator_without_libcuda() -> Result<()> {
-        if crate::cuda::libcuda_present() {
-            return Ok(()); // Not this machine: the fallback cannot be observed.
-        }
+    fn default_picks_the_gpu_or_says_why_not() -> Result<()> {
         let device = Device::default()?;
-        assert_eq!(device.kind(), BackendKind::Simulator);
-        let reason = device.fallback_reason().unwrap_or_default();
-        assert!(reason.contains("libcuda"), "{reason}");
-        assert!(device.to_string().contains("libcuda"), "{device}");
-        assert_eq!(device.sm_count()?, 1);
-        device.synchronize()?;
-        assert!(matches!(Device::cuda(0), Err(Error::NoCudaDevice(_))));
+        match Device::cuda(0) {
+            Ok(_) => {
+                assert_eq!(device.kind(), BackendKind::Cuda);
+                assert_eq!(device.fallback_reason(), None);
+            }
+            Err(err) => {
+                assert!(matches!(err, Error::NoCudaDevice(_)), "{err}");
+                assert_eq!(device.kind(), BackendKind::Simulator);
+                let reason = device.fallback_reason().unwrap_or_default();
+                assert!(!reason.is_empty());
+                assert!(device.to_string().contains(reason), "{device}");
+                if !crate::cuda::libcuda_present() {
+                    assert!(reason.contains("libcuda"), "{reason}");
+                }
+                assert_eq!(device.sm_count()?, 1);
+                device.synchronize()?;
+            }
+        }
         Ok(())
     }
 
@@ -394,14 +335,11 @@ mod tests {
         assert_eq!(Device::simulator().watchdog(), Some(Duration::from_secs(5)));
     }
 
-    #[test]
+    #[gpu_async_testing::needs_gpu]
     fn request_abort_writes_the_abort_word() -> Result<()> {
-        // Compiles everywhere; runs only where a CUDA device is.
-        let Ok(device) = Device::cuda(0) else {
-            return Ok(());
-        };
+        let device = Device::cuda(0)?;
         let Backend::Cuda(gpu) = device.backend() else {
-            return Ok(());
+            panic!("Device::cuda(0) made a {} device", device.kind());
         };
         let stream = gpu.default_stream();
         assert_eq!(stream.abort_word_value()?, 0);
@@ -420,8 +358,5 @@ mod tests {
     fn handles_are_send_and_sync() {
         fn check<T: Send + Sync>() {}
         check::<Device>();
-        check::<Timer>();
-        check::<crate::buffer::DeviceBuffer<f32>>();
-        check::<crate::launch::Launch<'static>>();
     }
 }

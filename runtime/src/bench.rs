@@ -4,7 +4,8 @@
 use crate::backend::{BackendKind, Device};
 use crate::buffer::DeviceBuffer;
 use crate::error::Result;
-use crate::launch::Launch;
+use crate::launch::{Launch, TracedLaunch};
+use crate::trace::Trace;
 
 /// `n` pseudo-random floats in [-1, 1), deterministic for a `seed` (SplitMix64), so that a failing
 /// run can be replayed.
@@ -32,8 +33,8 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 /// the run and the end event, so that the time measured is the GPU's alone and not the host's
 /// submission of the run. Without it, on an idle stream, the start event fires as soon as it is
 /// enqueued and the time includes the host's work up to the launch (about 2.5 µs more for a
-/// typed launch than for a CUDA C++ `<<<>>>` launch, measured on the H200 in the eleventh
-/// session; `docs/benchmarks.md`). The CUDA C++ and PyTorch peers time the same way
+/// typed launch than for a CUDA C++ `<<<>>>` launch, measured on the H200; `docs/design.md`,
+/// "Benchmarks time the GPU, after an L2 flush"). The CUDA C++ and PyTorch peers time the same way
 /// (`examples/peers/`). What a launch costs the host is measured apart, by
 /// `examples/launch_overhead.rs`.
 ///
@@ -111,6 +112,23 @@ impl Timing {
         let end = timer.mark_end()?;
         launch.wait()?;
         end.ms()
+    }
+}
+
+impl Timing {
+    /// [`Timing::time_launch`] for a traced launch: the milliseconds of the traced kernel (its
+    /// trace buffer is read back and decoded after the end point), and its trace. A launch that
+    /// failed returns its error.
+    pub fn time_traced<'a>(
+        &mut self,
+        launch: impl FnOnce() -> TracedLaunch<'a>,
+    ) -> Result<(f64, Trace)> {
+        self.flush()?;
+        let timer = self.device.start_timer()?;
+        let launch = launch();
+        let end = timer.mark_end()?;
+        let trace = launch.wait().into_result()?;
+        Ok((end.ms()?, trace))
     }
 }
 

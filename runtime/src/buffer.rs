@@ -8,13 +8,17 @@ use cudarc::driver::{CudaSlice, DeviceRepr};
 use crate::backend::{Backend, Device};
 use crate::cuda::{CudaDevice, DeviceMem};
 use crate::error::{Error, Result};
+use crate::sim::{queue_copy, SimDevice, SimMem, SimQueue};
 use crate::spec::KernelScalar;
 use crate::stream::Stream;
 
 /// A buffer of `T`s in a [`Device`]'s memory, passed to kernels as `&[T]` or `&mut [T]`.
 ///
 /// Created with [`Device::upload`], [`Device::alloc`] or [`DeviceBuffer::from_cudarc`]. On the
-/// simulator it is host memory. On the CUDA backend it is global memory with a *home stream*: the
+/// simulator it is host memory that the buffer shares with the launches and copies that use it
+/// (they run on the streams' worker threads, see [`Device::simulator`]); host operations on it
+/// wait for the uses submitted before them as on the GPU (a download for the writes, an
+/// overwrite for every use). On the CUDA backend it is global memory with a *home stream*: the
 /// device's [default stream](Device::default_stream) where it was allocated (or the stream of the
 /// cudarc slice it came from). Host operations on it ([`download`](Self::download),
 /// [`upload_from`](Self::upload_from)) run there.
@@ -47,7 +51,11 @@ enum Storage<T> {
         gpu: Arc<CudaDevice>,
         mem: DeviceMem,
     },
-    Sim(Vec<T>),
+    Sim {
+        mem: Arc<SimMem<T>>,
+        /// The device's default stream, where `copy_from_buffer` queues its copy.
+        home: Arc<SimQueue>,
+    },
 }
 
 impl Device {
@@ -59,7 +67,7 @@ impl Device {
                 gpu: Arc::clone(gpu),
                 mem: gpu.upload(data)?,
             },
-            Backend::Sim => Storage::Sim(data.to_vec()),
+            Backend::Sim(sim) => sim_storage(sim, data.to_vec()),
         };
         Ok(DeviceBuffer {
             device_id: self.id(),
@@ -76,13 +84,21 @@ impl Device {
                 gpu: Arc::clone(gpu),
                 mem: gpu.alloc_zeroed(bytes)?,
             },
-            Backend::Sim => Storage::Sim(vec![T::default(); len]),
+            Backend::Sim(sim) => sim_storage(sim, vec![T::default(); len]),
         };
         Ok(DeviceBuffer {
             device_id: self.id(),
             len,
             storage,
         })
+    }
+}
+
+/// A simulator buffer of `sim` holding `data`.
+fn sim_storage<T: KernelScalar>(sim: &SimDevice, data: Vec<T>) -> Storage<T> {
+    Storage::Sim {
+        mem: SimMem::new(data),
+        home: Arc::clone(sim.default_stream().queue()),
     }
 }
 
@@ -122,7 +138,9 @@ impl<T: KernelScalar> DeviceBuffer<T> {
 
     /// Copies the buffer back to the host. On CUDA the copy runs on the buffer's home stream,
     /// after every earlier write of the buffer on any stream, and this waits for it (and so for
-    /// the work issued to the home stream before it).
+    /// the work issued to the home stream before it). On the simulator this waits for the
+    /// launches and copies submitted earlier that write the buffer, whether or not they were
+    /// awaited (or kept: a launch leaked with `mem::forget` still finishes first).
     pub fn download(&self) -> Result<Vec<T>> {
         let mut out = vec![T::default(); self.len];
         self.download_into(&mut out)?;
@@ -134,21 +152,22 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         check_len("download_into", self.len, out.len())?;
         match &self.storage {
             Storage::Cuda { gpu, mem } => gpu.read(mem, out),
-            Storage::Sim(data) => {
-                out.copy_from_slice(data);
+            Storage::Sim { mem, .. } => {
+                mem.host_read(|data| out.copy_from_slice(data));
                 Ok(())
             }
         }
     }
 
     /// Overwrites the buffer with `data`, which must have the same length. On CUDA the copy is
-    /// ordered on the buffer's home stream after every earlier use of the buffer on any stream.
+    /// ordered on the buffer's home stream after every earlier use of the buffer on any stream;
+    /// on the simulator this waits for the earlier uses.
     pub fn upload_from(&mut self, data: &[T]) -> Result<()> {
         check_len("upload_from", self.len, data.len())?;
         match &mut self.storage {
             Storage::Cuda { gpu, mem } => gpu.write(mem, data),
-            Storage::Sim(buf) => {
-                buf.copy_from_slice(data);
+            Storage::Sim { mem, .. } => {
+                mem.host_write(|buf| buf.copy_from_slice(data));
                 Ok(())
             }
         }
@@ -161,9 +180,12 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         match &self.storage {
             Storage::Cuda { gpu, .. } => {
                 let stream = Arc::clone(gpu.default_stream());
-                self.copy_checked(src, |gpu, dst, src| gpu.copy(&stream, dst, src))
+                self.copy_checked(src, |gpu, dst, src| gpu.copy(&stream, dst, src), None)
             }
-            Storage::Sim(_) => self.copy_checked(src, |_, _, _| Ok(())),
+            Storage::Sim { home, .. } => {
+                let home = Arc::clone(home);
+                self.copy_checked(src, |_, _, _| Ok(()), Some(&home))
+            }
         }
     }
 
@@ -173,7 +195,9 @@ impl<T: KernelScalar> DeviceBuffer<T> {
     /// On CUDA the copy is device-to-device and asynchronous: it is ordered on `stream` after the
     /// work issued there before it and after the earlier conflicting uses of both buffers on other
     /// streams, and the call returns without waiting for it. Later uses of the buffers on other
-    /// streams, and their frees, wait for it.
+    /// streams, and their frees, wait for it. On the simulator the copy is a job of `stream`,
+    /// ordered the same way (after the earlier uses of both buffers), and the call does not wait
+    /// for it either.
     pub fn copy_from_buffer_on(&mut self, src: &DeviceBuffer<T>, stream: &Stream) -> Result<()> {
         if stream.device().id() != self.device_id {
             return Err(Error::InvalidArgument(
@@ -181,18 +205,21 @@ impl<T: KernelScalar> DeviceBuffer<T> {
                     .to_string(),
             ));
         }
-        match stream.cuda() {
-            Some((_, state)) => self.copy_checked(src, |gpu, dst, src| gpu.copy(state, dst, src)),
-            None => self.copy_checked(src, |_, _, _| Ok(())),
+        match (stream.cuda(), stream.sim()) {
+            (Some((_, state)), _) => {
+                self.copy_checked(src, |gpu, dst, src| gpu.copy(state, dst, src), None)
+            }
+            (None, sim) => self.copy_checked(src, |_, _, _| Ok(()), sim.map(|s| s.queue())),
         }
     }
 
-    /// Checks the devices and lengths, then copies: `cuda_copy` on CUDA, a host copy on the
-    /// simulator.
+    /// Checks the devices and lengths, then copies: `cuda_copy` on CUDA, a copy queued on
+    /// `sim_queue` (the buffer's home stream by default) on the simulator.
     fn copy_checked(
         &mut self,
         src: &DeviceBuffer<T>,
         cuda_copy: impl FnOnce(&CudaDevice, &mut DeviceMem, &DeviceMem) -> Result<()>,
+        sim_queue: Option<&Arc<SimQueue>>,
     ) -> Result<()> {
         if src.device_id != self.device_id {
             return Err(Error::Buffer(
@@ -206,8 +233,8 @@ impl<T: KernelScalar> DeviceBuffer<T> {
             (Storage::Cuda { gpu, mem }, Storage::Cuda { mem: src_mem, .. }) => {
                 cuda_copy(gpu, mem, src_mem)
             }
-            (Storage::Sim(dst), Storage::Sim(data)) => {
-                dst.copy_from_slice(data);
+            (Storage::Sim { mem, home }, Storage::Sim { mem: src_mem, .. }) => {
+                queue_copy(sim_queue.unwrap_or(home), mem, src_mem);
                 Ok(())
             }
             _ => Err(Error::Buffer(
@@ -221,18 +248,10 @@ impl<T: KernelScalar> DeviceBuffer<T> {
         self.device_id
     }
 
-    /// The elements, for a simulator buffer.
-    pub(crate) fn host_slice(&self) -> Option<&[T]> {
+    /// The memory of a simulator buffer.
+    pub(crate) fn sim_mem(&self) -> Option<&Arc<SimMem<T>>> {
         match &self.storage {
-            Storage::Sim(data) => Some(data),
-            Storage::Cuda { .. } => None,
-        }
-    }
-
-    /// The elements, mutably, for a simulator buffer.
-    pub(crate) fn host_slice_mut(&mut self) -> Option<&mut [T]> {
-        match &mut self.storage {
-            Storage::Sim(data) => Some(data),
+            Storage::Sim { mem, .. } => Some(mem),
             Storage::Cuda { .. } => None,
         }
     }
@@ -241,7 +260,7 @@ impl<T: KernelScalar> DeviceBuffer<T> {
     pub(crate) fn cuda_mem(&self) -> Option<&DeviceMem> {
         match &self.storage {
             Storage::Cuda { mem, .. } => Some(mem),
-            Storage::Sim(_) => None,
+            Storage::Sim { .. } => None,
         }
     }
 }
@@ -286,7 +305,7 @@ impl<T: KernelScalar + DeviceRepr> DeviceBuffer<T> {
         let len = self.len;
         match self.storage {
             Storage::Cuda { gpu, mem } => gpu.release(mem, len),
-            Storage::Sim(_) => Err(Error::Buffer(
+            Storage::Sim { .. } => Err(Error::Buffer(
                 "into_cudarc: the buffer lives in the simulator, not on a CUDA device".to_string(),
             )),
         }
@@ -297,7 +316,7 @@ impl<T: KernelScalar> fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let backend = match self.storage {
             Storage::Cuda { .. } => "cuda",
-            Storage::Sim(_) => "simulator",
+            Storage::Sim { .. } => "simulator",
         };
         f.debug_struct("DeviceBuffer")
             .field("elem", &T::TYPE)
@@ -324,7 +343,7 @@ mod tests {
         let mut out = [0.0f32; 3];
         buf.download_into(&mut out)?;
         assert_eq!(out, [4.0, 5.0, 6.0]);
-        assert_eq!(buf.host_slice(), Some(&[4.0f32, 5.0, 6.0][..]));
+        assert!(buf.sim_mem().is_some());
         assert!(buf.cuda_mem().is_none());
 
         let zeros = device.alloc::<bool>(4)?;
@@ -336,11 +355,9 @@ mod tests {
         let mut copy = device.alloc::<f32>(3)?;
         copy.copy_from_buffer(&buf)?;
         assert_eq!(copy.download()?, [4.0, 5.0, 6.0]);
-        copy.host_slice_mut()
-            .into_iter()
-            .flatten()
-            .for_each(|x| *x = 1.0);
+        copy.upload_from(&[1.0; 3])?;
         assert_eq!(copy.download()?, [1.0; 3]);
+        assert_eq!(buf.download()?, [4.0, 5.0, 6.0]);
         Ok(())
     }
 
@@ -367,12 +384,9 @@ mod tests {
         Ok(())
     }
 
-    #[test]
+    #[gpu_async_testing::needs_gpu]
     fn uses_on_other_streams_are_remembered() -> Result<()> {
-        // Compiles everywhere; runs only where a CUDA device is.
-        let Ok(device) = Device::cuda(0) else {
-            return Ok(());
-        };
+        let device = Device::cuda(0)?;
         let away = |buf: &DeviceBuffer<u32>| buf.cuda_mem().map(|m| m.uses_away_from_home());
         let stream = device.new_stream()?;
         let src = device.upload(&[1u32, 2, 3])?;
@@ -401,6 +415,12 @@ mod tests {
         drop(src);
         drop(dst);
         device.synchronize()
+    }
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<DeviceBuffer<f32>>();
     }
 
     #[test]

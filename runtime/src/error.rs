@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::sim::{Schedule, SCHEDULE_ENV};
+use crate::schedule::{Schedule, SCHEDULE_ENV};
 
 /// The result type of every fallible operation of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

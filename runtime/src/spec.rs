@@ -1,71 +1,6 @@
 //! The static description of a compiled kernel, emitted by `#[gpu_async]` next to its PTX.
 
-/// A scalar type that can cross the host/device boundary: a kernel parameter or a buffer element.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ScalarType {
-    /// `bool`, passed to PTX as a `.u32` holding 0 or 1.
-    Bool,
-    /// `i8`, passed to PTX as a sign-extended `.s32`.
-    I8,
-    /// `i16`, passed to PTX as a sign-extended `.s32`.
-    I16,
-    /// `i32`.
-    I32,
-    /// `i64`.
-    I64,
-    /// `isize`: 64 bits on the device, as on the 64-bit hosts CUDA supports.
-    Isize,
-    /// `u8`, passed to PTX as a `.u32`.
-    U8,
-    /// `u16`, passed to PTX as a `.u32`.
-    U16,
-    /// `u32`.
-    U32,
-    /// `u64`.
-    U64,
-    /// `usize`: 64 bits on the device, as on the 64-bit hosts CUDA supports.
-    Usize,
-    /// `f32`.
-    F32,
-    /// `f64`.
-    F64,
-    /// `half::f16`.
-    F16,
-    /// `half::bf16`.
-    Bf16,
-}
-
-impl ScalarType {
-    /// Size in bytes of one element in device memory.
-    pub const fn size(self) -> usize {
-        match self {
-            ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
-            ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
-            ScalarType::U32 | ScalarType::I32 | ScalarType::F32 => 4,
-            ScalarType::I64
-            | ScalarType::Isize
-            | ScalarType::U64
-            | ScalarType::Usize
-            | ScalarType::F64 => 8,
-        }
-    }
-}
-
-/// How one kernel parameter is passed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamKind {
-    /// A scalar by value: one PTX parameter.
-    Scalar(ScalarType),
-    /// A slice in global memory: two PTX parameters, the address (`.u64`) and the length in
-    /// elements (`.u64`).
-    Slice {
-        /// The element type.
-        elem: ScalarType,
-        /// `&mut [T]` rather than `&[T]`.
-        mutable: bool,
-    },
-}
+pub use gpu_async_wire::{ParamKind, ScalarType, SiteKind, HIDDEN_PARAMS};
 
 /// One kernel parameter, in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,15 +22,6 @@ pub struct RoleSpec {
     pub end_warp: u32,
 }
 
-/// What happens at a [`SiteSpec`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SiteKind {
-    /// A check that stops the kernel when it fails (a bound, an `unwrap`, a division by zero).
-    Panic,
-    /// A wait on a barrier (an `.await` on a channel, a role barrier), which the watchdog bounds.
-    Wait,
-}
-
 /// A place in the user's source that the GPU can report: where a device panic happened, or
 /// which wait the watchdog stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,11 +37,6 @@ pub struct SiteSpec {
     /// The column, from 1.
     pub column: u32,
 }
-
-/// Kernel parameters that every generated kernel takes after the user's, for the abort protocol:
-/// the device's abort word (`.u64` address), this launch's id (`.u32`, never 0), the address of the
-/// host-visible failure record (`.u64`), and the watchdog bound in nanoseconds (`.u64`, 0 = off).
-pub const HIDDEN_PARAMS: usize = 4;
 
 /// Everything the runtime needs to know about a compiled kernel.
 #[derive(Debug, Clone, Copy)]

@@ -2,13 +2,13 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudarc::driver::{CudaEvent, CudaStream};
 
 use crate::backend::{Backend, Device};
 use crate::cuda::{driver_error, CudaDevice, StreamState};
 use crate::error::{Error, Result};
+use crate::sim::{SimEvent, SimStream};
 
 /// An ordered queue of work on a [`Device`]: kernels launched on one stream run one after
 /// another, in the order they were launched; work on different streams may run concurrently.
@@ -16,9 +16,9 @@ use crate::error::{Error, Result};
 /// Every device has a [default stream](Device::default_stream), which the typed `launch`
 /// functions and the buffer operations use; [`Device::new_stream`] makes more. Cheap to clone
 /// (clones are the same stream), and it knows its device ([`Stream::device`]). On the CUDA
-/// backend it is a CUDA stream of the device's context; on the simulator, where every launch and
-/// copy runs to completion inside the call that issues it, it is a trivial handle and its
-/// synchronization operations return at once.
+/// backend it is a CUDA stream of the device's context; on the simulator a queue that a worker
+/// thread of its own runs in order (see [`Device::simulator`]), so that launches and copies
+/// return before they have run there too, and streams run at the same time.
 ///
 /// Buffers may be used on any stream of their device: a use on one stream waits for the earlier
 /// conflicting uses of the same buffer on other streams (a read for the last write, a write for
@@ -33,7 +33,7 @@ pub struct Stream {
 #[derive(Clone)]
 enum StreamKind {
     Cuda(Arc<StreamState>),
-    Sim,
+    Sim(Arc<SimStream>),
 }
 
 impl Device {
@@ -43,7 +43,7 @@ impl Device {
     pub fn default_stream(&self) -> Stream {
         let kind = match self.backend() {
             Backend::Cuda(gpu) => StreamKind::Cuda(Arc::clone(gpu.default_stream())),
-            Backend::Sim => StreamKind::Sim,
+            Backend::Sim(sim) => StreamKind::Sim(Arc::clone(sim.default_stream())),
         };
         Stream {
             device: self.clone(),
@@ -53,16 +53,23 @@ impl Device {
 
     /// A new stream of this device. On CUDA a new non-blocking stream of the device's context
     /// (with its own state for cancelling and reporting the failures of its launches); on the
-    /// simulator a trivial handle.
+    /// simulator a queue with a worker thread of its own (started when work is queued, ended
+    /// when the stream has been idle for a second or its handles are gone).
     pub fn new_stream(&self) -> Result<Stream> {
         let kind = match self.backend() {
             Backend::Cuda(gpu) => StreamKind::Cuda(gpu.new_stream()?),
-            Backend::Sim => StreamKind::Sim,
+            Backend::Sim(sim) => StreamKind::Sim(sim.new_stream()),
         };
         Ok(Stream {
             device: self.clone(),
             kind,
         })
+    }
+
+    /// The cudarc stream of the device's [default stream](Device::default_stream) (from which the
+    /// cudarc context can be reached), on the CUDA backend; `None` on the simulator.
+    pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
+        self.default_stream().cudarc_stream()
     }
 }
 
@@ -77,7 +84,11 @@ impl Stream {
     pub fn record_event(&self) -> Result<Event> {
         let kind = match &self.kind {
             StreamKind::Cuda(state) => EventKind::Cuda(state.record_event()?),
-            StreamKind::Sim => EventKind::Sim(Instant::now()),
+            StreamKind::Sim(stream) => {
+                let event = SimEvent::new();
+                stream.record(&event);
+                EventKind::Sim(event)
+            }
         };
         Ok(Event {
             device_id: self.device.id(),
@@ -87,14 +98,20 @@ impl Stream {
 
     /// Makes all work issued to this stream from now on wait until `event` has completed
     /// (`cuStreamWaitEvent`); the host does not wait. The event may come from any stream,
-    /// also of another device. On the simulator, whose work runs when it is issued, waiting for a
-    /// CUDA event blocks the host until it completes, and a simulator event is always complete.
+    /// also of another device. A simulator stream waits for a simulator event the same way (its
+    /// worker waits). Between the backends the host waits instead: a simulator stream waiting for
+    /// a CUDA event, or a CUDA stream for a simulator event, blocks the calling thread until the
+    /// event has completed.
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         match (&self.kind, &event.kind) {
             (StreamKind::Cuda(state), EventKind::Cuda(event)) => state.wait_event(event),
-            (StreamKind::Cuda(_), EventKind::Sim(_)) => Ok(()),
-            (StreamKind::Sim, EventKind::Cuda(_)) => event.synchronize(),
-            (StreamKind::Sim, EventKind::Sim(_)) => Ok(()),
+            (StreamKind::Cuda(_), EventKind::Sim(_)) | (StreamKind::Sim(_), EventKind::Cuda(_)) => {
+                event.synchronize()
+            }
+            (StreamKind::Sim(stream), EventKind::Sim(event)) => {
+                stream.wait_event(event);
+                Ok(())
+            }
         }
     }
 
@@ -104,7 +121,10 @@ impl Stream {
     pub fn synchronize(&self) -> Result<()> {
         match &self.kind {
             StreamKind::Cuda(state) => state.synchronize(),
-            StreamKind::Sim => Ok(()),
+            StreamKind::Sim(stream) => {
+                stream.queue().synchronize();
+                Ok(())
+            }
         }
     }
 
@@ -113,7 +133,7 @@ impl Stream {
     pub fn cudarc_stream(&self) -> Option<Arc<CudaStream>> {
         match &self.kind {
             StreamKind::Cuda(state) => Some(Arc::clone(state.cudarc())),
-            StreamKind::Sim => None,
+            StreamKind::Sim(_) => None,
         }
     }
 
@@ -125,12 +145,22 @@ impl Stream {
         }
     }
 
+    /// The simulator stream, on the simulator.
+    pub(crate) fn sim(&self) -> Option<&Arc<SimStream>> {
+        match &self.kind {
+            StreamKind::Sim(stream) => Some(stream),
+            StreamKind::Cuda(_) => None,
+        }
+    }
+
     /// Whether this is its device's default stream.
     pub fn is_default(&self) -> bool {
         match (&self.kind, self.device.backend()) {
             (StreamKind::Cuda(state), Backend::Cuda(gpu)) => state.is(gpu.default_stream()),
-            // The simulator's streams are indistinguishable.
-            _ => true,
+            (StreamKind::Sim(stream), Backend::Sim(sim)) => {
+                Arc::ptr_eq(stream, sim.default_stream())
+            }
+            _ => false,
         }
     }
 }
@@ -153,7 +183,8 @@ pub struct Event {
 
 enum EventKind {
     Cuda(CudaEvent),
-    Sim(Instant),
+    /// Completes when its stream's worker reaches it, with the host's clock then.
+    Sim(Arc<SimEvent>),
 }
 
 impl Event {
@@ -163,14 +194,17 @@ impl Event {
             EventKind::Cuda(event) => event
                 .synchronize()
                 .map_err(|e| driver_error("cuEventSynchronize", e)),
-            EventKind::Sim(_) => Ok(()),
+            EventKind::Sim(event) => {
+                event.wait();
+                Ok(())
+            }
         }
     }
 
     /// The milliseconds from this event to the `later` one, waiting for both: on CUDA the GPU
     /// time between the two points (`cuEventElapsedTime`, about half a microsecond resolution),
-    /// on the simulator the wall-clock time between the two records. Both events must come from
-    /// the same device.
+    /// on the simulator the host's wall-clock time between the moments the streams' workers
+    /// reached the two points. Both events must come from the same device.
     pub fn elapsed_ms(&self, later: &Event) -> Result<f32> {
         if self.device_id != later.device_id {
             return Err(Error::InvalidArgument(
@@ -182,7 +216,8 @@ impl Event {
                 .elapsed_ms(end)
                 .map_err(|e| driver_error("cuEventElapsedTime", e)),
             (EventKind::Sim(start), EventKind::Sim(end)) => {
-                Ok(end.saturating_duration_since(*start).as_secs_f32() * 1e3)
+                let (start, end) = (start.wait(), end.wait());
+                Ok(end.saturating_duration_since(start).as_secs_f32() * 1e3)
             }
             _ => Err(Error::InvalidArgument(
                 "Event::elapsed_ms: the events come from different backends".to_string(),

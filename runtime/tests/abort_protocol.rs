@@ -1,7 +1,10 @@
 //! The host half of the abort protocol, on the GPU, with hand-written PTX kernels that follow it:
 //! a device panic and a watchdog stop come back as `Error::KernelPanic` / `Error::Deadlock` with
-//! the block, thread, role and site the kernel reported, and the device stays usable.
-//! Skips (with the reason printed) without a CUDA device.
+//! the block, thread, role and site the kernel reported, and the device stays usable. Needs a
+//! GPU.
+
+#[path = "common/devices.rs"]
+mod devices;
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +13,7 @@ use gpu_async::{
     block_on, Device, DeviceBuffer, Error, Grid, KernelSpec, Launch, ParamKind, ParamSpec,
     RoleSpec, ScalarType, SiteKind, SiteSpec,
 };
+use gpu_async_testing::needs_gpu;
 
 /// Every kernel of this file. The `_abort` kernels take the protocol's four hidden parameters
 /// after their own: `abort` (.u64), `launch_id` (.u32), `record` (.u64), `watchdog_ns` (.u64).
@@ -351,16 +355,6 @@ static NOTHING: KernelSpec = KernelSpec {
 const THREADS: u32 = 64;
 const BLOCKS: u32 = 4;
 
-fn gpu() -> Option<Device> {
-    match Device::cuda(0) {
-        Ok(device) => Some(device),
-        Err(e) => {
-            eprintln!("skipping: no CUDA device: {e}");
-            None
-        }
-    }
-}
-
 fn not_sim() -> Error {
     Error::Buffer("expected CUDA".into())
 }
@@ -447,9 +441,9 @@ fn expect_marks(marks: &DeviceBuffer<u32>, block: u32, thread: u32) {
     }
 }
 
-#[test]
+#[needs_gpu]
 fn a_device_panic_names_block_thread_and_site_and_the_device_stays_usable() {
-    let Some(device) = gpu() else { return };
+    let device = devices::gpu();
     let n = (BLOCKS * THREADS) as usize;
     let mut marks = device.alloc::<u32>(n).expect("alloc");
     let start = Instant::now();
@@ -470,9 +464,9 @@ fn a_device_panic_names_block_thread_and_site_and_the_device_stays_usable() {
     check_double(&device);
 }
 
-#[test]
+#[needs_gpu]
 fn launches_in_flight_together_keep_their_own_outcomes() {
-    let Some(device) = gpu() else { return };
+    let device = devices::gpu();
     let n = (BLOCKS * THREADS) as usize;
     let xs: Vec<u32> = (0..1000).collect();
     let x = device.upload(&xs).expect("upload");
@@ -501,9 +495,9 @@ fn launches_in_flight_together_keep_their_own_outcomes() {
     }
 }
 
-#[test]
+#[needs_gpu]
 fn the_watchdog_stops_a_wait_that_never_ends() {
-    let Some(device) = gpu() else { return };
+    let device = devices::gpu();
     assert_eq!(device.watchdog(), Some(Duration::from_secs(5)));
     device.set_watchdog(Some(Duration::from_millis(50)));
     let start = Instant::now();
@@ -550,9 +544,9 @@ fn nothings(device: &Device, count: usize) -> Vec<Launch<'_>> {
         .collect()
 }
 
-#[test]
+#[needs_gpu]
 fn failures_are_exact_for_4096_launches_in_flight_and_overwrites_are_detected_beyond() {
-    let Some(device) = gpu() else { return };
+    let device = devices::gpu();
     let n = (BLOCKS * THREADS) as usize;
     let mut marks = [(); 4].map(|()| device.alloc::<u32>(n).expect("alloc"));
     let [m1, m2, m3, m4] = &mut marks;

@@ -3,7 +3,7 @@
 //! word, then writes its output) whose future is dropped early, leaked with `mem::forget`, or
 //! owned by a thread that panics; and `cancel()`, with its latency. In each case no CUDA error
 //! follows, buffers allocated afterwards hold what was written to them, and the next launch
-//! works. Skips, with the reason printed, without a CUDA device.
+//! works. Needs a GPU.
 //!
 //! Run under `compute-sanitizer --tool memcheck --leak-check full` too: no access may touch
 //! freed memory.
@@ -12,10 +12,14 @@
 #[path = "common/host_kernels.rs"]
 mod host_kernels;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use gpu_async::{block_on, Device, Error, Result, Stream};
+use gpu_async_testing::needs_gpu;
 use host_kernels::{affine, spin_write};
 
 /// The spin of a long launch.
@@ -30,17 +34,12 @@ const BLOCKS: u32 = 132;
 /// millisecond.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn gpu() -> Option<(Device, std::sync::MutexGuard<'static, ()>)> {
+/// The GPU, created once this test's turn has come.
+fn gpu() -> (Device, std::sync::MutexGuard<'static, ()>) {
     let guard = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match Device::cuda(0).map(|device| (device, guard)) {
-        Ok(device) => Some(device),
-        Err(e) => {
-            eprintln!("skipping: no CUDA device: {e}");
-            None
-        }
-    }
+    (devices::gpu(), guard)
 }
 
 /// The device is healthy: no error is pending, buffers allocated now hold what is written to
@@ -77,11 +76,9 @@ fn streams(device: &Device) -> Result<[(&'static str, Stream); 2]> {
     ])
 }
 
-#[test]
+#[needs_gpu]
 fn a_launch_dropped_early_is_cancelled_and_waited_for() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     for (name, stream) in streams(&device)? {
         let mut out = device.alloc::<u32>(N)?;
         let launch = spin_write(&stream, BLOCKS, &mut out, SPIN_NS, 1);
@@ -101,11 +98,9 @@ fn a_launch_dropped_early_is_cancelled_and_waited_for() -> Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn a_forgotten_launch_keeps_its_buffers_until_it_is_done() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     for (name, stream) in streams(&device)? {
         let mut out = device.alloc::<u32>(N)?;
         let x = device.upload(&vec![5u32; N])?;
@@ -129,11 +124,9 @@ fn a_forgotten_launch_keeps_its_buffers_until_it_is_done() -> Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn a_launch_owned_by_a_panicking_thread_is_cancelled() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     for use_new_stream in [false, true] {
         let owner = device.clone();
         let start = Instant::now();
@@ -162,11 +155,9 @@ fn a_launch_owned_by_a_panicking_thread_is_cancelled() -> Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn cancel_stops_a_running_launch_quickly() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     for (name, stream) in streams(&device)? {
         let mut out = device.alloc::<u32>(N)?;
         // Two seconds of spinning, unless cancelled.
@@ -201,11 +192,9 @@ fn poll_once(launch: &mut gpu_async::Launch<'_>) -> bool {
     std::pin::Pin::new(launch).poll(&mut cx).is_pending()
 }
 
-#[test]
+#[needs_gpu]
 fn a_launch_polled_before_it_is_cancelled_or_dropped_stops_quickly() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     for (name, stream) in streams(&device)? {
         for drop_it in [false, true] {
             let mut out = device.alloc::<u32>(N)?;
@@ -237,11 +226,9 @@ fn a_launch_polled_before_it_is_cancelled_or_dropped_stops_quickly() -> Result<(
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn cancel_of_a_queued_launch_leaves_the_one_before_it_alone() -> Result<()> {
-    let Some((device, _one_at_a_time)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _one_at_a_time) = gpu();
     let stream = device.new_stream()?;
     let mut first = device.alloc::<u32>(N)?;
     let mut second = device.alloc::<u32>(N)?;

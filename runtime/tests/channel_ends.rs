@@ -7,51 +7,46 @@
 #[path = "common/ends.rs"]
 mod ends;
 
-#[path = "common/devices.rs"]
-mod devices;
-
-use devices::devices;
 use ends::ends as k;
-use gpu_async::{block_on, Grid};
+use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::on_each_device;
 
-#[test]
-fn a_receiver_ends_after_every_item_sent_whatever_the_ring_position() -> gpu_async::Result<()> {
-    for dev in devices() {
-        // A ring of 3: positions repeat every 6 items; 0..=13 covers each twice, and 1000 many
-        // laps with the receiver sometimes ahead of the sender and sometimes behind.
-        for n in (0u32..=13).chain([1000]) {
-            let mut out = dev.upload(&[u32::MAX])?;
-            block_on(k::count_then_close::launch(
-                &dev,
-                Grid::blocks(2),
-                (n, &mut out),
-            ))?;
-            let want = (0..n).map(|i| 65536 + i).fold(0u32, u32::wrapping_add);
-            assert_eq!(out.download()?, vec![want], "on {dev}: {n} items");
-        }
+#[on_each_device]
+fn a_receiver_ends_after_every_item_sent_whatever_the_ring_position(
+    dev: Device,
+) -> gpu_async::Result<()> {
+    // A ring of 3: positions repeat every 6 items; 0..=13 covers each twice, and 1000 many
+    // laps with the receiver sometimes ahead of the sender and sometimes behind.
+    for n in (0u32..=13).chain([1000]) {
+        let mut out = dev.upload(&[u32::MAX])?;
+        block_on(k::count_then_close::launch(
+            &dev,
+            Grid::blocks(2),
+            (n, &mut out),
+        ))?;
+        let want = (0..n).map(|i| 65536 + i).fold(0u32, u32::wrapping_add);
+        assert_eq!(out.download()?, vec![want], "on {dev}: {n} items");
     }
     Ok(())
 }
 
-#[test]
-fn every_receiver_of_a_broadcast_sees_the_end() -> gpu_async::Result<()> {
-    for dev in devices() {
-        for n in [0u32, 1, 2, 3, 4, 5, 777] {
-            let mut first = dev.upload(&[u32::MAX])?;
-            let mut second = dev.upload(&[u32::MAX])?;
-            block_on(k::broadcast_then_close::launch(
-                &dev,
-                Grid::blocks(1),
-                (n, &mut first, &mut second),
-            ))?;
-            let want = (0..n).map(|i| 3 * i + 1).fold(0u32, u32::wrapping_add);
-            assert_eq!(first.download()?, vec![want], "on {dev}: {n} items, first");
-            assert_eq!(
-                second.download()?,
-                vec![want],
-                "on {dev}: {n} items, second"
-            );
-        }
+#[on_each_device]
+fn every_receiver_of_a_broadcast_sees_the_end(dev: Device) -> gpu_async::Result<()> {
+    for n in [0u32, 1, 2, 3, 4, 5, 777] {
+        let mut first = dev.upload(&[u32::MAX])?;
+        let mut second = dev.upload(&[u32::MAX])?;
+        block_on(k::broadcast_then_close::launch(
+            &dev,
+            Grid::blocks(1),
+            (n, &mut first, &mut second),
+        ))?;
+        let want = (0..n).map(|i| 3 * i + 1).fold(0u32, u32::wrapping_add);
+        assert_eq!(first.download()?, vec![want], "on {dev}: {n} items, first");
+        assert_eq!(
+            second.download()?,
+            vec![want],
+            "on {dev}: {n} items, second"
+        );
     }
     Ok(())
 }

@@ -6,14 +6,11 @@
 #[path = "common/concurrency.rs"]
 mod concurrency;
 
-#[path = "common/devices.rs"]
-mod devices;
-
-use devices::devices;
 use std::time::Duration;
 
 use concurrency::{joins, moves, selects};
-use gpu_async::{block_on, explore, Error, Exhaustive, Grid};
+use gpu_async::{block_on, explore, Device, Error, Exhaustive, Grid};
+use gpu_async_testing::on_each_device;
 
 /// Deterministic values below 1000, different per seed.
 fn values(n: usize, seed: u32) -> Vec<u32> {
@@ -28,145 +25,133 @@ fn values(n: usize, seed: u32) -> Vec<u32> {
         .collect()
 }
 
-#[test]
-fn a_join_in_each_role_runs_two_loops_and_gives_both_values() -> gpu_async::Result<()> {
-    for dev in devices() {
-        for (nx, ny) in [
-            (0usize, 0usize),
-            (32, 0),
-            (0, 64),
-            (320, 96),
-            (32 * 300, 32 * 7),
-        ] {
-            let (xs, ys) = (values(nx, 1), values(ny, 2));
-            let (x, y) = (dev.upload(&xs)?, dev.upload(&ys)?);
-            let mut out = dev.alloc::<u32>(2)?;
-            block_on(joins::two_totals::launch(
-                &dev,
-                Grid::blocks(1),
-                (&x, &y, &mut out),
-            ))?;
-            let want = vec![xs.iter().sum::<u32>(), ys.iter().sum::<u32>()];
-            assert_eq!(out.download()?, want, "{dev}, {nx} and {ny} elements");
-        }
+#[on_each_device]
+fn a_join_in_each_role_runs_two_loops_and_gives_both_values(dev: Device) -> gpu_async::Result<()> {
+    for (nx, ny) in [
+        (0usize, 0usize),
+        (32, 0),
+        (0, 64),
+        (320, 96),
+        (32 * 300, 32 * 7),
+    ] {
+        let (xs, ys) = (values(nx, 1), values(ny, 2));
+        let (x, y) = (dev.upload(&xs)?, dev.upload(&ys)?);
+        let mut out = dev.alloc::<u32>(2)?;
+        block_on(joins::two_totals::launch(
+            &dev,
+            Grid::blocks(1),
+            (&x, &y, &mut out),
+        ))?;
+        let want = vec![xs.iter().sum::<u32>(), ys.iter().sum::<u32>()];
+        assert_eq!(out.download()?, want, "{dev}, {nx} and {ny} elements");
     }
     Ok(())
 }
 
-#[test]
-fn three_async_blocks_run_concurrently_in_one_warp() -> gpu_async::Result<()> {
-    for dev in devices() {
-        for n in [0u32, 1, 5, 1000] {
-            let mut out = dev.alloc::<u32>(3)?;
-            block_on(joins::three_tasks::launch(
-                &dev,
-                Grid::blocks(2),
-                (n, &mut out),
-            ))?;
-            assert_eq!(out.download()?, vec![n, n, 10 * n], "{dev}, n = {n}");
-        }
-    }
-    Ok(())
-}
-
-#[test]
-fn a_deadlock_behind_a_join_is_reported() {
-    for dev in devices() {
-        dev.set_watchdog(Some(Duration::from_millis(200)));
-        let mut out = dev.alloc::<u32>(1).unwrap();
-        let err = block_on(joins::stuck::launch(&dev, Grid::blocks(1), (&mut out,))).unwrap_err();
-        eprintln!("{dev}: {err}");
-        let Error::Deadlock { waits, .. } = &err else {
-            panic!("{dev}: expected a deadlock, got {err:?}");
-        };
-        assert!(
-            waits
-                .iter()
-                .any(|w| w.role == "wait_both" || w.role == "send_one"),
-            "{dev}: {err}"
-        );
-        dev.set_watchdog(Some(Duration::from_secs(5)));
-        // The device stays usable.
-        let mut out = dev.alloc::<u32>(3).unwrap();
+#[on_each_device]
+fn three_async_blocks_run_concurrently_in_one_warp(dev: Device) -> gpu_async::Result<()> {
+    for n in [0u32, 1, 5, 1000] {
+        let mut out = dev.alloc::<u32>(3)?;
         block_on(joins::three_tasks::launch(
             &dev,
-            Grid::blocks(1),
-            (4, &mut out),
-        ))
-        .unwrap();
-        assert_eq!(out.download().unwrap(), vec![4, 4, 40], "{dev}");
-    }
-}
-
-#[test]
-fn select_takes_items_from_two_channels_as_they_come() -> gpu_async::Result<()> {
-    for dev in devices() {
-        for (na, nb) in [(0u32, 0u32), (1, 0), (0, 3), (100, 7), (2000, 3000)] {
-            let mut out = dev.alloc::<u32>(5)?;
-            block_on(selects::merge::launch(
-                &dev,
-                Grid::blocks(3),
-                (na, nb, &mut out),
-            ))?;
-            let sum_a: u32 = (1..=na).sum();
-            let sum_b: u32 = (0..nb).map(|i| i + 1000).sum();
-            assert_eq!(
-                out.download()?,
-                vec![sum_a, na, sum_b, nb, 1],
-                "{dev}, {na} and {nb} items"
-            );
-        }
+            Grid::blocks(2),
+            (n, &mut out),
+        ))?;
+        assert_eq!(out.download()?, vec![n, n, 10 * n], "{dev}, n = {n}");
     }
     Ok(())
 }
 
-#[test]
-fn select_inside_a_join_branch() -> gpu_async::Result<()> {
-    for dev in devices() {
-        for n in [0u32, 1, 2, 3, 10, 999] {
-            let mut out = dev.alloc::<u32>(3)?;
-            block_on(selects::select_in_join::launch(
-                &dev,
-                Grid::blocks(2),
-                (n, &mut out),
-            ))?;
-            let from_a = (0..n).filter(|i| i % 3 == 0).count() as u32;
-            assert_eq!(
-                out.download()?,
-                vec![from_a, n - from_a, n],
-                "{dev}, n = {n}"
-            );
-        }
-    }
-    Ok(())
+#[on_each_device]
+fn a_deadlock_behind_a_join_is_reported(dev: Device) {
+    dev.set_watchdog(Some(Duration::from_millis(200)));
+    let mut out = dev.alloc::<u32>(1).unwrap();
+    let err = block_on(joins::stuck::launch(&dev, Grid::blocks(1), (&mut out,))).unwrap_err();
+    eprintln!("{dev}: {err}");
+    let Error::Deadlock { waits, .. } = &err else {
+        panic!("{dev}: expected a deadlock, got {err:?}");
+    };
+    assert!(
+        waits
+            .iter()
+            .any(|w| w.role == "wait_both" || w.role == "send_one"),
+        "{dev}: {err}"
+    );
+    dev.set_watchdog(Some(Duration::from_secs(5)));
+    // The device stays usable.
+    let mut out = dev.alloc::<u32>(3).unwrap();
+    block_on(joins::three_tasks::launch(
+        &dev,
+        Grid::blocks(1),
+        (4, &mut out),
+    ))
+    .unwrap();
+    assert_eq!(out.download().unwrap(), vec![4, 4, 40], "{dev}");
 }
 
-#[test]
-fn select_without_else_panics_once_every_channel_closed() {
-    for dev in devices() {
-        let mut out = dev.alloc::<u32>(1).unwrap();
-        let err = block_on(selects::no_else::launch(
+#[on_each_device]
+fn select_takes_items_from_two_channels_as_they_come(dev: Device) -> gpu_async::Result<()> {
+    for (na, nb) in [(0u32, 0u32), (1, 0), (0, 3), (100, 7), (2000, 3000)] {
+        let mut out = dev.alloc::<u32>(5)?;
+        block_on(selects::merge::launch(
             &dev,
-            Grid::blocks(1),
-            (5, &mut out),
-        ))
-        .unwrap_err();
-        eprintln!("{dev}: {err}");
-        assert!(
-            err.to_string()
-                .contains("all branches of `select!` are disabled"),
-            "{dev}: {err}"
+            Grid::blocks(3),
+            (na, nb, &mut out),
+        ))?;
+        let sum_a: u32 = (1..=na).sum();
+        let sum_b: u32 = (0..nb).map(|i| i + 1000).sum();
+        assert_eq!(
+            out.download()?,
+            vec![sum_a, na, sum_b, nb, 1],
+            "{dev}, {na} and {nb} items"
         );
-        // The device stays usable.
-        let mut out = dev.alloc::<u32>(3).unwrap();
-        block_on(joins::three_tasks::launch(
-            &dev,
-            Grid::blocks(1),
-            (2, &mut out),
-        ))
-        .unwrap();
-        assert_eq!(out.download().unwrap(), vec![2, 2, 20], "{dev}");
     }
+    Ok(())
+}
+
+#[on_each_device]
+fn select_inside_a_join_branch(dev: Device) -> gpu_async::Result<()> {
+    for n in [0u32, 1, 2, 3, 10, 999] {
+        let mut out = dev.alloc::<u32>(3)?;
+        block_on(selects::select_in_join::launch(
+            &dev,
+            Grid::blocks(2),
+            (n, &mut out),
+        ))?;
+        let from_a = (0..n).filter(|i| i % 3 == 0).count() as u32;
+        assert_eq!(
+            out.download()?,
+            vec![from_a, n - from_a, n],
+            "{dev}, n = {n}"
+        );
+    }
+    Ok(())
+}
+
+#[on_each_device]
+fn select_without_else_panics_once_every_channel_closed(dev: Device) {
+    let mut out = dev.alloc::<u32>(1).unwrap();
+    let err = block_on(selects::no_else::launch(
+        &dev,
+        Grid::blocks(1),
+        (5, &mut out),
+    ))
+    .unwrap_err();
+    eprintln!("{dev}: {err}");
+    assert!(
+        err.to_string()
+            .contains("all branches of `select!` are disabled"),
+        "{dev}: {err}"
+    );
+    // The device stays usable.
+    let mut out = dev.alloc::<u32>(3).unwrap();
+    block_on(joins::three_tasks::launch(
+        &dev,
+        Grid::blocks(1),
+        (2, &mut out),
+    ))
+    .unwrap();
+    assert_eq!(out.download().unwrap(), vec![2, 2, 20], "{dev}");
 }
 
 /// Every schedule the simulator's bounded exploration makes of the join and select kernels gives
@@ -224,25 +209,23 @@ fn joins_and_selects_are_right_in_every_explored_schedule() {
     assert!(explored.schedules > 1, "{explored:?}");
 }
 
-#[test]
-fn an_async_move_block_closes_its_sender_where_it_ends() -> gpu_async::Result<()> {
-    for dev in devices() {
-        dev.set_watchdog(Some(Duration::from_secs(2)));
-        for n in [0u32, 1, 3, 500] {
-            let mut out = dev.alloc::<u32>(1)?;
-            block_on(moves::moved_sender::launch(
-                &dev,
-                Grid::blocks(2),
-                (n, &mut out),
-            ))?;
-            assert_eq!(
-                out.download()?,
-                vec![(0..n).map(|i| 2 * i).sum::<u32>()],
-                "{dev}, n = {n}"
-            );
-        }
-        dev.set_watchdog(Some(Duration::from_secs(5)));
+#[on_each_device]
+fn an_async_move_block_closes_its_sender_where_it_ends(dev: Device) -> gpu_async::Result<()> {
+    dev.set_watchdog(Some(Duration::from_secs(2)));
+    for n in [0u32, 1, 3, 500] {
+        let mut out = dev.alloc::<u32>(1)?;
+        block_on(moves::moved_sender::launch(
+            &dev,
+            Grid::blocks(2),
+            (n, &mut out),
+        ))?;
+        assert_eq!(
+            out.download()?,
+            vec![(0..n).map(|i| 2 * i).sum::<u32>()],
+            "{dev}, n = {n}"
+        );
     }
+    dev.set_watchdog(Some(Duration::from_secs(5)));
     Ok(())
 }
 

@@ -1,4 +1,8 @@
-//! Checks of the CUDA backend; skipped (passing) where there is no CUDA device.
+//! Checks of the CUDA backend, on the GPU.
+
+#[path = "common/devices.rs"]
+mod devices;
+
 use std::time::{Duration, Instant};
 
 use gpu_async::__private::{launch, Target};
@@ -6,6 +10,7 @@ use gpu_async::{
     block_on, BackendKind, Device, Error, Grid, KernelSpec, ParamKind, ParamSpec, Result,
     ScalarType,
 };
+use gpu_async_testing::needs_gpu;
 
 const SAXPY_PTX: &str = r#"
 .version 8.0
@@ -180,16 +185,6 @@ static BAD: KernelSpec = KernelSpec {
     abort_protocol: false,
 };
 
-fn gpu() -> Option<Device> {
-    match Device::cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            None
-        }
-    }
-}
-
 fn not_sim() -> Error {
     Error::Buffer("expected CUDA".into())
 }
@@ -226,9 +221,9 @@ fn spin(device: &Device, cycles: usize) -> gpu_async::Launch<'_> {
     })
 }
 
-#[test]
+#[needs_gpu]
 fn cuda_end_to_end() -> Result<()> {
-    let Some(device) = gpu() else { return Ok(()) };
+    let device = devices::gpu();
     eprintln!("device: {device} / {device:?}, sms {}", device.sm_count()?);
     assert_eq!(device.kind(), BackendKind::Cuda);
     let default = Device::default()?;

@@ -1,8 +1,12 @@
 //! A kernel that faults comes back as an `Err` from its launch future instead of hanging.
-//! Its own test binary: a fault poisons the process's CUDA context. Skips without a CUDA device.
+//! Its own test binary: a fault poisons the process's CUDA context. Needs a GPU.
+
+#[path = "common/devices.rs"]
+mod devices;
 
 use gpu_async::__private::launch;
-use gpu_async::{block_on, Device, Error, Grid, KernelSpec};
+use gpu_async::{block_on, Error, Grid, KernelSpec};
+use gpu_async_testing::needs_gpu;
 
 const FAULT_PTX: &str = r#"
 .version 8.0
@@ -31,15 +35,9 @@ static FAULT: KernelSpec = KernelSpec {
     abort_protocol: false,
 };
 
-#[test]
+#[needs_gpu]
 fn kernel_fault_is_an_error_not_a_hang() {
-    let device = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return;
-        }
-    };
+    let device = devices::gpu();
     let r = block_on(launch(&device, &FAULT, Grid::blocks(1), |_| Ok(())));
     eprintln!("fault: {r:?}");
     assert!(

@@ -13,14 +13,11 @@ mod deadlock;
 #[path = "../../examples/saxpy.rs"]
 mod saxpy;
 
-#[path = "common/devices.rs"]
-mod devices;
-
-use devices::devices;
 use std::time::{Duration, Instant};
 
 use faults::faults as k;
 use gpu_async::{block_on, Device, Error, Grid};
+use gpu_async_testing::on_each_device;
 
 /// The device still runs a correct kernel correctly.
 fn still_usable(dev: &Device) {
@@ -56,205 +53,184 @@ fn expect_panic(err: Error, role: &str, message: &str, line_of: &str) {
     }
 }
 
-#[test]
-fn an_index_out_of_bounds_in_a_parallel_loop() {
-    for dev in devices() {
-        let n = 1000;
-        let x = dev.upload(&vec![1.0f32; n]).unwrap();
-        let mut y = dev.alloc::<f32>(n).unwrap();
-        let err = block_on(k::shifted_read::launch(
-            &dev,
-            Grid::blocks(2),
-            (3, &x, &mut y),
-        ))
-        .unwrap_err();
+#[on_each_device]
+fn an_index_out_of_bounds_in_a_parallel_loop(dev: Device) {
+    let n = 1000;
+    let x = dev.upload(&vec![1.0f32; n]).unwrap();
+    let mut y = dev.alloc::<f32>(n).unwrap();
+    let err = block_on(k::shifted_read::launch(
+        &dev,
+        Grid::blocks(2),
+        (3, &x, &mut y),
+    ))
+    .unwrap_err();
+    eprintln!("{dev}: {err}");
+    expect_panic(err, "shifted", "index out of bounds", "x[i + shift]");
+    still_usable(&dev);
+}
+
+#[on_each_device]
+fn a_division_by_zero_in_role_code(dev: Device) {
+    let mut y = dev.alloc::<u32>(64).unwrap();
+    let err = block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 0, &mut y))).unwrap_err();
+    eprintln!("{dev}: {err}");
+    expect_panic(err, "quotient", "divide by zero", "n / d");
+    still_usable(&dev);
+    // And the same kernel with a divisor works.
+    block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 2, &mut y))).unwrap();
+    assert_eq!(y.download().unwrap(), vec![3; 64]);
+}
+
+#[on_each_device]
+fn an_unwrap_of_none_while_another_role_waits(dev: Device) {
+    let x = dev.upload(&vec![2.0f32; 64 * 40]).unwrap();
+    let mut y = dev.alloc::<f32>(64 * 3).unwrap();
+    let err = block_on(k::short_output::launch(&dev, Grid::blocks(2), (&x, &mut y))).unwrap_err();
+    eprintln!("{dev}: {err}");
+    expect_panic(err, "store", "unwrap()", "tiles.next().unwrap()");
+    still_usable(&dev);
+}
+
+#[on_each_device]
+fn a_tile_of_a_longer_slice_is_out_of_bounds(dev: Device) {
+    let x = dev.upload(&vec![1.5f32; 64 * 5]).unwrap();
+    let mut y = dev.alloc::<f32>(64 * 3 + 10).unwrap();
+    let err = block_on(k::tiles_of_another_slice::launch(
+        &dev,
+        Grid::blocks(2),
+        (&x, &mut y),
+    ))
+    .unwrap_err();
+    eprintln!("{dev}: {err}");
+    // Rust's message on the simulator, the compiler's on the GPU.
+    let message = match dev.kind() {
+        gpu_async::BackendKind::Simulator => "out of range for slice of length 202",
+        _ => "slice range past the end of the slice",
+    };
+    expect_panic(err, "copy_tiles", message, "y[tile.start..tile.end]");
+    // As long as `x`, `y` takes every tile.
+    let mut y = dev.alloc::<f32>(64 * 5).unwrap();
+    block_on(k::tiles_of_another_slice::launch(
+        &dev,
+        Grid::blocks(2),
+        (&x, &mut y),
+    ))
+    .unwrap();
+    assert_eq!(y.download().unwrap(), vec![1.5; 64 * 5], "{dev}");
+    still_usable(&dev);
+}
+
+#[on_each_device]
+fn a_deadlock_is_stopped_by_the_watchdog(dev: Device) {
+    dev.set_watchdog(Some(Duration::from_millis(200)));
+    let mut x = dev.alloc::<f32>(32).unwrap();
+    let started = Instant::now();
+    let err = block_on(deadlock::deadlock::cross::launch(
+        &dev,
+        Grid::blocks(2),
+        (false, &mut x),
+    ))
+    .unwrap_err();
+    eprintln!("{dev}: {err} (after {:?})", started.elapsed());
+    let Error::Deadlock { kernel, waits, .. } = &err else {
+        panic!("expected a deadlock, got {err:?}");
+    };
+    assert!(kernel.ends_with("deadlock::cross"));
+    assert!(
+        waits
+            .iter()
+            .any(|w| w.waiting_on.contains("recv()") && w.location.contains("deadlock.rs:")),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    dev.set_watchdog(Some(Duration::from_secs(5)));
+    still_usable(&dev);
+}
+
+#[on_each_device]
+fn an_assert_in_a_parallel_loop(dev: Device) {
+    let mut xs = vec![4.0f32; 5000];
+    xs[4321] = -1.0;
+    let x = dev.upload(&xs).unwrap();
+    let mut y = dev.alloc::<f32>(xs.len()).unwrap();
+    let err = block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap_err();
+    eprintln!("{dev}: {err}");
+    expect_panic(err, "roots", "negative input", "assert!(*v >= 0.0");
+    still_usable(&dev);
+    let x = dev.upload(&vec![4.0f32; 5000]).unwrap();
+    block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap();
+    assert!(y.download().unwrap().iter().all(|v| *v == 2.0));
+}
+
+#[on_each_device]
+fn panic_unreachable_and_assert_eq_in_role_code(dev: Device) {
+    let mut y = dev.alloc::<u32>(64).unwrap();
+    for (mode, message, line) in [
+        (1, "mode one is not allowed", "panic!(\"mode one"),
+        (2, "entered unreachable code", "unreachable!()"),
+        (
+            7,
+            "assertion `left == right` failed",
+            "assert_eq!(mode + 1, 5)",
+        ),
+    ] {
+        let err = block_on(k::modes::launch(&dev, Grid::blocks(2), (mode, &mut y))).unwrap_err();
         eprintln!("{dev}: {err}");
-        expect_panic(err, "shifted", "index out of bounds", "x[i + shift]");
-        still_usable(&dev);
+        expect_panic(err, "pick", message, line);
     }
+    still_usable(&dev);
+    block_on(k::modes::launch(&dev, Grid::blocks(2), (4, &mut y))).unwrap();
+    assert_eq!(y.download().unwrap(), vec![20; 64]);
 }
 
-#[test]
-fn a_division_by_zero_in_role_code() {
-    for dev in devices() {
-        let mut y = dev.alloc::<u32>(64).unwrap();
-        let err = block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 0, &mut y))).unwrap_err();
-        eprintln!("{dev}: {err}");
-        expect_panic(err, "quotient", "divide by zero", "n / d");
-        still_usable(&dev);
-        // And the same kernel with a divisor works.
-        block_on(k::divide::launch(&dev, Grid::blocks(3), (7, 2, &mut y))).unwrap();
-        assert_eq!(y.download().unwrap(), vec![3; 64]);
-    }
+#[on_each_device]
+fn compound_division_checks_its_divisor(dev: Device) {
+    let mut y = dev.alloc::<i32>(32).unwrap();
+    let err = block_on(k::compound::launch(&dev, Grid::blocks(1), (7, 0, &mut y))).unwrap_err();
+    expect_panic(
+        err,
+        "divide_compound",
+        "attempt to divide by zero",
+        "q /= d",
+    );
+    let err = block_on(k::compound::launch(
+        &dev,
+        Grid::blocks(1),
+        (i32::MIN, -1, &mut y),
+    ))
+    .unwrap_err();
+    expect_panic(
+        err,
+        "divide_compound",
+        "attempt to divide with overflow",
+        "q /= d",
+    );
+    block_on(k::compound::launch(&dev, Grid::blocks(1), (-7, 2, &mut y))).unwrap();
+    assert_eq!(y.download().unwrap(), vec![-1; 32], "{dev}");
+    still_usable(&dev);
 }
 
-#[test]
-fn an_unwrap_of_none_while_another_role_waits() {
-    for dev in devices() {
-        let x = dev.upload(&vec![2.0f32; 64 * 40]).unwrap();
-        let mut y = dev.alloc::<f32>(64 * 3).unwrap();
-        let err =
-            block_on(k::short_output::launch(&dev, Grid::blocks(2), (&x, &mut y))).unwrap_err();
-        eprintln!("{dev}: {err}");
-        expect_panic(err, "store", "unwrap()", "tiles.next().unwrap()");
-        still_usable(&dev);
-    }
-}
-
-#[test]
-fn a_tile_of_a_longer_slice_is_out_of_bounds() {
-    for dev in devices() {
-        let x = dev.upload(&vec![1.5f32; 64 * 5]).unwrap();
-        let mut y = dev.alloc::<f32>(64 * 3 + 10).unwrap();
-        let err = block_on(k::tiles_of_another_slice::launch(
-            &dev,
-            Grid::blocks(2),
-            (&x, &mut y),
-        ))
-        .unwrap_err();
-        eprintln!("{dev}: {err}");
-        // Rust's message on the simulator, the compiler's on the GPU.
-        let message = match dev.kind() {
-            gpu_async::BackendKind::Simulator => "out of range for slice of length 202",
-            _ => "slice range past the end of the slice",
-        };
-        expect_panic(err, "copy_tiles", message, "y[tile.start..tile.end]");
-        // As long as `x`, `y` takes every tile.
-        let mut y = dev.alloc::<f32>(64 * 5).unwrap();
-        block_on(k::tiles_of_another_slice::launch(
-            &dev,
-            Grid::blocks(2),
-            (&x, &mut y),
-        ))
-        .unwrap();
-        assert_eq!(y.download().unwrap(), vec![1.5; 64 * 5], "{dev}");
-        still_usable(&dev);
-    }
-}
-
-#[test]
-fn a_deadlock_is_stopped_by_the_watchdog() {
-    for dev in devices() {
-        dev.set_watchdog(Some(Duration::from_millis(200)));
-        let mut x = dev.alloc::<f32>(32).unwrap();
-        let started = Instant::now();
-        let err = block_on(deadlock::deadlock::cross::launch(
-            &dev,
-            Grid::blocks(2),
-            (false, &mut x),
-        ))
-        .unwrap_err();
-        eprintln!("{dev}: {err} (after {:?})", started.elapsed());
-        let Error::Deadlock { kernel, waits, .. } = &err else {
-            panic!("expected a deadlock, got {err:?}");
-        };
-        assert!(kernel.ends_with("deadlock::cross"));
-        assert!(
-            waits
-                .iter()
-                .any(|w| w.waiting_on.contains("recv()") && w.location.contains("deadlock.rs:")),
-            "{err}"
-        );
-        assert!(started.elapsed() < Duration::from_secs(30));
-        dev.set_watchdog(Some(Duration::from_secs(5)));
-        still_usable(&dev);
-    }
-}
-
-#[test]
-fn an_assert_in_a_parallel_loop() {
-    for dev in devices() {
-        let mut xs = vec![4.0f32; 5000];
-        xs[4321] = -1.0;
-        let x = dev.upload(&xs).unwrap();
-        let mut y = dev.alloc::<f32>(xs.len()).unwrap();
-        let err =
-            block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap_err();
-        eprintln!("{dev}: {err}");
-        expect_panic(err, "roots", "negative input", "assert!(*v >= 0.0");
-        still_usable(&dev);
-        let x = dev.upload(&vec![4.0f32; 5000]).unwrap();
-        block_on(k::checked_sqrt::launch(&dev, Grid::blocks(3), (&x, &mut y))).unwrap();
-        assert!(y.download().unwrap().iter().all(|v| *v == 2.0));
-    }
-}
-
-#[test]
-fn panic_unreachable_and_assert_eq_in_role_code() {
-    for dev in devices() {
-        let mut y = dev.alloc::<u32>(64).unwrap();
-        for (mode, message, line) in [
-            (1, "mode one is not allowed", "panic!(\"mode one"),
-            (2, "entered unreachable code", "unreachable!()"),
-            (
-                7,
-                "assertion `left == right` failed",
-                "assert_eq!(mode + 1, 5)",
-            ),
-        ] {
-            let err =
-                block_on(k::modes::launch(&dev, Grid::blocks(2), (mode, &mut y))).unwrap_err();
-            eprintln!("{dev}: {err}");
-            expect_panic(err, "pick", message, line);
-        }
-        still_usable(&dev);
-        block_on(k::modes::launch(&dev, Grid::blocks(2), (4, &mut y))).unwrap();
-        assert_eq!(y.download().unwrap(), vec![20; 64]);
-    }
-}
-
-#[test]
-fn compound_division_checks_its_divisor() {
-    for dev in devices() {
-        let mut y = dev.alloc::<i32>(32).unwrap();
-        let err = block_on(k::compound::launch(&dev, Grid::blocks(1), (7, 0, &mut y))).unwrap_err();
-        expect_panic(
-            err,
-            "divide_compound",
-            "attempt to divide by zero",
-            "q /= d",
-        );
-        let err = block_on(k::compound::launch(
-            &dev,
-            Grid::blocks(1),
-            (i32::MIN, -1, &mut y),
-        ))
-        .unwrap_err();
-        expect_panic(
-            err,
-            "divide_compound",
-            "attempt to divide with overflow",
-            "q /= d",
-        );
-        block_on(k::compound::launch(&dev, Grid::blocks(1), (-7, 2, &mut y))).unwrap();
-        assert_eq!(y.download().unwrap(), vec![-1; 32], "{dev}");
-        still_usable(&dev);
-    }
-}
-
-#[test]
-fn signed_division_overflow_panics() {
-    for dev in devices() {
-        let mut y = dev.alloc::<i32>(32).unwrap();
-        let err = block_on(k::overflow::launch(
-            &dev,
-            Grid::blocks(1),
-            (i32::MIN, -1, &mut y),
-        ))
-        .unwrap_err();
-        eprintln!("{dev}: {err}");
-        expect_panic(
-            err,
-            "divide_signed",
-            "attempt to divide with overflow",
-            "n / d",
-        );
-        block_on(k::overflow::launch(
-            &dev,
-            Grid::blocks(1),
-            (i32::MIN, 2, &mut y),
-        ))
-        .unwrap();
-        assert_eq!(y.download().unwrap(), vec![i32::MIN / 2; 32]);
-    }
+#[on_each_device]
+fn signed_division_overflow_panics(dev: Device) {
+    let mut y = dev.alloc::<i32>(32).unwrap();
+    let err = block_on(k::overflow::launch(
+        &dev,
+        Grid::blocks(1),
+        (i32::MIN, -1, &mut y),
+    ))
+    .unwrap_err();
+    eprintln!("{dev}: {err}");
+    expect_panic(
+        err,
+        "divide_signed",
+        "attempt to divide with overflow",
+        "n / d",
+    );
+    block_on(k::overflow::launch(
+        &dev,
+        Grid::blocks(1),
+        (i32::MIN, 2, &mut y),
+    ))
+    .unwrap();
+    assert_eq!(y.download().unwrap(), vec![i32::MIN / 2; 32]);
 }

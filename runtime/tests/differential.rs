@@ -1,8 +1,8 @@
 //! The differential suite of the scalar language: every kernel of `common/scalars.rs` runs on
 //! the simulator over random inputs and edge values (0, -0.0, NaN, infinities, MIN, MAX,
 //! subnormals), where the operations the shadow code rewrites (wrapping arithmetic, negation,
-//! `abs`) are also checked against plain Rust; where there is a GPU, it runs there too and is
-//! compared with the simulator: bit for bit for integers, exactly rounded float operations and
+//! `abs`) are also checked against plain Rust; the GPU tests run them there too and compare with
+//! the simulator: bit for bit for integers, exactly rounded float operations and
 //! float `%` (of `f32`, `f64`, `f16` and `bf16`), within the documented ulp for the `f32` and
 //! `f64` functions computed through series. Every kernel is assembled with ptxas. (The IR of
 //! the float functions and of `%` is also run on the host by the compiler's `tests/math_ir.rs`,
@@ -12,7 +12,11 @@
 #[path = "common/scalars.rs"]
 mod scalars;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use gpu_async::{block_on, Device, DeviceBuffer, Grid, KernelScalar};
+use gpu_async_testing::{needs_gpu, needs_ptxas};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -533,15 +537,9 @@ fn the_simulator_computes_what_rust_computes() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn the_gpu_computes_what_the_simulator_computes() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     let sim = Device::simulator();
     let mut failures = Vec::new();
     for (ty, run, _) in CASES {
@@ -612,15 +610,9 @@ const MAX_ULPS_HOST: u64 = 2;
 type HostFn = fn(f32, f32) -> f32;
 type HostFn64 = fn(f64, f64) -> f64;
 
-#[test]
+#[needs_gpu]
 fn the_f32_functions_are_within_an_ulp_of_the_host() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     let (a, b) = transcendental_inputs(9);
     let (da, db) = (gpu.upload(&a)?, gpu.upload(&b)?);
     let mut outs: Vec<DeviceBuffer<f32>> = (0..8).map(|_| out(&gpu)).collect();
@@ -782,15 +774,9 @@ const HOST64: [(&str, HostFn64); 8] = [
     ("powf", |x, y| x.powf(y)),
 ];
 
-#[test]
+#[needs_gpu]
 fn the_f64_functions_are_within_their_bound_of_the_simulator() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     let sim = Device::simulator();
     let mut failures = Vec::new();
     for seed in [10, 11] {
@@ -872,16 +858,9 @@ fn kernels() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-#[test]
+#[needs_ptxas]
 fn every_kernel_of_the_suite_assembles_with_ptxas() {
-    if std::env::var("GPU_ASYNC_SKIP_PTXAS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: GPU_ASYNC_SKIP_PTXAS=1");
-        return;
-    }
-    let ptxas = gpu_async_compiler::ptxas::find().expect(
-        "ptxas not found: `pip install nvidia-cuda-nvcc==13.0.88` (or set PTXAS); \
-         GPU_ASYNC_SKIP_PTXAS=1 skips this test",
-    );
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for (name, ptx) in kernels() {
         if let Err(log) = gpu_async_compiler::ptxas::assemble(&ptxas, name, ptx) {
             panic!("ptxas rejected `{name}`:\n{log}");

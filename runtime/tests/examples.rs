@@ -1,5 +1,5 @@
 //! The examples' kernels on random inputs, every element compared with a CPU loop: on the
-//! simulator always, on the GPU when there is one (skipped, with the reason, otherwise).
+//! simulator, and on the GPU in the `#[needs_gpu]` tests.
 
 #[allow(dead_code)]
 #[path = "../../examples/saxpy.rs"]
@@ -25,6 +25,14 @@ mod histogram;
 mod copy;
 
 #[allow(dead_code)]
+#[path = "../../examples/transpose.rs"]
+mod transpose;
+
+#[allow(dead_code)]
+#[path = "../../examples/scan.rs"]
+mod scan;
+
+#[allow(dead_code)]
 #[path = "../../examples/saxpy_variants.rs"]
 mod saxpy_variants;
 
@@ -44,6 +52,7 @@ mod pipeline_variants;
 use pipeline_variants::pipeline;
 
 use gpu_async::{Device, Grid};
+use gpu_async_testing::{needs_gpu, on_each_device};
 
 /// Empty, shorter than a tile, around tile boundaries (2048 for saxpy, 1024 for the pipeline),
 /// and not a multiple of anything.
@@ -60,16 +69,6 @@ const LENGTHS: &[usize] = &[
     3 * 2048 + 17,
     40_009,
 ];
-
-fn gpu() -> Option<Device> {
-    match Device::cuda(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            eprintln!("skipping the GPU half: {e}");
-            None
-        }
-    }
-}
 
 #[test]
 fn saxpy_on_the_simulator() -> gpu_async::Result<()> {
@@ -136,9 +135,9 @@ fn softmax_on_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn softmax_on_the_gpu() -> gpu_async::Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = devices::gpu();
     let sms = dev.sm_count()?;
     for (rows, blocks) in [(1, 1), (7, 3), (300, sms), (1024, 2 * sms)] {
         let worst = softmax::run_and_check(&dev, Grid::blocks(blocks), rows, rows as u64)?;
@@ -150,11 +149,62 @@ fn softmax_on_the_gpu() -> gpu_async::Result<()> {
     Ok(())
 }
 
+#[test]
+fn transpose_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (n, blocks) in [(32, 1), (64, 3), (160, 7)] {
+        let bad = transpose::run_and_check(&dev, Grid::blocks(blocks), n, n as u64)?;
+        assert_eq!(bad, 0, "transpose: n = {n}, {blocks} blocks");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn transpose_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    let sms = dev.sm_count()?;
+    for (n, blocks) in [(32, 1), (96, 5), (1024, sms), (4096, 12 * sms)] {
+        let bad = transpose::run_and_check(&dev, Grid::blocks(blocks), n, n as u64)?;
+        assert_eq!(bad, 0, "transpose: n = {n}, {blocks} blocks");
+    }
+    Ok(())
+}
+
+#[test]
+fn scan_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for n in [0, 1, 1000, 8191, 8192, 8193, 40_000] {
+        let bad = scan::run_and_check(&dev, n, n as u64)?;
+        assert_eq!(bad, 0, "scan: n = {n}");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn scan_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    for n in [
+        0,
+        1,
+        1000,
+        8191,
+        8192,
+        8193,
+        40_000,
+        1 << 22,
+        (1 << 24) + 13,
+    ] {
+        let bad = scan::run_and_check(&dev, n, n as u64)?;
+        assert_eq!(bad, 0, "scan: n = {n}");
+    }
+    Ok(())
+}
+
 type Check = fn(&Device, Grid, usize, u64) -> gpu_async::Result<usize>;
 
 /// Every length above plus two large ones, on 1, 1 and 4 blocks per multiprocessor.
 fn on_the_gpu(name: &str, check: Check) -> gpu_async::Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = devices::gpu();
     let sms = dev.sm_count()?;
     for (i, &n) in LENGTHS.iter().chain(&[1 << 22, (1 << 24) + 13]).enumerate() {
         for blocks in [1, sms, 4 * sms] {
@@ -165,11 +215,11 @@ fn on_the_gpu(name: &str, check: Check) -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("saxpy", saxpy::run_and_check)?;
     // The example's default grid: one block per tile.
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = devices::gpu();
     for (i, &n) in LENGTHS.iter().chain(&[(1 << 24) + 13]).enumerate() {
         let bad = saxpy::run_and_check(&dev, saxpy::tile_grid(&dev, n), n, 50 + i as u64)?;
         assert_eq!(
@@ -180,11 +230,11 @@ fn saxpy_on_the_gpu() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("pipeline", pipeline::run_and_check)?;
     // The example's default grid: one block per 8 tiles, more blocks than are resident.
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = devices::gpu();
     for (i, &n) in LENGTHS.iter().chain(&[(1 << 24) + 13]).enumerate() {
         let grid = pipeline::tile_group_grid(&dev, n);
         let bad = pipeline::run_and_check(&dev, grid, n, 70 + i as u64)?;
@@ -196,61 +246,68 @@ fn pipeline_on_the_gpu() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn reduce_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("reduce", reduce_check)
 }
 
 /// Every shape of the pipeline in `pipeline_variants` (other tiles, deeper rings, loops that are
-/// not unrolled) computes `a * x + b`, around its tile boundaries too.
-#[test]
-fn pipeline_variants_on_both_backends() -> gpu_async::Result<()> {
-    let mut devices = vec![(Device::simulator(), 3)];
-    if let Some(g) = gpu() {
-        let sms = g.sm_count()?;
-        devices.push((g, 2 * sms));
-    }
-    for (dev, blocks) in devices {
-        for (name, launch) in pipeline_variants::variants() {
-            for n in [0, 1, 511, 513, 1025, 40_009] {
-                let grid = Grid::blocks(blocks);
-                let bad = pipeline::run_and_check_kernel(launch, &dev, grid, n, 5 + n as u64)?;
-                assert_eq!(bad, 0, "{name} on {dev}: n = {n}");
-            }
+/// not unrolled) computes `a * x + b`, around its tile boundaries too, on `blocks` blocks.
+fn pipeline_variants_on(dev: &Device, blocks: u32) -> gpu_async::Result<()> {
+    for (name, launch) in pipeline_variants::variants() {
+        for n in [0, 1, 511, 513, 1025, 40_009] {
+            let grid = Grid::blocks(blocks);
+            let bad = pipeline::run_and_check_kernel(launch, dev, grid, n, 5 + n as u64)?;
+            assert_eq!(bad, 0, "{name} on {dev}: n = {n}");
         }
     }
     Ok(())
 }
 
-/// saxpy with `get_unchecked` tile slicing computes what the checked one does.
 #[test]
-fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
-    let mut devices = vec![(Device::simulator(), 3)];
-    if let Some(g) = gpu() {
-        let sms = g.sm_count()?;
-        devices.push((g, 4 * sms));
-    }
-    for (dev, blocks) in devices {
-        for n in [0, 1, 2047, 2049, 40_009] {
-            let xs = gpu_async::bench::random_f32(n, 1);
-            let ys = gpu_async::bench::random_f32(n, 2);
-            let x = dev.upload(&xs)?;
-            let mut y = dev.upload(&ys)?;
-            gpu_async::block_on(saxpy_variants::unchecked::saxpy::launch(
-                &dev,
-                Grid::blocks(blocks),
-                (1.25, &x, &mut y),
-            ))?;
-            let got = y.download()?;
-            let bad = got
-                .iter()
-                .zip(xs.iter().zip(&ys))
-                .filter(|(g, (x, y))| g.to_bits() != (1.25 * **x + **y).to_bits())
-                .count();
-            assert_eq!(bad, 0, "unchecked saxpy on {dev}: n = {n}");
-        }
+fn pipeline_variants_on_the_simulator() -> gpu_async::Result<()> {
+    pipeline_variants_on(&Device::simulator(), 3)
+}
+
+#[needs_gpu]
+fn pipeline_variants_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    pipeline_variants_on(&dev, 2 * dev.sm_count()?)
+}
+
+/// saxpy with `get_unchecked` tile slicing computes what the checked one does, on `blocks`
+/// blocks.
+fn unchecked_saxpy_on(dev: &Device, blocks: u32) -> gpu_async::Result<()> {
+    for n in [0, 1, 2047, 2049, 40_009] {
+        let xs = gpu_async::bench::random_f32(n, 1);
+        let ys = gpu_async::bench::random_f32(n, 2);
+        let x = dev.upload(&xs)?;
+        let mut y = dev.upload(&ys)?;
+        gpu_async::block_on(saxpy_variants::unchecked::saxpy::launch(
+            dev,
+            Grid::blocks(blocks),
+            (1.25, &x, &mut y),
+        ))?;
+        let got = y.download()?;
+        let bad = got
+            .iter()
+            .zip(xs.iter().zip(&ys))
+            .filter(|(g, (x, y))| g.to_bits() != (1.25 * **x + **y).to_bits())
+            .count();
+        assert_eq!(bad, 0, "unchecked saxpy on {dev}: n = {n}");
     }
     Ok(())
+}
+
+#[test]
+fn unchecked_saxpy_on_the_simulator() -> gpu_async::Result<()> {
+    unchecked_saxpy_on(&Device::simulator(), 3)
+}
+
+#[needs_gpu]
+fn unchecked_saxpy_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    unchecked_saxpy_on(&dev, 4 * dev.sm_count()?)
 }
 
 /// The 64-FMA kernels that take their own shapes: one role without a ring, with registers sized for
@@ -258,44 +315,42 @@ fn unchecked_saxpy_on_both_backends() -> gpu_async::Result<()> {
 /// and `y` through two rings. Every element against the CPU's 64 `mul_add`s, at lengths with and
 /// without a partial tile, on a grid of one block per tile (more blocks than are resident) and on
 /// a smaller one.
-#[test]
-fn fma64_variants_on_both_backends() -> gpu_async::Result<()> {
+#[on_each_device]
+fn fma64_variants(dev: Device) -> gpu_async::Result<()> {
     use saxpy_variants::{
         fma64_flat_w8_t4k_b8 as flat, fma64_reference as reference,
         fma64_xy_w10_t4k_d2 as two_rings,
     };
-    for dev in devices::devices() {
-        for n in [0, 1, 4095, 4096, 40_009, 1 << 20] {
-            let grids = [Grid::per_tile(n, flat::TILE), Grid::blocks(3)];
-            let xs = gpu_async::bench::random_f32(n, 5);
-            let ys = gpu_async::bench::random_f32(n, 6);
-            let x = dev.upload(&xs)?;
-            let y_in = dev.upload(&ys)?;
-            for grid in grids {
-                let mut y = dev.upload(&ys)?;
-                gpu_async::block_on(flat::fma64::launch(&dev, grid, (-0.5, &x, &mut y)))?;
-                let mut z = dev.alloc::<f32>(n)?;
-                gpu_async::block_on(two_rings::fma64::launch(
-                    &dev,
-                    grid,
-                    (-0.5, &x, &y_in, &mut z),
-                ))?;
-                for (name, got) in [
-                    ("in place, no ring", y.download()?),
-                    ("two rings", z.download()?),
-                ] {
-                    let bad = got
-                        .iter()
-                        .zip(xs.iter().zip(&ys))
-                        .filter(|(g, (x, y))| g.to_bits() != reference(-0.5, **x, **y).to_bits())
-                        .count();
-                    assert_eq!(
-                        bad,
-                        0,
-                        "fma64 {name} on {dev}: n = {n}, {} blocks",
-                        grid.block_count()
-                    );
-                }
+    for n in [0, 1, 4095, 4096, 40_009, 1 << 20] {
+        let grids = [Grid::per_tile(n, flat::TILE), Grid::blocks(3)];
+        let xs = gpu_async::bench::random_f32(n, 5);
+        let ys = gpu_async::bench::random_f32(n, 6);
+        let x = dev.upload(&xs)?;
+        let y_in = dev.upload(&ys)?;
+        for grid in grids {
+            let mut y = dev.upload(&ys)?;
+            gpu_async::block_on(flat::fma64::launch(&dev, grid, (-0.5, &x, &mut y)))?;
+            let mut z = dev.alloc::<f32>(n)?;
+            gpu_async::block_on(two_rings::fma64::launch(
+                &dev,
+                grid,
+                (-0.5, &x, &y_in, &mut z),
+            ))?;
+            for (name, got) in [
+                ("in place, no ring", y.download()?),
+                ("two rings", z.download()?),
+            ] {
+                let bad = got
+                    .iter()
+                    .zip(xs.iter().zip(&ys))
+                    .filter(|(g, (x, y))| g.to_bits() != reference(-0.5, **x, **y).to_bits())
+                    .count();
+                assert_eq!(
+                    bad,
+                    0,
+                    "fma64 {name} on {dev}: n = {n}, {} blocks",
+                    grid.block_count()
+                );
             }
         }
     }
@@ -314,7 +369,7 @@ fn copy_on_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn copy_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("copy", copy::run_and_check)
 }
@@ -334,16 +389,16 @@ fn histogram_on_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn histogram_on_the_gpu() -> gpu_async::Result<()> {
     on_the_gpu("histogram", histogram::run_and_check)
 }
 
 /// 2^28 + 5 elements (1 GiB per buffer), on the grids the examples use.
-#[test]
+#[needs_gpu]
 #[ignore = "heavy: 2^28 elements; run on the GPU machine with --include-ignored"]
 fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
-    let Some(dev) = gpu() else { return Ok(()) };
+    let dev = devices::gpu();
     let n = (1 << 28) + 5;
     let bad = saxpy::run_and_check(&dev, saxpy::grid_for(&dev, 4)?, n, 9)?;
     assert_eq!(bad, 0, "saxpy: {bad} mismatches, n = {n}");
@@ -357,28 +412,102 @@ fn large_inputs_on_the_gpu() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
-fn async_demos_on_both_backends() -> gpu_async::Result<()> {
-    let devices = devices::devices();
-    for dev in devices {
-        for &n in &[0, 1, 255, 256, 257, 5000] {
-            for blocks in [1, 3] {
-                let bad = async_demos::run_and_check(&dev, Grid::blocks(blocks), n)?;
-                assert_eq!(bad, 0, "{dev}: {bad} mismatches, n = {n}, {blocks} blocks");
-            }
+#[on_each_device]
+fn async_demos_match_the_cpu(dev: Device) -> gpu_async::Result<()> {
+    for &n in &[0, 1, 255, 256, 257, 5000] {
+        for blocks in [1, 3] {
+            let bad = async_demos::run_and_check(&dev, Grid::blocks(blocks), n)?;
+            assert_eq!(bad, 0, "{dev}: {bad} mismatches, n = {n}, {blocks} blocks");
         }
     }
     Ok(())
 }
 
-#[test]
-fn join_cost_variants_agree_on_both_backends() -> gpu_async::Result<()> {
-    let devices = devices::devices();
-    for dev in devices {
-        for items in [0u32, 1, 2, 3, 500] {
-            let failures = join_cost::check(&dev, items)?;
-            assert!(failures.is_empty(), "{dev}, {items} items: {failures:?}");
-        }
+#[on_each_device]
+fn join_cost_variants_agree(dev: Device) -> gpu_async::Result<()> {
+    for items in [0u32, 1, 2, 3, 500] {
+        let failures = join_cost::check(&dev, items)?;
+        assert!(failures.is_empty(), "{dev}, {items} items: {failures:?}");
     }
+    Ok(())
+}
+
+/// `Err(e)` whose message names `what`, with the kernel's own words; a launch that succeeded or
+/// failed for another reason is a test failure.
+fn rejected(result: gpu_async::Result<()>, what: &str) {
+    match result {
+        Err(gpu_async::Error::KernelPanic { message, .. }) if message.contains(what) => {}
+        other => panic!("expected a kernel panic saying {what:?}, got {other:?}"),
+    }
+}
+
+/// Every example kernel checks that its buffers fit together: a launch with lengths that differ
+/// is an `Err` that says so, never a partial result or a hang.
+#[on_each_device]
+fn examples_reject_buffers_of_different_lengths(dev: Device) -> gpu_async::Result<()> {
+    let grid = Grid::blocks(2);
+    let x = dev.upload(&vec![1.0f32; 4096])?;
+    for y_len in [1000, 8192] {
+        let mut y = dev.alloc::<f32>(y_len)?;
+        let differ = "x and y differ in length";
+        rejected(
+            gpu_async::block_on(saxpy::stream::saxpy::launch(&dev, grid, (2.0, &x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(pipeline::pipeline::scale_shift::launch(
+                &dev,
+                grid,
+                (2.0, 1.0, &x, &mut y),
+            )),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(copy::copy::copy::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(copy::tiles::copy::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+        rejected(
+            gpu_async::block_on(softmax::softmax::rows::launch(&dev, grid, (&x, &mut y))),
+            differ,
+        );
+    }
+    let ragged = dev.upload(&vec![1.0f32; 4097])?;
+    let mut y = dev.alloc::<f32>(4097)?;
+    rejected(
+        gpu_async::block_on(softmax::softmax::rows::launch(
+            &dev,
+            grid,
+            (&ragged, &mut y),
+        )),
+        "whole number of rows",
+    );
+    let mut partials = dev.alloc::<f32>(1)?;
+    rejected(
+        gpu_async::block_on(reduce::reduce::sum::launch(&dev, grid, (&x, &mut partials))),
+        "one element per block",
+    );
+    let words = dev.upload(&[3u32; 25])?;
+    let mut bins = dev.alloc::<u32>(255)?;
+    rejected(
+        gpu_async::block_on(histogram::histogram::count::launch(
+            &dev,
+            grid,
+            (&words, 100, &mut bins),
+        )),
+        "256",
+    );
+    let mut bins = dev.alloc::<u32>(256)?;
+    rejected(
+        gpu_async::block_on(histogram::histogram::count::launch(
+            &dev,
+            grid,
+            (&words, 101, &mut bins),
+        )),
+        "fewer than n bytes",
+    );
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! Launches are plain futures: they are awaited under a tokio current-thread runtime, a tokio
-//! multi-thread runtime, `pollster::block_on` and `gpu_async::block_on`, on the simulator always
-//! and on the GPU when there is one (skipped, with the reason, otherwise). Work enqueued on one
-//! stream runs in order, so awaiting only the last launch is enough.
+//! multi-thread runtime, `pollster::block_on` and `gpu_async::block_on`, on the simulator and on
+//! the GPU. Work enqueued on one stream runs in order, so awaiting only the last launch is enough.
 
 #[allow(dead_code)]
 #[path = "../../examples/saxpy.rs"]
@@ -14,16 +13,16 @@ mod host_kernels;
 #[path = "common/devices.rs"]
 mod devices;
 
-use devices::devices;
 use std::time::{Duration, Instant};
 
 use gpu_async::bench::random_f32;
 use gpu_async::{BackendKind, Device, DeviceBuffer, Error, Grid, Launch, Result, Stream};
+use gpu_async_testing::{needs_gpu, on_each_device};
 
-/// The simulator, and CUDA device 0 when there is one.
-/// The tests of this file run one at a time: a cancel issued while another thread creates a
-/// device (which allocates page-locked memory, a synchronizing driver call) can wait for the
-/// running kernel to end (docs/design.md), and the select test measures cancel latency.
+/// The tests of this file run one at a time, and make their device once their turn has come: a
+/// cancel issued while another thread creates a device (which allocates page-locked memory, a
+/// synchronizing driver call) can wait for the running kernel to end (docs/design.md), and the
+/// select test measures cancel latency.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
@@ -87,69 +86,68 @@ async fn workload(device: Device, seed: u64) -> Result<()> {
     Ok(())
 }
 
-#[test]
-fn tokio_current_thread_runtime() -> Result<()> {
+#[on_each_device]
+fn tokio_current_thread_runtime(device: fn() -> Device) -> Result<()> {
     let _serial = one_at_a_time();
+    let device = device();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .map_err(|e| Error::Buffer(e.to_string()))?;
-    for device in devices() {
-        runtime.block_on(workload(device, 1))?;
-    }
+    runtime.block_on(workload(device, 1))?;
     Ok(())
 }
 
-#[test]
-fn tokio_multi_thread_runtime() -> Result<()> {
+#[on_each_device]
+fn tokio_multi_thread_runtime(device: fn() -> Device) -> Result<()> {
     let _serial = one_at_a_time();
+    let device = device();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_time()
         .build()
         .map_err(|e| Error::Buffer(e.to_string()))?;
-    for device in devices() {
-        runtime.block_on(async {
-            // Several tasks at once, on any worker thread.
-            let tasks: Vec<_> = (0..6)
-                .map(|i| tokio::spawn(workload(device.clone(), 10 + i)))
-                .collect();
-            for task in tasks {
-                task.await.map_err(|e| Error::Buffer(e.to_string()))??;
-            }
-            Ok::<(), Error>(())
-        })?;
-    }
+    runtime.block_on(async {
+        // Several tasks at once, on any worker thread.
+        let tasks: Vec<_> = (0..6)
+            .map(|i| tokio::spawn(workload(device.clone(), 10 + i)))
+            .collect();
+        for task in tasks {
+            task.await.map_err(|e| Error::Buffer(e.to_string()))??;
+        }
+        Ok::<(), Error>(())
+    })?;
     Ok(())
 }
 
 #[tokio::test(flavor = "current_thread")]
 #[allow(clippy::await_holding_lock)] // one thread, one test at a time: the point of the lock
-async fn tokio_test_attribute() -> Result<()> {
+async fn tokio_test_attribute_on_the_simulator() -> Result<()> {
     let _serial = one_at_a_time();
-    for device in devices() {
-        workload(device, 20).await?;
-    }
-    Ok(())
+    workload(Device::simulator(), 20).await
 }
 
-#[test]
-fn pollster_block_on() -> Result<()> {
+#[needs_gpu]
+#[tokio::test(flavor = "current_thread")]
+#[allow(clippy::await_holding_lock)] // one thread, one test at a time: the point of the lock
+async fn tokio_test_attribute_on_the_gpu() -> Result<()> {
     let _serial = one_at_a_time();
-    for device in devices() {
-        pollster::block_on(workload(device, 30))?;
-    }
-    Ok(())
+    workload(devices::gpu(), 20).await
 }
 
-#[test]
-fn gpu_async_block_on() -> Result<()> {
+#[on_each_device]
+fn pollster_block_on(device: fn() -> Device) -> Result<()> {
     let _serial = one_at_a_time();
-    for device in devices() {
-        gpu_async::block_on(workload(device.clone(), 40))?;
-        let bad = saxpy::run_and_check(&device, grid(&device)?, 50_000, 41)?;
-        assert_eq!(bad, 0);
-    }
+    pollster::block_on(workload(device(), 30))
+}
+
+#[on_each_device]
+fn gpu_async_block_on(device: fn() -> Device) -> Result<()> {
+    let _serial = one_at_a_time();
+    let device = device();
+    gpu_async::block_on(workload(device.clone(), 40))?;
+    let bad = saxpy::run_and_check(&device, grid(&device)?, 50_000, 41)?;
+    assert_eq!(bad, 0);
     Ok(())
 }
 
@@ -204,23 +202,21 @@ fn ten_launches_and_three_copies(device: &Device, stream: &Stream) -> Result<()>
     Ok(())
 }
 
-#[test]
-fn ten_launches_and_three_copies_on_one_stream_await_only_the_last() -> Result<()> {
+#[on_each_device]
+fn ten_launches_and_three_copies_on_one_stream_await_only_the_last(
+    device: fn() -> Device,
+) -> Result<()> {
     let _serial = one_at_a_time();
-    for device in devices() {
-        ten_launches_and_three_copies(&device, &device.new_stream()?)?;
-        ten_launches_and_three_copies(&device, &device.default_stream())?;
-    }
+    let device = device();
+    ten_launches_and_three_copies(&device, &device.new_stream()?)?;
+    ten_launches_and_three_copies(&device, &device.default_stream())?;
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn a_launch_that_loses_a_select_is_cancelled() -> Result<()> {
     let _serial = one_at_a_time();
-    let Ok(device) = Device::cuda(0) else {
-        eprintln!("skipping: no CUDA device");
-        return Ok(());
-    };
+    let device = devices::gpu();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()

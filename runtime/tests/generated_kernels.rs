@@ -2,9 +2,9 @@
 //! with register budgets), and its IR and PTX (with ptxas's resource report) kept as insta
 //! snapshots for review.
 //!
-//! ptxas comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (what `.ci/run` installs), found
-//! through `$PTXAS`, the `PATH`, or python3's site-packages. Without it these tests fail, unless
-//! `GPU_ASYNC_SKIP_PTXAS=1` says to skip them.
+//! ptxas comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (what `.ci/run` installs) or a
+//! CUDA toolkit, found as `gpu_async_compiler::ptxas::locate` says. The tests that need it are
+//! `#[needs_ptxas]`: ignored, with the reason, where the build did not find it.
 
 #[allow(dead_code)]
 #[path = "../../examples/saxpy.rs"]
@@ -86,7 +86,21 @@ mod bulk;
 #[path = "common/budgets.rs"]
 mod budgets;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/shared_arrays.rs"]
+mod shared_arrays;
+
+#[allow(dead_code)]
+#[path = "../../examples/transpose.rs"]
+mod transpose;
+
+#[allow(dead_code)]
+#[path = "../../examples/scan.rs"]
+mod scan;
+
 use std::path::PathBuf;
+
+use gpu_async_testing::needs_ptxas;
 
 struct Generated {
     name: &'static str,
@@ -255,6 +269,36 @@ fn kernels() -> Vec<Generated> {
             spec: &language::language::hash::SPEC,
         },
         Generated {
+            name: "transpose",
+            ptx: transpose::transpose::transpose::PTX,
+            ir: transpose::transpose::transpose::IR,
+            spec: &transpose::transpose::transpose::SPEC,
+        },
+        Generated {
+            name: "scan_exclusive",
+            ptx: scan::scan::exclusive::PTX,
+            ir: scan::scan::exclusive::IR,
+            spec: &scan::scan::exclusive::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_bins",
+            ptx: shared_arrays::blocks::bins::PTX,
+            ir: shared_arrays::blocks::bins::IR,
+            spec: &shared_arrays::blocks::bins::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_transpose",
+            ptx: shared_arrays::blocks::transpose::PTX,
+            ir: shared_arrays::blocks::transpose::IR,
+            spec: &shared_arrays::blocks::transpose::SPEC,
+        },
+        Generated {
+            name: "shared_arrays_scans",
+            ptx: shared_arrays::blocks::scans::PTX,
+            ir: shared_arrays::blocks::scans::IR,
+            spec: &shared_arrays::blocks::scans::SPEC,
+        },
+        Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
             ir: language::language::control::IR,
@@ -263,19 +307,9 @@ fn kernels() -> Vec<Generated> {
     ]
 }
 
-/// ptxas, or `None` when the environment opts out; panics (fails the test) when it is missing.
-fn ptxas() -> Option<PathBuf> {
-    if std::env::var("GPU_ASYNC_SKIP_PTXAS").is_ok_and(|v| v == "1") {
-        eprintln!("skipping: GPU_ASYNC_SKIP_PTXAS=1");
-        return None;
-    }
-    match gpu_async_compiler::ptxas::find() {
-        Some(p) => Some(p),
-        None => panic!(
-            "ptxas not found: `pip install nvidia-cuda-nvcc==13.0.88` (or set PTXAS=/path/to/ptxas); \
-             set GPU_ASYNC_SKIP_PTXAS=1 to skip these tests"
-        ),
-    }
+/// ptxas; panics (fails the test), saying why, when it is not found.
+fn ptxas() -> PathBuf {
+    gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Assembles `ptx`; returns ptxas's resource report (registers, barriers, stack, spills).
@@ -367,12 +401,25 @@ fn variants() -> Vec<(&'static str, &'static str)> {
             saxpy_variants::tile_per_block::saxpy::PTX,
         ),
         ("budgets_poly", budgets::budgets::poly::PTX),
+        ("shared_arrays_table", shared_arrays::blocks::table::PTX),
+        (
+            "histogram_global_bins",
+            histogram::histogram::global_bins::PTX,
+        ),
+        (
+            "shared_arrays_float_scans",
+            shared_arrays::blocks::float_scans::PTX,
+        ),
+        (
+            "shared_arrays_float_atomics",
+            shared_arrays::blocks::float_atomics::PTX,
+        ),
     ]
 }
 
-#[test]
+#[needs_ptxas]
 fn every_generated_kernel_assembles_with_ptxas() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     for (name, ptx) in variants() {
         let report = assemble(&ptxas, name, ptx);
         assert!(
@@ -397,9 +444,9 @@ fn ir_snapshots() {
     }
 }
 
-#[test]
+#[needs_ptxas]
 fn ptx_snapshots_with_ptxas_report() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     for k in kernels() {
         let report = assemble(&ptxas, k.name, k.ptx);
         // ptxas sees no dynamic shared memory: its size comes from the kernel's layout.
@@ -418,9 +465,9 @@ fn ptx_snapshots_with_ptxas_report() {
 /// coefficients in registers, past the 168 per thread of a 384-thread block; with the derived
 /// budgets (40 for the loader, 232 for the evaluator) nothing spills, without them
 /// (`registers(off)`) ptxas spills.
-#[test]
+#[needs_ptxas]
 fn register_budgets_remove_the_spills_in_the_ptxas_report() {
-    let Some(ptxas) = ptxas() else { return };
+    let ptxas = ptxas();
     let with = budgets::budgets::poly::PTX;
     let without = budgets::budgets::poly_uniform::PTX;
     let (report_with, report_without) = (

@@ -10,6 +10,7 @@ mod devices;
 
 use gpu_async::bench::random_f32;
 use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::{needs_gpu, on_each_device};
 
 type Outputs = (Vec<f32>, Vec<i32>, Vec<u32>);
 
@@ -99,15 +100,9 @@ fn the_simulator_computes_what_rust_computes() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn the_gpu_computes_what_the_simulator_computes() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     let sim = Device::simulator();
     for (i, &(n, blocks)) in CASES.iter().chain(&[(1 << 22, 264)]).enumerate() {
         for flag in [false, true] {
@@ -169,18 +164,15 @@ fn run_control(dev: &Device, seed: u32, n: usize) -> gpu_async::Result<Vec<u32>>
     out.download()
 }
 
-#[test]
-fn control_flow_on_the_simulator_and_the_gpu() -> gpu_async::Result<()> {
-    let devices = devices::devices();
-    for dev in &devices {
-        for seed in [0u32, 1, 7, 12345, 0xDEAD_BEEF] {
-            for n in [0usize, 1, 33, 1000] {
-                assert_eq!(
-                    run_control(dev, seed, n)?,
-                    control_reference(seed, n),
-                    "{dev}: seed {seed}, n {n}"
-                );
-            }
+#[on_each_device]
+fn control_flow(dev: &Device) -> gpu_async::Result<()> {
+    for seed in [0u32, 1, 7, 12345, 0xDEAD_BEEF] {
+        for n in [0usize, 1, 33, 1000] {
+            assert_eq!(
+                run_control(dev, seed, n)?,
+                control_reference(seed, n),
+                "{dev}: seed {seed}, n {n}"
+            );
         }
     }
     Ok(())
@@ -212,23 +204,20 @@ fn hash_reference(seed: u32, n: usize) -> (Vec<u32>, Vec<i32>) {
     (out, signed)
 }
 
-#[test]
-fn integer_overflow_wraps_on_both_backends() -> gpu_async::Result<()> {
-    let devices = devices::devices();
-    for dev in &devices {
-        for seed in [0u32, 1, 0xFFFF_FFFF, 0x8000_0000] {
-            let n = 1000;
-            let mut out = dev.alloc::<u32>(n)?;
-            let mut signed = dev.alloc::<i32>(n)?;
-            block_on(language::language::hash::launch(
-                dev,
-                Grid::blocks(1),
-                (seed, &mut out, &mut signed),
-            ))?;
-            let (want_out, want_signed) = hash_reference(seed, n);
-            assert_eq!(out.download()?, want_out, "{dev}: seed {seed}");
-            assert_eq!(signed.download()?, want_signed, "{dev}: seed {seed}");
-        }
+#[on_each_device]
+fn integer_overflow_wraps(dev: &Device) -> gpu_async::Result<()> {
+    for seed in [0u32, 1, 0xFFFF_FFFF, 0x8000_0000] {
+        let n = 1000;
+        let mut out = dev.alloc::<u32>(n)?;
+        let mut signed = dev.alloc::<i32>(n)?;
+        block_on(language::language::hash::launch(
+            dev,
+            Grid::blocks(1),
+            (seed, &mut out, &mut signed),
+        ))?;
+        let (want_out, want_signed) = hash_reference(seed, n);
+        assert_eq!(out.download()?, want_out, "{dev}: seed {seed}");
+        assert_eq!(signed.download()?, want_signed, "{dev}: seed {seed}");
     }
     Ok(())
 }

@@ -5,8 +5,12 @@
 #[path = "common/reductions.rs"]
 mod reductions;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use gpu_async::bench::random_f32;
 use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::needs_gpu;
 use reductions::reductions::{reduce, TILE};
 
 /// The language's reduction order over `threads` threads (see `ParIter::reduce`).
@@ -178,15 +182,9 @@ fn the_simulator_reduces_in_the_defined_order() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn the_gpu_reduces_as_the_simulator_does() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     let sim = Device::simulator();
     for (i, &(n, blocks)) in CASES.iter().chain(&[(1 << 20, 264)]).enumerate() {
         let on_gpu = run(&gpu, Grid::blocks(blocks), n, i as u64)?;

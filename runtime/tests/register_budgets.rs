@@ -7,11 +7,8 @@
 #[path = "common/budgets.rs"]
 mod budgets;
 
-#[path = "common/devices.rs"]
-mod devices;
-
-use devices::devices;
-use gpu_async::{block_on, Grid};
+use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::on_each_device;
 
 use budgets::budgets::COEFS;
 
@@ -42,67 +39,63 @@ fn the_budgets_are_in_the_ptx() {
     assert!(budgets::budgets::poly_uniform::PTX.contains(".target sm_90\n"));
 }
 
-#[test]
-fn a_pipeline_with_budgets_computes_a_times_x_plus_b() -> gpu_async::Result<()> {
+#[on_each_device]
+fn a_pipeline_with_budgets_computes_a_times_x_plus_b(dev: Device) -> gpu_async::Result<()> {
     let (a, b) = (1.5f32, -0.25f32);
-    for dev in devices() {
-        for (n, blocks) in [(0usize, 1u32), (1000, 3), (300_005, 66)] {
-            let host = inputs(n);
-            let x = dev.upload(&host)?;
-            let mut y = dev.alloc::<f32>(n)?;
-            block_on(budgets::budgets::pipeline::launch(
-                &dev,
-                Grid::blocks(blocks),
-                (a, b, &x, &mut y),
-            ))?;
-            let want: Vec<f32> = host.iter().map(|&v| a * v + b).collect();
-            assert_eq!(
-                bits(&y.download()?),
-                bits(&want),
-                "{dev}: {n} elements, {blocks} blocks"
-            );
-        }
+    for (n, blocks) in [(0usize, 1u32), (1000, 3), (300_005, 66)] {
+        let host = inputs(n);
+        let x = dev.upload(&host)?;
+        let mut y = dev.alloc::<f32>(n)?;
+        block_on(budgets::budgets::pipeline::launch(
+            &dev,
+            Grid::blocks(blocks),
+            (a, b, &x, &mut y),
+        ))?;
+        let want: Vec<f32> = host.iter().map(|&v| a * v + b).collect();
+        assert_eq!(
+            bits(&y.download()?),
+            bits(&want),
+            "{dev}: {n} elements, {blocks} blocks"
+        );
     }
     Ok(())
 }
 
-#[test]
-fn a_polynomial_with_and_without_budgets_gives_the_same_bits() -> gpu_async::Result<()> {
+#[on_each_device]
+fn a_polynomial_with_and_without_budgets_gives_the_same_bits(dev: Device) -> gpu_async::Result<()> {
     let coef: Vec<f32> = (0..COEFS)
         .map(|j| ((j * 37 % 17) as f32 - 8.0) / 256.0)
         .collect();
-    for dev in devices() {
-        for (n, blocks) in [(5000usize, 2u32), (40_007, 132)] {
-            let host = inputs(n);
-            let want: Vec<f32> = host
-                .iter()
-                .map(|&x| coef.iter().rev().fold(0.0f32, |acc, &c| acc * x + c))
-                .collect();
-            let c = dev.upload(&coef)?;
-            let x = dev.upload(&host)?;
-            let mut y = dev.alloc::<f32>(n)?;
-            block_on(budgets::budgets::poly::launch(
-                &dev,
-                Grid::blocks(blocks),
-                (&c, &x, &mut y),
-            ))?;
-            assert_eq!(
-                bits(&y.download()?),
-                bits(&want),
-                "{dev}: with budgets, {n} elements"
-            );
-            let mut y = dev.alloc::<f32>(n)?;
-            block_on(budgets::budgets::poly_uniform::launch(
-                &dev,
-                Grid::blocks(blocks),
-                (&c, &x, &mut y),
-            ))?;
-            assert_eq!(
-                bits(&y.download()?),
-                bits(&want),
-                "{dev}: without budgets, {n} elements"
-            );
-        }
+    for (n, blocks) in [(5000usize, 2u32), (40_007, 132)] {
+        let host = inputs(n);
+        let want: Vec<f32> = host
+            .iter()
+            .map(|&x| coef.iter().rev().fold(0.0f32, |acc, &c| acc * x + c))
+            .collect();
+        let c = dev.upload(&coef)?;
+        let x = dev.upload(&host)?;
+        let mut y = dev.alloc::<f32>(n)?;
+        block_on(budgets::budgets::poly::launch(
+            &dev,
+            Grid::blocks(blocks),
+            (&c, &x, &mut y),
+        ))?;
+        assert_eq!(
+            bits(&y.download()?),
+            bits(&want),
+            "{dev}: with budgets, {n} elements"
+        );
+        let mut y = dev.alloc::<f32>(n)?;
+        block_on(budgets::budgets::poly_uniform::launch(
+            &dev,
+            Grid::blocks(blocks),
+            (&c, &x, &mut y),
+        ))?;
+        assert_eq!(
+            bits(&y.download()?),
+            bits(&want),
+            "{dev}: without budgets, {n} elements"
+        );
     }
     Ok(())
 }

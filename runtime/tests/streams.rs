@@ -1,16 +1,19 @@
-//! Streams, events and the cudarc interop on the GPU (skipped, with the reason, without one):
-//! events time and order work across streams, cudarc slices pass through gpu-async launches
+//! Streams, events and the cudarc interop on the GPU: events time and order work across streams, cudarc slices pass through gpu-async launches
 //! without copies, and buffers start on 4 KiB boundaries whatever cudarc allocates around them.
 
 #[allow(dead_code)]
 #[path = "common/host_kernels.rs"]
 mod host_kernels;
 
+#[path = "common/devices.rs"]
+mod devices;
+
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use gpu_async::cudarc::driver::{CudaContext, CudaSlice};
 use gpu_async::{block_on, Device, DeviceBuffer, Error, Result};
+use gpu_async_testing::needs_gpu;
 use host_kernels::{address_of, affine, spin_write};
 
 /// The tests of this file run one at a time: the overlap test times two launches, and another
@@ -18,28 +21,21 @@ use host_kernels::{address_of, affine, spin_write};
 /// them and make the timeline measure the other test instead.
 static ALONE: Mutex<()> = Mutex::new(());
 
-fn gpu() -> Option<(Device, MutexGuard<'static, ()>)> {
+/// The GPU, created once this test's turn has come.
+fn gpu() -> (Device, MutexGuard<'static, ()>) {
     let alone = ALONE
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    match Device::cuda(0) {
-        Ok(device) => Some((device, alone)),
-        Err(e) => {
-            eprintln!("skipping: no CUDA device: {e}");
-            None
-        }
-    }
+    (devices::gpu(), alone)
 }
 
 fn cudarc_error(e: gpu_async::cudarc::driver::DriverError) -> Error {
     Error::Buffer(format!("cudarc: {e:?}"))
 }
 
-#[test]
+#[needs_gpu]
 fn events_time_and_order_work_across_streams() -> Result<()> {
-    let Some((device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _alone) = gpu();
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     assert!(!a.is_default() && device.default_stream().is_default());
     assert_eq!(a.device().name(), device.name());
@@ -72,11 +68,9 @@ fn events_time_and_order_work_across_streams() -> Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn a_buffer_used_on_two_streams_is_ordered() -> Result<()> {
-    let Some((device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _alone) = gpu();
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     let n = 1 << 20;
     let xs: Vec<u32> = (0..n as u32).collect();
@@ -95,11 +89,9 @@ fn a_buffer_used_on_two_streams_is_ordered() -> Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn cudarc_slices_pass_through_launches() -> Result<()> {
-    let Some((_device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (_device, _alone) = gpu();
     let ctx = CudaContext::new(0).map_err(cudarc_error)?;
     let cstream = ctx.new_stream().map_err(cudarc_error)?;
     let device = Device::from_cudarc(Arc::clone(&cstream))?;
@@ -180,11 +172,9 @@ fn cudarc_slices_pass_through_launches() -> Result<()> {
 }
 
 /// Two independent launches on two streams run at the same time: a timeline from events.
-#[test]
+#[needs_gpu]
 fn independent_launches_on_two_streams_overlap() -> Result<()> {
-    let Some((device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _alone) = gpu();
     let (a, b) = (device.new_stream()?, device.new_stream()?);
     let (mut out_a, mut out_b) = (device.alloc::<u32>(1 << 16)?, device.alloc::<u32>(1 << 16)?);
     // Warm both paths (module load) first.
@@ -220,11 +210,9 @@ fn independent_launches_on_two_streams_overlap() -> Result<()> {
 /// launch marked right after it is submitted resolves when its own kernel ends, while one first
 /// asked about after a long launch was queued behind it resolves when that one ends too. Many
 /// launches enqueued and only the last awaited all count as finished once it has.
-#[test]
+#[needs_gpu]
 fn completion_marks_are_recorded_when_first_asked_for() -> Result<()> {
-    let Some((device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _alone) = gpu();
     let stream = device.new_stream()?;
     let mut short_out = device.alloc::<u32>(1 << 10)?;
     let mut long_out = device.alloc::<u32>(1 << 10)?;
@@ -273,11 +261,9 @@ fn completion_marks_are_recorded_when_first_asked_for() -> Result<()> {
 /// 0.8% slower), after small buffers of their own and after small cudarc allocations from the
 /// same pool, which leave the pool's next address unaligned; and such a buffer still hands its
 /// contents to cudarc.
-#[test]
+#[needs_gpu]
 fn buffers_start_on_4_kib_boundaries() -> Result<()> {
-    let Some((device, _alone)) = gpu() else {
-        return Ok(());
-    };
+    let (device, _alone) = gpu();
     let stream = device.default_stream();
     let cstream = device
         .cudarc_stream()

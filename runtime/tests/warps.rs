@@ -9,8 +9,8 @@ mod warps;
 #[path = "common/devices.rs"]
 mod devices;
 
-use devices::devices;
 use gpu_async::{block_on, Device, Error, Grid};
+use gpu_async_testing::{needs_gpu, on_each_device};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warps::warps::{lane_out_of_bounds, partial_warp, warp_ops, warp_ops_one_warp};
@@ -189,15 +189,9 @@ fn warp_operations_on_the_simulator_match_the_model() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
+#[needs_gpu]
 fn warp_operations_on_the_gpu_match_the_simulator() -> gpu_async::Result<()> {
-    let gpu = match Device::cuda(0) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("skipping: no CUDA device: {e}");
-            return Ok(());
-        }
-    };
+    let gpu = devices::gpu();
     for warps in [1, 2] {
         for (n, seed) in [(64, 2), (64 * 33, 3), (64 * 1000, 4)] {
             let sim = run(&Device::simulator(), warps, n, seed)?;
@@ -208,63 +202,59 @@ fn warp_operations_on_the_gpu_match_the_simulator() -> gpu_async::Result<()> {
     Ok(())
 }
 
-#[test]
-fn a_lane_loop_over_a_partial_warp_panics() -> gpu_async::Result<()> {
-    for dev in devices() {
-        let x = dev.upload(&[1i32; 40])?;
-        let mut out = dev.alloc::<i32>(40)?;
-        let result = block_on(partial_warp::launch(&dev, Grid::blocks(2), (&x, &mut out)));
-        match result {
-            Err(Error::KernelPanic {
-                message, location, ..
-            }) => {
-                assert!(message.contains("multiple of 32"), "{dev}: {message}");
-                assert!(location.contains("warps.rs"), "{dev}: {location}");
-            }
-            other => panic!("{dev}: expected a panic, got {other:?}"),
+#[on_each_device]
+fn a_lane_loop_over_a_partial_warp_panics(dev: Device) -> gpu_async::Result<()> {
+    let x = dev.upload(&[1i32; 40])?;
+    let mut out = dev.alloc::<i32>(40)?;
+    let result = block_on(partial_warp::launch(&dev, Grid::blocks(2), (&x, &mut out)));
+    match result {
+        Err(Error::KernelPanic {
+            message, location, ..
+        }) => {
+            assert!(message.contains("multiple of 32"), "{dev}: {message}");
+            assert!(location.contains("warps.rs"), "{dev}: {location}");
         }
-        // The device stays usable: a full warp runs.
-        let x = dev.upload(&[2i32; 64])?;
-        let mut out = dev.alloc::<i32>(64)?;
-        block_on(partial_warp::launch(&dev, Grid::blocks(1), (&x, &mut out)))?;
-        assert!(out.download()?.iter().all(|&v| v == 64), "{dev}");
+        other => panic!("{dev}: expected a panic, got {other:?}"),
     }
+    // The device stays usable: a full warp runs.
+    let x = dev.upload(&[2i32; 64])?;
+    let mut out = dev.alloc::<i32>(64)?;
+    block_on(partial_warp::launch(&dev, Grid::blocks(1), (&x, &mut out)))?;
+    assert!(out.download()?.iter().all(|&v| v == 64), "{dev}");
     Ok(())
 }
 
-#[test]
-fn an_index_out_of_bounds_in_a_lane_loop_stops_the_kernel() -> gpu_async::Result<()> {
-    for dev in devices() {
-        let mut xs = vec![0i32; 256];
-        xs[77] = 1000;
-        let x = dev.upload(&xs)?;
-        let table = dev.upload(&[5i32; 16])?;
-        let mut out = dev.alloc::<i32>(256)?;
-        let result = block_on(lane_out_of_bounds::launch(
-            &dev,
-            Grid::blocks(3),
-            (&x, &table, &mut out),
-        ));
-        match result {
-            Err(Error::KernelPanic { message, .. }) => {
-                assert!(message.contains("out of bounds"), "{dev}: {message}")
-            }
-            other => panic!("{dev}: expected a panic, got {other:?}"),
+#[on_each_device]
+fn an_index_out_of_bounds_in_a_lane_loop_stops_the_kernel(dev: Device) -> gpu_async::Result<()> {
+    let mut xs = vec![0i32; 256];
+    xs[77] = 1000;
+    let x = dev.upload(&xs)?;
+    let table = dev.upload(&[5i32; 16])?;
+    let mut out = dev.alloc::<i32>(256)?;
+    let result = block_on(lane_out_of_bounds::launch(
+        &dev,
+        Grid::blocks(3),
+        (&x, &table, &mut out),
+    ));
+    match result {
+        Err(Error::KernelPanic { message, .. }) => {
+            assert!(message.contains("out of bounds"), "{dev}: {message}")
         }
-        xs[77] = 3;
-        let x = dev.upload(&xs)?;
-        block_on(lane_out_of_bounds::launch(
-            &dev,
-            Grid::blocks(3),
-            (&x, &table, &mut out),
-        ))?;
-        assert!(out.download()?.iter().all(|&v| v == 5 * 32), "{dev}");
+        other => panic!("{dev}: expected a panic, got {other:?}"),
     }
+    xs[77] = 3;
+    let x = dev.upload(&xs)?;
+    block_on(lane_out_of_bounds::launch(
+        &dev,
+        Grid::blocks(3),
+        (&x, &table, &mut out),
+    ))?;
+    assert!(out.download()?.iter().all(|&v| v == 5 * 32), "{dev}");
     Ok(())
 }
 
-#[test]
-fn warp_operations_around_loops_that_lanes_leave_early() -> gpu_async::Result<()> {
+#[on_each_device]
+fn warp_operations_around_loops_that_lanes_leave_early(dev: Device) -> gpu_async::Result<()> {
     use warps::nested_loops::digits;
     let xs: Vec<u32> = (0..96u32).map(|i| i * i * 997).collect();
     let digits_of = |mut n: u32| {
@@ -286,11 +276,9 @@ fn warp_operations_around_loops_that_lanes_leave_early() -> gpu_async::Result<()
             vec![total; 32]
         })
         .collect();
-    for dev in devices() {
-        let x = dev.upload(&xs)?;
-        let mut out = dev.alloc::<u32>(xs.len())?;
-        block_on(digits::launch(&dev, Grid::blocks(1), (&x, &mut out)))?;
-        assert_eq!(out.download()?, want, "{dev}");
-    }
+    let x = dev.upload(&xs)?;
+    let mut out = dev.alloc::<u32>(xs.len())?;
+    block_on(digits::launch(&dev, Grid::blocks(1), (&x, &mut out)))?;
+    assert_eq!(out.download()?, want, "{dev}");
     Ok(())
 }

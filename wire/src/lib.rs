@@ -13,6 +13,8 @@
 //! - [`HiddenParam`]: the parameters every generated kernel takes after the user's, for the
 //!   abort protocol.
 //! - [`record`]: the failure record a failing kernel writes, and [`FailureKind`], its kind word.
+//! - [`trace`]: what a traced kernel takes and writes: its parameters after the hidden ones, the
+//!   layout of its trace buffer, and the codes of its events.
 
 #![no_std]
 #![deny(missing_docs)]
@@ -126,7 +128,7 @@ impl ScalarType {
     }
 
     /// Bytes of one element in memory (`bool` is one byte in slices and slots).
-    pub const fn size(self) -> usize {
+    pub const fn size(self) -> u32 {
         match self {
             ScalarType::Bool | ScalarType::I8 | ScalarType::U8 => 1,
             ScalarType::I16 | ScalarType::U16 | ScalarType::F16 | ScalarType::Bf16 => 2,
@@ -143,8 +145,7 @@ impl ScalarType {
     pub const fn bits(self) -> u32 {
         match self {
             ScalarType::Bool => 1,
-            // Lossless: at most 8.
-            s => s.size() as u32 * 8,
+            s => s.size() * 8,
         }
     }
 
@@ -340,6 +341,8 @@ pub mod record {
     const _: () = assert!(ROLE < WORDS);
 }
 
+pub mod trace;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,7 +353,7 @@ mod tests {
             assert_eq!(ScalarType::from_name(s.rust_name()), Some(s));
             assert_eq!(s.bits() == 1, s == ScalarType::Bool);
         }
-        assert_eq!(ScalarType::F32.size(), core::mem::size_of::<f32>());
+        assert_eq!(ScalarType::F32.size() as usize, core::mem::size_of::<f32>());
         assert_eq!(ScalarType::Usize.size(), 8);
         assert_eq!(ScalarType::I8.int_range(), Some((-128, 127)));
         assert_eq!(ScalarType::I8.int_bits(-1), 0xFFFF_FFFF);

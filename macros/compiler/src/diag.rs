@@ -54,6 +54,15 @@ impl Diagnostics {
         self.errors.iter().map(|e| e.to_string()).collect()
     }
 
+    /// Each error's message with the span it starts at, for tools that print locations.
+    pub fn located(&self) -> Vec<(Span, String)> {
+        self.errors
+            .iter()
+            .flat_map(|e| e.clone().into_iter())
+            .map(|e| (e.span(), e.to_string()))
+            .collect()
+    }
+
     /// One `compile_error!` per error, each on its own span.
     pub fn to_compile_errors(&self) -> TokenStream {
         self.errors

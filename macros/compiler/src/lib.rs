@@ -1,17 +1,27 @@
 //! # gpu-async-compiler
 //!
 //! The compiler behind `#[gpu_async]`, as a plain library over `proc_macro2` so that every phase
-//! can be unit-tested, snapshot-tested and driven by tools. The phases, one folder each:
+//! can be unit-tested, snapshot-tested and driven by tools.
+//!
+//! The data every phase shares sits at the crate root: [`target`] (the facts of sm_90),
+//! [`types`] (the kernel language's types), [`tir`] (the typed IR and the checked program),
+//! [`ir`] (the role/channel IR) and [`diag`] (collected errors). The phases, one folder each, in
+//! pipeline order; each imports only the data modules and the phases before it:
 //!
 //! 1. [`parse`]: the module's items, sorted into kernels, helpers, constants and uses.
 //! 2. [`check`]: name resolution, type inference and rejection of what the kernel language does
-//!    not have, producing the typed IR ([`check::tir`]) and editing the shadow code.
+//!    not have, producing the typed IR ([`tir`]) and editing the shadow code.
 //! 3. [`lower`]: the typed IR of each kernel to the role/channel IR ([`ir`]).
 //! 4. [`licm`]: loop invariants computed once, before their loops.
 //! 5. [`bounds`]: the checks proven never to fire (a tile's slice bounds), removed.
-//! 6. [`verify`]: the IR's invariants, before anything is emitted.
-//! 7. [`ptx`]: the PTX writer.
-//! 8. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//! 6. [`registers`]: the roles' register budgets and the blocks per SM registers are sized for.
+//! 7. [`verify`]: the IR's invariants, before anything is emitted; only a kernel it verified
+//!    ([`verify::Verified`]) reaches the writer.
+//! 8. [`ptx`]: the PTX writer.
+//! 9. [`shadow`]: the Rust the macro expands to: the shadow code and the typed launchers.
+//!
+//! What the generated code and the runtime exchange (scalar and parameter kinds, the hidden
+//! parameters, the failure record) is defined once, in the `gpu-async-wire` crate.
 //!
 //! Errors are collected across phases ([`diag::Diagnostics`]), each on the user's own span, and
 //! the expansion always contains something, so that the rest of the crate keeps type-checking.
@@ -47,6 +57,9 @@ pub struct CompiledKernel {
     pub ir_text: String,
     /// The PTX module.
     pub ptx: String,
+    /// The PTX module with tracing: the same kernel, recording its roles' runs, waits and copies
+    /// for a traced launch (see [`ptx::write_kernel_traced`]).
+    pub ptx_traced: String,
     /// Why the kernel has no register budgets (`ir.registers` is `None`), in words.
     pub registers_note: Option<String>,
 }
@@ -102,24 +115,31 @@ fn compile_module(
             registers::Plan::Uniform(why) => Some(why),
             registers::Plan::Invalid => continue,
         };
-        let problems = verify::verify(&kernel);
-        if !problems.is_empty() {
-            diags.error(
-                f.span,
-                format!(
-                    "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
-                    f.name,
-                    problems.join("; ")
-                ),
-            );
-            continue;
-        }
-        match ptx::write_kernel(&kernel) {
-            Ok(ptx) => kernels.push(CompiledKernel {
+        let verified = match verify::verify(&kernel) {
+            Ok(verified) => verified,
+            Err(problems) => {
+                let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                diags.error(
+                    f.span,
+                    format!(
+                        "internal compiler error: the IR of `{}` is invalid ({}); please report this with the kernel",
+                        f.name,
+                        problems.join("; ")
+                    ),
+                );
+                continue;
+            }
+        };
+        match ptx::write_kernel(&verified).and_then(|ptx| {
+            let traced = ptx::write_kernel_traced(&verified)?;
+            Ok((ptx, traced))
+        }) {
+            Ok((ptx, ptx_traced)) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
                 ir: kernel,
                 ptx,
+                ptx_traced,
                 registers_note,
             }),
             Err(_) => diags.error(
@@ -198,7 +218,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                     let item = &f.item;
                     items.push(quote!(#[allow(dead_code)] #item));
                 } else if ok {
-                    let item = &f.item;
+                    let mut item = f.item.clone();
+                    let compiled = kernels.iter().find(|k| k.name == sig.name);
+                    if let Some(k) = compiled.filter(|_| f.kernel.is_some()) {
+                        // A kernel's own page shows its role and channel graph too.
+                        let graph = shadow::graph_doc(&k.ir);
+                        item.attrs.push(syn::parse_quote!(#[doc = ""]));
+                        item.attrs.push(syn::parse_quote!(#[doc = #graph]));
+                    }
                     items.push(quote!(#item));
                 }
                 if f.kernel.is_some() {
@@ -207,9 +234,12 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                         item: &f.item,
                         sig,
                         structs: &program.structs,
-                        compiled: compiled
-                            .filter(|_| ok)
-                            .map(|k| (&k.ir, k.ptx.as_str(), k.ir_text.as_str())),
+                        compiled: compiled.filter(|_| ok).map(|k| shadow::Compiled {
+                            kernel: &k.ir,
+                            ptx: &k.ptx,
+                            ir: &k.ir_text,
+                            ptx_traced: &k.ptx_traced,
+                        }),
                     }));
                 }
             }

@@ -1,34 +1,25 @@
 //! Running NVIDIA's `ptxas` on generated PTX, for tests and the inspect tool (never by the macro).
 //!
-//! `ptxas` comes from the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (`nvidia/cu13/bin/ptxas` in
-//! python3's site-packages), a CUDA toolkit on the `PATH`, or `$PTXAS`.
+//! `ptxas` comes from `$PTXAS`, the `PATH`, a CUDA toolkit (`$CUDA_HOME`, `$CUDA_PATH`,
+//! `/usr/local/cuda`) or the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (`nvidia/cu13/bin/ptxas` in
+//! python3's site-packages, user site-packages or active virtual environment); [`search`] has
+//! the order.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Where ptxas is: `$PTXAS`, the `PATH`, or python3's site-packages.
+mod search;
+
+pub use search::{candidates, search, Env, NotFound, INSTALL, LOOKED_IN, WHEEL_DIR};
+
+/// Where ptxas is in this process's environment, or why it was not found.
+pub fn locate() -> Result<PathBuf, NotFound> {
+    search(&Env::of_this_process())
+}
+
+/// Where ptxas is in this process's environment: [`locate`] without the reason.
 pub fn find() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(p));
-    }
-    if Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some(PathBuf::from("ptxas"));
-    }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import site; print('\\n'.join(site.getsitepackages()))",
-        ])
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|dir| PathBuf::from(dir).join("nvidia/cu13/bin/ptxas"))
-        .find(|p| p.exists())
+    locate().ok()
 }
 
 /// What ptxas reported for one kernel.

@@ -2,195 +2,10 @@
 
 use std::fmt;
 
-/// A scalar: the values registers hold.
-///
-/// On the device, integers narrower than 32 bits live in 32-bit registers, kept normalized
-/// (sign-extended for the signed types, zero-extended for the unsigned ones) after every
-/// operation, so comparisons, division and widening casts need no extra work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scalar {
-    /// `bool`
-    Bool,
-    /// `i8`
-    I8,
-    /// `i16`
-    I16,
-    /// `i32`
-    I32,
-    /// `i64`
-    I64,
-    /// `isize` (64 bits on the device, as on the host)
-    Isize,
-    /// `u8`
-    U8,
-    /// `u16`
-    U16,
-    /// `u32`
-    U32,
-    /// `u64`
-    U64,
-    /// `usize` (64 bits on the device, as on the host)
-    Usize,
-    /// `f32`
-    F32,
-    /// `f64`
-    F64,
-    /// `half::f16` (arithmetic in `f32`, rounded back, as the `half` crate does)
-    F16,
-    /// `half::bf16` (arithmetic in `f32`, rounded back, as the `half` crate does)
-    Bf16,
-}
-
-impl Scalar {
-    /// Every scalar, for tests and tables.
-    pub const ALL: [Scalar; 15] = [
-        Scalar::Bool,
-        Scalar::I8,
-        Scalar::I16,
-        Scalar::I32,
-        Scalar::I64,
-        Scalar::Isize,
-        Scalar::U8,
-        Scalar::U16,
-        Scalar::U32,
-        Scalar::U64,
-        Scalar::Usize,
-        Scalar::F32,
-        Scalar::F64,
-        Scalar::F16,
-        Scalar::Bf16,
-    ];
-
-    /// The Rust name.
-    pub fn rust_name(self) -> &'static str {
-        match self {
-            Scalar::Bool => "bool",
-            Scalar::I8 => "i8",
-            Scalar::I16 => "i16",
-            Scalar::I32 => "i32",
-            Scalar::I64 => "i64",
-            Scalar::Isize => "isize",
-            Scalar::U8 => "u8",
-            Scalar::U16 => "u16",
-            Scalar::U32 => "u32",
-            Scalar::U64 => "u64",
-            Scalar::Usize => "usize",
-            Scalar::F32 => "f32",
-            Scalar::F64 => "f64",
-            Scalar::F16 => "f16",
-            Scalar::Bf16 => "bf16",
-        }
-    }
-
-    /// From a Rust type name.
-    pub fn from_name(name: &str) -> Option<Scalar> {
-        Scalar::ALL.into_iter().find(|s| s.rust_name() == name)
-    }
-
-    /// Bytes in memory (`bool` is one byte in slices and slots).
-    pub fn size(self) -> u32 {
-        match self {
-            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
-            Scalar::I16 | Scalar::U16 | Scalar::F16 | Scalar::Bf16 => 2,
-            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-            Scalar::I64 | Scalar::Isize | Scalar::U64 | Scalar::Usize | Scalar::F64 => 8,
-        }
-    }
-
-    /// Bits of the value (1 for `bool`).
-    pub fn bits(self) -> u32 {
-        match self {
-            Scalar::Bool => 1,
-            s => s.size() * 8,
-        }
-    }
-
-    /// An integer type.
-    pub fn is_int(self) -> bool {
-        !matches!(
-            self,
-            Scalar::Bool | Scalar::F32 | Scalar::F64 | Scalar::F16 | Scalar::Bf16
-        )
-    }
-
-    /// `f16` or `bf16`: stored in 16 bits, computed in `f32`.
-    pub fn is_half(self) -> bool {
-        matches!(self, Scalar::F16 | Scalar::Bf16)
-    }
-
-    /// A floating-point type.
-    pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
-    }
-
-    /// A signed integer type.
-    pub fn is_signed(self) -> bool {
-        matches!(
-            self,
-            Scalar::I8 | Scalar::I16 | Scalar::I32 | Scalar::I64 | Scalar::Isize
-        )
-    }
-
-    /// An integer held in a 64-bit register.
-    pub fn is_wide_int(self) -> bool {
-        self.is_int() && self.size() == 8
-    }
-
-    /// The smallest and largest value of an integer type, as `i128`.
-    pub fn int_range(self) -> Option<(i128, i128)> {
-        if !self.is_int() {
-            return None;
-        }
-        let bits = self.bits();
-        Some(if self.is_signed() {
-            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-        } else {
-            (0, (1i128 << bits) - 1)
-        })
-    }
-
-    /// The register bits of the integer `v` (taken modulo 2^bits, as Rust's `as` does) in this
-    /// type: narrow integers are sign- or zero-extended to 32 bits, as registers hold them.
-    pub fn int_bits(self, v: i128) -> u64 {
-        match self {
-            Scalar::I8 => u64::from(v as i8 as i32 as u32),
-            Scalar::I16 => u64::from(v as i16 as i32 as u32),
-            Scalar::I32 => u64::from(v as i32 as u32),
-            Scalar::U8 => u64::from(v as u8),
-            Scalar::U16 => u64::from(v as u16),
-            Scalar::U32 => u64::from(v as u32),
-            Scalar::Bool => u64::from(v != 0),
-            _ => v as u64,
-        }
-    }
-
-    /// The name of the `gpu_async::ScalarType` variant.
-    pub fn spec_variant(self) -> &'static str {
-        match self {
-            Scalar::Bool => "Bool",
-            Scalar::I8 => "I8",
-            Scalar::I16 => "I16",
-            Scalar::I32 => "I32",
-            Scalar::I64 => "I64",
-            Scalar::Isize => "Isize",
-            Scalar::U8 => "U8",
-            Scalar::U16 => "U16",
-            Scalar::U32 => "U32",
-            Scalar::U64 => "U64",
-            Scalar::Usize => "Usize",
-            Scalar::F32 => "F32",
-            Scalar::F64 => "F64",
-            Scalar::F16 => "F16",
-            Scalar::Bf16 => "Bf16",
-        }
-    }
-}
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.rust_name())
-    }
-}
+/// A scalar: the values registers hold. It is the runtime's `ScalarType`, defined once in
+/// `gpu-async-wire`, so the compiler and the runtime cannot disagree on the scalar types, their
+/// sizes or their names.
+pub use gpu_async_wire::ScalarType as Scalar;
 
 /// The most scalars one value may hold: an array's elements, or a struct's components (its array
 /// fields' elements counted). A kernel's values are its threads' own, in registers (at most 255
@@ -283,6 +98,39 @@ impl fmt::Display for ChanTy {
     }
 }
 
+/// A block-shared array: `shared_array::<T, N>()` or `shared_array_2d::<T, R, C>()`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArrayTy {
+    /// The element's scalar.
+    pub elem: Scalar,
+    /// The elements are atomics (`AtomicU32`, `AtomicF32`, ..), updated with their methods.
+    pub atomic: bool,
+    /// Rows, for a 2D array.
+    pub rows: Option<u32>,
+    /// Elements of a 1D array, or of each row of a 2D one.
+    pub cols: u32,
+}
+
+impl ArrayTy {
+    /// The element type as written: `f32`, or `AtomicU32` for atomic elements.
+    pub fn elem_name(&self) -> String {
+        if self.atomic {
+            atomic_name(self.elem).to_string()
+        } else {
+            self.elem.to_string()
+        }
+    }
+}
+
+impl fmt::Display for ArrayTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rows {
+            Some(r) => write!(f, "SharedArray2d<{}, {r}, {}>", self.elem_name(), self.cols),
+            None => write!(f, "SharedArray<{}, {}>", self.elem_name(), self.cols),
+        }
+    }
+}
+
 /// The shape of a parallel iterator: which sources it zips and whether it counts.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParShape {
@@ -299,6 +147,8 @@ pub enum ParShape {
     Enumerate(Box<ParShape>),
     /// `a.map(f)`: items are the scalars `f` returns.
     Mapped(Scalar),
+    /// `(a..b).into_par_iter()`: items are the `usize` indices.
+    Indices,
     /// A slot of structs: items are `&S` or `&mut S`.
     Structs {
         /// The struct's number.
@@ -341,6 +191,12 @@ pub enum Ty {
     Shared(Scalar),
     /// `&Shared<T>`, as roles take it.
     SharedRef(Scalar),
+    /// A block-shared array, made in the kernel body.
+    SharedArray(ArrayTy),
+    /// `&SharedArray<..>` (`false`) or `&mut SharedArray<..>` (`true`), as roles take it.
+    SharedArrayRef(ArrayTy, bool),
+    /// `tile[r]`: a row of a 2D shared array (whether the array is `&mut`), indexed again.
+    SharedRow(ArrayTy, bool),
     /// `(OneshotSender<T>, OneshotReceiver<T>)` from `oneshot::<T>()`.
     OneshotPair(Scalar),
     /// `OneshotSender<T>`: sends one value.
@@ -467,6 +323,9 @@ impl fmt::Display for Ty {
             Ty::Shared(s) => write!(f, "Shared<{s}>"),
             Ty::Opt(s) => write!(f, "Option<{s}>"),
             Ty::SharedRef(s) => write!(f, "&Shared<{s}>"),
+            Ty::SharedArray(a) => write!(f, "{a}"),
+            Ty::SharedArrayRef(a, m) => write!(f, "&{}{a}", if *m { "mut " } else { "" }),
+            Ty::SharedRow(a, _) => write!(f, "[{}; {}]", a.elem_name(), a.cols),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
                 // A 1-tuple keeps its comma, as in Rust: `(u32,)`.
@@ -484,10 +343,13 @@ impl fmt::Display for Ty {
     }
 }
 
-/// The `std::sync::atomic` type of an atomic integer scalar.
+/// The atomic type of a scalar: `std::sync::atomic`'s for the integers, the device's
+/// `AtomicF32`/`AtomicF64` for the floats.
 pub fn atomic_name(s: Scalar) -> &'static str {
     match s {
         Scalar::I32 => "AtomicI32",
+        Scalar::F32 => "AtomicF32",
+        Scalar::F64 => "AtomicF64",
         Scalar::U64 => "AtomicU64",
         Scalar::I64 => "AtomicI64",
         Scalar::Usize => "AtomicUsize",
@@ -495,9 +357,12 @@ pub fn atomic_name(s: Scalar) -> &'static str {
     }
 }
 
-/// The scalar of an atomic type's name (`AtomicU32` and the other 32- and 64-bit integers).
+/// The scalar of an atomic type's name (`AtomicU32` and the other 32- and 64-bit integers,
+/// `AtomicF32`, `AtomicF64`).
 pub fn atomic_scalar(name: &str) -> Option<Scalar> {
     Some(match name {
+        "AtomicF32" => Scalar::F32,
+        "AtomicF64" => Scalar::F64,
         "AtomicU32" => Scalar::U32,
         "AtomicI32" => Scalar::I32,
         "AtomicU64" => Scalar::U64,

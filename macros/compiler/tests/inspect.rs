@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use gpu_async_testing::needs_ptxas;
+
 #[test]
 fn inspect_prints_roles_channels_layout_and_graph() {
     let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pipeline.rs");
@@ -29,8 +31,8 @@ fn inspect_prints_roles_channels_layout_and_graph() {
     assert!(!text.contains("PTX:"), "--no-ptx");
 }
 
-#[test]
-fn inspect_prints_register_budgets() {
+/// The inspect tool's output for the budgets pipeline of the runtime's tests, without the PTX.
+fn inspect_budgets_pipeline() -> String {
     let file = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../runtime/tests/common/budgets.rs"
@@ -39,8 +41,14 @@ fn inspect_prints_register_budgets() {
         .args([file, "pipeline", "--no-ptx"])
         .output()
         .expect("run gpu-async-inspect");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn inspect_prints_register_budgets() {
+    let text = inspect_budgets_pipeline();
     for needle in [
         "register budgets:\n  128 per thread at the entry (.maxnreg), budgets derived from the roles",
         "  load              40  setmaxnreg.dec.sync.aligned.u32 40;",
@@ -49,9 +57,22 @@ fn inspect_prints_register_budgets() {
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
-    if gpu_async_compiler::ptxas::find().is_some() {
-        assert!(text.contains("ptxas -arch=sm_90a:"), "{text}");
-    }
+}
+
+#[needs_ptxas]
+fn inspect_prints_the_ptxas_report() {
+    gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
+    let text = inspect_budgets_pipeline();
+    let Some((_, report)) = text.split_once("ptxas -arch=sm_90a:\n") else {
+        panic!("no ptxas section in:\n{text}");
+    };
+    assert!(
+        report
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .any(|l| l.contains("Used ") && l.contains(" registers")),
+        "no ptxas report in:\n{text}"
+    );
 }
 
 #[test]
@@ -103,4 +124,77 @@ fn inspect_ptx_only_wants_one_kernel_and_known_options() {
         .expect("run gpu-async-inspect");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown option `--ptx`"));
+}
+
+/// Runs the inspect tool with `args`: its exit code, standard output and standard error.
+fn inspect(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-async-inspect"))
+        .args(args)
+        .output()
+        .expect("run gpu-async-inspect");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn inspect_has_a_help() {
+    for flag in ["--help", "-h"] {
+        let (code, out, _) = inspect(&[flag]);
+        assert_eq!(code, Some(0));
+        assert!(
+            out.contains("usage: gpu-async-inspect FILE.rs [KERNEL]"),
+            "{out}"
+        );
+        assert!(out.contains("--ptx-only"), "{out}");
+    }
+    let (code, _, err) = inspect(&["--frobnicate"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown option `--frobnicate`"), "{err}");
+}
+
+#[test]
+fn inspect_lists_the_kernels_of_a_file_when_the_name_is_not_one() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/pipeline.rs");
+    let (code, _, err) = inspect(&[example, "scale"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("no kernel named `scale` in") && err.contains("its kernels: scale_shift"),
+        "{err}"
+    );
+}
+
+#[test]
+fn inspect_prints_compile_errors_with_file_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("gpu-async-inspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.rs");
+    std::fs::write(
+        &file,
+        "use gpu_async::gpu_async;\n\
+         #[gpu_async]\n\
+         mod k {\n\
+         \x20   use gpu_async::device::*;\n\
+         \x20   #[kernel(warps = 1)]\n\
+         \x20   pub async fn first(y: &mut [f32]) {\n\
+         \x20       join!(on_warps(0..1, w(y))).await;\n\
+         \x20   }\n\
+         \x20   async fn w(y: &mut [f32]) {\n\
+         \x20       y[0] = 1.0;\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let (code, out, err) = inspect(&[path]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        err.starts_with(&format!(
+            "{path}:10:9: error: writing one element from role code"
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -1,7 +1,8 @@
 //! The compiler's phases on small inputs: what each accepts, what it reports, and that nothing
 //! panics on broken input.
 
-use gpu_async_compiler::{compile, expand, verify};
+use gpu_async_compiler::{compile, expand, ptx, verify};
+use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -56,6 +57,14 @@ fn assert_error(module: TokenStream, needle: &str) {
     );
 }
 
+/// The verifier's errors for `k`, in the words of the internal-error report (none if it passes).
+fn verify_errors(k: &gpu_async_compiler::ir::Kernel) -> Vec<String> {
+    match verify::verify(k) {
+        Ok(_) => Vec::new(),
+        Err(errors) => errors.iter().map(ToString::to_string).collect(),
+    }
+}
+
 #[test]
 fn a_streaming_kernel_compiles_to_roles_and_one_channel() {
     let kernels =
@@ -68,17 +77,13 @@ fn a_streaming_kernel_compiles_to_roles_and_one_channel() {
     assert_eq!(k.ir.channels.len(), 1);
     // 2 slots of 1 KiB, then 2 full + 2 empty barriers and 2 state words.
     assert_eq!(k.ir.shared_bytes, 2048 + 32 + 16);
-    assert!(verify::verify(&k.ir).is_empty());
+    assert!(verify::verify(&k.ir).is_ok());
 }
 
-/// Every kernel these tests compile successfully is assembled by ptxas too (when it is
-/// installed; the runtime's `generated_kernels` test is the one that insists on it).
-#[test]
+/// Every kernel these tests compile successfully is assembled by ptxas too.
+#[needs_ptxas]
 fn the_kernels_of_these_tests_assemble_with_ptxas() {
-    let Some(ptxas) = gpu_async_compiler::ptxas::find() else {
-        eprintln!("skipping: ptxas not found");
-        return;
-    };
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for (load, store, warps) in [
         (quote!(0..1), quote!(1..3), 3),
         (quote!(0..1), quote!(1..5), 5),
@@ -369,7 +374,7 @@ fn the_verifier_rejects_broken_ir() {
 
     let mut overlapping = good.clone();
     overlapping.roles[1].first_warp = 0;
-    assert!(verify::verify(&overlapping)
+    assert!(verify_errors(&overlapping)
         .iter()
         .any(|e| e.contains("belongs to roles")));
 
@@ -382,7 +387,7 @@ fn the_verifier_rejects_broken_ir() {
             src: Value(undefined.values.len() as u32 + 5),
         },
     );
-    assert!(verify::verify(&undefined)
+    assert!(verify_errors(&undefined)
         .iter()
         .any(|e| e.contains("not declared")));
 
@@ -391,7 +396,7 @@ fn the_verifier_rejects_broken_ir() {
         chan: gpu_async_compiler::ir::ChannelId(0),
     };
     wrong_role.roles[0].body.0.push(release);
-    assert!(verify::verify(&wrong_role)
+    assert!(verify_errors(&wrong_role)
         .iter()
         .any(|e| e.contains("does not own that end")));
 
@@ -404,7 +409,7 @@ fn the_verifier_rejects_broken_ir() {
             branches: vec![Block::default()],
         }])],
     });
-    assert!(verify::verify(&nested)
+    assert!(verify_errors(&nested)
         .iter()
         .any(|e| e.contains("a join inside a join")));
     let mut leaving = good.clone();
@@ -415,7 +420,7 @@ fn the_verifier_rejects_broken_ir() {
             branches: vec![Block(vec![Inst::Break(outer)])],
         }]),
     });
-    assert!(verify::verify(&leaving)
+    assert!(verify_errors(&leaving)
         .iter()
         .any(|e| e.contains("is not an enclosing loop")));
     // Role 1 has two warps: a branch cannot make them meet.
@@ -423,7 +428,7 @@ fn the_verifier_rejects_broken_ir() {
     meeting.roles[1].body.0.push(Inst::Join {
         branches: vec![Block(vec![Inst::RoleBarrier { site: SiteId(0) }])],
     });
-    assert!(verify::verify(&meeting)
+    assert!(verify_errors(&meeting)
         .iter()
         .any(|e| e.contains("meets the role's other warps")));
     // A select needs a channel to wait on.
@@ -436,7 +441,7 @@ fn the_verifier_rejects_broken_ir() {
         some: v,
         site: SiteId(0),
     });
-    let errors = verify::verify(&empty_select);
+    let errors = verify_errors(&empty_select);
     assert!(errors.iter().any(|e| e.contains("select over 0 channels")));
     // Role 1's two warps would each choose an arm.
     assert!(errors
@@ -445,13 +450,69 @@ fn the_verifier_rejects_broken_ir() {
 
     let mut too_many_blocks = good.clone();
     too_many_blocks.min_blocks_per_sm = Some(64 / too_many_blocks.warps + 1);
-    assert!(verify::verify(&too_many_blocks)
+    assert!(verify_errors(&too_many_blocks)
         .iter()
         .any(|e| e.contains(".minnctapersm")));
 
     let mut too_big = good;
     too_big.shared_bytes = 300 * 1024;
-    assert!(!verify::verify(&too_big).is_empty());
+    assert!(!verify_errors(&too_big).is_empty());
+}
+
+/// A verifier error names what it concerns, and reads as the internal-error report words it.
+#[test]
+fn a_verifier_error_names_what_it_concerns_and_reads_as_reported() {
+    use gpu_async_compiler::ir::{ChannelId, Inst, RoleId};
+    use gpu_async_compiler::verify::VerifyError;
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    let good = kernels[0].ir.clone();
+
+    let mut overlapping = good.clone();
+    overlapping.roles[1].first_warp = 0;
+    let errors = verify::verify(&overlapping).expect_err("two roles take warp 0");
+    assert_eq!(
+        errors,
+        [VerifyError::WarpOwners {
+            warp: 0,
+            first: RoleId(0),
+            second: RoleId(1),
+        }]
+    );
+    assert_eq!(errors[0].to_string(), "warp 0 belongs to roles 0 and 1");
+
+    // The loading role releases a slot of the channel it sends on.
+    let mut wrong_end = good;
+    wrong_end.roles[0]
+        .body
+        .0
+        .push(Inst::Release { chan: ChannelId(0) });
+    let errors = verify::verify(&wrong_end).expect_err("role 0 does not receive on ch0");
+    assert_eq!(
+        errors,
+        [VerifyError::NotChannelOwner {
+            channel: ChannelId(0),
+            role: Some(RoleId(0)),
+            sending: false,
+        }]
+    );
+    assert_eq!(
+        errors[0].to_string(),
+        "ch0 is used by a role that does not own that end"
+    );
+}
+
+/// The writer takes only a verified kernel: verifying the compiled IR and writing it gives the
+/// PTX that `compile` wrote.
+#[test]
+fn a_verified_kernel_is_written_as_compile_writes_it() {
+    let kernels =
+        compile(streaming(3, quote!(0..1), quote!(1..3), quote!([f32; 256]))).expect("compiles");
+    let k = &kernels[0];
+    let verified = verify::verify(&k.ir).expect("the compiled IR verifies");
+    assert!(std::ptr::eq(verified.kernel(), &k.ir));
+    let ptx = ptx::write_kernel(&verified).expect("the verified kernel is written");
+    assert_eq!(ptx, k.ptx);
 }
 
 #[test]

@@ -5,6 +5,7 @@ mod common;
 
 use common::one;
 use gpu_async_compiler::{compile, ir::RegisterBudgets};
+use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -237,12 +238,9 @@ fn no_budgets_when_off_or_when_no_role_only_moves_data() {
     assert_eq!(k.registers_note.as_deref(), Some("no role only moves data"));
 }
 
-#[test]
+#[needs_ptxas]
 fn the_kernels_with_budgets_assemble_without_spills() {
-    let Some(ptxas) = gpu_async_compiler::ptxas::find() else {
-        eprintln!("skipping: ptxas not found");
-        return;
-    };
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for module in [
         aligned(quote!()),
         pipeline(

@@ -73,6 +73,7 @@ impl Future for BarrierWait<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }
@@ -96,6 +97,7 @@ impl Future for BarrierWait<'_> {
             }
         };
         if b.phase.get() != joined {
+            crate::sim::wait_done(crate::sim::WaitKind::Barrier, b.id, self.at);
             return Poll::Ready(());
         }
         crate::sim::note_wait(crate::sim::WaitKind::Barrier, b.id, self.at);

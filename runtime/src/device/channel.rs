@@ -196,6 +196,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Reserve<'a, T, DEPTH> {
     type Output = SendSlot<'a, T, DEPTH>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }
@@ -262,6 +263,7 @@ impl<T: Payload, const DEPTH: usize> SendSlot<'_, T, DEPTH> {
             dst.len()
         );
         dst[..src.len()].copy_from_slice(src);
+        crate::sim::note_copy(true, self.sender.ring.borrow().id);
         CopyFrom(())
     }
 
@@ -381,6 +383,7 @@ impl<'a, T: Payload, const DEPTH: usize> Future for Recv<'a, T, DEPTH> {
     type Output = Option<RecvSlot<'a, T, DEPTH>>;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }
@@ -464,6 +467,7 @@ impl<T: Payload, const DEPTH: usize> RecvSlot<'_, T, DEPTH> {
         );
         let n = dst.len();
         dst.copy_from_slice(&src[..n]);
+        crate::sim::note_copy(false, self.receiver.ring.borrow().id);
         CopyTo(())
     }
 }

@@ -13,6 +13,7 @@
 //! let (tx, rx) = channel::<[f32; 2048], 3>();   // a 3-slot ring of 8 KiB slots
 //! ```
 
+mod atomic_float;
 mod barrier;
 mod block;
 mod channel;
@@ -21,9 +22,12 @@ mod lanes;
 mod oneshot;
 mod par;
 mod role;
+mod scan;
 mod shared;
+mod shared_array;
 mod tiles;
 
+pub use atomic_float::{AtomicF32, AtomicF64};
 pub use barrier::{barrier, Barrier, BarrierWait};
 pub use block::{block_count, block_index};
 pub use channel::{
@@ -40,10 +44,24 @@ pub use concurrent::{
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
-pub use par::{reduction_order, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
+pub use par::{reduction_order, IntoParIter, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
 pub use role::{join_roles, on_warps, JoinRoles, Role};
+pub use scan::scan_order;
 pub use shared::{shared, Shared};
+pub use shared_array::{shared_array, shared_array_2d, SharedArray, SharedArray2d, SharedElem};
 pub use tiles::{block_tiles, BlockTiles};
+
+/// One iteration of a loop of kernel code: the shadow code calls this at the top of every
+/// `loop`, `while` and `for` body of a `#[gpu_async]` module, so that the simulator can stop a
+/// role that loops without awaiting (a cancelled launch, the watchdog). Nearly free: a
+/// thread-local countdown, with a look at the launch's cancel flag and the clock every 1024
+/// calls; nothing outside a simulated launch.
+#[doc(hidden)]
+#[track_caller]
+#[inline]
+pub fn __loop_tick() {
+    crate::sim::tick(std::panic::Location::caller());
+}
 
 /// Float methods the kernel language has beyond the standard library's.
 pub trait FloatExt: Copy {

@@ -79,6 +79,7 @@ impl<T: KernelScalar> Future for OneshotRecv<T> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        crate::sim::checkpoint();
         if !std::mem::replace(&mut self.polled, true) && crate::sim::yield_now() {
             return Poll::Pending;
         }
@@ -86,7 +87,10 @@ impl<T: KernelScalar> Future for OneshotRecv<T> {
             return Poll::Pending;
         }
         match self.state.value.get() {
-            Some(v) => Poll::Ready(v),
+            Some(v) => {
+                crate::sim::wait_done(crate::sim::WaitKind::Oneshot, self.state.id, self.at);
+                Poll::Ready(v)
+            }
             None => {
                 crate::sim::note_wait(crate::sim::WaitKind::Oneshot, self.state.id, self.at);
                 Poll::Pending

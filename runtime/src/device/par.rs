@@ -1,11 +1,14 @@
-//! Explicit data parallelism in rayon's shape: `par_iter`, `par_iter_mut`, `zip`, `enumerate`,
-//! `for_each`.
+//! Explicit data parallelism in rayon's shape: `par_iter`, `par_iter_mut`, `into_par_iter` of a
+//! range, `zip`, `enumerate`, `for_each`, the reductions and the scans.
 //!
 //! On the GPU the iterations are spread over the threads of the role that runs them; in the
-//! simulator they run as a plain loop. The closure given to `for_each` is a `Fn`: it may read
-//! captured values but not mutate them, because on the GPU each thread has its own copy. Writes go
-//! through the `&mut` elements the iterator hands out, which is how safe Rust already proves that
-//! no two iterations write the same element.
+//! simulator they run as a plain loop. Writes go through the `&mut` elements the iterator hands
+//! out, which is how safe Rust already proves that no two iterations write the same element, or
+//! into a shared array the closure captures by `&mut` (`tile[i] = v`), with an index the compiler
+//! proves is one per iteration. The compiler rejects assignments to other captured values: on the
+//! GPU each thread has its own copy.
+
+use std::panic::Location;
 
 /// `par_iter()` on slices, arrays and channel slots.
 pub trait ParSlice<T> {
@@ -17,6 +20,22 @@ pub trait ParSlice<T> {
 pub trait ParSliceMut<T> {
     /// A parallel iterator over mutable references to the elements.
     fn par_iter_mut(&mut self) -> ParIter<std::slice::IterMut<'_, T>>;
+}
+
+/// `(a..b).into_par_iter()`: a parallel loop over the indices of a range, rayon's
+/// `IntoParallelIterator` for ranges.
+pub trait IntoParIter {
+    /// The iterator.
+    type Iter: Iterator;
+    /// A parallel iterator over the items.
+    fn into_par_iter(self) -> ParIter<Self::Iter>;
+}
+
+impl IntoParIter for std::ops::Range<usize> {
+    type Iter = std::ops::Range<usize>;
+    fn into_par_iter(self) -> ParIter<std::ops::Range<usize>> {
+        ParIter(self)
+    }
 }
 
 impl<T> ParSlice<T> for [T] {
@@ -47,20 +66,29 @@ impl<I: Iterator> ParIter<I> {
         ParIter(self.0.enumerate())
     }
 
-    /// Runs `op` once per element.
-    pub fn for_each<F: Fn(I::Item)>(self, op: F) {
-        self.0.for_each(op)
+    /// Runs `op` once per element. `op` is `FnMut` so that it can write a captured `&mut`
+    /// shared array by index; the compiler checks that each iteration writes its own elements.
+    #[track_caller]
+    pub fn for_each<F: FnMut(I::Item)>(self, mut op: F) {
+        let at = Location::caller();
+        self.0.for_each(|item| {
+            crate::sim::tick(at);
+            op(item)
+        })
     }
 }
 
 impl<I: Iterator> ParIter<I> {
-    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) to consume.
-    pub fn map<R, F: Fn(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
+    /// Maps each item to a scalar, for a reduction (`sum`, `min`, `max`, `reduce`) or a scan to
+    /// consume. `op` is `FnMut` so that it can also write a captured `&mut` shared array by
+    /// index, as `for_each`'s.
+    pub fn map<R, F: FnMut(I::Item) -> R>(self, op: F) -> ParIter<std::iter::Map<I, F>> {
         ParIter(self.0.map(op))
     }
 
     /// The sum of the items, in the order the kernel language defines (see [`reduce`](Self::reduce)).
     /// Integers wrap.
+    #[track_caller]
     pub fn sum(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -71,6 +99,7 @@ impl<I: Iterator> ParIter<I> {
 
     /// The smallest item (floats: NaNs are skipped, as by `f32::min`; NaN when every item is
     /// NaN or there are none; integers: `MAX` when there are none).
+    #[track_caller]
     pub fn min(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -81,6 +110,7 @@ impl<I: Iterator> ParIter<I> {
 
     /// The largest item (floats: NaNs are skipped, as by `f32::max`; NaN when every item is
     /// NaN or there are none; integers: `MIN` when there are none).
+    #[track_caller]
     pub fn max(self) -> <I::Item as ParItem>::Scalar
     where
         I::Item: ParItem,
@@ -97,6 +127,7 @@ impl<I: Iterator> ParIter<I> {
     /// distance 16, 8, 4, 2, 1, the lower lane's value always on the left), and the warps' totals
     /// are folded in warp order. `op` should be associative; the result is the same on every
     /// thread even if it is not commutative.
+    #[track_caller]
     pub fn reduce<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
     where
         I::Item: ParItem<Scalar = T>,
@@ -111,6 +142,7 @@ impl<I: Iterator> ParIter<I> {
     /// `op`, then the threads' partial results are combined with `op` too, so `op` must be
     /// associative and the accumulator has the items' type (unlike rayon's `fold`, this returns
     /// the combined value).
+    #[track_caller]
     pub fn fold<T: ParScalar, ID: Fn() -> T, OP: Fn(T, T) -> T>(self, identity: ID, op: OP) -> T
     where
         I::Item: ParItem<Scalar = T>,
@@ -119,12 +151,16 @@ impl<I: Iterator> ParIter<I> {
     }
 }
 
-/// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads.
+/// The defined reduction order (see [`ParIter::reduce`]) over the running role's threads; each
+/// item is a loop iteration of the caller's (see `__loop_tick`).
+#[track_caller]
 fn reduce_in_order<T: Copy>(
     items: impl Iterator<Item = T>,
     identity: T,
     op: impl Fn(T, T) -> T,
 ) -> T {
+    let at = Location::caller();
+    let items = items.inspect(|_| crate::sim::tick(at));
     reduction_order(items, identity, crate::sim::current_role_threads(), op)
 }
 

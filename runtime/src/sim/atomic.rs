@@ -1,19 +1,18 @@
 //! Atomic slice parameters on the simulator: a kernel parameter `&[AtomicU32]` takes a
 //! `&mut DeviceBuffer<u32>`; the simulator runs the kernel over atomics made from the buffer's
-//! values and writes them back when the launch is done.
+//! values and writes them back when the launch is done with them.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::SimTarget;
-use crate::buffer::DeviceBuffer;
-use crate::error::Result;
+use super::memory::{SimSliceMut, SimWrite};
 use crate::spec::KernelScalar;
 
 mod sealed {
     pub trait Sealed {}
 }
 
-/// An integer that has a `std::sync::atomic` type, for `&[AtomicU32]`-like kernel parameters.
+/// A scalar that has an atomic type (`std::sync::atomic`'s integers, the device's `AtomicF32` and
+/// `AtomicF64`), for `&[AtomicU32]`-like kernel parameters.
 pub trait AtomicScalar: KernelScalar + sealed::Sealed {
     /// Its atomic type.
     type Atomic: Send + Sync;
@@ -39,37 +38,36 @@ macro_rules! atomic_scalar {
 }
 
 atomic_scalar!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64, usize => AtomicUsize);
+atomic_scalar!(f32 => crate::device::AtomicF32, f64 => crate::device::AtomicF64);
 
-/// The simulator's view of an atomic slice parameter; the values go back to the buffer on drop.
-pub struct AtomicView<'a, T: AtomicScalar> {
-    values: &'a mut [T],
+/// The simulator's view of an atomic slice parameter: atomics made from the elements a launch
+/// writes, which go back to the buffer when it is dropped.
+pub struct AtomicView<T: AtomicScalar> {
+    values: SimSliceMut<T>,
     atoms: Vec<T::Atomic>,
 }
 
-impl<T: AtomicScalar> AtomicView<'_, T> {
+impl<T: AtomicScalar> AtomicView<T> {
     /// The atomics the kernel's shadow code runs over.
     pub fn atoms(&self) -> &[T::Atomic] {
         &self.atoms
     }
 }
 
-impl<T: AtomicScalar> Drop for AtomicView<'_, T> {
+impl<T: AtomicScalar> SimWrite<T> {
+    /// Waits for the earlier uses of the buffer, then holds its elements as atomics until
+    /// dropped.
+    pub fn atomics(self) -> AtomicView<T> {
+        let values = self.slice_mut();
+        let atoms = values.iter().map(|&v| T::atomic(v)).collect();
+        AtomicView { values, atoms }
+    }
+}
+
+impl<T: AtomicScalar> Drop for AtomicView<T> {
     fn drop(&mut self) {
         for (v, a) in self.values.iter_mut().zip(&self.atoms) {
             *v = T::value(a);
         }
-    }
-}
-
-impl SimTarget {
-    /// The host view of an atomic slice parameter.
-    pub fn view_atomic<'a, T: AtomicScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a mut DeviceBuffer<T>,
-    ) -> Result<AtomicView<'a, T>> {
-        let values = self.view_mut(name, buf)?;
-        let atoms = values.iter().map(|&v| T::atomic(v)).collect();
-        Ok(AtomicView { values, atoms })
     }
 }

@@ -1,14 +1,21 @@
 //! The simulator backend: runs a kernel's shadow code (the user's async fns over the real types of
 //! [`crate::device`]) on the CPU, one block after another.
 //!
+//! A launch does not run inside the call that issues it: it is a job on its stream's queue, which
+//! a worker thread of the stream runs in submission order (`queue`), as a CUDA stream runs its
+//! kernels; the job owns what it needs (the buffers' memory is shared and owned, `memory`), and
+//! settles the state its [`Launch`](crate::Launch) shares with it (`run`). The kernel stops
+//! itself, at its next block, step, await or loop iteration, when the launch is cancelled or a
+//! role runs past the watchdog's bound without waiting (`watch`).
+//!
 //! Each block's kernel future is driven by a single-threaded executor whose order is a
 //! [`Schedule`]: `join!` runs one role per *step*, from one await on a channel to the next (or
 //! until it waits or finishes), and the schedule picks the role of each step among those that
 //! can move: seeded random by default, the fixed round-robin order, or one schedule of a bounded
-//! exhaustive exploration ([`explore()`]). Channels are bounded rings with the GPU's slot
-//! discipline (the end-of-stream marker of a dropped sender takes a slot, as on the GPU), and
-//! parallel iterators are plain loops. A role that waits on a channel can move again once that
-//! channel changed; when no role can move while some are unfinished, every role waits on
+//! exhaustive exploration ([`explore()`](crate::explore())). Channels are bounded rings with the
+//! GPU's slot discipline (the end-of-stream marker of a dropped sender takes a slot, as on the
+//! GPU), and parallel iterators are plain loops. A role that waits on a channel can move again
+//! once that channel changed; when no role can move while some are unfinished, every role waits on
 //! another and the block can never finish: the launch fails with [`Error::Deadlock`], naming each
 //! role and the await (with its source location) it is stuck on, and the schedule that replays
 //! it, instead of hanging. A panic in kernel code (an index out of bounds, say) fails the launch
@@ -27,12 +34,22 @@
 //! location (the error then says `-`).
 
 mod atomic;
-mod explore;
+mod memory;
+mod queue;
+mod run;
 mod schedule;
+mod trace;
+mod watch;
 
 pub use atomic::{AtomicScalar, AtomicView};
-pub use explore::{explore, Exhaustive, Exploration, ScheduleFailure};
-pub use schedule::{ParseScheduleError, Schedule, SimOptions, SCHEDULE_ENV};
+pub(crate) use memory::{queue_copy, SimMem};
+pub use memory::{SimRead, SimSlice, SimSliceMut, SimWrite};
+pub(crate) use queue::{submission_order, SimDevice, SimEvent, SimQueue, SimStream};
+pub(crate) use run::{launch_job, SimLaunch};
+pub use run::{SimRun, SimTarget};
+pub use schedule::SimOptions;
+pub(crate) use trace::SimTracing;
+pub(crate) use watch::{checkpoint, tick};
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeSet, VecDeque};
@@ -43,11 +60,11 @@ use std::pin::pin;
 use std::sync::{Arc, Mutex, Once};
 use std::task::{Context, Poll, Waker};
 
-use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result, RoleWait};
-use crate::grid::Grid;
-use crate::spec::{KernelScalar, KernelSpec, SiteKind};
-use schedule::{Explorer, Picker, Rng};
+use crate::schedule::Schedule;
+use crate::spec::{KernelSpec, SiteKind};
+use schedule::{Explorer, Picker};
+use watch::Stop;
 
 /// What the launches of one simulator device share: its schedule (or why the schedule asked for
 /// in the environment is not one) and, for a [`Schedule::Replay`], the explorer whose choices run
@@ -88,8 +105,8 @@ impl SimConfig {
         self.schedule.as_ref().ok()
     }
 
-    /// The choices a replay device has made so far (for [`explore()`]).
-    fn explorer(&self) -> Option<Explorer> {
+    /// The choices a replay device has made so far (for [`explore()`](crate::explore())).
+    pub(crate) fn explorer(&self) -> Option<Explorer> {
         let explorer = self.explorer.as_ref()?;
         Some(match explorer.lock() {
             Ok(e) => e.clone(),
@@ -128,6 +145,8 @@ struct BlockState {
     channels: Vec<ChannelState>,
     /// Closes by code outside the roles that wait for a free slot.
     outside: Vec<Deferred>,
+    /// What the roles do when, in a traced block of a traced launch.
+    trace: Option<trace::SimTrace>,
 }
 
 struct RoleState {
@@ -281,6 +300,27 @@ pub(crate) fn channel_used(
             }
             c.remember(kind, at);
         }
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.done(role, kind, id, at);
+        }
+    });
+}
+
+/// An await of `kind` on `id` at `at` (a barrier's, a one-shot's) completed.
+pub(crate) fn wait_done(kind: WaitKind, id: usize, at: &'static Location<'static>) {
+    with_block(|b| {
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.done(role, kind, id, at);
+        }
+    });
+}
+
+/// The running role copied into (`into`) or out of a slot of channel `id`.
+pub(crate) fn note_copy(into: bool, id: usize) {
+    with_block(|b| {
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.copy(role, into, id);
+        }
     });
 }
 
@@ -318,6 +358,9 @@ pub(crate) fn note_wait(kind: WaitKind, id: usize, at: &'static Location<'static
             c.remember(kind, at);
         }
         let step_start = b.step_start;
+        if let (Some(t), Some(role)) = (b.trace.as_mut(), b.current) {
+            t.wait(role, kind, id, Some(at));
+        }
         if let Some(role) = b.current.and_then(|i| b.roles.get_mut(i)) {
             // The first await the step finds waiting is the one reported; a role that runs
             // several futures (`join!`, `select!`) may wait on several at once.
@@ -422,6 +465,9 @@ impl BlockState {
     fn block_on(&mut self, index: usize, effect: Deferred) {
         let channel = effect.channel;
         let version = self.channels.get(channel).map_or(0, |c| c.version);
+        if let Some(t) = self.trace.as_mut() {
+            t.wait(index, WaitKind::Close, channel, None);
+        }
         if let Some(role) = self.roles.get_mut(index) {
             role.wait = Some(Wait {
                 kind: WaitKind::Close,
@@ -466,6 +512,9 @@ pub(crate) fn register_roles(roles: impl Iterator<Item = (&'static str, Range<u3
                 deferred: VecDeque::new(),
             })
             .collect();
+        if let Some(t) = b.trace.as_mut() {
+            t.roles(b.roles.len());
+        }
         b.previous = None;
         b.progress += 1;
     });
@@ -494,16 +543,34 @@ pub(crate) fn next_step() -> Step {
     })
 }
 
-/// Role `index` runs its step.
+/// Role `index` runs its step (unless the launch was cancelled: then the kernel stops here).
 pub(crate) fn enter_role(index: usize) {
     with_block(|b| {
         b.current = Some(index);
         b.step_start = b.progress;
+        if let Some(t) = b.trace.as_mut() {
+            t.enter(index);
+        }
         if let Some(role) = b.roles.get_mut(index) {
             role.wait = None;
             role.run = Run::Ready;
         }
     });
+    watch::new_step();
+    checkpoint();
+}
+
+/// Whether a role of the block other than the running one is unfinished (the watchdog bounds
+/// the running role's step only then).
+pub(crate) fn others_unfinished() -> bool {
+    with_block(|b| {
+        b.current.is_some_and(|current| {
+            b.roles
+                .iter()
+                .enumerate()
+                .any(|(i, r)| i != current && !r.finished)
+        })
+    })
 }
 
 /// Threads of the role being polled (32 per warp); 32 outside a role.
@@ -521,6 +588,9 @@ pub(crate) fn leave_role(index: usize, returned: bool) {
     let finished = returned && flush_role(index);
     with_block(|b| {
         b.current = None;
+        if let Some(t) = b.trace.as_mut() {
+            t.leave(index, finished);
+        }
         let progress = b.progress;
         let Some(role) = b.roles.get_mut(index) else {
             return;
@@ -537,123 +607,6 @@ pub(crate) fn leave_role(index: usize, returned: bool) {
             };
         }
     });
-}
-
-/// A launch on the simulator: hands the generated launcher host views of the buffers and runs
-/// the kernel's blocks.
-pub struct SimTarget {
-    spec: &'static KernelSpec,
-    grid: Grid,
-    device_id: u64,
-    config: SimConfig,
-}
-
-impl SimTarget {
-    pub(crate) fn new(
-        spec: &'static KernelSpec,
-        grid: Grid,
-        device_id: u64,
-        config: SimConfig,
-    ) -> SimTarget {
-        SimTarget {
-            spec,
-            grid,
-            device_id,
-            config,
-        }
-    }
-
-    fn check_device<T: KernelScalar>(&self, name: &str, buf: &DeviceBuffer<T>) -> Result<()> {
-        if buf.device_id() != self.device_id {
-            return Err(Error::InvalidLaunch {
-                kernel: self.spec.path,
-                reason: format!(
-                    "the buffer passed as `{name}` belongs to another device; upload it to the launch's device"
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    fn not_simulated(&self, name: &str) -> Error {
-        Error::InvalidLaunch {
-            kernel: self.spec.path,
-            reason: format!("the buffer passed as `{name}` does not live in the simulator"),
-        }
-    }
-
-    /// The host view of a read-only slice parameter.
-    pub fn view<'a, T: KernelScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a DeviceBuffer<T>,
-    ) -> Result<&'a [T]> {
-        self.check_device(name, buf)?;
-        buf.host_slice().ok_or_else(|| self.not_simulated(name))
-    }
-
-    /// The host view of a mutable slice parameter.
-    pub fn view_mut<'a, T: KernelScalar>(
-        &self,
-        name: &'static str,
-        buf: &'a mut DeviceBuffer<T>,
-    ) -> Result<&'a mut [T]> {
-        self.check_device(name, buf)?;
-        let err = self.not_simulated(name);
-        buf.host_slice_mut().ok_or(err)
-    }
-
-    /// Runs `block` once per block of the grid, in order, stopping at the first error.
-    pub fn run_blocks(&mut self, mut block: impl FnMut(&mut SimBlock) -> Result<()>) -> Result<()> {
-        let schedule = match &self.config.schedule {
-            Ok(schedule) => schedule.clone(),
-            Err(reason) => {
-                return Err(Error::InvalidLaunch {
-                    kernel: self.spec.path,
-                    reason: reason.clone(),
-                })
-            }
-        };
-        let grid = self.grid.block_count();
-        for index in 0..grid {
-            let picker = match (&schedule, &self.config.explorer) {
-                (Schedule::Fixed, _) => Picker::Fixed,
-                (Schedule::Random { seed }, _) => Picker::Random(Rng::new(*seed, u64::from(index))),
-                (Schedule::Replay { .. }, Some(explorer)) => Picker::Replay(explorer.clone()),
-                (Schedule::Replay { choices }, None) => {
-                    Picker::Replay(Arc::new(Mutex::new(Explorer::new(choices.clone()))))
-                }
-            };
-            with_block(|b| {
-                *b = BlockState {
-                    block: index,
-                    grid,
-                    spec: Some(self.spec),
-                    schedule: Some(schedule.clone()),
-                    picker,
-                    ..Default::default()
-                }
-            });
-            let result = block(&mut SimBlock {
-                kernel: self.spec.path,
-                block: index,
-            });
-            // Dropping the old state drops the effects still queued, and with them the rings
-            // they hold.
-            let old = with_block(|b| {
-                std::mem::replace(
-                    b,
-                    BlockState {
-                        grid: 1,
-                        ..Default::default()
-                    },
-                )
-            });
-            drop(old);
-            result?;
-        }
-        Ok(())
-    }
 }
 
 /// One block of a simulated launch.
@@ -684,24 +637,74 @@ impl SimBlock {
                         return Err(self.deadlock());
                     }
                 }
-                Err(payload) => return Err(self.panic(payload)),
+                Err(payload) => match payload.downcast::<Stop>() {
+                    Ok(stop) => return Err(self.stopped(*stop)),
+                    Err(payload) => return Err(self.panic(payload)),
+                },
             }
         }
     }
 
     fn deadlock(&self) -> Error {
+        self.waits(|b, _, r| match r.wait {
+            Some(wait) => b.describe(wait),
+            None => (
+                "waits on a future outside gpu-async".to_string(),
+                "-".to_string(),
+            ),
+        })
+    }
+
+    /// The error of a kernel that stopped itself: cancelled, or its running role stopped by the
+    /// watchdog (reported as the GPU's watchdog reports a wait, with the other roles' states).
+    fn stopped(&self, stop: Stop) -> Error {
+        let (at, bound) = match stop {
+            Stop::Cancelled => {
+                with_block(|b| b.current = None);
+                return Error::Cancelled {
+                    kernel: self.kernel,
+                };
+            }
+            Stop::Watchdog { at, bound } => (at, bound),
+        };
+        let current = with_block(|b| b.current.take());
+        self.waits(|b, i, r| match (r.run, r.wait) {
+            _ if Some(i) == current => (
+                format!(
+                    "was stopped by the watchdog after {bound:?} in a loop that does not await"
+                ),
+                at.to_string(),
+            ),
+            (Run::Waiting { .. }, Some(wait)) => b.describe(wait),
+            (Run::Waiting { .. }, None) => (
+                "waits on a future outside gpu-async".to_string(),
+                "-".to_string(),
+            ),
+            _ => (
+                "is ready to run, but the simulator runs one role at a time and cannot switch \
+                 away from a loop that does not await"
+                    .to_string(),
+                "-".to_string(),
+            ),
+        })
+    }
+
+    /// An [`Error::Deadlock`] of the block: each role with what `unfinished` says of it (what it
+    /// does and where), unless it has finished, and the schedule that replays it.
+    fn waits(
+        &self,
+        unfinished: impl Fn(&BlockState, usize, &RoleState) -> (String, String),
+    ) -> Error {
         let (waits, schedule) = with_block(|b| {
             let waits = b
                 .roles
                 .iter()
-                .map(|r| {
-                    let (waiting_on, location) = match (r.finished, r.wait) {
-                        (true, _) => ("has finished".to_string(), String::from("-")),
-                        (false, Some(wait)) => b.describe(wait),
-                        (false, None) => (
-                            "waits on a future outside gpu-async".to_string(),
-                            "-".to_string(),
-                        ),
+                .enumerate()
+                .map(|(i, r)| {
+                    let (waiting_on, location) = if r.finished {
+                        ("has finished".to_string(), String::from("-"))
+                    } else {
+                        unfinished(b, i, r)
                     };
                     RoleWait {
                         role: r.name.to_string(),

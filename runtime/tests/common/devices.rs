@@ -1,14 +1,13 @@
-//! The devices a test runs its kernels on.
+//! The GPU of a `#[needs_gpu]` test.
 
 use gpu_async::Device;
 
-/// The simulator, and the first CUDA device when there is one (its absence is printed, and the
-/// GPU half of the test is skipped).
-pub fn devices() -> Vec<Device> {
-    let mut all = vec![Device::simulator()];
+/// CUDA device 0. Without one the test fails, saying why: a `#[needs_gpu]` test is ignored where
+/// the build found no GPU, so it runs without one only when asked to (`--include-ignored`).
+#[track_caller]
+pub fn gpu() -> Device {
     match Device::cuda(0) {
-        Ok(d) => all.push(d),
-        Err(e) => eprintln!("GPU half skipped: no CUDA device: {e}"),
+        Ok(device) => device,
+        Err(e) => panic!("this test needs an NVIDIA GPU: {e}"),
     }
-    all
 }

@@ -1,40 +1,69 @@
 //! `gpu-async-inspect`: what `#[gpu_async]` makes of the kernels in a Rust file.
 //!
 //! ```text
-//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx]
+//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] [--ir] [--no-ptx] [--traced]
 //! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- FILE.rs [KERNEL] --ptx-only > k.ptx
+//! cargo run -p gpu-async-compiler --bin gpu-async-inspect -- --help
 //! ```
 //!
 //! For each kernel of each `#[gpu_async]` module in FILE (or only KERNEL): its roles and warp
 //! ranges, its channels and their shared-memory layout, ptxas's resource report (when ptxas is
 //! found), the role/channel IR with `--ir`, and the PTX unless `--no-ptx`. With `--ptx-only`, the
 //! PTX of the one kernel that FILE (or KERNEL) names and nothing else, to load it elsewhere (the
-//! CUDA driver API, `ptxas`).
+//! CUDA driver API, `ptxas`). With `--traced`, the PTX (and ptxas's report) are those of the
+//! kernel's traced module, which a traced launch loads. Compile errors are printed as `FILE:LINE:COLUMN: error: ...`; a
+//! KERNEL that is not in FILE gets the list of the kernels that are.
 
 use std::process::ExitCode;
 
 use gpu_async_compiler::{compile, ir, ptxas, registers};
 use quote::ToTokens;
 
+const USAGE: &str =
+    "usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only] [--traced]";
+
+const HELP: &str = "\
+gpu-async-inspect: what #[gpu_async] makes of the kernels in a Rust file
+
+usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only] [--traced]
+
+For each kernel of each #[gpu_async] module in FILE (or only KERNEL), prints its roles and
+their warps, its channels and their place in shared memory, its register budgets, ptxas's
+resource report (when ptxas is found: $PTXAS, the PATH, $CUDA_HOME/bin, /usr/local/cuda/bin or
+pip's nvidia-cuda-nvcc), the role and channel graph, and the PTX.
+
+options:
+  --ir         also print the role/channel IR after lowering
+  --no-ptx     leave the PTX out
+  --ptx-only   print only the PTX of the one kernel FILE (or KERNEL) names, to load or assemble
+  --traced     the PTX (and ptxas's report) of the traced module, which a traced launch loads
+  -h, --help   print this help
+
+Compile errors are printed as FILE:LINE:COLUMN: error: MESSAGE, and the exit status is 1.
+";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     let flags: Vec<&str> = args
         .iter()
-        .filter(|a| a.starts_with("--"))
+        .filter(|a| a.starts_with('-'))
         .map(String::as_str)
         .collect();
-    let plain: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
-    const USAGE: &str = "usage: gpu-async-inspect FILE.rs [KERNEL] [--ir] [--no-ptx | --ptx-only]";
+    let plain: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     if let Some(f) = flags
         .iter()
-        .find(|f| !["--ir", "--no-ptx", "--ptx-only"].contains(f))
+        .find(|f| !["--ir", "--no-ptx", "--ptx-only", "--traced"].contains(f))
     {
-        eprintln!("unknown option `{f}`\n{USAGE}");
+        eprintln!("unknown option `{f}`\n{USAGE}\n(--help says more)");
         return ExitCode::from(2);
     }
     let ptx_only = flags.contains(&"--ptx-only");
-    let Some(path) = plain.first() else {
-        eprintln!("{USAGE}");
+    let (Some(path), None) = (plain.first(), plain.get(2)) else {
+        eprintln!("{USAGE}\n(--help says more)");
         return ExitCode::from(2);
     };
     let wanted = plain.get(1).map(|s| s.as_str());
@@ -48,7 +77,12 @@ fn main() -> ExitCode {
     let file = match syn::parse_file(&source) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("{path} is not valid Rust: {e}");
+            let at = e.span().start();
+            eprintln!(
+                "{path}:{}:{}: error: not valid Rust: {e}",
+                at.line,
+                at.column + 1
+            );
             return ExitCode::FAILURE;
         }
     };
@@ -58,34 +92,45 @@ fn main() -> ExitCode {
         eprintln!("{path} has no #[gpu_async] module");
         return ExitCode::FAILURE;
     }
-    let ptxas = ptxas::find();
-    let mut shown = 0;
+    let kernels_in_file: Vec<String> = modules.iter().flat_map(kernel_names).collect();
+    if let Some(w) = wanted.filter(|w| !kernels_in_file.iter().any(|k| k == w)) {
+        eprintln!(
+            "no kernel named `{w}` in {path}; its kernels: {}",
+            if kernels_in_file.is_empty() {
+                "none (no `#[kernel(..)]` fn)".to_string()
+            } else {
+                kernels_in_file.join(", ")
+            }
+        );
+        return ExitCode::FAILURE;
+    }
+    let ptxas = ptxas::locate();
     let mut ptx_of = Vec::new();
+    let mut failed = false;
     for module in modules {
         match compile(module.into_token_stream()) {
             Err(diags) => {
-                for m in diags.messages() {
-                    eprintln!("error: {m}");
+                failed = true;
+                for (span, message) in diags.located() {
+                    let at = span.start();
+                    eprintln!("{path}:{}:{}: error: {message}", at.line, at.column + 1);
                 }
-                return ExitCode::FAILURE;
             }
             Ok(kernels) => {
                 for k in kernels
                     .iter()
                     .filter(|k| wanted.is_none_or(|w| w == k.name))
                 {
-                    shown += 1;
                     if ptx_only {
-                        ptx_of.push((k.name.clone(), k.ptx.clone()));
+                        ptx_of.push((k.name.clone(), module_of(k, &flags).to_string()));
                     } else {
-                        print_kernel(k, ptxas.as_ref(), &flags);
+                        print_kernel(k, &ptxas, &flags);
                     }
                 }
             }
         }
     }
-    if shown == 0 {
-        eprintln!("no kernel named `{}` in {path}", wanted.unwrap_or(""));
+    if failed {
         return ExitCode::FAILURE;
     }
     if ptx_only {
@@ -127,9 +172,26 @@ fn collect_modules(items: &[syn::Item], out: &mut Vec<syn::ItemMod>) {
     }
 }
 
+/// The names of the `#[kernel(..)]` fns of `module`, read from its syntax (so that they are
+/// known even when the module does not compile).
+fn kernel_names(module: &syn::ItemMod) -> Vec<String> {
+    let Some((_, items)) = &module.content else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) if f.attrs.iter().any(|a| a.path().is_ident("kernel")) => {
+                Some(f.sig.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn print_kernel(
     k: &gpu_async_compiler::CompiledKernel,
-    ptxas: Option<&std::path::PathBuf>,
+    ptxas: &Result<std::path::PathBuf, ptxas::NotFound>,
     flags: &[&str],
 ) {
     let kernel = &k.ir;
@@ -207,10 +269,11 @@ fn print_kernel(
             println!("  role barrier of `{}` @{o}", r.name);
         }
     }
-    println!("\nptxas -arch={}:", ptxas::arch(&k.ptx));
+    let ptx = module_of(k, flags);
+    println!("\nptxas -arch={}:", ptxas::arch(ptx));
     match ptxas {
-        None => println!("  ptxas not found (pip install nvidia-cuda-nvcc==13.0.88, or set PTXAS)"),
-        Some(p) => match ptxas::assemble(p, &k.name, &k.ptx) {
+        Err(why) => println!("  {why}"),
+        Ok(p) => match ptxas::assemble(p, &k.name, ptx) {
             Ok(report) => println!("  {}", report.resources.replace('\n', "\n  ")),
             Err(log) => println!("  rejected:\n{log}"),
         },
@@ -220,6 +283,15 @@ fn print_kernel(
         println!("IR:\n{}", k.ir_text);
     }
     if !flags.contains(&"--no-ptx") {
-        println!("PTX:\n{}", k.ptx);
+        println!("PTX:\n{ptx}");
+    }
+}
+
+/// The PTX module `flags` ask for: the traced one with `--traced`.
+fn module_of<'k>(k: &'k gpu_async_compiler::CompiledKernel, flags: &[&str]) -> &'k str {
+    if flags.contains(&"--traced") {
+        &k.ptx_traced
+    } else {
+        &k.ptx
     }
 }

@@ -594,6 +594,7 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
                 mutable: mb,
             },
         ) => a == b && (*ma || !*mb),
+        (Ty::SharedArrayRef(a, ma), Ty::SharedArrayRef(b, mb)) => a == b && (*ma || !*mb),
         _ => ty == expected,
     }
 }

@@ -7,7 +7,7 @@ use super::ModuleScope;
 use crate::diag::Diagnostics;
 use crate::target::{PARAM_LIMIT, RUNTIME_PARAM_BYTES};
 use crate::tir::{KernelAttr, Signature};
-use crate::types::{ChanElem, ChanTy, Scalar, Ty, MAX_VALUE_SCALARS};
+use crate::types::{ArrayTy, ChanElem, ChanTy, Scalar, Ty, MAX_VALUE_SCALARS};
 
 /// Reads a function's signature; reports what the kernel language cannot take.
 pub(crate) fn signature(
@@ -244,6 +244,10 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 // A struct whose error is reported at its definition.
                 return Ty::Error;
             }
+            if name == "SharedArray" || name == "SharedArray2d" {
+                diags.error_at(&last.ident, format!("a shared array stays in the kernel body; roles take it by reference: `&{name}<..>` to read it or update its atomics, `&mut {name}<..>` to write it"));
+                return Ty::Error;
+            }
             if HEAP_TYPES.contains(&name.as_str()) {
                 diags.error_at(&last.ident, heap_message(&name));
                 return Ty::Error;
@@ -299,6 +303,17 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 if let Some(last) = p.path.segments.last() {
                     if last.ident == "Barrier" && last.arguments.is_empty() {
                         return Ty::BarrierRef;
+                    }
+                    if last.ident == "SharedArray" || last.ident == "SharedArray2d" {
+                        let two_d = last.ident == "SharedArray2d";
+                        let args: Vec<&syn::GenericArgument> = match &last.arguments {
+                            syn::PathArguments::AngleBracketed(a) => a.args.iter().collect(),
+                            _ => Vec::new(),
+                        };
+                        return match array_args(&args, two_d, scope, diags, last) {
+                            Some(a) => Ty::SharedArrayRef(a, r.mutability.is_some()),
+                            None => Ty::Error,
+                        };
                     }
                     if last.ident == "Shared" {
                         if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
@@ -403,6 +418,93 @@ fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
 }
 
 /// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
+/// The generic arguments of a shared array, `<T, N>` (or `<T, R, C>` for `two_d`): `T` a scalar
+/// or an atomic type (`AtomicU32`, `AtomicF32`, ..), the sizes constants.
+pub(crate) fn array_args(
+    args: &[&syn::GenericArgument],
+    two_d: bool,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+    whole: &dyn quote::ToTokens,
+) -> Option<ArrayTy> {
+    let example = if two_d {
+        "`shared_array_2d::<f32, 32, 32>()`: the element type, the rows and the columns"
+    } else {
+        "`shared_array::<u32, 256>()`: the element type and the length"
+    };
+    if args.len() != if two_d { 3 } else { 2 } {
+        diags.error_at(whole, format!("name the array's shape: {example}"));
+        return None;
+    }
+    let syn::GenericArgument::Type(t) = args[0] else {
+        diags.error_at(
+            args[0],
+            format!("the first argument is the element type: {example}"),
+        );
+        return None;
+    };
+    let atomic = match t {
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .and_then(|s| crate::types::atomic_scalar(&s.ident.to_string())),
+        _ => None,
+    };
+    let (elem, atomic) = match atomic {
+        Some(s) => (s, true),
+        None => match parse_type(t, scope, diags) {
+            Ty::Scalar(s) => (s, false),
+            Ty::Error => return None,
+            other => {
+                diags.error_at(t, format!("a shared array's elements are scalars or atomics (`AtomicU32`, `AtomicF32`, ..); `{other}` is not"));
+                return None;
+            }
+        },
+    };
+    let mut dims = Vec::new();
+    for a in &args[1..] {
+        let e: syn::Expr = match a {
+            syn::GenericArgument::Const(e) => e.clone(),
+            syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: p.path.clone(),
+            }),
+            other => {
+                diags.error_at(
+                    other,
+                    format!("a shared array's sizes are constants: {example}"),
+                );
+                return None;
+            }
+        };
+        match eval_usize(&e, &scope.consts, diags) {
+            Some(0) => {
+                diags.error_at(&e, "a shared array needs at least one element");
+                return None;
+            }
+            Some(n) => dims.push(n as u32),
+            None => return None,
+        }
+    }
+    Some(match dims.as_slice() {
+        [r, c] => ArrayTy {
+            elem,
+            atomic,
+            rows: Some(*r),
+            cols: *c,
+        },
+        [n] => ArrayTy {
+            elem,
+            atomic,
+            rows: None,
+            cols: *n,
+        },
+        _ => return None,
+    })
+}
+
 pub(crate) fn chan_args(
     args: &[&syn::GenericArgument],
     scope: &ModuleScope,

@@ -18,6 +18,7 @@ use proc_macro2::Span;
 
 use crate::diag::Diagnostics;
 use crate::tir::{BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
+use crate::types::Ty;
 
 /// Checks a `for_each_lane` body whose own locals are those numbered `first_local` and up;
 /// `items` are the item bindings (varying from the start).
@@ -88,6 +89,15 @@ impl Uniformity {
             ExprKind::LanePosition(warp) => *warp,
             ExprKind::Warp(op, _) => op.is_uniform(),
             ExprKind::SharedGet(_) | ExprKind::Atomic(..) => false,
+            // Another lane may write the element: shared arrays are varying, as shared values.
+            ExprKind::Index(base, _)
+                if matches!(
+                    base.ty,
+                    Ty::SharedArray(_) | Ty::SharedArrayRef(..) | Ty::SharedRow(..)
+                ) =>
+            {
+                false
+            }
             ExprKind::Block(b) => self.block_uniform(b),
             ExprKind::If(c, then, else_) => {
                 self.uniform(c)
@@ -300,6 +310,7 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
         | K::Channel(_)
         | K::BlockPosition(_)
         | K::SharedNew(_)
+        | K::SharedArrayNew(_)
         | K::BarrierNew
         | K::OneshotNew(_)
         | K::Static(_)
@@ -370,6 +381,7 @@ pub(super) fn children(e: &Expr) -> Vec<&Expr> {
             .chain(else_.as_deref())
             .collect(),
         K::Atomic(a, _, args, _) => std::iter::once(&**a).chain(args).collect(),
+        K::ParScan(s) => vec![&s.src, &s.dst, &s.init],
         K::OnWarps { call, .. } => vec![call],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
         K::Match(s, _) => vec![s],

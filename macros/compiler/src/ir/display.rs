@@ -112,6 +112,27 @@ impl Display for Kernel {
                 self.cells_offset + 8 * i as u32
             )?;
         }
+        for (i, a) in self.shared_arrays.iter().enumerate() {
+            let shape = if a.rows > 1 {
+                format!("{} x {}", a.rows, a.cols)
+            } else {
+                a.cols.to_string()
+            };
+            writeln!(
+                f,
+                "  shared array a{i} `{}`: {}{}[{shape}]{} @{} ({} B)",
+                a.name,
+                if a.atomic { "atomic " } else { "" },
+                a.elem,
+                if a.row_stride != a.cols {
+                    format!(", rows of {}", a.row_stride)
+                } else {
+                    String::new()
+                },
+                a.offset,
+                a.bytes()
+            )?;
+        }
         for t in &self.const_tables {
             writeln!(
                 f,
@@ -217,6 +238,9 @@ impl Kernel {
                 if let Some(r) = &p.reduce {
                     self.write_reduce_head(f, r, &pad)?;
                     self.write_block(f, &r.combine, depth + 1)?;
+                    if let Some(sc) = &r.scan {
+                        self.write_scan_head(f, sc, &pad)?;
+                    }
                 }
                 writeln!(f, "{pad}}}")
             }
@@ -267,6 +291,22 @@ impl Kernel {
         )
     }
 
+    /// The head of a scan, after its reduction's combining block.
+    #[inline(never)]
+    fn write_scan_head(&self, f: &mut Formatter<'_>, sc: &ParScanOut, pad: &str) -> fmt::Result {
+        writeln!(
+            f,
+            "{pad}}} scan from {} into source {}{} {{",
+            self.val(sc.init),
+            sc.dst,
+            if sc.inclusive {
+                " inclusive"
+            } else {
+                " exclusive"
+            }
+        )
+    }
+
     /// The text of an instruction without a nested block. Apart from [`Kernel::write_inst`], which
     /// recurses into nested blocks, so that the recursion's frames stay small.
     #[inline(never)]
@@ -290,6 +330,7 @@ impl Kernel {
             Inst::Atomic {
                 dst,
                 op,
+                space,
                 addr,
                 operands,
                 order,
@@ -298,13 +339,24 @@ impl Kernel {
                     write!(line, "{} = ", def(*d))?;
                 }
                 let ops: Vec<String> = operands.iter().map(|v| self.val(*v)).collect();
+                let space = if *space == Space::Shared {
+                    "shared"
+                } else {
+                    "global"
+                };
                 write!(
                     line,
-                    "atomic {op:?} {order:?} global [{}] {}",
+                    "atomic {op:?} {order:?} {space} [{}] {}",
                     self.val(*addr),
                     ops.join(", ")
                 )?
             }
+            Inst::ArrayAddr { dst, array } => write!(line, "{} = array_addr a{array}", def(*dst))?,
+            Inst::ArrayAccess {
+                array,
+                access,
+                site,
+            } => write!(line, "array_access a{array} {access:?} {site}")?,
             Inst::Select {
                 dst,
                 cond,

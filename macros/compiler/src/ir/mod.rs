@@ -6,6 +6,7 @@
 //! Entities are typed indices; `Display` prints the textual IR that the snapshots record.
 
 mod display;
+mod graph;
 
 use crate::types::{ChanTy, Scalar};
 
@@ -25,14 +26,9 @@ pub struct RoleId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SiteId(pub u32);
 
-/// What a [`Site`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SiteKind {
-    /// A failed check stops the kernel.
-    Panic,
-    /// A barrier wait, bounded by the watchdog.
-    Wait,
-}
+/// What a [`Site`] is: a failed check that stops the kernel, or a barrier wait the watchdog
+/// bounds. The runtime decodes the same kinds.
+pub use gpu_async_wire::SiteKind;
 
 /// A reportable place: its kind, its message, and the user's tokens it comes from.
 #[derive(Debug, Clone)]
@@ -86,6 +82,8 @@ pub struct Kernel {
     pub shared_cells: Vec<Scalar>,
     /// See `shared_cells`.
     pub cells_offset: u32,
+    /// The block's shared arrays (`shared_array::<T, N>()`), zeroed when the block starts.
+    pub shared_arrays: Vec<SharedArray>,
     /// The barriers between roles.
     pub barriers: Vec<KernelBarrier>,
     /// The roles' register budgets (`setmaxnreg`), when the kernel has them: set after lowering
@@ -127,6 +125,46 @@ impl Kernel {
     pub fn channel(&self, c: ChannelId) -> &Channel {
         &self.channels[c.0 as usize]
     }
+}
+
+/// A block-shared array: its elements, shape and place in shared memory.
+#[derive(Debug, Clone)]
+pub struct SharedArray {
+    /// Its local's name, for messages.
+    pub name: String,
+    /// The element's scalar.
+    pub elem: Scalar,
+    /// The elements are atomics.
+    pub atomic: bool,
+    /// Rows (1 for a 1D array).
+    pub rows: u32,
+    /// Elements per row.
+    pub cols: u32,
+    /// Elements from one row to the next: `cols`, plus one of padding where a row is a multiple
+    /// of 128 bytes (so that a warp reading a column reads 32 banks).
+    pub row_stride: u32,
+    /// Offset in the block's shared memory (16-byte aligned); set by the layout.
+    pub offset: u32,
+}
+
+impl SharedArray {
+    /// Bytes it takes, padding included.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.rows) * u64::from(self.row_stride) * u64::from(self.elem.size())
+    }
+}
+
+/// How an instruction touches a shared array, for the role barriers between accesses
+/// ([`Inst::ArrayAccess`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ArrayAccess {
+    /// Plain or atomic loads.
+    Read,
+    /// Plain stores, atomic stores, swaps and compare-and-swaps.
+    Write,
+    /// Read-modify-writes of one kind (`add`/`sub`, `max`, `min`, `and`, `or`, `xor`), which
+    /// commute with each other.
+    Update(u8),
 }
 
 /// A value's declaration.
@@ -402,15 +440,27 @@ pub enum Inst {
     },
     /// `dst = src as T`, with Rust's semantics.
     Cast { dst: Value, src: Value },
-    /// An atomic operation on global memory at `addr` (`dst` receives the previous value, or the
-    /// loaded one; `Store` has none). `operands`: the value, or `[current, new]` for a
-    /// compare-and-swap.
+    /// An atomic operation at `addr` in `space` (global memory, or a shared array's atomic
+    /// element): `dst` receives the previous value, or the loaded one; `Store` has none, and a
+    /// read-modify-write whose previous value is unused has none (a `red`). `operands`: the
+    /// value, or `[current, new]` for a compare-and-swap.
     Atomic {
         dst: Option<Value>,
         op: crate::tir::AtomicOp,
+        space: Space,
         addr: Value,
         operands: Vec<Value>,
         order: crate::tir::MemOrder,
+    },
+    /// `dst` = the shared address of shared array `array`'s first element.
+    ArrayAddr { dst: Value, array: u32 },
+    /// A mark the lowering leaves where a role touches shared array `array` (before a parallel
+    /// loop, or in its body); the role's barrier placement turns the marks that must be ordered
+    /// after earlier accesses into role barriers (`site`) and removes them all.
+    ArrayAccess {
+        array: u32,
+        access: ArrayAccess,
+        site: SiteId,
     },
     /// `*addr = value` in `space` (local arrays).
     Store {
@@ -563,7 +613,8 @@ pub struct ParFor {
 /// The reduction of a [`ParFor`], in the order the language defines: item `i` goes to the
 /// role's thread `(i / 4) % T`, which folds its items in increasing order from `identity`; then
 /// a butterfly over each warp's lanes (partners at distance 16, 8, 4, 2, 1; the lower lane's
-/// value on the left), then the warps' totals in warp order.
+/// value on the left), then the warps' totals in warp order. With `scan`, a scan instead (see
+/// [`ParScanOut`]).
 #[derive(Debug, Clone)]
 pub struct ParReduce {
     /// The item one iteration produces (defined by the body).
@@ -582,6 +633,25 @@ pub struct ParReduce {
     pub combine: Block,
     /// The role barrier between the warps' totals and their fold (roles of several warps).
     pub site: SiteId,
+    /// A scan: each item's result goes to a destination, in the scans' order.
+    pub scan: Option<ParScanOut>,
+}
+
+/// A scan (`exclusive_sum` and the others): in rounds of `4 T` items, thread `t` takes items
+/// `4t .. 4t + 4` of the round and folds them; each warp scans its lanes' totals (Hillis–Steele,
+/// partners at distance 1, 2, 4, 8, 16), the warps' totals go through shared memory (a double
+/// buffer, one role barrier per round) and each thread folds those of the warps before its own
+/// from `identity`; item `j`'s result is `((carry ⊕ warps before) ⊕ lanes before) ⊕` the
+/// thread's items before it (exclusive) or up to it (inclusive), stored to source `dst`; the
+/// carry starts at `init` and takes each round's total. After the loop `acc` is the final carry.
+#[derive(Debug, Clone)]
+pub struct ParScanOut {
+    /// The value the first item is combined with.
+    pub init: Value,
+    /// The source (of the loop's) that receives the results; the body does not touch it.
+    pub dst: usize,
+    /// Each result includes its own item.
+    pub inclusive: bool,
 }
 
 /// A `static` table in constant memory: its name and bytes (little-endian elements).
@@ -632,6 +702,7 @@ impl Inst {
             | Inst::LocalAddr { dst, .. }
             | Inst::ConstAddr { dst, .. }
             | Inst::LoadCell { dst, .. }
+            | Inst::ArrayAddr { dst, .. }
             | Inst::Select { dst, .. }
             | Inst::Bitcast { dst, .. }
             | Inst::Special { dst, .. }
@@ -651,6 +722,7 @@ impl Inst {
                 out
             }
             Inst::Store { .. }
+            | Inst::ArrayAccess { .. }
             | Inst::StoreCell { .. }
             | Inst::PanicIf { .. }
             | Inst::If { .. }

@@ -1,4 +1,4 @@
-//! Loop-invariant code motion: pure instructions of a loop's body whose operands do not change in
+//! Phase 4, licm: loop-invariant code motion: pure instructions of a loop's body whose operands do not change in
 //! the loop are computed once, before it.
 //!
 //! Why: a role loop that bulk-copies `&src[0..n]` on every item re-checks `n <= src.len()` and
@@ -6,7 +6,7 @@
 //! kernel parameter from the constant bank and compares again each time, on the item's critical
 //! path); computed before the loop, the check is a predicate the loop only branches on. On the
 //! H200 that chain of dependent instructions bounded the 16 KiB bulk handoff
-//! (`docs/benchmarks.md`, sixth session).
+//! (`docs/design.md`, "Loop invariants are computed before their loops").
 //!
 //! What moves: an instruction at the top level of a loop's body (not inside an `if`, a nested
 //! loop or a parallel loop) that computes a value from other values and nothing else (constants,
@@ -124,6 +124,7 @@ fn pure_operands(inst: &Inst) -> Option<Vec<Value>> {
         Inst::Const { .. }
         | Inst::Special { .. }
         | Inst::LocalAddr { .. }
+        | Inst::ArrayAddr { .. }
         | Inst::ConstAddr { .. } => Some(Vec::new()),
         Inst::Copy { src, .. }
         | Inst::Unary { src, .. }

@@ -8,12 +8,20 @@ use proc_macro2::Span;
 
 use super::values::Val;
 use super::Lowerer;
-use crate::ir::{BinOp, Inst, Value};
-use crate::tir::{self, Expr, MemOrder};
+use crate::ir::{ArrayAccess, BinOp, Inst, Space, Value};
+use crate::tir::{self, Expr, ExprKind, MemOrder};
 use crate::types::{Scalar, Ty};
 
 impl Lowerer<'_> {
-    /// `atomics[index]`: the element's global address.
+    /// Lowers `e`, whose value is unused: an atomic read-modify-write then needs no result
+    /// (PTX's `red`).
+    pub(super) fn discarded(&mut self, e: &Expr) {
+        self.result_unused = matches!(e.kind, ExprKind::Atomic(..));
+        self.expr(e);
+        self.result_unused = false;
+    }
+
+    /// `atomics[index]`: the element's global address, or a shared array's atomic element.
     pub(super) fn atomic_index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
         let b = self.expr(base);
         let i = self.scalar(index);
@@ -32,7 +40,9 @@ impl Lowerer<'_> {
                 let off = self.binary(BinOp::Mul, i, size);
                 Val::AtomicRef(self.binary(BinOp::Add, ptr, off))
             }
-            _ => Val::Unit,
+            other => self
+                .shared_array_index(&other, index, i, span)
+                .unwrap_or(Val::Unit),
         }
     }
 
@@ -45,21 +55,34 @@ impl Lowerer<'_> {
         order: MemOrder,
         span: Span,
     ) -> Val {
-        let Val::AtomicRef(addr) = self.expr(target) else {
-            return Val::Unit;
+        let unused = std::mem::take(&mut self.result_unused);
+        let (space, addr, array) = match self.expr(target) {
+            Val::AtomicRef(addr) => (Space::Global, addr, None),
+            Val::SharedAtomicRef { addr, array } => (Space::Shared, addr, Some(array)),
+            _ => return Val::Unit,
         };
         let values: Vec<Value> = operands.iter().map(|o| self.scalar(o)).collect();
-        if self.par.is_none() {
+        // A load gives each thread the value; any other operation would run once per thread.
+        if self.par.is_none() && op != tir::AtomicOp::Load {
             self.diags.error(span, "an atomic operation in role code would run once per thread of the role: call it inside a `par_iter` closure, where each iteration runs once");
+        }
+        if let Some(array) = array {
+            self.array_access(array, array_access(op), span);
         }
         let elem = match &target.ty {
             Ty::AtomicRef(s) => *s,
             _ => Scalar::U32,
         };
-        let dst = (op != tir::AtomicOp::Store).then(|| self.new_value(elem, None));
+        let needs_result = match op {
+            tir::AtomicOp::Store => false,
+            tir::AtomicOp::Load => true,
+            _ => !unused,
+        };
+        let dst = needs_result.then(|| self.new_value(elem, None));
         self.emit(Inst::Atomic {
             dst,
             op,
+            space,
             addr,
             operands: values.clone(),
             order,
@@ -89,5 +112,21 @@ impl Lowerer<'_> {
             Val::Cas { old, .. } => Val::Scalar(old),
             _ => Val::Unit,
         }
+    }
+}
+
+/// How atomic operation `op` touches a shared array: loads read, stores, swaps and
+/// compare-and-swaps write, the other read-modify-writes update (each kind commutes with itself).
+fn array_access(op: tir::AtomicOp) -> ArrayAccess {
+    use tir::AtomicOp as A;
+    match op {
+        A::Load => ArrayAccess::Read,
+        A::Store | A::Swap | A::CompareExchange => ArrayAccess::Write,
+        A::Add | A::Sub => ArrayAccess::Update(0),
+        A::Max => ArrayAccess::Update(1),
+        A::Min => ArrayAccess::Update(2),
+        A::And => ArrayAccess::Update(3),
+        A::Or => ArrayAccess::Update(4),
+        A::Xor => ArrayAccess::Update(5),
     }
 }

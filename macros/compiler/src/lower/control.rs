@@ -15,9 +15,7 @@ impl Lowerer<'_> {
     pub(super) fn stmt(&mut self, s: &Stmt) {
         match s {
             Stmt::Let(pat, init) => self.let_stmt(pat, init),
-            Stmt::Expr(e) => {
-                self.expr(e);
-            }
+            Stmt::Expr(e) => self.discarded(e),
             Stmt::For(label, var, iter, body) => self.for_loop(label, *var, iter, body),
             Stmt::WhileLet(label, var, scrutinee, body) => {
                 self.while_let(label, *var, scrutinee, body)

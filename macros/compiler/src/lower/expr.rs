@@ -88,6 +88,7 @@ impl Lowerer<'_> {
 
             // Shared values, barriers and one-shot values (`shared`).
             ExprKind::SharedNew(s) => self.shared_new(*s),
+            ExprKind::SharedArrayNew(a) => self.shared_array_new(a, "array".to_string()),
             ExprKind::SharedGet(cell) => self.shared_get(cell),
             ExprKind::SharedSet(cell, value) => self.shared_set(cell, value, e.span),
             ExprKind::BarrierNew => self.barrier_new(),
@@ -106,6 +107,10 @@ impl Lowerer<'_> {
             ExprKind::ParReduce(iter, red) => {
                 let ty = Self::scalar_ty(&e.ty);
                 Val::Scalar(self.par_reduce(iter, red, ty, e.span))
+            }
+            ExprKind::ParScan(scan) => {
+                let ty = Self::scalar_ty(&e.ty);
+                Val::Scalar(self.par_scan(scan, ty, e.span))
             }
             ExprKind::ParMap(..) => {
                 self.diags.error(

@@ -96,6 +96,14 @@ impl Lowerer<'_> {
         let mut role_failed = false;
         for stmt in &f.body.stmts {
             match stmt {
+                Stmt::Let(LetPattern::Local(id), e)
+                    if matches!(e.kind, ExprKind::SharedArrayNew(_)) =>
+                {
+                    if let ExprKind::SharedArrayNew(a) = &e.kind {
+                        let v = self.shared_array_new(a, f.local(*id).name.clone());
+                        self.frame().locals.insert(*id, v);
+                    }
+                }
                 Stmt::Let(LetPattern::Local(id), e) if matches!(e.kind, ExprKind::BarrierNew) => {
                     self.barriers.push((Vec::new(), f.local(*id).name.clone()));
                     let b = Val::Barrier(self.barriers.len() as u32 - 1);
@@ -229,6 +237,7 @@ impl Lowerer<'_> {
         let role_scratch: Vec<u32> = roles.iter().map(reduce_scratch_bytes).collect();
         layout::lay_out(
             &mut self.channels,
+            &mut self.shared_arrays,
             &role_needs_barrier,
             &role_scratch,
             self.shared_cells.len() as u32
@@ -355,22 +364,23 @@ fn needs_role_barrier(r: &ir::Role) -> bool {
 }
 
 /// The shared bytes role `r` needs for its warps' partial results: 8 per warp when it has
-/// several warps and a reduction, else none.
+/// several warps and a reduction, 16 per warp when one of them is a scan (a double buffer, so
+/// that a round's totals are written while the previous round's may still be read), else none.
 fn reduce_scratch_bytes(r: &ir::Role) -> u32 {
-    let mut found = false;
+    let (mut reduces, mut scans) = (false, false);
     ir::for_each_inst(&r.body, &mut |i| {
-        found |= matches!(
-            i,
-            Inst::ParFor(ParFor {
-                reduce: Some(_),
-                ..
-            })
-        )
+        if let Inst::ParFor(ParFor {
+            reduce: Some(red), ..
+        }) = i
+        {
+            reduces = true;
+            scans |= red.scan.is_some();
+        }
     });
     let warps = r.end_warp - r.first_warp;
-    if found && warps > 1 {
-        8 * warps
-    } else {
-        0
+    match (reduces, scans) {
+        (_, true) if warps > 1 => 16 * warps,
+        (true, _) if warps > 1 => 8 * warps,
+        _ => 0,
     }
 }

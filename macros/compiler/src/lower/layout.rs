@@ -1,9 +1,10 @@
-//! Shared-memory layout of the channel rings.
+//! Shared-memory layout: the channel rings, the shared arrays, the barriers, the reduction
+//! scratch, the shared values and the state words.
 
 use proc_macro2::Span;
 
 use crate::diag::Diagnostics;
-use crate::ir::Channel;
+use crate::ir::{Channel, SharedArray};
 
 use crate::target::SHARED_LIMIT;
 
@@ -11,12 +12,14 @@ fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to
 }
 
-/// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), then all
-/// barriers (the channels', then one per role in `role_needs_barrier`) and state words; returns
-/// the total and each role's barrier offset, or reports the total past the limit with the
-/// breakdown.
+/// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), the shared
+/// arrays (16-byte aligned, one after another, so that one loop zeroes them), then all barriers
+/// (the channels', then one per role in `role_needs_barrier`) and state words; returns the total
+/// and each role's barrier offset, or reports the total past the limit with the breakdown.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lay_out(
     channels: &mut [Channel],
+    arrays: &mut [SharedArray],
     role_needs_barrier: &[bool],
     role_scratch_bytes: &[u32],
     cells: u32,
@@ -36,6 +39,27 @@ pub(crate) fn lay_out(
             c.name, c.ty.depth, stride, bytes
         ));
         offset += bytes;
+    }
+    offset = round_up(offset, 16);
+    for a in arrays.iter_mut() {
+        a.offset = offset.min(u64::from(u32::MAX)) as u32;
+        let shape = if a.rows > 1 {
+            format!("{} x {}", a.rows, a.cols)
+        } else {
+            a.cols.to_string()
+        };
+        let padded = if a.row_stride != a.cols {
+            format!(", rows padded to {}", a.row_stride)
+        } else {
+            String::new()
+        };
+        breakdown.push(format!(
+            "shared array `{}`: [{shape}] of {}{padded} = {} B",
+            a.name,
+            a.elem,
+            a.bytes()
+        ));
+        offset = round_up(offset + a.bytes(), 16);
     }
     offset = round_up(offset, 8);
     for c in channels.iter_mut() {
@@ -74,8 +98,9 @@ pub(crate) fn lay_out(
         diags.error(
             span,
             format!(
-                "the kernel needs {total} B of shared memory per block, past the {SHARED_LIMIT} B a block can have on sm_90: {}; shrink the payloads or the depths",
-                breakdown.join("; ")
+                "the kernel needs {total} B of shared memory per block, past the {SHARED_LIMIT} B a block can have on sm_90: {}; shrink the payloads or the depths{}",
+                breakdown.join("; "),
+                if arrays.is_empty() { "" } else { ", or the shared arrays" }
             ),
         );
         return (0, role_barriers, scratch, cells_offset);

@@ -31,7 +31,10 @@ mod parallel;
 mod places;
 mod protocol;
 mod roles;
+mod scans;
 mod shared;
+mod shared_arrays;
+mod shared_sync;
 mod stores;
 mod tiles;
 mod values;
@@ -83,10 +86,20 @@ struct Lowerer<'p> {
     const_tables: Vec<u32>,
     /// The block's shared values made so far, by cell number.
     shared_cells: Vec<Scalar>,
+    /// The block's shared arrays made so far (their offsets set by the layout).
+    shared_arrays: Vec<crate::ir::SharedArray>,
     /// The barriers between roles: the roles that take each, and its name.
     barriers: Vec<(Vec<RoleId>, String)>,
     /// The one-shot values: shared cell, name, sending and receiving roles.
     oneshots: Vec<Oneshot>,
+    /// The memory the parallel loop being lowered writes by index (`y[i] = v`), with whether
+    /// through a `block_tiles` range.
+    par_index_writes: Vec<(MemKey, bool)>,
+    /// In a parallel loop's body: its index and a constant it is below (see `ParHead::bound`),
+    /// for the bounds checks of `tile[i]` and `tile[i / K]`.
+    par_bound: Option<(Value, u64)>,
+    /// The expression being lowered is an atomic operation whose value is unused.
+    result_unused: bool,
     /// The role call being lowered (for errors about its arguments).
     role_span: Span,
     role: Option<RoleId>,
@@ -144,6 +157,7 @@ pub fn lower_kernel(prog: &Program, id: FnId, diags: &mut Diagnostics) -> Option
         sites: l.sites,
         shared_cells: l.shared_cells,
         cells_offset,
+        shared_arrays: l.shared_arrays,
         barriers,
         registers: None,
         min_blocks_per_sm: None,
@@ -174,8 +188,12 @@ impl<'p> Lowerer<'p> {
             local_reported: false,
             const_tables: Vec::new(),
             shared_cells: Vec::new(),
+            shared_arrays: Vec::new(),
             barriers: Vec::new(),
             oneshots: Vec::new(),
+            par_index_writes: Vec::new(),
+            par_bound: None,
+            result_unused: false,
             role_span: Span::call_site(),
             role: None,
             par: None,

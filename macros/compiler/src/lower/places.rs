@@ -20,6 +20,9 @@ impl Lowerer<'_> {
         if let Some(v) = self.array_read(&b, index, i, span) {
             return Val::Scalar(v);
         }
+        if let Some(v) = self.shared_array_index(&b, index, i, span) {
+            return v;
+        }
         self.index_val(base, b, i, span)
     }
 

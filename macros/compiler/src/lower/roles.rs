@@ -3,7 +3,7 @@
 //! The role's warp range is checked against the kernel's warps and the other roles, the ends it
 //! is handed are claimed for it, its function is inlined, and the role barriers its parallel
 //! loops asked for are kept only where the writes may overlap or another access of the role
-//! touches the same memory. A role of several warps may not make its warps meet inside a
+//! touches the same memory; those its shared arrays need are placed (`shared_sync`). A role of several warps may not make its warps meet inside a
 //! `join!` branch or choose a `select!` arm.
 
 use super::values::Val;
@@ -80,6 +80,7 @@ impl Lowerer<'_> {
             l.inline_call(*fid, vals, call.span);
         });
         self.prune_barriers(&mut body);
+        super::shared_sync::place_barriers(&mut body, end - start);
         if end - start > 1 {
             self.check_join_branches(&body, &name, end - start);
             // Each warp would choose its own arm: the warps of one role could take items of two

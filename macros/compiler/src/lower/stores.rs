@@ -198,6 +198,38 @@ impl Lowerer<'_> {
                             value: v,
                         });
                     }
+                    b @ (Val::SharedArray(_) | Val::SharedRow { .. }) => {
+                        self.shared_array_store(b, index, i, place.span, reads_old, f)
+                    }
+                    Val::Slice {
+                        ptr,
+                        len,
+                        elem,
+                        mem,
+                        tiles,
+                    } => {
+                        // `y[i] = v` in a parallel loop (the checker saw to it).
+                        self.access(mem);
+                        self.par_index_writes.push((mem, tiles));
+                        if !self.unchecked {
+                            let oob = self.binary(BinOp::Ge, i, len);
+                            self.panic_if(oob, "index out of bounds", place.span);
+                        }
+                        let size = self.usize_const(u64::from(elem.size()));
+                        let off = self.binary(BinOp::Mul, i, size);
+                        let addr = self.binary(BinOp::Add, ptr, off);
+                        let old = if reads_old {
+                            self.load(elem, Space::Global, addr)
+                        } else {
+                            self.konst(elem, Imm::Int(0))
+                        };
+                        let v = f(self, old);
+                        self.emit(Inst::Store {
+                            space: Space::Global,
+                            addr,
+                            value: v,
+                        });
+                    }
                     _ => {}
                 }
             }

@@ -17,6 +17,8 @@ use crate::types::Scalar;
 pub(super) enum MemKey {
     Param(usize),
     Slot(ChannelId),
+    /// A shared array, whose barriers `shared_sync` places.
+    Array(u32),
 }
 
 /// What an expression lowers to: registers, or the static description of a place, a channel
@@ -65,6 +67,18 @@ pub(super) enum Val {
     Tuple(Vec<Value>),
     /// A block-local shared value: its cell.
     SharedCell(u32),
+    /// A block-shared array: its number.
+    SharedArray(u32),
+    /// `tile[r]` of a 2D shared array: the array and the (checked) row.
+    SharedRow {
+        array: u32,
+        row: Value,
+    },
+    /// An atomic element of a shared array: its shared address and the array.
+    SharedAtomicRef {
+        addr: Value,
+        array: u32,
+    },
     /// A barrier between roles: its number.
     Barrier(u32),
     /// The sending end of one-shot value `k`.

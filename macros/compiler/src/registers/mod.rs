@@ -1,4 +1,5 @@
-//! Register budgets per role (issue 4): roles that only move data give registers back with
+//! Phase 6, registers: the register budgets per role (`docs/design.md`, "Register budgets per
+//! role"): roles that only move data give registers back with
 //! `setmaxnreg.dec`, compute roles take them with `setmaxnreg.inc` (sm_90a).
 //!
 //! Decided after lowering, from the roles' code or from `#[kernel(.., registers(..))]`, and only

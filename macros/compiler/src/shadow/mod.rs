@@ -1,4 +1,4 @@
-//! Phase 6, emit Rust: the shadow code and the typed host launchers.
+//! Phase 9, shadow: the shadow code and the typed host launchers.
 //!
 //! The shadow code is the user's module as written, with the checker's edits (inferred types as
 //! ascriptions, `join!` as `join_roles`), over the real types of `gpu_async::device`. rustc type-
@@ -9,9 +9,10 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
-use crate::ir::Kernel;
+use crate::ir::{Kernel, SiteKind};
 use crate::tir::Signature;
 use crate::types::{Scalar, Ty};
+use gpu_async_wire::ParamKind;
 
 /// What the launcher of one kernel needs.
 pub struct LauncherInput<'a> {
@@ -21,8 +22,21 @@ pub struct LauncherInput<'a> {
     pub sig: &'a Signature,
     /// The module's structs (a struct parameter travels as one kernel parameter per field).
     pub structs: &'a [crate::tir::StructDef],
-    /// The lowered kernel, its PTX and IR text; `None` when compilation failed (a stub is emitted).
-    pub compiled: Option<(&'a Kernel, &'a str, &'a str)>,
+    /// The lowered kernel, its PTX, IR text and traced PTX; `None` when compilation failed (a
+    /// stub is emitted).
+    pub compiled: Option<Compiled<'a>>,
+}
+
+/// What the launcher of a compiled kernel shows and loads.
+pub struct Compiled<'a> {
+    /// The lowered kernel.
+    pub kernel: &'a Kernel,
+    /// Its PTX module.
+    pub ptx: &'a str,
+    /// Its IR as text.
+    pub ir: &'a str,
+    /// Its PTX module with tracing.
+    pub ptx_traced: &'a str,
 }
 
 fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
@@ -31,8 +45,32 @@ fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
 }
 
 fn spec_scalar(s: Scalar) -> TokenStream {
-    let v = format_ident!("{}", s.spec_variant());
+    let v = format_ident!("{}", s.variant_name());
     quote!(::gpu_async::ScalarType::#v)
+}
+
+/// A `::gpu_async::ParamSpec` of `kind`, spelled from the contract's own type so that a change
+/// of its shape cannot go unnoticed here.
+fn param_spec(name: &syn::LitStr, kind: ParamKind) -> TokenStream {
+    let kind = match kind {
+        ParamKind::Scalar(s) => {
+            let st = spec_scalar(s);
+            quote!(::gpu_async::ParamKind::Scalar(#st))
+        }
+        ParamKind::Slice { elem, mutable } => {
+            let st = spec_scalar(elem);
+            quote!(::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable })
+        }
+    };
+    quote!(::gpu_async::ParamSpec { name: #name, kind: #kind })
+}
+
+/// A `::gpu_async::SiteKind`.
+fn site_kind(kind: SiteKind) -> TokenStream {
+    match kind {
+        SiteKind::Panic => quote!(::gpu_async::SiteKind::Panic),
+        SiteKind::Wait => quote!(::gpu_async::SiteKind::Wait),
+    }
 }
 
 /// The `mod <kernel> { PTX, IR, SPEC, launch }` of one kernel.
@@ -44,6 +82,9 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let mut arg_types = Vec::new();
     let mut arg_names = Vec::new();
     let mut cuda_pushes = Vec::new();
+    // The simulator's side: each buffer's use, registered at the launch (`sim_uses`), turned
+    // into the elements by the job when it runs (`sim_views`).
+    let mut sim_uses = Vec::new();
     let mut sim_views = Vec::new();
     let mut sim_args = Vec::new();
     let mut param_specs = Vec::new();
@@ -57,24 +98,28 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 arg_types.push(scalar_tokens(*s, span));
                 cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg);));
                 sim_args.push(quote!(#arg));
-                let st = spec_scalar(*s);
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                param_specs.push(param_spec(&pname_lit, ParamKind::Scalar(*s)));
             }
             Ty::Slice { elem, mutable } => {
                 let e = scalar_tokens(*elem, span);
-                let st = spec_scalar(*elem);
                 if *mutable {
                     arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                     cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
-                    sim_views.push(quote!(let #arg = __gpu_async_sim.view_mut(#pname_lit, #arg)?;));
+                    sim_uses.push(quote!(let #arg = __gpu_async_sim.write(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let mut #arg = #arg.slice_mut();));
                     sim_args.push(quote!(&mut *#arg));
                 } else {
                     arg_types.push(quote_spanned!(span=> &'a ::gpu_async::DeviceBuffer<#e>));
                     cuda_pushes.push(quote!(__gpu_async_cuda.slice(#pname_lit, #arg)?;));
-                    sim_views.push(quote!(let #arg = __gpu_async_sim.view(#pname_lit, #arg)?;));
-                    sim_args.push(quote!(#arg));
+                    sim_uses.push(quote!(let #arg = __gpu_async_sim.read(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let #arg = #arg.slice();));
+                    sim_args.push(quote!(&*#arg));
                 }
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable } }));
+                let kind = ParamKind::Slice {
+                    elem: *elem,
+                    mutable: *mutable,
+                };
+                param_specs.push(param_spec(&pname_lit, kind));
             }
             Ty::Enum(_, name) => {
                 let ident = syn::Ident::new(name, span);
@@ -82,7 +127,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 sim_args.push(quote!(#arg));
                 // The discriminant, as a `u32` parameter.
                 cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#arg as u32);));
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Scalar(::gpu_async::ScalarType::U32) }));
+                param_specs.push(param_spec(&pname_lit, ParamKind::Scalar(Scalar::U32)));
             }
             Ty::Struct(id, name) => {
                 let ident = syn::Ident::new(name, span);
@@ -93,7 +138,6 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                     for (field, first, len) in &def.declared {
                         let f = syn::Ident::new(field, span);
                         let s = def.fields[*first].1;
-                        let st = spec_scalar(s);
                         let accesses: Vec<(TokenStream, String)> = match len {
                             None => vec![(quote!(#arg.#f), field.clone())],
                             Some(n) => (0..*n as usize)
@@ -103,19 +147,23 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                         for (access, name) in accesses {
                             cuda_pushes.push(quote!(__gpu_async_cuda.scalar(#access);));
                             let full = syn::LitStr::new(&format!("{pname}.{name}"), span);
-                            param_specs.push(quote!(::gpu_async::ParamSpec { name: #full, kind: ::gpu_async::ParamKind::Scalar(#st) }));
+                            param_specs.push(param_spec(&full, ParamKind::Scalar(s)));
                         }
                     }
                 }
             }
             Ty::AtomicSlice(elem) => {
                 let e = scalar_tokens(*elem, span);
-                let st = spec_scalar(*elem);
                 arg_types.push(quote_spanned!(span=> &'a mut ::gpu_async::DeviceBuffer<#e>));
                 cuda_pushes.push(quote!(__gpu_async_cuda.slice_mut(#pname_lit, #arg)?;));
-                sim_views.push(quote!(let #arg = __gpu_async_sim.view_atomic(#pname_lit, #arg)?;));
+                sim_uses.push(quote!(let #arg = __gpu_async_sim.write(#pname_lit, #arg)?;));
+                sim_views.push(quote!(let #arg = #arg.atomics();));
                 sim_args.push(quote!(#arg.atoms()));
-                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: ::gpu_async::ParamKind::Slice { elem: #st, mutable: true } }));
+                let kind = ParamKind::Slice {
+                    elem: *elem,
+                    mutable: true,
+                };
+                param_specs.push(param_spec(&pname_lit, kind));
             }
             _ => {
                 arg_types.push(quote!(()));
@@ -125,7 +173,13 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     }
     let args_ty = quote!((#(#arg_types,)*));
     let args_pat = quote!((#(#arg_names,)*));
-    let Some((kernel, ptx, ir)) = input.compiled else {
+    let Some(Compiled {
+        kernel,
+        ptx,
+        ir,
+        ptx_traced,
+    }) = input.compiled
+    else {
         // The kernel did not compile: the errors are reported; keep the launcher's signature so
         // that the host code that calls it still type-checks.
         return quote! {
@@ -135,6 +189,10 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 /// The kernel did not compile; see the errors above.
                 pub fn launch<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty) -> ::gpu_async::Launch<'a> {
                     ::gpu_async::__private::not_compiled(device, #name_str)
+                }
+                /// The kernel did not compile; see the errors above.
+                pub fn launch_traced<'a>(device: &'a ::gpu_async::Device, grid: ::gpu_async::Grid, args: #args_ty, options: ::gpu_async::trace::TraceOptions) -> ::gpu_async::trace::TracedLaunch<'a> {
+                    ::gpu_async::__private::not_compiled_traced(device, #name_str)
                 }
             }
         };
@@ -152,10 +210,7 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
         .sites
         .iter()
         .map(|site| {
-            let kind = match site.kind {
-                crate::ir::SiteKind::Panic => quote!(::gpu_async::SiteKind::Panic),
-                crate::ir::SiteKind::Wait => quote!(::gpu_async::SiteKind::Wait),
-            };
+            let kind = site_kind(site.kind);
             let message = &site.message;
             let span = site.span;
             let file = quote_spanned!(span=> ::core::file!());
@@ -169,8 +224,10 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     let doc = launcher_doc(kernel);
     let kernel_doc =
         format!(" The compiled kernel `{name_str}`: its PTX, IR, spec and typed launcher.");
-    // The launch body, shared by `launch` and `launch_on`: push the arguments for CUDA, or run
-    // the shadow code block by block on the simulator.
+    // The launch body, shared by `launch` and `launch_on`: push the arguments for CUDA; on the
+    // simulator, register the buffers' uses and hand over a job that owns them and the scalars
+    // (it runs later, on the stream's worker thread), takes the buffers' elements and runs the
+    // shadow code block by block.
     let body = quote! {
         move |__gpu_async_target| match __gpu_async_target {
             ::gpu_async::__private::Target::Cuda(__gpu_async_cuda) => {
@@ -178,23 +235,22 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 ::core::result::Result::Ok(())
             }
             ::gpu_async::__private::Target::Sim(__gpu_async_sim) => {
-                #(#sim_views)*
-                __gpu_async_sim.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+                #(#sim_uses)*
+                __gpu_async_sim.run(move |__gpu_async_run| {
+                    #(#sim_views)*
+                    __gpu_async_run.run_blocks(|__gpu_async_block| __gpu_async_block.run(super::#name(#(#sim_args),*)))
+                })
             }
         }
     };
-    let mermaid = kernel.mermaid();
     // Literals made directly: `syn::LitStr::new` would also read each one back, and the PTX of a
     // large kernel is megabytes.
-    let mermaid_lit = proc_macro2::Literal::string(&mermaid);
-    // A `<pre>` block reaches the page unchanged by Markdown; Mermaid reads its text (entities
-    // decoded) and draws it where the page can load Mermaid, and the source shows otherwise.
-    let graph_doc = format!(
-        " Roles and channels:\n\n <pre class=\"mermaid\">\n{}</pre>\n <script type=\"module\">import mermaid from \"https://cdn.jsdelivr.net/npm/mermaid@10/dist/mermaid.esm.min.mjs\"; mermaid.initialize({{ startOnLoad: true }});</script>\n",
-        mermaid.replace('>', "&gt;")
-    );
+    let mermaid_lit = proc_macro2::Literal::string(&kernel.mermaid());
+    let graph_doc = graph_doc(kernel);
     let ptx_lit = proc_macro2::Literal::string(ptx);
+    let ptx_traced_lit = proc_macro2::Literal::string(ptx_traced);
     let ir_lit = proc_macro2::Literal::string(ir);
+    let launch_fns = launch_fns(&doc, &args_ty, &args_pat, &body);
     quote! {
         #[doc = #kernel_doc]
         #[doc = ""]
@@ -210,8 +266,14 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             /// The kernel's role/channel IR after lowering, as text.
             pub const IR: &str = #ir_lit;
 
-            /// The kernel's role and channel graph, as a Mermaid flowchart.
+            /// The kernel's role and channel graph, as a Mermaid flowchart (the docs draw it as
+            /// an SVG picture).
             pub const MERMAID: &str = #mermaid_lit;
+
+            /// The kernel's PTX module with tracing, which [`launch_traced`] loads: [`PTX`]
+            /// taking the trace's parameters after its own and recording, in the blocks traced,
+            /// each role's run, waits and bulk copies.
+            pub const PTX_TRACED: &str = #ptx_traced_lit;
 
             /// What the runtime needs to launch the kernel.
             pub static SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {
@@ -226,28 +288,84 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
                 abort_protocol: true,
             };
 
-            #[doc = #doc]
-            pub fn launch<'a>(
-                device: &'a ::gpu_async::Device,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch(device, &SPEC, grid, #body)
-            }
+            /// [`SPEC`] with [`PTX_TRACED`]: what a traced launch loads.
+            pub static TRACED_SPEC: ::gpu_async::KernelSpec = ::gpu_async::KernelSpec {
+                ptx: PTX_TRACED,
+                ..SPEC
+            };
 
-            /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
-            /// queued there; order it against other streams with events).
-            pub fn launch_on<'a>(
-                stream: &'a ::gpu_async::Stream,
-                grid: ::gpu_async::Grid,
-                args: #args_ty,
-            ) -> ::gpu_async::Launch<'a> {
-                let #args_pat = args;
-                ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
-            }
+            #launch_fns
         }
     }
+}
+
+/// The launchers of a kernel: `launch`, `launch_on`, `launch_traced` and `launch_traced_on`,
+/// each taking `args_ty` (destructured as `args_pat`) and handing `body` the target.
+fn launch_fns(
+    doc: &str,
+    args_ty: &TokenStream,
+    args_pat: &TokenStream,
+    body: &TokenStream,
+) -> TokenStream {
+    quote! {
+        #[doc = #doc]
+        pub fn launch<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch(device, &SPEC, grid, #body)
+        }
+
+        /// Launches the kernel like [`launch`], on `stream` (ordered after the work already
+        /// queued there; order it against other streams with events).
+        pub fn launch_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+        ) -> ::gpu_async::Launch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_on(stream, &SPEC, grid, #body)
+        }
+
+        /// Launches the kernel like [`launch`], with [`PTX_TRACED`] on the GPU, and records
+        /// what each role of the blocks `options` chooses does when: its run, its waits and
+        /// its bulk copies (on the simulator, in scheduler steps). The future resolves to a
+        /// [`Traced`](::gpu_async::trace::Traced): the launch's outcome and the trace, which
+        /// a launch that failed (a deadlock, a watchdog stop) still carries up to its failure.
+        pub fn launch_traced<'a>(
+            device: &'a ::gpu_async::Device,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced(device, &TRACED_SPEC, grid, options, #body)
+        }
+
+        /// Launches the kernel like [`launch_traced`], on `stream`.
+        pub fn launch_traced_on<'a>(
+            stream: &'a ::gpu_async::Stream,
+            grid: ::gpu_async::Grid,
+            args: #args_ty,
+            options: ::gpu_async::trace::TraceOptions,
+        ) -> ::gpu_async::trace::TracedLaunch<'a> {
+            let #args_pat = args;
+            ::gpu_async::__private::launch_traced_on(stream, &TRACED_SPEC, grid, options, #body)
+        }
+    }
+}
+
+/// The role and channel graph of `k` for its docs: the self-contained SVG picture
+/// ([`Kernel::role_graph_svg`]) in an HTML block of its own, which Markdown passes through
+/// unchanged, so that the page shows it offline as online; on a white ground of its own, so
+/// that its black labels stay readable in rustdoc's dark themes.
+pub fn graph_doc(k: &Kernel) -> String {
+    format!(
+        " Roles and channels:\n\n <div class=\"gpu-async-roles\" style=\"background: #fff; display: inline-block\">\n {}\n </div>\n",
+        k.role_graph_svg()
+    )
 }
 
 fn launcher_doc(k: &Kernel) -> String {

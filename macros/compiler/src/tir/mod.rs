@@ -3,7 +3,7 @@
 
 use proc_macro2::Span;
 
-use crate::types::{ChanTy, Scalar, Ty};
+use crate::types::{ArrayTy, ChanTy, Scalar, Ty};
 
 mod program;
 
@@ -439,6 +439,21 @@ pub enum Reduction {
     },
 }
 
+/// A scan over a role's threads (see [`ExprKind::ParScan`]).
+#[derive(Debug, Clone)]
+pub struct ParScan {
+    /// The items: a parallel iterator of scalars (maybe mapped).
+    pub src: Box<Expr>,
+    /// Where the results go: a `par_iter_mut()` source.
+    pub dst: Box<Expr>,
+    /// The value the first item is combined with.
+    pub init: Box<Expr>,
+    /// `Sum`, or `Custom` with its identity and closure.
+    pub op: Reduction,
+    /// `inclusive_*`: each result includes its own item.
+    pub inclusive: bool,
+}
+
 /// How a closure parameter pattern binds a parallel iterator's items.
 #[derive(Debug, Clone)]
 pub enum ParBinding {
@@ -520,6 +535,8 @@ pub enum ExprKind {
     OptUnwrap(Box<Expr>, Option<Box<Expr>>),
     /// `shared::<T>()` in the kernel body.
     SharedNew(Scalar),
+    /// `shared_array::<T, N>()` or `shared_array_2d::<T, R, C>()` in the kernel body.
+    SharedArrayNew(ArrayTy),
     /// `barrier()` in the kernel body.
     BarrierNew,
     /// `rx.subscribe()` in the kernel body: another receiver of the channel (a broadcast).
@@ -536,7 +553,8 @@ pub enum ExprKind {
     SharedGet(Box<Expr>),
     /// `cell.set(value)`
     SharedSet(Box<Expr>, Box<Expr>),
-    /// The same 16 bits as another type: `h.to_bits()` (to `u16`), `f16::from_bits(b)`.
+    /// The same bits as another type of the same size: `h.to_bits()` (to `u16`),
+    /// `f16::from_bits(b)`, `f32::from_bits(b)`, `f64::from_bits(b)`.
     HalfBits(Box<Expr>, Scalar),
     /// `panic!(..)`, `unreachable!()`, `assert!(cond, ..)`, ...: a device panic with this
     /// message, when the condition (if any) is false.
@@ -584,6 +602,10 @@ pub enum ExprKind {
     ParMap(Box<Expr>, ParBinding, Block),
     /// `iter.sum()`, `.min()`, `.max()`, `.reduce(|| identity, |a, b| op)`.
     ParReduce(Box<Expr>, Reduction),
+    /// `src.exclusive_sum(dst, init)` and the other scans: the items, the destination (a
+    /// `par_iter_mut()`), `init`, what combines them (`Sum` or `Custom`), and whether each result
+    /// includes its own item.
+    ParScan(ParScan),
     /// `on_warps(start..end, role(args))`
     OnWarps {
         /// First warp.

@@ -65,6 +65,13 @@ impl Checker<'_> {
         let Some((op, values)) = AtomicOp::lookup(name) else {
             return err(span);
         };
+        if s.is_float() && matches!(op, AtomicOp::And | AtomicOp::Or | AtomicOp::Xor) {
+            self.diags.error(
+                m.method.span(),
+                format!("`{}` has no `{name}`: bitwise operations are for atomic integers; update the bits through an integer atomic", crate::types::atomic_name(s)),
+            );
+            return err(span);
+        }
         let orderings = if op == AtomicOp::CompareExchange {
             2
         } else {

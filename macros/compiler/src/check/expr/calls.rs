@@ -39,6 +39,9 @@ impl Checker<'_> {
         if segments.len() == 2 && (first == "f16" || first == "bf16") {
             return self.half_constructor(&first, &name, c, span);
         }
+        if segments.len() == 2 && (first == "f32" || first == "f64") && name == "from_bits" {
+            return self.float_from_bits(&first, c, span);
+        }
         let ours =
             segments.len() == 1 || segments.iter().rev().nth(1).is_some_and(|s| s == "device");
         if !ours {
@@ -80,6 +83,10 @@ impl Checker<'_> {
                     self.diags.error_at(&c.func, "shared values are made in the kernel body, before `join!`, and passed to the roles as `&cell`");
                 }
                 mk(ExprKind::SharedNew(s), Ty::Shared(s), span)
+            }
+            "shared_array" | "shared_array_2d" => {
+                let seg = last_seg.clone();
+                self.shared_array_new(c, &seg, &name, span)
             }
             "oneshot" => {
                 let Some(s) =

@@ -23,6 +23,7 @@ impl Checker<'_> {
                             | Ty::OneshotPair(_)
                             | Ty::Scalar(_)
                             | Ty::Shared(_)
+                            | Ty::SharedArray(_)
                             | Ty::Barrier
                             | Ty::Error
                     ) => {}

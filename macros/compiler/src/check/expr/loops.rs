@@ -21,6 +21,15 @@ pub(super) struct LoopCtx {
     break_ty: Option<Ty>,
 }
 
+/// Puts `::gpu_async::device::__loop_tick();` first in the body of a checked loop, spanned at
+/// its keyword: the shadow code's progress point, where the simulator stops a loop that does not
+/// await (a cancelled launch, the watchdog), naming the loop's line. Added after the body is
+/// checked, so the typed IR, and the kernel's IR and PTX, never see it.
+fn tick_each_iteration(body: &mut syn::Block, keyword: Span) {
+    let tick: syn::Stmt = syn::parse_quote_spanned!(keyword=> ::gpu_async::device::__loop_tick(););
+    body.stmts.insert(0, tick);
+}
+
 /// The name of a loop's label, without its `'`.
 fn label_name(l: &Option<syn::Label>) -> Option<String> {
     l.as_ref().map(|l| l.name.ident.to_string())
@@ -97,6 +106,7 @@ impl Checker<'_> {
             }
         };
         let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut f.body));
+        tick_each_iteration(&mut f.body, f.for_token.span);
         self.names.pop();
         Some(Stmt::For(label, var, iter, body))
     }
@@ -140,12 +150,14 @@ impl Checker<'_> {
                 }
             };
             let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+            tick_each_iteration(&mut w.body, w.while_token.span);
             self.names.pop();
             return Some(Stmt::WhileLet(label, var, scrutinee, body));
         }
         let mut cond = self.expr(&mut w.cond, Some(&Ty::Scalar(Scalar::Bool)));
         self.expect(&mut cond, &Ty::Scalar(Scalar::Bool));
         let (body, _) = self.in_loop(label.clone(), false, |c| c.block(&mut w.body));
+        tick_each_iteration(&mut w.body, w.while_token.span);
         Some(Stmt::While(label, cond, body))
     }
 
@@ -153,6 +165,7 @@ impl Checker<'_> {
     pub(super) fn loop_expr(&mut self, l: &mut syn::ExprLoop, span: Span) -> Expr {
         let label = label_name(&l.label);
         let (body, break_ty) = self.in_loop(label.clone(), true, |c| c.block(&mut l.body));
+        tick_each_iteration(&mut l.body, l.loop_token.span);
         // Without a `break`, a `loop` never ends: its type is `!`.
         let ty = match break_ty {
             Some(t) => t,
@@ -339,6 +352,9 @@ impl Checker<'_> {
                     }
                 }
                 mk(ExprKind::TilesNext(Box::new(receiver)), Ty::OptRange, span)
+            }
+            ("into_par_iter", Ty::Range) if self.want_args(m, 0) => {
+                self.par_indices(receiver, span)
             }
             ("rev", Ty::Range)
                 if self.want_args(m, 0) && matches!(receiver.kind, ExprKind::Range(..)) =>

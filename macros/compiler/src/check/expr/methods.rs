@@ -47,6 +47,9 @@ impl Checker<'_> {
             | Ty::Shared(_)
             | Ty::SharedRef(_) => self.sync_method(name, receiver, m, span),
             Ty::Range | Ty::OptRange | Ty::Tiles => self.range_method(name, receiver, m, span),
+            Ty::SharedArray(_) | Ty::SharedArrayRef(..) => {
+                self.shared_array_method(name, receiver, m, span)
+            }
             Ty::ParIter(_) => self.par_iter_method(name, receiver, m, span),
             Ty::Lane => self.lane_method(name, m, awaited, span),
             _ => self.unknown_method(name, &receiver.ty, m, span),

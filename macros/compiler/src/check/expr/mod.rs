@@ -33,6 +33,8 @@ mod methods;
 mod operators;
 mod parallel;
 mod places;
+mod scans;
+mod shared_arrays;
 mod statements;
 
 /// The helper calls a function makes, for the checks over the call graph.

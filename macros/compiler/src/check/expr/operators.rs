@@ -263,6 +263,10 @@ impl Checker<'_> {
                         let ty = Ty::Struct(id, name.clone());
                         mk(ExprKind::Deref(Box::new(inner)), ty, span)
                     }
+                    // `*x.get_unchecked(i)`: the element (Rust's `get_unchecked` gives `&T`).
+                    Ty::Scalar(_) if matches!(inner.kind, ExprKind::Unchecked(_)) => {
+                        Expr { span, ..inner }
+                    }
                     Ty::Error => err(span),
                     _ => {
                         self.diags

@@ -76,6 +76,13 @@ impl Checker<'_> {
                 let shape = shape.clone();
                 self.par_map(receiver, shape, &mut m.args[0], span)
             }
+            (
+                "exclusive_sum" | "inclusive_sum" | "exclusive_scan" | "inclusive_scan",
+                Ty::ParIter(shape),
+            ) => {
+                let shape = shape.clone();
+                self.par_scan(name, receiver, shape, m, span)
+            }
             ("sum" | "min" | "max", Ty::ParIter(shape)) if self.want_args(m, 0) => {
                 let Some(elem) = self.reduction_elem(shape, m.method.span()) else {
                     return err(span);
@@ -186,11 +193,15 @@ impl Checker<'_> {
             return err(span);
         }
         self.names.push(HashMap::new());
-        let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let first_local = self.locals.len() as u32;
+        let outer = self.par_locals_start.replace(first_local);
         let binding = self.par_binding(&c.inputs[0], &shape);
         let body_block = self.closure_body(&mut c.body);
         self.par_locals_start = outer;
         self.names.pop();
+        let mut body_block = body_block;
+        let strides = self.check_par_writes(&binding, &shape, &body_block, first_local);
+        self.assert_strides(&strides, &mut body_block, c);
         mk(
             ExprKind::ForEach(Box::new(iter), binding, body_block, None),
             Ty::Unit,
@@ -212,10 +223,13 @@ impl Checker<'_> {
         };
         self.names.push(HashMap::new());
         let outer = self.par_locals_start.replace(self.locals.len() as u32);
+        let first_local = self.locals.len() as u32;
         let binding = self.par_binding(&c.inputs[0], &shape);
         let mut body = self.closure_body(&mut c.body);
         self.par_locals_start = outer;
         self.names.pop();
+        let strides = self.check_par_writes(&binding, &shape, &body, first_local);
+        self.assert_strides(&strides, &mut body, c);
         let out = match body.tail.as_mut() {
             Some(t) => {
                 if t.ty == Ty::IntLit {
@@ -244,7 +258,7 @@ impl Checker<'_> {
     }
 
     /// The scalar a reduction over `shape` combines: a single source's element, or `map`'s.
-    fn reduction_elem(&mut self, shape: &ParShape, span: Span) -> Option<Scalar> {
+    pub(super) fn reduction_elem(&mut self, shape: &ParShape, span: Span) -> Option<Scalar> {
         let elem = match shape {
             ParShape::Source { mutable: true, .. } => {
                 self.diags.error(
@@ -254,6 +268,7 @@ impl Checker<'_> {
                 return None;
             }
             ParShape::Source { elem, .. } | ParShape::Mapped(elem) => *elem,
+            ParShape::Indices => Scalar::Usize,
             ParShape::Zip(..) | ParShape::Enumerate(..) => {
                 self.diags.error(span, "the items are tuples: map them to one scalar first, as in `.map(|(a, b)| *a * *b).sum()`");
                 return None;
@@ -286,15 +301,30 @@ impl Checker<'_> {
         op_arg: &mut syn::Expr,
         span: Span,
     ) -> Expr {
+        match self.custom_op("reduce", elem, id_arg, op_arg, span) {
+            Some(red) => mk(
+                ExprKind::ParReduce(Box::new(iter), red),
+                Ty::Scalar(elem),
+                span,
+            ),
+            None => err(span),
+        }
+    }
+
+    /// The closures `|| identity, |a, b| op` of `what` (`reduce`, a scan) over `elem`s.
+    pub(super) fn custom_op(
+        &mut self,
+        what: &str,
+        elem: Scalar,
+        id_arg: &mut syn::Expr,
+        op_arg: &mut syn::Expr,
+        span: Span,
+    ) -> Option<Reduction> {
         let ty = Ty::Scalar(elem);
-        let Some(idc) = self.par_closure(id_arg, "reduce", 0) else {
-            return err(span);
-        };
+        let idc = self.par_closure(id_arg, what, 0)?;
         let mut identity = self.in_closure(|c| c.expr(&mut idc.body, Some(&ty)));
         self.expect(&mut identity, &ty);
-        let Some(c) = self.par_closure(op_arg, "reduce", 2) else {
-            return err(span);
-        };
+        let c = self.par_closure(op_arg, what, 2)?;
         self.names.push(HashMap::new());
         let outer = self.par_locals_start.replace(self.locals.len() as u32);
         let mut params = Vec::new();
@@ -326,26 +356,19 @@ impl Checker<'_> {
             Some(t) => self.expect(t, &ty),
             None => self.diags.error_at(
                 &c.body,
-                format!("the `reduce` closure's value must be a `{elem}`"),
+                format!("the `{what}` closure's value must be a `{elem}`"),
             ),
         }
-        mk(
-            ExprKind::ParReduce(
-                Box::new(iter),
-                Reduction::Custom {
-                    identity: Box::new(identity),
-                    lhs: params[0],
-                    rhs: params[1],
-                    op,
-                },
-            ),
-            ty,
-            span,
-        )
+        Some(Reduction::Custom {
+            identity: Box::new(identity),
+            lhs: params[0],
+            rhs: params[1],
+            op,
+        })
     }
 
     /// The closure of `map` or `reduce`: checks it is a plain closure and its parameter count.
-    fn par_closure<'c>(
+    pub(super) fn par_closure<'c>(
         &mut self,
         arg: &'c mut syn::Expr,
         what: &str,
@@ -421,6 +444,7 @@ impl Checker<'_> {
                         name: name.clone(),
                         mutable: *mutable,
                     },
+                    ParShape::Indices => Ty::Scalar(Scalar::Usize),
                     _ => {
                         self.diags
                             .error_at(pi, "this item is a tuple: destructure it, as in `|(a, b)|`");
@@ -450,7 +474,10 @@ impl Checker<'_> {
                     };
                     ParBinding::Pair(Box::new(index), Box::new(self.par_binding(&t.elems[1], a)))
                 }
-                ParShape::Source { .. } | ParShape::Mapped(_) | ParShape::Structs { .. } => {
+                ParShape::Source { .. }
+                | ParShape::Mapped(_)
+                | ParShape::Structs { .. }
+                | ParShape::Indices => {
                     self.diags
                         .error_at(t, "this item is a single element, not a tuple");
                     ParBinding::Ignore

@@ -130,6 +130,16 @@ impl Checker<'_> {
                 }
                 place
             }
+            ExprKind::Index(base, _) if super::shared_arrays::is_shared_array(&base.ty) => {
+                self.shared_array_place(&place, span);
+                place
+            }
+            ExprKind::Index(base, _)
+                if self.par_locals_start.is_some() && matches!(base.ty, Ty::Slice { .. }) =>
+            {
+                self.slice_element_place(&place, span);
+                place
+            }
             ExprKind::Index(..) => {
                 self.diags.error(span, "writing one element from role code is not supported yet: role code runs on every thread of the role at once; write through `slice[range].par_iter_mut()` instead");
                 err(span)
@@ -180,6 +190,9 @@ impl Checker<'_> {
         let mut index = self.expr(&mut ix.index, Some(&usize_ty));
         match (&base.ty, &index.ty) {
             (Ty::Error, _) | (_, Ty::Error) => err(span),
+            (t, _) if super::shared_arrays::is_shared_array(t) => {
+                self.shared_array_index(base, index, span)
+            }
             (Ty::Slice { elem, mutable }, Ty::Range) => {
                 let ty = Ty::Slice {
                     elem: *elem,
@@ -407,6 +420,7 @@ impl Checker<'_> {
                 self.diags.error(span, "a shared value is updated through `&Shared<T>`: write `&cell`, not `&mut cell`");
                 err(span)
             }
+            Ty::SharedArray(_) => self.shared_array_reference(inner, r.mutability.is_some()),
             Ty::Barrier if r.mutability.is_none() => mk(
                 ExprKind::Block(Block {
                     stmts: Vec::new(),

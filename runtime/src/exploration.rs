@@ -1,10 +1,11 @@
 //! Bounded exhaustive exploration: a test run once per schedule, each on a fresh simulator.
+//! Above the devices, since it makes one simulator device per schedule and hands it to the test.
 
 use std::fmt;
 
-use super::{Schedule, SimConfig};
 use crate::backend::Device;
 use crate::error::{Error, Result};
+use crate::schedule::Schedule;
 
 /// The bounds of an [`explore`]ation.
 ///
@@ -100,8 +101,8 @@ pub fn explore(
         });
         let result = test(&device);
         let explorer = device
-            .sim_config()
-            .and_then(SimConfig::explorer)
+            .sim()
+            .and_then(|sim| sim.config.explorer())
             .unwrap_or_default();
         if let Err(error) = result {
             return Err(Box::new(ScheduleFailure {

@@ -1,0 +1,121 @@
+//! The transpose of a square matrix (8192 × 8192 `f32` by default) through a shared tile: each
+//! block takes 32 × 32 tiles in turn, reads a tile's rows from `x` into a shared 2D array, and
+//! writes its columns as rows of `y`. Both global accesses are whole rows of 32 floats (one
+//! 128-byte line per warp instruction); the tile's rows are 33 floats apart in shared memory
+//! (the compiler pads a row of 128 bytes by one element), so that a warp reading a column of the
+//! tile reads 32 different banks.
+//!
+//! ```text
+//! cargo run --release --example transpose -- [n, a multiple of 32] [blocks per multiprocessor]
+//! ```
+//!
+//! Checked element by element against the CPU; on a GPU it prints its time next to a
+//! device-to-device copy of as many bytes (`time:` lines, read by `scripts/h200-blocks.sh`).
+
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
+use gpu_async::{gpu_async, BackendKind, Device, Grid};
+
+#[gpu_async]
+pub mod transpose {
+    use gpu_async::device::*;
+
+    /// Rows and columns of a tile.
+    pub const TILE: usize = 32;
+
+    /// `y` = the transpose of the `n` × `n` matrix `x` (row-major), one tile at a time. Four
+    /// warps take a tile's 1024 elements in 8 steps of straight-line code, so that each thread
+    /// has its 8 loads in flight at once.
+    #[kernel(warps = 4)]
+    pub async fn transpose(x: &[f32], y: &mut [f32], n: usize) {
+        let mut tile = shared_array_2d::<f32, TILE, TILE>();
+        join!(on_warps(0..4, tiles(x, y, n, &mut tile))).await;
+    }
+
+    async fn tiles(x: &[f32], y: &mut [f32], n: usize, tile: &mut SharedArray2d<f32, TILE, TILE>) {
+        assert!(n % TILE == 0, "n is not a multiple of the tile, 32");
+        assert!(
+            x.len() == n * n && y.len() == n * n,
+            "x and y are not n x n"
+        );
+        let per_row = n / TILE;
+        let mut t = block_index();
+        while t < per_row * per_row {
+            let (r0, c0) = ((t / per_row) * TILE, (t % per_row) * TILE);
+            // Item `i` is the tile's element (i / 32, i % 32): a warp reads one row of 32.
+            (0..TILE * TILE).into_par_iter().for_each(|i| {
+                // SAFETY: r0 + i / 32 and c0 + i % 32 are below n, and x has n * n elements.
+                let v = unsafe { *x.get_unchecked((r0 + i / TILE) * n + c0 + i % TILE) };
+                tile[i / TILE][i % TILE] = v;
+            });
+            // The compiler's role barrier: every element is in the tile before it is read.
+            // Item `i` writes y's row c0 + i / 32 at column r0 + i % 32: a warp writes one row
+            // of 32 from one column of the tile.
+            (0..TILE * TILE).into_par_iter().for_each(|i| {
+                y[(c0 + i / TILE) * n + r0 + i % TILE] = tile[i % TILE][i / TILE];
+            });
+            t += block_count();
+        }
+    }
+}
+
+/// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
+pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
+    Ok(match dev.kind() {
+        BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
+        _ => Grid::blocks(3),
+    })
+}
+
+/// Transposes a random `n` × `n` matrix; returns the number of elements that differ from the
+/// CPU's transpose.
+pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async::Result<usize> {
+    let xs = random_f32(n * n, seed);
+    let x = dev.upload(&xs)?;
+    let mut y = dev.alloc::<f32>(n * n)?;
+    gpu_async::block_on(transpose::transpose::launch(dev, grid, (&x, &mut y, n)))?;
+    let got = y.download()?;
+    let mut bad = 0;
+    for r in 0..n {
+        for c in 0..n {
+            bad += usize::from(got[c * n + r].to_bits() != xs[r * n + c].to_bits());
+        }
+    }
+    Ok(bad)
+}
+
+#[allow(dead_code)]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = arg(1, "a matrix size (a multiple of 32)", 8192)?;
+    let blocks_per_sm: u32 = arg(2, "blocks per multiprocessor", 12)?;
+    let dev = Device::default()?;
+    println!("backend: {dev}");
+    let grid = grid_for(&dev, blocks_per_sm)?;
+    let bad = run_and_check(&dev, grid, n, 31)?;
+    println!(
+        "check: {n} x {n} transpose, {} blocks, {bad} elements differ from the CPU's",
+        grid.block_count()
+    );
+    if bad != 0 {
+        return Err("the transpose differs from the CPU's".into());
+    }
+    if dev.kind() == BackendKind::Cuda {
+        let x = dev.upload(&random_f32(n * n, 32))?;
+        let mut y = dev.alloc::<f32>(n * n)?;
+        let mut dst = dev.alloc::<f32>(n * n)?;
+        let mut timing = Timing::new(&dev)?;
+        let kernel_ms = median_of(3, 20, || {
+            timing.time_launch(|| transpose::transpose::launch(&dev, grid, (&x, &mut y, n)))
+        })?;
+        let copy_ms = timing.median_ms(3, 20, || dst.copy_from_buffer(&x))?;
+        // Both read n * n floats and write n * n floats.
+        let bytes = 8 * n * n;
+        let (k, c) = (gb_per_s(bytes, kernel_ms), gb_per_s(bytes, copy_ms));
+        println!(
+            "bandwidth: transpose {k:.0} GB/s ({kernel_ms:.3} ms), device copy {c:.0} GB/s ({copy_ms:.3} ms), ratio {:.2}",
+            k / c
+        );
+        println!("time: transpose {kernel_ms:.4} ms");
+        println!("time: transpose_peer_copy {copy_ms:.4} ms");
+    }
+    Ok(())
+}

@@ -1,0 +1,541 @@
+//! The checks of each instruction, by kind: values and their types, memory, control flow,
+//! channel ends, the role-level synchronization (`join!`, one-shots, barriers) and parallel
+//! loops. [`Verifier::inst`] sends each instruction to its group.
+
+use super::{Verifier, VerifyError as E};
+use crate::ir::{BinOp, Inst, LoopId, ParFor, RoleId, SiteKind, Space, UnOp, VoteMode};
+use crate::types::Scalar;
+
+impl Verifier<'_> {
+    /// Checks `inst`, in role `role` (`None`: the prologue), inside the loops `loops` and, when
+    /// `in_par`, in a parallel loop's body.
+    pub(super) fn inst(
+        &mut self,
+        inst: &Inst,
+        role: Option<RoleId>,
+        loops: &mut Vec<LoopId>,
+        in_par: bool,
+    ) {
+        match inst {
+            Inst::Const { .. }
+            | Inst::Special { .. }
+            | Inst::Shuffle { .. }
+            | Inst::Vote { .. }
+            | Inst::Copy { .. }
+            | Inst::Unary { .. }
+            | Inst::Binary { .. }
+            | Inst::Fma { .. }
+            | Inst::Select { .. }
+            | Inst::Bitcast { .. }
+            | Inst::Cast { .. } => self.value_inst(inst),
+            Inst::Atomic { .. }
+            | Inst::Load { .. }
+            | Inst::Store { .. }
+            | Inst::LoadCell { .. }
+            | Inst::StoreCell { .. }
+            | Inst::ConstAddr { .. }
+            | Inst::ArrayAddr { .. }
+            | Inst::ArrayAccess { .. }
+            | Inst::LocalAddr { .. } => self.memory_inst(inst, role, in_par),
+            Inst::PanicIf { .. }
+            | Inst::If { .. }
+            | Inst::Loop { .. }
+            | Inst::Break(_)
+            | Inst::Continue(_) => self.control_inst(inst, role, loops, in_par),
+            Inst::Reserve { .. }
+            | Inst::Close { .. }
+            | Inst::Send { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. }
+            | Inst::Recv { .. }
+            | Inst::Release { .. }
+            | Inst::SelectRecv { .. }
+            | Inst::SlotAddr { .. } => self.channel_inst(inst, role, in_par),
+            Inst::Join { .. }
+            | Inst::OneshotSignal { .. }
+            | Inst::OneshotWait { .. }
+            | Inst::BarrierWait { .. }
+            | Inst::RoleBarrier { .. } => self.sync_inst(inst, role, in_par),
+            Inst::ParFor(p) => self.par_for(p, role, in_par),
+        }
+    }
+
+    /// Values: each operand defined and of the types the operation takes; shuffles and votes
+    /// in lane loops.
+    fn value_inst(&mut self, inst: &Inst) {
+        match inst {
+            Inst::Const { dst, .. } | Inst::Special { dst, .. } => self.def(*dst),
+            Inst::Shuffle {
+                dst,
+                value,
+                operand,
+                ..
+            } => {
+                self.use_(*value);
+                self.use_(*operand);
+                self.expect_ty(*operand, Scalar::U32, "shuffle operand");
+                self.expect_ty(*dst, self.ty(*value), "shuffle result");
+                if !self.in_lanes {
+                    self.errors.push(E::ShuffleOutsideLanes);
+                }
+                self.def(*dst);
+            }
+            Inst::Vote { dst, mode, pred } => {
+                self.use_(*pred);
+                self.expect_ty(*pred, Scalar::Bool, "vote predicate");
+                let want = match mode {
+                    VoteMode::Ballot => Scalar::U32,
+                    VoteMode::All | VoteMode::Any => Scalar::Bool,
+                };
+                self.expect_ty(*dst, want, "vote result");
+                if !self.in_lanes {
+                    self.errors.push(E::VoteOutsideLanes);
+                }
+                self.def(*dst);
+            }
+            Inst::Copy { dst, src } => {
+                self.use_(*src);
+                if self.ty(*dst) != self.ty(*src) {
+                    self.errors.push(E::CopyTypes {
+                        dst: *dst,
+                        src: *src,
+                    });
+                }
+                self.def(*dst);
+            }
+            Inst::Unary { dst, op, src } => {
+                self.use_(*src);
+                let ty = self.ty(*src);
+                let ok = match op {
+                    UnOp::Neg => ty.is_float() || ty.is_signed() || ty.is_half(),
+                    UnOp::Not => ty == Scalar::Bool || ty.is_int(),
+                    UnOp::Abs => ty.is_float() || ty.is_signed(),
+                    UnOp::Sqrt | UnOp::Floor | UnOp::Ceil | UnOp::Trunc => ty.is_float(),
+                    UnOp::Ex2Approx | UnOp::Lg2Approx => ty == Scalar::F32,
+                };
+                if self.ty(*dst) != ty || !ok {
+                    self.errors.push(E::UnaryOperand { op: *op, src: *src });
+                }
+                self.def(*dst);
+            }
+            Inst::Binary { dst, op, lhs, rhs } => {
+                self.use_(*lhs);
+                self.use_(*rhs);
+                let (l, r, d) = (self.ty(*lhs), self.ty(*rhs), self.ty(*dst));
+                let ok = match op {
+                    BinOp::Shl | BinOp::Shr => l.is_int() && r.is_int() && d == l,
+                    o if o.is_comparison() => l == r && d == Scalar::Bool,
+                    _ => l == r && d == l,
+                };
+                if !ok {
+                    self.errors.push(E::BinaryOperands {
+                        op: *op,
+                        lhs: l,
+                        rhs: r,
+                        dst: d,
+                    });
+                }
+                self.def(*dst);
+            }
+            Inst::Fma { dst, a, b, c } => {
+                let ty = self.ty(*dst);
+                if !ty.is_float() {
+                    self.errors.push(E::FmaType { dst: *dst, ty });
+                }
+                for v in [*a, *b, *c] {
+                    self.use_(v);
+                    self.expect_ty(v, ty, "fma operand");
+                }
+                self.def(*dst);
+            }
+            Inst::Select {
+                dst,
+                cond,
+                if_true,
+                if_false,
+            } => {
+                self.use_(*cond);
+                self.use_(*if_true);
+                self.use_(*if_false);
+                self.expect_ty(*cond, Scalar::Bool, "select condition");
+                let ty = self.ty(*dst);
+                if self.ty(*if_true) != ty || self.ty(*if_false) != ty {
+                    self.errors.push(E::SelectTypes { dst: *dst });
+                }
+                self.def(*dst);
+            }
+            Inst::Bitcast { dst, src } => {
+                self.use_(*src);
+                if self.ty(*dst).size() != self.ty(*src).size() || self.ty(*dst) == Scalar::Bool {
+                    self.errors.push(E::BitcastSizes {
+                        dst: *dst,
+                        src: *src,
+                    });
+                }
+                self.def(*dst);
+            }
+            Inst::Cast { dst, src } => {
+                self.use_(*src);
+                self.def(*dst);
+            }
+            // The other kinds go to the other groups (see `inst`).
+            _ => {}
+        }
+    }
+
+    /// Memory: addresses of the right type, atomics in parallel loops, stores to local memory
+    /// only, shared values and tables that exist, shared values written by role code.
+    fn memory_inst(&mut self, inst: &Inst, role: Option<RoleId>, in_par: bool) {
+        match inst {
+            Inst::Atomic {
+                dst,
+                op,
+                space,
+                addr,
+                operands,
+                ..
+            } => {
+                self.use_(*addr);
+                let want = if *space == Space::Shared {
+                    Scalar::U32
+                } else {
+                    Scalar::Usize
+                };
+                self.expect_ty(*addr, want, "atomic address");
+                for v in operands {
+                    self.use_(*v);
+                }
+                // A load gives each thread the value, so role code may load.
+                if !in_par && *op != crate::tir::AtomicOp::Load {
+                    self.errors.push(E::AtomicOutsideParallelLoop);
+                }
+                if let Some(d) = dst {
+                    for v in operands {
+                        self.expect_ty(*v, self.ty(*d), "atomic operand");
+                    }
+                    self.def(*d);
+                }
+            }
+            Inst::Load { dst, space, addr } => {
+                self.use_(*addr);
+                let want = if *space == Space::Shared {
+                    Scalar::U32
+                } else {
+                    Scalar::Usize
+                };
+                self.expect_ty(*addr, want, "address");
+                self.def(*dst);
+            }
+            Inst::Store { space, addr, value } => {
+                self.use_(*addr);
+                self.use_(*value);
+                // A parallel loop writes elements by index: of a shared array, or of a slice.
+                let by_index = in_par && matches!(space, Space::Shared | Space::Global);
+                if *space != Space::Local && !by_index {
+                    self.errors.push(E::StoreOutsideLocal { space: *space });
+                }
+                let want = if *space == Space::Shared {
+                    Scalar::U32
+                } else {
+                    Scalar::Usize
+                };
+                self.expect_ty(*addr, want, "address");
+            }
+            Inst::ArrayAddr { dst, array } => {
+                if *array as usize >= self.k.shared_arrays.len() {
+                    self.errors.push(E::NoSharedArray { array: *array });
+                }
+                self.expect_ty(*dst, Scalar::U32, "shared array address");
+                self.def(*dst);
+            }
+            Inst::ArrayAccess { array, .. } => {
+                self.errors.push(E::ArrayAccessLeft { array: *array });
+            }
+            Inst::LoadCell { dst, cell } => {
+                match self.k.shared_cells.get(*cell as usize) {
+                    Some(t) => self.expect_ty(*dst, *t, "shared value"),
+                    None => self.errors.push(E::NoSharedValue { cell: *cell }),
+                }
+                self.def(*dst);
+            }
+            Inst::StoreCell { cell, value } => {
+                self.use_(*value);
+                if in_par || role.is_none() {
+                    self.errors.push(E::SharedValueOutsideRole);
+                }
+                match self.k.shared_cells.get(*cell as usize) {
+                    Some(t) => self.expect_ty(*value, *t, "shared value"),
+                    None => self.errors.push(E::NoSharedValue { cell: *cell }),
+                }
+            }
+            Inst::ConstAddr { dst, table } => {
+                if *table as usize >= self.k.const_tables.len() {
+                    self.errors.push(E::NoConstTable { table: *table });
+                }
+                self.expect_ty(*dst, Scalar::Usize, "constant address");
+                self.def(*dst);
+            }
+            Inst::LocalAddr { dst, offset } => {
+                if *offset >= self.k.local_bytes.max(1) {
+                    self.errors.push(E::LocalAddressPastEnd { offset: *offset });
+                }
+                self.expect_ty(*dst, Scalar::Usize, "local address");
+                self.def(*dst);
+            }
+            // The other kinds go to the other groups (see `inst`).
+            _ => {}
+        }
+    }
+
+    /// Control flow: conditions of type `bool`, `break` and `continue` of enclosing loops.
+    fn control_inst(
+        &mut self,
+        inst: &Inst,
+        role: Option<RoleId>,
+        loops: &mut Vec<LoopId>,
+        in_par: bool,
+    ) {
+        match inst {
+            Inst::PanicIf { cond, site } => {
+                self.site(*site, SiteKind::Panic);
+                self.use_(*cond);
+                self.expect_ty(*cond, Scalar::Bool, "condition");
+            }
+            Inst::If { cond, then, else_ } => {
+                self.use_(*cond);
+                self.expect_ty(*cond, Scalar::Bool, "condition");
+                self.block(then, role, loops, in_par);
+                self.block(else_, role, loops, in_par);
+            }
+            Inst::Loop { id, body } => {
+                loops.push(*id);
+                self.block(body, role, loops, in_par);
+                loops.pop();
+            }
+            Inst::Break(id) | Inst::Continue(id) if !loops.contains(id) => {
+                self.errors.push(E::NotEnclosingLoop { id: *id });
+            }
+            // The other kinds go to the other groups (see `inst`).
+            _ => {}
+        }
+    }
+
+    /// Channel ends: each used by the role that owns it, outside parallel loops; `select!` over
+    /// 1 to 32 channels, in a role of one warp.
+    fn channel_inst(&mut self, inst: &Inst, role: Option<RoleId>, in_par: bool) {
+        match inst {
+            Inst::Reserve { chan, site } | Inst::Close { chan, site } => {
+                self.site(*site, SiteKind::Wait);
+                self.chan_end(*chan, role, true, in_par)
+            }
+            Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
+            Inst::CopyIn {
+                chan,
+                src,
+                len,
+                bulk,
+            } => {
+                self.chan_end(*chan, role, true, in_par);
+                self.use_(*src);
+                self.use_(*len);
+                self.use_(*bulk);
+                self.expect_ty(*bulk, Scalar::Usize, "copy_from's bulk bytes");
+            }
+            Inst::CopyOut {
+                chan,
+                dst,
+                len,
+                bulk,
+            } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.use_(*dst);
+                self.use_(*len);
+                self.use_(*bulk);
+                self.expect_ty(*dst, Scalar::Usize, "copy_to destination");
+                self.expect_ty(*bulk, Scalar::Usize, "copy_to's bulk bytes");
+            }
+            Inst::Recv { chan, some, site } => {
+                self.site(*site, SiteKind::Wait);
+                self.chan_end(*chan, role, false, in_par);
+                self.def(*some);
+            }
+            Inst::Release { chan } => self.chan_end(*chan, role, false, in_par),
+            Inst::SelectRecv {
+                chans,
+                enabled,
+                chosen,
+                some,
+                site,
+            } => {
+                self.site(*site, SiteKind::Wait);
+                let warps = role
+                    .and_then(|r| self.k.roles.get(r.0 as usize))
+                    .map_or(1, |x| x.end_warp - x.first_warp);
+                if warps > 1 {
+                    self.errors.push(E::SelectInWideRole { role });
+                }
+                if chans.is_empty() || chans.len() > 32 {
+                    self.errors.push(E::SelectChannels { count: chans.len() });
+                }
+                for c in chans {
+                    self.chan_end(*c, role, false, in_par);
+                }
+                self.use_(*enabled);
+                self.expect_ty(*enabled, Scalar::U32, "select mask");
+                self.expect_ty(*chosen, Scalar::U32, "select choice");
+                self.expect_ty(*some, Scalar::Bool, "select result");
+                self.def(*chosen);
+                self.def(*some);
+            }
+            Inst::SlotAddr { dst, chan, send } => {
+                self.chan_end(*chan, role, *send, false);
+                self.expect_ty(*dst, Scalar::U32, "slot address");
+                self.def(*dst);
+            }
+            // The other kinds go to the other groups (see `inst`).
+            _ => {}
+        }
+    }
+
+    /// Synchronization in role code: `join!` branches that neither nest nor make the role's
+    /// warps meet, one-shots sent and received by their roles, barriers waited at by the roles
+    /// that take them, role barriers with their mbarrier.
+    fn sync_inst(&mut self, inst: &Inst, role: Option<RoleId>, in_par: bool) {
+        match inst {
+            Inst::Join { branches } => {
+                if in_par || role.is_none() {
+                    self.errors.push(E::JoinOutsideRole);
+                }
+                let warps = role
+                    .and_then(|r| self.k.roles.get(r.0 as usize))
+                    .map_or(1, |x| x.end_warp - x.first_warp);
+                for b in branches {
+                    // A branch is left only at its end: the state machine has no way to jump
+                    // from one branch to a loop around the join.
+                    let mut inner = Vec::new();
+                    self.block(b, role, &mut inner, in_par);
+                    crate::ir::for_each_inst(b, &mut |i| {
+                        let meets = i.meets_role_threads();
+                        if matches!(i, Inst::Join { .. }) {
+                            self.errors.push(E::NestedJoin);
+                        } else if meets && warps > 1 {
+                            self.errors.push(E::JoinBranchMeetsRole);
+                        }
+                    });
+                }
+            }
+            Inst::OneshotSignal { oneshot } => match self.k.oneshot_barrier(*oneshot) {
+                Some(b) if role.is_some_and(|r| b.roles.contains(&r)) && !in_par => {}
+                _ => self.errors.push(E::OneshotSender { oneshot: *oneshot }),
+            },
+            Inst::OneshotWait { oneshot, site } => {
+                self.site(*site, SiteKind::Wait);
+                match self.k.oneshot_barrier(*oneshot) {
+                    Some(b) if role.is_some() && b.receiver == role && !in_par => {}
+                    _ => self.errors.push(E::OneshotReceiver { oneshot: *oneshot }),
+                }
+            }
+            Inst::BarrierWait { barrier, site } => {
+                self.site(*site, SiteKind::Wait);
+                match (self.k.barriers.get(*barrier as usize), role) {
+                    (Some(b), Some(r)) if !in_par => {
+                        if !b.roles.contains(&r) {
+                            self.errors.push(E::BarrierNotTaken {
+                                role: r,
+                                barrier: *barrier,
+                            });
+                        }
+                    }
+                    (None, _) => self.errors.push(E::NoBarrier { barrier: *barrier }),
+                    _ => self.errors.push(E::BarrierWaitOutsideRole),
+                }
+            }
+            Inst::RoleBarrier { site } => {
+                self.site(*site, SiteKind::Wait);
+                match role.and_then(|r| self.k.roles.get(r.0 as usize).map(|x| (r, x))) {
+                    Some((r, x)) if !in_par => {
+                        let has_barrier = self
+                            .k
+                            .role_barriers
+                            .get(r.0 as usize)
+                            .copied()
+                            .flatten()
+                            .is_some();
+                        if x.end_warp - x.first_warp > 1 && !has_barrier {
+                            self.errors.push(E::NoRoleMbarrier {
+                                role: r,
+                                name: x.name.clone(),
+                            });
+                        }
+                    }
+                    _ => self.errors.push(E::RoleBarrierOutsideRole),
+                }
+            }
+            // The other kinds go to the other groups (see `inst`).
+            _ => {}
+        }
+    }
+
+    /// A parallel loop: not nested, with sources of the right address types, and a reduction's
+    /// values of the accumulator's type and its combining block without loops.
+    fn par_for(&mut self, p: &ParFor, role: Option<RoleId>, in_par: bool) {
+        if in_par {
+            self.errors.push(E::NestedParallelLoop);
+        }
+        self.use_(p.len);
+        if p.sources.is_empty() && p.index.is_none() {
+            self.errors.push(E::ParallelLoopWithoutSources);
+        }
+        for s in &p.sources {
+            self.use_(s.base);
+            let want = if s.space == Space::Global {
+                Scalar::Usize
+            } else {
+                Scalar::U32
+            };
+            self.expect_ty(s.base, want, "source address");
+            self.expect_ty(s.elem_value, s.elem, "element");
+            self.def(s.elem_value);
+        }
+        if let Some(i) = p.index {
+            self.def(i);
+        }
+        let mut inner_loops = Vec::new();
+        if let Some(r) = &p.reduce {
+            self.use_(r.identity);
+            if let Some(sc) = &r.scan {
+                self.use_(sc.init);
+                self.expect_ty(sc.init, self.ty(r.acc), "scan's initial value");
+                match p.sources.get(sc.dst) {
+                    Some(s) if s.write && s.elem == self.ty(r.acc) => {}
+                    _ => self.errors.push(E::ScanDestination { dst: sc.dst }),
+                }
+            }
+            self.def(r.acc);
+        }
+        if p.lanes && p.reduce.is_some() {
+            self.errors.push(E::LaneLoopReduction);
+        }
+        let outer = std::mem::replace(&mut self.in_lanes, p.lanes);
+        self.block(&p.body, role, &mut inner_loops, true);
+        self.in_lanes = outer;
+        if let Some(r) = &p.reduce {
+            self.use_(r.item);
+            self.def(r.lhs);
+            self.def(r.rhs);
+            let ty = self.ty(r.acc);
+            for v in [r.item, r.identity, r.lhs, r.rhs, r.out] {
+                self.expect_ty(v, ty, "reduction value");
+            }
+            let mut loops = false;
+            crate::ir::for_each_inst(&r.combine, &mut |i| {
+                loops |= matches!(i, Inst::Loop { .. } | Inst::ParFor(_));
+            });
+            if loops {
+                self.errors.push(E::CombineLoops);
+            }
+            self.block(&r.combine, role, &mut inner_loops, true);
+            self.use_(r.out);
+        }
+    }
+}
