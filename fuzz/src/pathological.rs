@@ -19,6 +19,25 @@ pub fn role_module(body: &str) -> String {
     )
 }
 
+/// A kernel module with a block-shared array `tile` of `len` `f32`s, whose only role's body is
+/// `body` (with `x: &[f32]`, `y: &mut [f32]`, `n: u32` and `tile: &mut SharedArray<f32, 64>` in
+/// scope).
+pub fn shared_module(len: &str, body: &str) -> String {
+    format!(
+        "mod pathological {{
+    use gpu_async::device::*;
+    #[kernel(warps = 2)]
+    pub async fn k(x: &[f32], y: &mut [f32], n: u32) {{
+        let mut tile = shared_array::<f32, {len}>();
+        join!(on_warps(0..2, role(x, y, n, &mut tile))).await;
+    }}
+    async fn role(x: &[f32], y: &mut [f32], n: u32, tile: &mut SharedArray<f32, 64>) {{
+{body}
+    }}
+}}"
+    )
+}
+
 /// `text` `times` times.
 fn repeat(text: &str, times: usize) -> String {
     text.repeat(times)
@@ -192,5 +211,18 @@ pub fn inputs() -> Vec<(String, String, bool)> {
         ),
         true,
     );
+    // Shared arrays: a role barrier's placement walks the loops around each access.
+    let shared_body = "(0..64usize).into_par_iter().for_each(|i| { tile[i] = x[i]; });\n\
+        y[0..64].par_iter_mut().enumerate().for_each(|(i, o)| *o = tile[63 - i]);";
+    out.push((
+        "`for` nested 40 deep around shared-array accesses".to_string(),
+        shared_module("64", &nest("for i in 0..n { ", shared_body, " }", 40)),
+        true,
+    ));
+    out.push((
+        "shared array of 4,000,000,000 `f32`s".to_string(),
+        shared_module("4_000_000_000", shared_body),
+        false,
+    ));
     out
 }

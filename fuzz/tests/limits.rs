@@ -38,7 +38,8 @@ fn pathological_inputs_expand_or_fail_with_a_documented_error() {
                     .messages
                     .iter()
                     .any(|m| m.contains("nested deeper than 64 levels")
-                        || m.contains("past the 1024 a kernel value may hold")),
+                        || m.contains("past the 1024 a kernel value may hold")
+                        || m.contains("of shared memory a block can have")),
                 "{name}: {:?}",
                 outcome.messages
             );

@@ -417,7 +417,6 @@ fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
     Ty::Error
 }
 
-/// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
 /// The generic arguments of a shared array, `<T, N>` (or `<T, R, C>` for `two_d`): `T` a scalar
 /// or an atomic type (`AtomicU32`, `AtomicF32`, ..), the sizes constants.
 pub(crate) fn array_args(
@@ -505,6 +504,7 @@ pub(crate) fn array_args(
     })
 }
 
+/// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
 pub(crate) fn chan_args(
     args: &[&syn::GenericArgument],
     scope: &ModuleScope,
