@@ -130,10 +130,7 @@ fn compile_module(
                 continue;
             }
         };
-        match ptx::write_kernel(&verified).and_then(|ptx| {
-            let traced = ptx::write_kernel_traced(&verified)?;
-            Ok((ptx, traced))
-        }) {
+        match ptx::write_kernel_both(&verified) {
             Ok((ptx, ptx_traced)) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
@@ -180,10 +177,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#err #item);
         }
     };
+    // The module without its items (copying them would copy the whole syntax tree).
     let shell = syn::ItemMod {
+        attrs: module.attrs.clone(),
+        vis: module.vis.clone(),
+        unsafety: module.unsafety,
+        mod_token: module.mod_token,
+        ident: module.ident.clone(),
         content: None,
         semi: None,
-        ..module.clone()
     };
     let (parsed, program, kernels) = compile_module(module, &mut diags);
     let ok = diags.is_empty();

@@ -749,7 +749,8 @@ impl Inst {
 pub fn integer_constants<'b>(
     blocks: impl IntoIterator<Item = &'b Block>,
 ) -> std::collections::HashMap<Value, u64> {
-    let mut defs: std::collections::HashMap<Value, (u32, Option<u64>)> = Default::default();
+    // Per value (indexed by its number): its definitions, and the last one's constant.
+    let mut defs: Vec<(u32, Option<u64>)> = Vec::new();
     let mut visit = |inst: &Inst| {
         let imm = match inst {
             Inst::Const {
@@ -758,9 +759,12 @@ pub fn integer_constants<'b>(
             _ => None,
         };
         for d in inst.defs() {
-            let e = defs.entry(d).or_insert((0, None));
-            e.0 += 1;
-            e.1 = imm;
+            let i = d.0 as usize;
+            if defs.len() <= i {
+                defs.resize(i + 1, (0, None));
+            }
+            defs[i].0 += 1;
+            defs[i].1 = imm;
         }
     };
     let blocks: Vec<&Block> = blocks.into_iter().collect();
@@ -769,7 +773,11 @@ pub fn integer_constants<'b>(
     }
     let mut constants: std::collections::HashMap<Value, u64> = defs
         .iter()
-        .filter_map(|(&v, &(n, imm))| if n == 1 { imm.map(|i| (v, i)) } else { None })
+        .enumerate()
+        .filter_map(|(v, &(n, imm))| match (n, imm) {
+            (1, Some(i)) => Some((Value(v as u32), i)),
+            _ => None,
+        })
         .collect();
     // The length of zipped sources is the `min` of theirs: when they are constants (channel
     // slots), so is it. Folded until nothing changes (a chain of zips nests the `min`s); only
@@ -784,9 +792,11 @@ pub fn integer_constants<'b>(
                 rhs,
             } = inst
             {
-                if let (Some(&a), Some(&b), Some((1, _))) =
-                    (constants.get(lhs), constants.get(rhs), defs.get(dst))
-                {
+                if let (Some(&a), Some(&b), Some((1, _))) = (
+                    constants.get(lhs),
+                    constants.get(rhs),
+                    defs.get(dst.0 as usize),
+                ) {
                     if a < 1 << 63 && b < 1 << 63 && !constants.contains_key(dst) {
                         folded.push((*dst, a.min(b)));
                     }
