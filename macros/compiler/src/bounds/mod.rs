@@ -32,8 +32,6 @@
 //! longer used), and the simulator, which runs the kernel's Rust code, still checks: it can never
 //! fail there either.
 
-use std::collections::HashSet;
-
 use crate::ir::{for_each_inst, BinOp, Block, Imm, Inst, Kernel, ParamKind, UnOp, Value};
 use crate::types::Scalar;
 
@@ -59,7 +57,7 @@ pub fn remove_proven_checks(k: &mut Kernel) -> usize {
             types: &types,
             exprs: vec![None; n],
             known: vec![None; n],
-            trues: HashSet::new(),
+            trues: ValueSet::new(n),
             slice_lens: slice_lens.clone(),
             lens: lens.clone(),
             users: vec![Vec::new(); n],
@@ -124,7 +122,7 @@ struct Facts<'k> {
     /// Booleans known true or false here.
     known: Vec<Option<bool>>,
     /// The booleans known true (`known_lt` looks among them).
-    trues: HashSet<Value>,
+    trues: ValueSet,
     /// Values holding a slice parameter's length (below 2^63), not written since.
     slice_lens: Vec<bool>,
     /// The slice parameters' lengths (those of them still in `slice_lens` count).
@@ -236,7 +234,7 @@ impl Facts<'_> {
                     if old == Some(true) {
                         self.trues.insert(v);
                     } else {
-                        self.trues.remove(&v);
+                        self.trues.remove(v);
                     }
                 }
                 Some(Undo::SliceLen(v)) => self.slice_lens[v.0 as usize] = true,
@@ -281,7 +279,7 @@ impl Facts<'_> {
         if value {
             self.trues.insert(b);
         } else {
-            self.trues.remove(&b);
+            self.trues.remove(b);
         }
     }
 
@@ -291,7 +289,7 @@ impl Facts<'_> {
             self.remove_expr(w);
             if let Some(old) = self.known[w.0 as usize].take() {
                 self.record(Undo::Known(w, Some(old)));
-                self.trues.remove(&w);
+                self.trues.remove(w);
             }
             if std::mem::take(&mut self.slice_lens[w.0 as usize]) {
                 self.record(Undo::SliceLen(w));
@@ -377,7 +375,7 @@ impl Facts<'_> {
     /// `a < l` is known here.
     fn known_lt(&self, a: Value, l: Value) -> bool {
         let (a, l) = (self.root(a), self.root(l));
-        self.trues.iter().any(|b| {
+        self.trues.values.iter().any(|b| {
             matches!(self.exprs[b.0 as usize], Some(Expr::Binary(BinOp::Lt, x, y))
                     if self.root(x) == a && self.root(y) == l && self.is_usize(x))
         })
@@ -473,6 +471,41 @@ fn written_in(blocks: &[&Block]) -> Vec<Value> {
         for_each_inst(b, &mut |inst: &Inst| out.extend(inst.defs()));
     }
     out
+}
+
+/// A set of values that inserts and removes in constant time and lists its members.
+struct ValueSet {
+    values: Vec<Value>,
+    /// Each value's position in `values` plus one, or zero when it is not in the set.
+    at: Vec<u32>,
+}
+
+impl ValueSet {
+    /// An empty set of values below `n`.
+    fn new(n: usize) -> Self {
+        ValueSet {
+            values: Vec::new(),
+            at: vec![0; n],
+        }
+    }
+
+    fn insert(&mut self, v: Value) {
+        if self.at[v.0 as usize] == 0 {
+            self.values.push(v);
+            self.at[v.0 as usize] = self.values.len() as u32;
+        }
+    }
+
+    fn remove(&mut self, v: Value) {
+        let i = std::mem::take(&mut self.at[v.0 as usize]) as usize;
+        if i == 0 {
+            return;
+        }
+        self.values.swap_remove(i - 1);
+        if let Some(moved) = self.values.get(i - 1) {
+            self.at[moved.0 as usize] = i as u32;
+        }
+    }
 }
 
 /// `block` always leaves the code after it: it ends with `break` or `continue`.

@@ -190,13 +190,47 @@ impl Display for Kernel {
     }
 }
 
-impl Kernel {
-    fn val(&self, v: Value) -> String {
-        let info = &self.values[v.0 as usize];
-        match &info.name {
-            Some(n) => format!("{v}:{n}"),
-            None => v.to_string(),
+/// The indentation of a line at a depth of nesting: two spaces a level.
+#[derive(Clone, Copy)]
+struct Pad(usize);
+
+impl Display for Pad {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        const SPACES: &str = "                                                                ";
+        let mut left = 2 * self.0;
+        while left > 0 {
+            let n = left.min(SPACES.len());
+            f.write_str(&SPACES[..n])?;
+            left -= n;
         }
+        Ok(())
+    }
+}
+
+/// A value as the IR text names it, `v3` or `v3:name`, written without making a string.
+struct ValName<'a>(Value, Option<&'a str>);
+
+impl Display for ValName<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(n) => write!(f, "{}:{n}", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// A value defined by an instruction, with its type: `v3:name: u32`.
+struct Def<'a>(ValName<'a>, Scalar);
+
+impl Display for Def<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0, self.1)
+    }
+}
+
+impl Kernel {
+    fn val(&self, v: Value) -> ValName<'_> {
+        ValName(v, self.values[v.0 as usize].name.as_deref())
     }
 
     fn write_block(&self, f: &mut Formatter<'_>, block: &Block, depth: usize) -> fmt::Result {
@@ -208,7 +242,7 @@ impl Kernel {
 
     /// Writes one instruction at `depth`, and the blocks nested in it.
     fn write_inst(&self, f: &mut Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
-        let pad = "  ".repeat(depth);
+        let pad = Pad(depth);
         match inst {
             Inst::If { cond, then, else_ } => {
                 writeln!(f, "{pad}if {} {{", self.val(*cond))?;
@@ -233,13 +267,13 @@ impl Kernel {
                 writeln!(f, "{pad}}}")
             }
             Inst::ParFor(p) => {
-                self.write_par_for_head(f, p, &pad)?;
+                self.write_par_for_head(f, p, pad)?;
                 self.write_block(f, &p.body, depth + 1)?;
                 if let Some(r) = &p.reduce {
-                    self.write_reduce_head(f, r, &pad)?;
+                    self.write_reduce_head(f, r, pad)?;
                     self.write_block(f, &r.combine, depth + 1)?;
                     if let Some(sc) = &r.scan {
-                        self.write_scan_head(f, sc, &pad)?;
+                        self.write_scan_head(f, sc, pad)?;
                     }
                 }
                 writeln!(f, "{pad}}}")
@@ -253,8 +287,8 @@ impl Kernel {
 
     /// The head of a parallel loop: its length, index and sources.
     #[inline(never)]
-    fn write_par_for_head(&self, f: &mut Formatter<'_>, p: &ParFor, pad: &str) -> fmt::Result {
-        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+    fn write_par_for_head(&self, f: &mut Formatter<'_>, p: &ParFor, pad: Pad) -> fmt::Result {
+        let def = |v: Value| Def(self.val(v), self.ty(v));
         let kind = if p.lanes { "lane_for" } else { "par_for" };
         write!(f, "{pad}{kind} len {}", self.val(p.len))?;
         if let Some(i) = p.index {
@@ -277,8 +311,8 @@ impl Kernel {
 
     /// The head of a parallel loop's reduction.
     #[inline(never)]
-    fn write_reduce_head(&self, f: &mut Formatter<'_>, r: &ParReduce, pad: &str) -> fmt::Result {
-        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+    fn write_reduce_head(&self, f: &mut Formatter<'_>, r: &ParReduce, pad: Pad) -> fmt::Result {
+        let def = |v: Value| Def(self.val(v), self.ty(v));
         writeln!(
             f,
             "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
@@ -293,7 +327,7 @@ impl Kernel {
 
     /// The head of a scan, after its reduction's combining block.
     #[inline(never)]
-    fn write_scan_head(&self, f: &mut Formatter<'_>, sc: &ParScanOut, pad: &str) -> fmt::Result {
+    fn write_scan_head(&self, f: &mut Formatter<'_>, sc: &ParScanOut, pad: Pad) -> fmt::Result {
         writeln!(
             f,
             "{pad}}} scan from {} into source {}{} {{",
@@ -312,7 +346,7 @@ impl Kernel {
     #[inline(never)]
     fn inst_line(&self, inst: &Inst) -> Result<String, fmt::Error> {
         let mut line = String::new();
-        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        let def = |v: Value| Def(self.val(v), self.ty(v));
         match inst {
             Inst::Const { dst, imm } => write!(line, "{} = const {imm}", def(*dst))?,
             Inst::Copy { dst, src } => write!(line, "{} = {}", def(*dst), self.val(*src))?,
@@ -338,7 +372,7 @@ impl Kernel {
                 if let Some(d) = dst {
                     write!(line, "{} = ", def(*d))?;
                 }
-                let ops: Vec<String> = operands.iter().map(|v| self.val(*v)).collect();
+                let ops: Vec<String> = operands.iter().map(|v| self.val(*v).to_string()).collect();
                 let space = if *space == Space::Shared {
                     "shared"
                 } else {

@@ -26,8 +26,33 @@ pub(super) struct LoopCtx {
 /// await (a cancelled launch, the watchdog), naming the loop's line. Added after the body is
 /// checked, so the typed IR, and the kernel's IR and PTX, never see it.
 fn tick_each_iteration(body: &mut syn::Block, keyword: Span) {
-    let tick: syn::Stmt = syn::parse_quote_spanned!(keyword=> ::gpu_async::device::__loop_tick(););
-    body.stmts.insert(0, tick);
+    // Made directly rather than parsed: a body of thousands of loops makes thousands.
+    let mut segments = syn::punctuated::Punctuated::new();
+    for (i, name) in ["gpu_async", "device", "__loop_tick"]
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            segments.push_punct(syn::Token![::](keyword));
+        }
+        segments.push_value(syn::PathSegment::from(syn::Ident::new(name, keyword)));
+    }
+    let path = syn::Path {
+        leading_colon: Some(syn::Token![::](keyword)),
+        segments,
+    };
+    let call = syn::Expr::Call(syn::ExprCall {
+        attrs: Vec::new(),
+        func: Box::new(syn::Expr::Path(syn::ExprPath {
+            attrs: Vec::new(),
+            qself: None,
+            path,
+        })),
+        paren_token: syn::token::Paren(keyword),
+        args: syn::punctuated::Punctuated::new(),
+    });
+    body.stmts
+        .insert(0, syn::Stmt::Expr(call, Some(syn::Token![;](keyword))));
 }
 
 /// The name of a loop's label, without its `'`.
