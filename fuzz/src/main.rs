@@ -342,23 +342,21 @@ fn files(o: &Options) {
     }
 }
 
-/// A kernel's IR instructions, and what they count toward `ir::MAX_KERNEL_INSTS` (those of
-/// parallel loop bodies `ir::PAR_INST_COST` each).
+/// A kernel's IR instructions, and what they count toward `ir::MAX_KERNEL_INSTS`
+/// (`Inst::cost`).
 fn ir_size(k: &gpu_async_compiler::ir::Kernel) -> (usize, usize) {
-    use gpu_async_compiler::ir::{for_each_inst, Block, Inst, PAR_INST_COST};
+    use gpu_async_compiler::ir::{Block, Inst};
     fn walk(b: &Block, in_par: bool, insts: &mut usize, cost: &mut usize) {
         for inst in &b.0 {
             *insts += 1;
-            *cost += if in_par { PAR_INST_COST } else { 1 };
+            *cost += inst.cost(in_par);
             match inst {
                 Inst::ParFor(p) => {
-                    let mut inner = 0;
-                    for_each_inst(&p.body, &mut |_| inner += 1);
+                    walk(&p.body, true, insts, cost);
                     if let Some(r) = &p.reduce {
-                        for_each_inst(&r.combine, &mut |_| inner += 1);
+                        // The combining block is lowered after the loop's body, outside it.
+                        walk(&r.combine, in_par, insts, cost);
                     }
-                    *insts += inner;
-                    *cost += inner * PAR_INST_COST;
                 }
                 Inst::If { then, else_, .. } => {
                     walk(then, in_par, insts, cost);

@@ -203,19 +203,50 @@ pub enum ParamKind {
     },
 }
 
-/// The most instructions a kernel's IR may have (its roles' code with their helpers inlined, as
-/// `gpu-async-inspect` prints it), an instruction of a parallel loop's body counting
-/// [`PAR_INST_COST`]. The phases after lowering take time in proportion to the code, the PTX
-/// writer most, and ptxas and the driver take seconds or more on the tens of megabytes of PTX a
-/// larger kernel would be: this is up to about 4 MB of PTX. The largest kernel of the
-/// repository's examples and tests counts about 33,000 (2,095 instructions, most of them `f64`
-/// functions in a parallel loop). The lowering reports a kernel past it.
+/// The most a kernel's IR may count (its roles' code with their helpers inlined, as
+/// `gpu-async-inspect` prints it), each instruction counting its [`Inst::cost`]. The phases after
+/// lowering take time in proportion to the code, the PTX writer most, and ptxas and the driver
+/// take seconds or more on the tens of megabytes of PTX a larger kernel would be: the costs are
+/// set so that one counts about 60 B of PTX, and this is up to about 4 MB. The largest kernel of
+/// the repository's examples and tests counts about 33,000 (2,095 instructions, most of them
+/// `f64` functions in a parallel loop). The lowering reports a kernel past it.
 pub const MAX_KERNEL_INSTS: usize = 65_536;
 
 /// What an instruction of a parallel loop's body counts toward [`MAX_KERNEL_INSTS`]: the PTX
 /// writer writes a parallel loop in several versions (vector widths, a tail), about 1 KB of PTX
 /// per instruction of its body, against about 60 B elsewhere.
 pub const PAR_INST_COST: usize = 16;
+
+/// What a parallel loop itself counts toward [`MAX_KERNEL_INSTS`], its body apart: its versions'
+/// heads and tails, and a reduction's or a scan's combining across the warps, are about 4 KB of
+/// PTX whatever the body.
+pub const PAR_LOOP_COST: usize = 64;
+
+/// What a blocking wait counts toward [`MAX_KERNEL_INSTS`] (a `reserve`, a `recv`, each channel
+/// of a `select!`, a close, a barrier's or a one-shot value's wait), and a bulk copy: the wait's
+/// loop with its abort and watchdog paths, or the copy's alignment cases and tail, are about 2 KB
+/// of PTX.
+pub const WAIT_COST: usize = 32;
+
+impl Inst {
+    /// What the instruction counts toward [`MAX_KERNEL_INSTS`], its nested blocks apart;
+    /// `in_par` when it is in a parallel loop's body.
+    pub fn cost(&self, in_par: bool) -> usize {
+        match self {
+            Inst::ParFor(_) => PAR_LOOP_COST,
+            Inst::SelectRecv { chans, .. } => WAIT_COST * chans.len().max(1),
+            Inst::Reserve { .. }
+            | Inst::Recv { .. }
+            | Inst::Close { .. }
+            | Inst::BarrierWait { .. }
+            | Inst::OneshotWait { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. } => WAIT_COST,
+            _ if in_par => PAR_INST_COST,
+            _ => 1,
+        }
+    }
+}
 
 /// The deepest nesting of blocks (the bodies of `if`, `loop`, parallel loops and `join`
 /// branches) in a kernel's IR. The phases after lowering recurse on it, on rustc's stack; the

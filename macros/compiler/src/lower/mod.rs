@@ -47,7 +47,7 @@ use proc_macro2::Span;
 use crate::diag::Diagnostics;
 use crate::ir::{
     BinOp, Block, Channel, Imm, Inst, Kernel, LoopId, RoleId, Site, SiteId, SiteKind, Space, UnOp,
-    Value, ValueInfo, MAX_BLOCK_NESTING, MAX_KERNEL_INSTS, PAR_INST_COST,
+    Value, ValueInfo, MAX_BLOCK_NESTING, MAX_KERNEL_INSTS, PAR_INST_COST, PAR_LOOP_COST, WAIT_COST,
 };
 use crate::tir::{self, FnId, Program};
 use crate::types::Scalar;
@@ -235,14 +235,14 @@ impl Lowerer<'_> {
 
     /// Appends `inst` to the block being built.
     fn emit(&mut self, inst: Inst) {
-        self.emitted += if self.par.is_some() { PAR_INST_COST } else { 1 };
+        self.emitted += inst.cost(self.par.is_some());
         if self.emitted > MAX_KERNEL_INSTS {
             if !self.size_reported {
                 self.size_reported = true;
                 let name = &self.prog.function(self.kernel).name;
                 self.diags.error(
                     self.at,
-                    format!("kernel `{name}` compiles to more than {MAX_KERNEL_INSTS} instructions by here (its roles' code with their helpers inlined, each instruction of a parallel loop's body counting {PAR_INST_COST}; `gpu-async-inspect` shows the code): put repeated code in loops instead of writing it out, and large computations in kernels of their own"),
+                    format!("kernel `{name}` compiles to more than {MAX_KERNEL_INSTS} instructions by here (its roles' code with their helpers inlined, each parallel loop counting {PAR_LOOP_COST}, each instruction of its body {PAR_INST_COST}, each wait and bulk copy {WAIT_COST}; `gpu-async-inspect` shows the code): put repeated code in loops instead of writing it out, and large computations in kernels of their own"),
                 );
             }
             return;
