@@ -318,7 +318,7 @@ fn files(o: &Options) {
                     if let Some(times) = gpu_async_fuzz::phases::time_phases(&m) {
                         let parts: Vec<String> = gpu_async_fuzz::phases::PHASES
                             .iter()
-                            .zip(&times)
+                            .zip(&times.phases)
                             .map(|(p, t)| format!("{p} {:.1}", t.as_secs_f64() * 1000.0))
                             .collect();
                         println!("    phases (ms): {}", parts.join(", "));
@@ -380,12 +380,13 @@ fn ir_size(k: &gpu_async_compiler::ir::Kernel) -> (usize, usize) {
     (insts, cost)
 }
 
-/// The expansion time of each example's modules and of the pathological inputs.
+/// The expansion time of each example's modules and of the pathological inputs, and for the
+/// examples, of their slowest kernel (its own phases and an equal share of what the module's
+/// kernels share: lexing, parsing, checking, printing).
 ///
-/// Outside a proc macro, `proc_macro2` makes string literals itself, escaping them character by
-/// character in the build's own code; inside rustc, `proc_macro` does it in the standard
-/// library's optimized code. The table gives the time of the PTX and IR literals apart, and the
-/// time without it, which is what rustc spends in the debug-built macro.
+/// Run unoptimized, as cargo builds a proc macro for a debug build, except proc-macro2 (see the
+/// workspace's `Cargo.toml`): outside rustc its fallback makes the tokens that rustc's own,
+/// optimized, code makes inside it.
 fn bench(runs: usize) {
     let root = seeds::workspace();
     let build = if cfg!(debug_assertions) {
@@ -394,7 +395,7 @@ fn bench(runs: usize) {
         "release"
     };
     println!("expansion time, {build} build, median of {runs} runs\n");
-    println!("| input | expand, ms | of which PTX and IR literals (proc_macro2 fallback), ms | without them, ms | errors |");
+    println!("| input | kernels | expand, ms | slowest kernel, ms | errors |");
     println!("|---|---:|---:|---:|---:|");
     let mut examples: Vec<PathBuf> = std::fs::read_dir(root.join("examples"))
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -422,9 +423,15 @@ fn bench(runs: usize) {
             let _ = std::fs::write(format!("{dir}/{k:02}.rs"), source);
         }
     }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v.get(v.len() / 2).copied().unwrap_or_default()
+    };
     for (name, source) in rows {
         let mut times = Vec::new();
-        let mut literal_times = Vec::new();
+        let mut slowest = Vec::new();
+        let mut kernels = 0;
         let mut errors = 0;
         let mut note = String::new();
         for _ in 0..runs.max(1) {
@@ -438,37 +445,21 @@ fn bench(runs: usize) {
                 }
                 None => note = " (does not lex)".to_string(),
             }
-            literal_times.push(literal_time(&source));
+            if let Some(t) = gpu_async_fuzz::phases::time_phases(&source) {
+                kernels = t.kernels.len();
+                if let Some((_, d)) = t.slowest_kernel() {
+                    slowest.push(d);
+                }
+            }
         }
-        times.sort();
-        literal_times.sort();
-        let median = times.get(times.len() / 2).copied().unwrap_or_default();
-        let literals = literal_times
-            .get(literal_times.len() / 2)
-            .copied()
-            .unwrap_or_default();
+        let slowest = if slowest.is_empty() {
+            "".to_string()
+        } else {
+            format!("{:.2}", ms(median(slowest)))
+        };
         println!(
-            "| {name}{note} | {:.2} | {:.2} | {:.2} | {errors} |",
-            median.as_secs_f64() * 1000.0,
-            literals.as_secs_f64() * 1000.0,
-            median.saturating_sub(literals).as_secs_f64() * 1000.0
+            "| {name}{note} | {kernels} | {:.2} | {slowest} | {errors} |",
+            ms(median(times))
         );
     }
-}
-
-/// The time `proc_macro2` takes to make the string literals of the PTX and the IR text of the
-/// kernels of the module in `source` (zero when it does not compile).
-fn literal_time(source: &str) -> Duration {
-    let Ok(tokens) = source.parse::<proc_macro2::TokenStream>() else {
-        return Duration::ZERO;
-    };
-    let Ok(kernels) = gpu_async_compiler::compile(tokens) else {
-        return Duration::ZERO;
-    };
-    let start = std::time::Instant::now();
-    for k in &kernels {
-        std::hint::black_box(proc_macro2::Literal::string(&k.ptx));
-        std::hint::black_box(proc_macro2::Literal::string(&k.ir_text));
-    }
-    start.elapsed()
 }

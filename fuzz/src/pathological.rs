@@ -38,6 +38,27 @@ pub fn shared_module(len: &str, body: &str) -> String {
     )
 }
 
+/// A kernel module of two roles joined by a channel of 256 `f32`s: `producer`'s body has `tx`
+/// (and `x: &[f32]`), `consumer`'s `rx` (and `y: &mut [f32]`).
+pub fn channel_module(producer: &str, consumer: &str) -> String {
+    format!(
+        "mod pathological {{
+    use gpu_async::device::*;
+    #[kernel(warps = 2)]
+    pub async fn k(x: &[f32], y: &mut [f32]) {{
+        let (tx, rx) = channel::<[f32; 256], 2>();
+        join!(on_warps(0..1, producer(x, tx)), on_warps(1..2, consumer(y, rx))).await;
+    }}
+    async fn producer(x: &[f32], mut tx: Sender<[f32; 256], 2>) {{
+{producer}
+    }}
+    async fn consumer(y: &mut [f32], mut rx: Receiver<[f32; 256], 2>) {{
+{consumer}
+    }}
+}}"
+    )
+}
+
 /// `text` `times` times.
 fn repeat(text: &str, times: usize) -> String {
     text.repeat(times)
@@ -211,6 +232,18 @@ pub fn inputs() -> Vec<(String, String, bool)> {
         ),
         true,
     );
+    // Channel handoffs: each end's wait is about 2 KB of PTX; 900 come near the instruction
+    // limit, 2000 pass it.
+    for n in [900, 2000] {
+        out.push((
+            format!("{n} x channel handoff (`reserve`, `send`; `recv`)"),
+            channel_module(
+                &repeat("let mut s = tx.reserve().await;\ns.send();\n", n),
+                &repeat("let s = rx.recv().await.unwrap();\ndrop(s);\n", n),
+            ),
+            true,
+        ));
+    }
     // Shared arrays: a role barrier's placement walks the loops around each access.
     let shared_body = "(0..64usize).into_par_iter().for_each(|i| { tile[i] = x[i]; });\n\
         y[0..64].par_iter_mut().enumerate().for_each(|(i, o)| *o = tile[63 - i]);";

@@ -211,6 +211,10 @@ impl Expander {
                         .parse::<TokenStream>()
                         .ok()
                         .map(|tokens| expand_checked(tokens, budget));
+                    // Every lexed text stays in the thread's source map (for spans' locations):
+                    // with no token of this input left, forget them, or a campaign of millions of
+                    // inputs fills the memory and overflows the map's 32-bit positions.
+                    proc_macro2::extra::invalidate_current_thread_spans();
                     if result_tx.send(outcome).is_err() {
                         break;
                     }

@@ -9,7 +9,11 @@ fn expands_clean(body: &str) {
     let outcome = expand_source(&role_module(body), Duration::from_secs(60), STACK)
         .expect("the module lexes");
     assert!(outcome.finding.is_none(), "{body}: {:?}", outcome.finding);
-    assert!(outcome.messages.is_empty(), "{body}: {:?}", outcome.messages);
+    assert!(
+        outcome.messages.is_empty(),
+        "{body}: {:?}",
+        outcome.messages
+    );
 }
 
 #[test]
