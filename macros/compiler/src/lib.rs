@@ -159,6 +159,11 @@ fn kernel_options<'m>(module: &'m parse::Module, name: &str) -> Option<&'m parse
 
 /// The `#[gpu_async]` attribute: `attr` are its arguments, `item` the module.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    // syn's parser recurses on nested groups, on rustc's stack: input nested past what it can
+    // take there is answered from its tokens, before parsing.
+    if let Some(out) = parse::too_deep(&item) {
+        return out;
+    }
     let mut diags = Diagnostics::new();
     if !attr.is_empty() {
         diags.push(syn::Error::new_spanned(
