@@ -102,6 +102,12 @@ pub const TYPES: &[&str] = &[
     "&Barrier",
     "&Shared<u32>",
     "&[AtomicU32]",
+    "&[AtomicF32]",
+    "&SharedArray<f32, 64>",
+    "&mut SharedArray<u32, 4294967295>",
+    "&SharedArray2d<f32, 32, 33>",
+    "&SharedArray<AtomicF32, 0>",
+    "SharedArray<f32, 64>",
     "Option<u32>",
     "&f32",
     "[f32]",
@@ -152,6 +158,15 @@ pub const EXPRS: &[&str] = &[
     "oneshot::<u32>()",
     "barrier()",
     "Shared::new(0u32)",
+    "shared_array::<f32, 64>()",
+    "shared_array::<u32, 4294967295>()",
+    "shared_array_2d::<f64, 65536, 65536>()",
+    "shared_array::<AtomicF32, 0>()",
+    "shared_array::<[f32; 2], 4>()",
+    "x.par_iter().exclusive_sum(y.par_iter_mut(), 0.0)",
+    "x.par_iter().inclusive_scan(y.par_iter_mut(), 1.0, || 1.0, |a, b| a * b)",
+    "x.par_iter().inclusive_sum(x.par_iter(), 0)",
+    "y.par_iter().for_each(|v| { y[0] = *v; })",
 ];
 
 /// The pieces mutations insert, parsed once.

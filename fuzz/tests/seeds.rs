@@ -34,3 +34,47 @@ fn expand_every_module() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_seeds_take_in_the_examples_and_every_kind_of_construct() {
+    std::thread::Builder::new()
+        .stack_size(GENERATOR_STACK)
+        .spawn(seeds_take_in_everything)
+        .expect("start the test")
+        .join()
+        .expect("the seeds take in everything");
+}
+
+fn seeds_take_in_everything() {
+    let seeds = seeds::load(&seeds::workspace());
+    let origins: Vec<&str> = seeds.iter().map(|s| s.origin.as_str()).collect();
+    for example in [
+        "examples/saxpy.rs",
+        "examples/scan.rs",
+        "examples/transpose.rs",
+    ] {
+        assert!(origins.contains(&example), "{example} is not a seed");
+    }
+    // Each construct appears in some seed's text.
+    let texts: Vec<String> = seeds
+        .iter()
+        .map(|s| quote::ToTokens::to_token_stream(&s.module).to_string())
+        .collect();
+    for construct in [
+        "shared_array",
+        "shared_array_2d",
+        "AtomicF32",
+        "exclusive_sum",
+        "inclusive_scan",
+        "fetch_max",
+        "select !",
+        "oneshot",
+        "barrier",
+        "block_tiles",
+    ] {
+        assert!(
+            texts.iter().any(|t| t.contains(construct)),
+            "no seed has `{construct}`"
+        );
+    }
+}
