@@ -101,10 +101,8 @@ fn quiet_panics() {
 pub fn expand_checked(module: TokenStream, budget: Duration) -> Outcome {
     quiet_panics();
     // rustc gives the attribute an item; for tokens that are not one, the expansion re-emits
-    // them after the error, and need not parse. Tokens nested too deep for syn's parser (which
-    // the expansion answers without parsing) must expand to a file too.
-    let is_item = gpu_async_compiler::parse::too_deep(&module).is_some()
-        || syn::parse2::<syn::Item>(module.clone()).is_ok();
+    // them after the error, and need not parse.
+    let is_item = is_item(&module);
     let start = Instant::now();
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         gpu_async_compiler::expand(TokenStream::new(), module)
@@ -146,6 +144,26 @@ pub fn expand_checked(module: TokenStream, budget: Duration) -> Outcome {
         finding,
         messages,
     }
+}
+
+/// Whether `tokens` are an item, as rustc gives the attribute. Tokens nested too deep for syn's
+/// parser on this thread (the expansion answers them without parsing) are parsed on a thread of
+/// a larger stack.
+fn is_item(tokens: &TokenStream) -> bool {
+    if gpu_async_compiler::parse::too_deep(tokens).is_none() {
+        return syn::parse2::<syn::Item>(tokens.clone()).is_ok();
+    }
+    // `TokenStream`s cannot cross threads: their text does.
+    let text = tokens.to_string();
+    thread::Builder::new()
+        .stack_size(crate::GENERATOR_STACK)
+        .spawn(move || {
+            text.parse::<TokenStream>()
+                .is_ok_and(|t| syn::parse2::<syn::Item>(t).is_ok())
+        })
+        .expect("spawn the parsing thread")
+        .join()
+        .unwrap_or(false)
 }
 
 /// The messages of the `compile_error!`s at the top level of an expansion.
