@@ -250,6 +250,9 @@ mod tests {
         assert!(other.cudarc_stream().is_none());
         let start = default.record_event()?;
         other.wait_event(&start)?;
+        // The stream's worker records the event when it gets to it: wait for that before the
+        // host's sleep, which would otherwise not separate the two events on a loaded machine.
+        start.synchronize()?;
         std::thread::sleep(std::time::Duration::from_millis(2));
         let end = other.record_event()?;
         end.synchronize()?;

@@ -130,10 +130,7 @@ fn compile_module(
                 continue;
             }
         };
-        match ptx::write_kernel(&verified).and_then(|ptx| {
-            let traced = ptx::write_kernel_traced(&verified)?;
-            Ok((ptx, traced))
-        }) {
+        match ptx::write_kernel_both(&verified) {
             Ok((ptx, ptx_traced)) => kernels.push(CompiledKernel {
                 name: f.name.clone(),
                 ir_text: kernel.to_string(),
@@ -162,6 +159,11 @@ fn kernel_options<'m>(module: &'m parse::Module, name: &str) -> Option<&'m parse
 
 /// The `#[gpu_async]` attribute: `attr` are its arguments, `item` the module.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    // syn's parser recurses on nested groups, on rustc's stack: input nested past what it can
+    // take there is answered from its tokens, before parsing.
+    if let Some(out) = parse::too_deep(&item) {
+        return out;
+    }
     let mut diags = Diagnostics::new();
     if !attr.is_empty() {
         diags.push(syn::Error::new_spanned(
@@ -180,10 +182,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             return quote!(#err #item);
         }
     };
+    // The module without its items (copying them would copy the whole syntax tree).
     let shell = syn::ItemMod {
+        attrs: module.attrs.clone(),
+        vis: module.vis.clone(),
+        unsafety: module.unsafety,
+        mod_token: module.mod_token,
+        ident: module.ident.clone(),
         content: None,
         semi: None,
-        ..module.clone()
     };
     let (parsed, program, kernels) = compile_module(module, &mut diags);
     let ok = diags.is_empty();

@@ -37,3 +37,14 @@ pub const MAX_BUDGET: u32 = 256;
 
 /// Constant memory a kernel can address (the user bank).
 pub const CONST_LIMIT: usize = 64 * 1024;
+
+/// Parameter space of a kernel entry in PTX ISA 8.0 (4352 B; ptxas rejects more, and allows
+/// more only from PTX ISA 8.1).
+pub const PARAM_LIMIT: u32 = 4352;
+
+/// Parameter space the runtime's own kernel parameters take after the user's (the abort flag,
+/// the launch number, the record and the watchdog: `.u64`, `.u32`, `.u64`, `.u64`).
+pub const RUNTIME_PARAM_BYTES: u32 = 32;
+
+/// Local memory a thread can address (512 KiB): where arrays indexed at run time live.
+pub const LOCAL_LIMIT: u32 = 512 * 1024;

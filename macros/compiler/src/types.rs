@@ -7,6 +7,13 @@ use std::fmt;
 /// sizes or their names.
 pub use gpu_async_wire::ScalarType as Scalar;
 
+/// The most scalars one value may hold: an array's elements, or a struct's components (its array
+/// fields' elements counted). A kernel's values are its threads' own, in registers (at most 255
+/// per thread) or, for an array indexed at run time, in the thread's local memory, and they are
+/// initialized and copied element by element; data larger than this belongs in a slice or a
+/// channel slot. Checked before anything is allocated for a value.
+pub const MAX_VALUE_SCALARS: u32 = 1024;
+
 /// A channel's shape: `[elem; len]` payloads in a ring of `depth` slots.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChanTy {
@@ -384,7 +391,9 @@ impl fmt::Display for Ty {
             Ty::SharedRow(a, _) => write!(f, "[{}; {}]", a.elem_name(), a.cols),
             Ty::Tuple(ts) => {
                 let parts: Vec<String> = ts.iter().map(|t| t.to_string()).collect();
-                write!(f, "({})", parts.join(", "))
+                // A 1-tuple keeps its comma, as in Rust: `(u32,)`.
+                let comma = if ts.len() == 1 { "," } else { "" };
+                write!(f, "({}{comma})", parts.join(", "))
             }
             Ty::AtomicSlice(s) => write!(f, "&[{}]", atomic_name(*s)),
             Ty::AtomicRef(s) => write!(f, "&{}", atomic_name(*s)),

@@ -32,27 +32,37 @@
 //! longer used), and the simulator, which runs the kernel's Rust code, still checks: it can never
 //! fail there either.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::ir::{for_each_inst, BinOp, Block, Imm, Inst, Kernel, ParamKind, UnOp, Value};
 use crate::types::Scalar;
 
 /// Removes the checks of `k` that are proven never to fire; returns how many.
 pub fn remove_proven_checks(k: &mut Kernel) -> usize {
-    let mut slice_lens = HashSet::new();
+    let n = k.values.len();
+    let mut slice_lens = vec![false; n];
     for p in &k.params {
         if let ParamKind::Slice { len, .. } = p.kind {
-            slice_lens.insert(len);
+            if let Some(s) = slice_lens.get_mut(len.0 as usize) {
+                *s = true;
+            }
         }
     }
+    let lens: Vec<Value> = (0..n as u32)
+        .map(Value)
+        .filter(|v| slice_lens[v.0 as usize])
+        .collect();
     let types: Vec<Scalar> = k.values.iter().map(|v| v.ty).collect();
     let mut removed = 0;
     for role in &mut k.roles {
         let mut facts = Facts {
             types: &types,
-            exprs: HashMap::new(),
-            known: HashMap::new(),
+            exprs: vec![None; n],
+            known: vec![None; n],
+            trues: ValueSet::new(n),
             slice_lens: slice_lens.clone(),
+            lens: lens.clone(),
+            users: vec![Vec::new(); n],
+            undo: Vec::new(),
+            marks: 0,
         };
         removed += facts.walk(&mut role.body);
     }
@@ -69,32 +79,69 @@ enum Expr {
 }
 
 impl Expr {
-    fn operands(self) -> Vec<Value> {
+    /// Whether the expression reads `v`.
+    fn reads(self, v: Value) -> bool {
         match self {
-            Expr::Const(_) => Vec::new(),
-            Expr::Copy(v) | Expr::Not(v) => vec![v],
-            Expr::Binary(_, a, b) => vec![a, b],
+            Expr::Const(_) => false,
+            Expr::Copy(x) | Expr::Not(x) => x == v,
+            Expr::Binary(_, a, b) => a == v || b == v,
         }
+    }
+
+    /// The values the expression reads (a value twice when it is both operands).
+    fn operands(self) -> impl Iterator<Item = Value> {
+        let (a, b) = match self {
+            Expr::Const(_) => (None, None),
+            Expr::Copy(x) | Expr::Not(x) => (Some(x), None),
+            Expr::Binary(_, a, b) => (Some(a), Some(b)),
+        };
+        a.into_iter().chain(b)
     }
 }
 
+/// A change to the facts, kept while a branch or a loop body is walked, so that the walk can
+/// return to the facts before it without copying them.
+enum Undo {
+    /// `exprs[v]` was this.
+    Expr(Value, Option<Expr>),
+    /// `known[v]` was this.
+    Known(Value, Option<bool>),
+    /// `v` was in `slice_lens`.
+    SliceLen(Value),
+    /// A value was pushed to `users[v]`.
+    UserPushed(Value),
+    /// `users[v]` was this list, taken out.
+    UsersTaken(Value, Vec<Value>),
+}
+
 /// The state of the walk at one point of the code.
-#[derive(Clone)]
 struct Facts<'k> {
     types: &'k [Scalar],
-    /// The expression of each value whose current content it still describes.
-    exprs: HashMap<Value, Expr>,
+    /// The expression of each value (by number) whose current content it still describes.
+    exprs: Vec<Option<Expr>>,
     /// Booleans known true or false here.
-    known: HashMap<Value, bool>,
+    known: Vec<Option<bool>>,
+    /// The booleans known true (`known_lt` looks among them).
+    trues: ValueSet,
     /// Values holding a slice parameter's length (below 2^63), not written since.
-    slice_lens: HashSet<Value>,
+    slice_lens: Vec<bool>,
+    /// The slice parameters' lengths (those of them still in `slice_lens` count).
+    lens: Vec<Value>,
+    /// For each value, the values whose expression read it when it was recorded (some may
+    /// have another expression since): what to forget when it is written.
+    users: Vec<Vec<Value>>,
+    /// The changes since the oldest mark still open.
+    undo: Vec<Undo>,
+    /// Marks open: changes are recorded only while one is.
+    marks: usize,
 }
 
 /// How deep `le` may recurse: the tile ranges need 4; more would only cost compile time.
 const DEPTH: u32 = 6;
 
 impl Facts<'_> {
-    /// Walks `block`, removing the checks proven false; returns how many it removed.
+    /// Walks `block`, removing the checks proven false; returns how many it removed. The facts
+    /// after it are those at its end.
     fn walk(&mut self, block: &mut Block) -> usize {
         let mut removed = 0;
         let mut out = Vec::with_capacity(block.0.len());
@@ -112,12 +159,14 @@ impl Facts<'_> {
                 }
                 Inst::If { cond, then, else_ } => {
                     let cond = *cond;
-                    let mut then_facts = self.clone();
-                    then_facts.learn(cond, true);
-                    removed += then_facts.walk(then);
-                    let mut else_facts = self.clone();
-                    else_facts.learn(cond, false);
-                    removed += else_facts.walk(else_);
+                    let mark = self.mark();
+                    self.learn(cond, true);
+                    removed += self.walk(then);
+                    self.rollback(mark);
+                    let mark = self.mark();
+                    self.learn(cond, false);
+                    removed += self.walk(else_);
+                    self.rollback(mark);
                     let (then_leaves, else_leaves) = (leaves(then), leaves(else_));
                     let written = written_in(&[&*then, &*else_]);
                     self.forget_all(&written);
@@ -132,8 +181,9 @@ impl Facts<'_> {
                     // The body may run again after writing anything it writes.
                     let written = written_in(&[&*body]);
                     self.forget_all(&written);
-                    let mut body_facts = self.clone();
-                    removed += body_facts.walk(body);
+                    let mark = self.mark();
+                    removed += self.walk(body);
+                    self.rollback(mark);
                 }
                 other => {
                     // Nested code (parallel loops, `join!` branches) is not walked; what it
@@ -156,8 +206,8 @@ impl Facts<'_> {
                     self.forget_all(&written);
                     if let Some((dst, e)) = expression(other) {
                         // An expression that reads its own destination describes the old value.
-                        if !e.operands().contains(&dst) {
-                            self.exprs.insert(dst, e);
+                        if !e.reads(dst) {
+                            self.set_expr(dst, e);
                         }
                     }
                 }
@@ -168,31 +218,109 @@ impl Facts<'_> {
         removed
     }
 
+    /// Starts recording changes; [`Facts::rollback`] to the mark undoes those after it.
+    fn mark(&mut self) -> usize {
+        self.marks += 1;
+        self.undo.len()
+    }
+
+    /// Undoes the changes after `mark`, and closes it.
+    fn rollback(&mut self, mark: usize) {
+        while self.undo.len() > mark {
+            match self.undo.pop() {
+                Some(Undo::Expr(v, old)) => self.exprs[v.0 as usize] = old,
+                Some(Undo::Known(v, old)) => {
+                    self.known[v.0 as usize] = old;
+                    if old == Some(true) {
+                        self.trues.insert(v);
+                    } else {
+                        self.trues.remove(v);
+                    }
+                }
+                Some(Undo::SliceLen(v)) => self.slice_lens[v.0 as usize] = true,
+                Some(Undo::UserPushed(v)) => {
+                    self.users[v.0 as usize].pop();
+                }
+                Some(Undo::UsersTaken(v, list)) => self.users[v.0 as usize] = list,
+                None => {}
+            }
+        }
+        self.marks -= 1;
+    }
+
+    /// Records `change` if a mark is open.
+    fn record(&mut self, change: Undo) {
+        if self.marks > 0 {
+            self.undo.push(change);
+        }
+    }
+
+    /// `exprs[v] = e`.
+    fn set_expr(&mut self, v: Value, e: Expr) {
+        let old = self.exprs[v.0 as usize].replace(e);
+        self.record(Undo::Expr(v, old));
+        for o in e.operands() {
+            self.users[o.0 as usize].push(v);
+            self.record(Undo::UserPushed(o));
+        }
+    }
+
+    /// Forgets `exprs[v]`.
+    fn remove_expr(&mut self, v: Value) {
+        if let Some(old) = self.exprs[v.0 as usize].take() {
+            self.record(Undo::Expr(v, Some(old)));
+        }
+    }
+
+    /// `known[b] = value`.
+    fn set_known(&mut self, b: Value, value: bool) {
+        let old = self.known[b.0 as usize].replace(value);
+        self.record(Undo::Known(b, old));
+        if value {
+            self.trues.insert(b);
+        } else {
+            self.trues.remove(b);
+        }
+    }
+
     /// Forgets what is known of each of `written` and every expression that reads one.
     fn forget_all(&mut self, written: &[Value]) {
-        if written.is_empty() {
-            return;
+        for &w in written {
+            self.remove_expr(w);
+            if let Some(old) = self.known[w.0 as usize].take() {
+                self.record(Undo::Known(w, Some(old)));
+                self.trues.remove(w);
+            }
+            if std::mem::take(&mut self.slice_lens[w.0 as usize]) {
+                self.record(Undo::SliceLen(w));
+            }
+            let users = std::mem::take(&mut self.users[w.0 as usize]);
+            if !users.is_empty() {
+                for &u in &users {
+                    if self.exprs[u.0 as usize].is_some_and(|e| e.reads(w)) {
+                        self.remove_expr(u);
+                    }
+                }
+                if self.marks > 0 {
+                    self.undo.push(Undo::UsersTaken(w, users));
+                }
+            }
         }
-        let w: HashSet<Value> = written.iter().copied().collect();
-        self.exprs
-            .retain(|v, e| !w.contains(v) && !e.operands().iter().any(|o| w.contains(o)));
-        self.known.retain(|v, _| !w.contains(v));
-        self.slice_lens.retain(|v| !w.contains(v));
     }
 
     /// Records that `b` holds `value` here (and what follows from `!`).
     fn learn(&mut self, b: Value, value: bool) {
-        self.known.insert(b, value);
-        if let Some(Expr::Not(x)) = self.exprs.get(&b).copied() {
-            self.known.insert(x, !value);
+        self.set_known(b, value);
+        if let Some(Expr::Not(x)) = self.exprs[b.0 as usize] {
+            self.set_known(x, !value);
         }
     }
 
     /// `v` through copies.
     fn root(&self, mut v: Value) -> Value {
         for _ in 0..16 {
-            match self.exprs.get(&v) {
-                Some(Expr::Copy(src)) => v = *src,
+            match self.exprs[v.0 as usize] {
+                Some(Expr::Copy(src)) => v = src,
                 _ => break,
             }
         }
@@ -200,7 +328,7 @@ impl Facts<'_> {
     }
 
     fn expr(&self, v: Value) -> Option<Expr> {
-        self.exprs.get(&self.root(v)).copied()
+        self.exprs[self.root(v).0 as usize]
     }
 
     fn constant(&self, v: Value) -> Option<u64> {
@@ -216,24 +344,24 @@ impl Facts<'_> {
 
     fn is_true(&self, b: Value, depth: u32) -> bool {
         let b = self.root(b);
-        if self.known.get(&b) == Some(&true) {
+        if self.known[b.0 as usize] == Some(true) {
             return true;
         }
-        match self.exprs.get(&b) {
-            Some(Expr::Not(x)) if depth > 0 => self.is_false(*x, depth - 1),
+        match self.exprs[b.0 as usize] {
+            Some(Expr::Not(x)) if depth > 0 => self.is_false(x, depth - 1),
             _ => false,
         }
     }
 
     fn is_false(&self, b: Value, depth: u32) -> bool {
         let b = self.root(b);
-        if self.known.get(&b) == Some(&false) {
+        if self.known[b.0 as usize] == Some(false) {
             return true;
         }
         if depth == 0 {
             return false;
         }
-        match self.exprs.get(&b).copied() {
+        match self.exprs[b.0 as usize] {
             Some(Expr::Not(x)) => self.is_true(x, depth - 1),
             Some(Expr::Binary(BinOp::Gt, a, c)) if self.is_usize(a) => self.le(a, c, depth - 1),
             Some(Expr::Binary(BinOp::Eq, a, c)) => matches!(
@@ -247,16 +375,17 @@ impl Facts<'_> {
     /// `a < l` is known here.
     fn known_lt(&self, a: Value, l: Value) -> bool {
         let (a, l) = (self.root(a), self.root(l));
-        self.known.iter().any(|(b, value)| {
-            *value
-                && matches!(self.exprs.get(b), Some(Expr::Binary(BinOp::Lt, x, y))
-                    if self.root(*x) == a && self.root(*y) == l && self.is_usize(*x))
+        self.trues.values.iter().any(|b| {
+            matches!(self.exprs[b.0 as usize], Some(Expr::Binary(BinOp::Lt, x, y))
+                    if self.root(x) == a && self.root(y) == l && self.is_usize(x))
         })
     }
 
     /// `a < L` is known for a slice length `L`: `a + c` does not wrap for a constant `c < 2^63`.
     fn below_a_slice_length(&self, a: Value) -> bool {
-        self.slice_lens.iter().any(|l| self.known_lt(a, *l))
+        self.lens
+            .iter()
+            .any(|l| self.slice_lens[l.0 as usize] && self.known_lt(a, *l))
     }
 
     /// `a <= b`, both `usize`, proven here.
@@ -272,23 +401,23 @@ impl Facts<'_> {
             return false;
         }
         let d = depth - 1;
-        if let Some(Expr::Binary(BinOp::Min, s, t)) = self.exprs.get(&b).copied() {
+        if let Some(Expr::Binary(BinOp::Min, s, t)) = self.exprs[b.0 as usize] {
             if self.le(a, s, d) && self.le(a, t, d) {
                 return true;
             }
         }
-        if let Some(Expr::Binary(BinOp::Min, p, q)) = self.exprs.get(&a).copied() {
+        if let Some(Expr::Binary(BinOp::Min, p, q)) = self.exprs[a.0 as usize] {
             if self.le(p, b, d) || self.le(q, b, d) {
                 return true;
             }
         }
-        if let Some(Expr::Binary(BinOp::Add, x, c)) = self.exprs.get(&b).copied() {
+        if let Some(Expr::Binary(BinOp::Add, x, c)) = self.exprs[b.0 as usize] {
             if self.root(x) == a && self.no_wrap(a, c) {
                 return true;
             }
         }
         if let (Some(Expr::Binary(BinOp::Sub, m, s)), Some(k)) =
-            (self.exprs.get(&a).copied(), self.constant(b))
+            (self.exprs[a.0 as usize], self.constant(b))
         {
             // `m - s <= c <= k` when `s <= m` and `m = min(s + c, _)` without wrapping.
             if self.le(s, m, d) {
@@ -342,6 +471,41 @@ fn written_in(blocks: &[&Block]) -> Vec<Value> {
         for_each_inst(b, &mut |inst: &Inst| out.extend(inst.defs()));
     }
     out
+}
+
+/// A set of values that inserts and removes in constant time and lists its members.
+struct ValueSet {
+    values: Vec<Value>,
+    /// Each value's position in `values` plus one, or zero when it is not in the set.
+    at: Vec<u32>,
+}
+
+impl ValueSet {
+    /// An empty set of values below `n`.
+    fn new(n: usize) -> Self {
+        ValueSet {
+            values: Vec::new(),
+            at: vec![0; n],
+        }
+    }
+
+    fn insert(&mut self, v: Value) {
+        if self.at[v.0 as usize] == 0 {
+            self.values.push(v);
+            self.at[v.0 as usize] = self.values.len() as u32;
+        }
+    }
+
+    fn remove(&mut self, v: Value) {
+        let i = std::mem::take(&mut self.at[v.0 as usize]) as usize;
+        if i == 0 {
+            return;
+        }
+        self.values.swap_remove(i - 1);
+        if let Some(moved) = self.values.get(i - 1) {
+            self.at[moved.0 as usize] = i as u32;
+        }
+    }
 }
 
 /// `block` always leaves the code after it: it ends with `break` or `continue`.

@@ -1,21 +1,68 @@
 //! Constant evaluation of `const` items and of the array lengths and depths in types.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::diag::Diagnostics;
 use crate::tir::Lit;
+use crate::tir::MAX_NESTING;
 use crate::types::Scalar;
+
+/// The module's `const`s: the value of each one that evaluated, and the names of those that did
+/// not (their error is reported once, at their definition, not again at each use).
+#[derive(Debug, Default)]
+pub(crate) struct Consts {
+    values: HashMap<String, (Scalar, Lit)>,
+    failed: HashSet<String>,
+}
+
+impl Consts {
+    /// The type and value of `const name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&(Scalar, Lit)> {
+        self.values.get(name)
+    }
+
+    /// Whether `const name` was defined and its value reported as an error.
+    pub(crate) fn failed(&self, name: &str) -> bool {
+        self.failed.contains(name)
+    }
+
+    /// Records `const name`'s value, or its failure.
+    pub(crate) fn insert(&mut self, name: String, value: Option<(Scalar, Lit)>) {
+        match value {
+            Some(v) => {
+                self.values.insert(name, v);
+            }
+            None => {
+                self.failed.insert(name);
+            }
+        }
+    }
+}
+
+/// Why a constant has no value.
+enum Failure {
+    /// An error to report.
+    Error(syn::Error),
+    /// It names a `const` whose own error is reported already.
+    Reported,
+}
+
+impl From<syn::Error> for Failure {
+    fn from(e: syn::Error) -> Self {
+        Failure::Error(e)
+    }
+}
 
 /// Evaluates a constant expression of type `ty`.
 pub(crate) fn eval_const(
     expr: &syn::Expr,
     ty: Scalar,
-    consts: &HashMap<String, (Scalar, Lit)>,
+    consts: &Consts,
     diags: &mut Diagnostics,
 ) -> Option<Lit> {
     // An `f32` constant is computed as rustc computes it: every literal and every operation
     // rounded to `f32` (computing in `f64` and rounding once can differ: `16777217.0 + 1.0`).
-    match eval_in(expr, consts, ty == Scalar::F32) {
+    match eval_in(expr, consts, ty == Scalar::F32, 0) {
         Ok(Lit::Int(v)) if ty.is_int() => {
             if fits(v, ty) {
                 Some(Lit::Int(v))
@@ -31,24 +78,32 @@ pub(crate) fn eval_const(
             diags.error_at(expr, format!("this constant is not a `{ty}`"));
             None
         }
-        Err(e) => {
+        Err(Failure::Error(e)) => {
             diags.push(e);
             None
         }
+        Err(Failure::Reported) => None,
     }
 }
 
-/// Evaluates a constant `usize` (array lengths, channel depths).
+/// Evaluates a constant `usize` below 2^32 (array lengths, channel depths, warp numbers);
+/// reports why not.
 pub(crate) fn eval_usize(
     expr: &syn::Expr,
-    consts: &HashMap<String, (Scalar, Lit)>,
-) -> Result<u64, syn::Error> {
-    match eval(expr, consts)? {
-        Lit::Int(v) if v <= u128::from(u32::MAX) => Ok(v as u64),
-        _ => Err(syn::Error::new_spanned(
-            expr,
-            "expected a constant integer below 2^32 here",
-        )),
+    consts: &Consts,
+    diags: &mut Diagnostics,
+) -> Option<u64> {
+    match eval(expr, consts) {
+        Ok(Lit::Int(v)) if v <= u128::from(u32::MAX) => Some(v as u64),
+        Ok(_) => {
+            diags.error_at(expr, "expected a constant integer below 2^32 here");
+            None
+        }
+        Err(Failure::Error(e)) => {
+            diags.push(e);
+            None
+        }
+        Err(Failure::Reported) => None,
     }
 }
 
@@ -59,17 +114,20 @@ fn fits(v: u128, ty: Scalar) -> bool {
 }
 
 /// Integers are evaluated as `i128` carried in a `u128`; a `const` must fit its type.
-fn eval(expr: &syn::Expr, consts: &HashMap<String, (Scalar, Lit)>) -> Result<Lit, syn::Error> {
-    eval_in(expr, consts, false)
+fn eval(expr: &syn::Expr, consts: &Consts) -> Result<Lit, Failure> {
+    eval_in(expr, consts, false, 0)
 }
 
-/// [`eval`], rounding every float to `f32` when `single`.
-fn eval_in(
-    expr: &syn::Expr,
-    consts: &HashMap<String, (Scalar, Lit)>,
-    single: bool,
-) -> Result<Lit, syn::Error> {
-    match eval_step(expr, consts, single)? {
+/// [`eval`], rounding every float to `f32` when `single`; `depth` is the nesting of `expr`.
+fn eval_in(expr: &syn::Expr, consts: &Consts, single: bool, depth: usize) -> Result<Lit, Failure> {
+    if depth > MAX_NESTING {
+        return Err(syn::Error::new_spanned(
+            expr,
+            format!("constant expressions nested deeper than {MAX_NESTING} levels are not supported: give parts of it names, as `const`s of the module"),
+        )
+        .into());
+    }
+    match eval_step(expr, consts, single, depth)? {
         Lit::Float(v) if single => Ok(Lit::Float(f64::from(v as f32))),
         other => Ok(other),
     }
@@ -77,20 +135,21 @@ fn eval_in(
 
 fn eval_step(
     expr: &syn::Expr,
-    consts: &HashMap<String, (Scalar, Lit)>,
+    consts: &Consts,
     single: bool,
-) -> Result<Lit, syn::Error> {
-    let eval = |e: &syn::Expr, c: &HashMap<String, (Scalar, Lit)>| eval_in(e, c, single);
+    depth: usize,
+) -> Result<Lit, Failure> {
+    let eval = |e: &syn::Expr, c: &Consts| eval_in(e, c, single, depth + 1);
     let unsupported = || {
-        syn::Error::new_spanned(
+        Failure::Error(syn::Error::new_spanned(
             expr,
             "a constant here must be a literal, another `const` of the module, or + - * / % << >> of them",
-        )
+        ))
     };
     match expr {
         syn::Expr::Lit(l) => match &l.lit {
-            syn::Lit::Int(i) => i.base10_parse::<u128>().map(Lit::Int),
-            syn::Lit::Float(f) => f.base10_parse::<f64>().map(Lit::Float),
+            syn::Lit::Int(i) => Ok(Lit::Int(i.base10_parse::<u128>()?)),
+            syn::Lit::Float(f) => Ok(Lit::Float(f.base10_parse::<f64>()?)),
             syn::Lit::Bool(b) => Ok(Lit::Bool(b.value)),
             _ => Err(unsupported()),
         },
@@ -103,8 +162,12 @@ fn eval_step(
                 .get_ident()
                 .map(|i| i.to_string())
                 .ok_or_else(unsupported)?;
+            if consts.failed(&name) {
+                return Err(Failure::Reported);
+            }
             consts.get(&name).map(|(_, v)| *v).ok_or_else(|| {
                 syn::Error::new_spanned(p, format!("`{name}` is not a `const` of this module"))
+                    .into()
             })
         }
         syn::Expr::Paren(p) => eval(&p.expr, consts),
@@ -131,6 +194,7 @@ fn eval_step(
                     };
                     v.map(|v| Lit::Int(v as u128)).ok_or_else(|| {
                         syn::Error::new_spanned(expr, "this constant overflows or divides by zero")
+                            .into()
                     })
                 }
                 (Lit::Float(l), Lit::Float(r)) => Ok(Lit::Float(match b.op {
@@ -244,7 +308,7 @@ mod tests {
 
     #[test]
     fn f32_constants_round_every_step_as_rustc_does() {
-        let consts = HashMap::new();
+        let consts = Consts::default();
         let mut diags = Diagnostics::default();
         let e: syn::Expr = syn::parse_str("16777217.0 + 1.0").unwrap();
         let v = eval_const(&e, Scalar::F32, &consts, &mut diags);

@@ -5,8 +5,9 @@ use syn::spanned::Spanned;
 use super::consts::eval_usize;
 use super::ModuleScope;
 use crate::diag::Diagnostics;
+use crate::target::{PARAM_LIMIT, RUNTIME_PARAM_BYTES};
 use crate::tir::{KernelAttr, Signature};
-use crate::types::{ArrayTy, ChanElem, ChanTy, Scalar, Ty};
+use crate::types::{ArrayTy, ChanElem, ChanTy, Scalar, Ty, MAX_VALUE_SCALARS};
 
 /// Reads a function's signature; reports what the kernel language cannot take.
 pub(crate) fn signature(
@@ -76,7 +77,7 @@ pub(crate) fn signature(
                 };
                 let ty = match generic_of(&pt.ty) {
                     Some(g) => g,
-                    None => parse_type(&pt.ty, scope, diags),
+                    None => value_type(&pt.ty, scope, diags),
                 };
                 if kernel.is_some()
                     && !matches!(
@@ -98,12 +99,15 @@ pub(crate) fn signature(
             }
         }
     }
+    if kernel.is_some() {
+        param_space(&params, &sig.inputs, scope, diags);
+    }
     let ret = match &sig.output {
         syn::ReturnType::Default => Ty::Unit,
         syn::ReturnType::Type(_, t) => {
             let ty = match generic_of(t) {
                 Some(g) => g,
-                None => parse_type(t, scope, diags),
+                None => value_type(t, scope, diags),
             };
             if !matches!(
                 ty,
@@ -138,6 +142,53 @@ pub(crate) fn signature(
     }
 }
 
+/// Reports kernel parameters past the parameter space of a kernel ([`PARAM_LIMIT`]), at the
+/// first one that does not fit. Each PTX parameter is aligned to its size: a scalar takes 4 B
+/// (`bool` and the narrow integers travel as 32-bit values) or 8 B, a slice its address and length
+/// (16 B), a struct one parameter per component.
+fn param_space(
+    params: &[(String, Ty, bool, proc_macro2::Span)],
+    inputs: &syn::punctuated::Punctuated<syn::FnArg, syn::Token![,]>,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) {
+    let scalar_bytes = |s: Scalar| match s.size() {
+        8 => 8,
+        2 if s.is_half() => 2,
+        _ => 4,
+    };
+    fn place(offset: &mut u32, bytes: u32) {
+        *offset = offset.next_multiple_of(bytes) + bytes;
+    }
+    let mut offset: u32 = 0;
+    for (k, (name, ty, _, _)) in params.iter().enumerate() {
+        match ty {
+            Ty::Scalar(s) => place(&mut offset, scalar_bytes(*s)),
+            Ty::Enum(..) => place(&mut offset, 4),
+            Ty::Slice { .. } | Ty::AtomicSlice(_) => {
+                place(&mut offset, 8);
+                place(&mut offset, 8);
+            }
+            Ty::Struct(id, _) => {
+                for (_, s) in &scope.struct_defs[*id as usize].fields {
+                    place(&mut offset, scalar_bytes(*s));
+                }
+            }
+            _ => {}
+        }
+        let total = offset.next_multiple_of(8) + RUNTIME_PARAM_BYTES;
+        if total > PARAM_LIMIT {
+            let at = inputs.iter().nth(k);
+            let message = format!("the kernel's parameters need {total} B of parameter space with `{name}` (the runtime adds {RUNTIME_PARAM_BYTES} B), past the {PARAM_LIMIT} B a kernel has: pass fewer, or gather the values in a slice");
+            match at {
+                Some(a) => diags.error_at(a, message),
+                None => diags.error(proc_macro2::Span::call_site(), message),
+            }
+            return;
+        }
+    }
+}
+
 const HEAP_TYPES: &[&str] = &[
     "Vec", "Box", "String", "Rc", "Arc", "HashMap", "BTreeMap", "VecDeque",
 ];
@@ -149,6 +200,21 @@ pub(crate) fn heap_message(name: &str) -> String {
 
 /// The message for trait objects.
 pub(crate) const DYN_MESSAGE: &str = "trait objects (`dyn Trait`) are not supported in kernels: the device has no vtables; use a concrete type";
+
+/// Parses the type of a value (a parameter, a result): an array has at most
+/// [`MAX_VALUE_SCALARS`] elements.
+pub(crate) fn value_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagnostics) -> Ty {
+    match parse_type(ty, scope, diags) {
+        Ty::Array(_, n) if n > MAX_VALUE_SCALARS => {
+            diags.error_at(
+                super::array_len(ty),
+                super::value_size_message("this array", n.into()),
+            );
+            Ty::Error
+        }
+        other => other,
+    }
+}
 
 /// Parses a type of the kernel language.
 pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagnostics) -> Ty {
@@ -173,6 +239,10 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                 if p.path.segments.len() == 1 {
                     return Ty::Struct(id, name);
                 }
+            }
+            if scope.failed_items.contains(&name) && p.path.segments.len() == 1 {
+                // A struct whose error is reported at its definition.
+                return Ty::Error;
             }
             if name == "SharedArray" || name == "SharedArray2d" {
                 diags.error_at(&last.ident, format!("a shared array stays in the kernel body; roles take it by reference: `&{name}<..>` to read it or update its atomics, `&mut {name}<..>` to write it"));
@@ -269,13 +339,20 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                         return Ty::AtomicSlice(atomic);
                     }
                 }
-                if let Ty::Scalar(elem) = parse_type(&s.elem, scope, diags) {
-                    return Ty::Slice {
+                return match parse_type(&s.elem, scope, diags) {
+                    Ty::Scalar(elem) => Ty::Slice {
                         elem,
                         mutable: r.mutability.is_some(),
-                    };
-                }
-                return Ty::Error;
+                    },
+                    Ty::Error => Ty::Error,
+                    other => {
+                        diags.error_at(
+                            &s.elem,
+                            format!("a slice's elements are scalars; `{other}` is not: pass a slice of scalars (`&[f32]`, its elements side by side) and index it"),
+                        );
+                        Ty::Error
+                    }
+                };
             }
             unsupported_type(ty, diags)
         }
@@ -299,14 +376,10 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
         }
         syn::Type::Array(a) => {
             let elem = parse_type(&a.elem, scope, diags);
-            let len = super::consts::eval_usize(&a.len, consts);
+            let len = eval_usize(&a.len, consts, diags);
             match (elem, len) {
-                (Ty::Scalar(s), Ok(n)) if s != Scalar::Bool || n > 0 => Ty::Array(s, n as u32),
-                (Ty::Error, _) => Ty::Error,
-                (_, Err(e)) => {
-                    diags.push(e);
-                    Ty::Error
-                }
+                (Ty::Scalar(s), Some(n)) if s != Scalar::Bool || n > 0 => Ty::Array(s, n as u32),
+                (Ty::Error, _) | (_, None) => Ty::Error,
                 (other, _) => {
                     diags.error_at(
                         &a.elem,
@@ -344,7 +417,6 @@ fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
     Ty::Error
 }
 
-/// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
 /// The generic arguments of a shared array, `<T, N>` (or `<T, R, C>` for `two_d`): `T` a scalar
 /// or an atomic type (`AtomicU32`, `AtomicF32`, ..), the sizes constants.
 pub(crate) fn array_args(
@@ -406,16 +478,13 @@ pub(crate) fn array_args(
                 return None;
             }
         };
-        match eval_usize(&e, &scope.consts) {
-            Ok(0) => {
+        match eval_usize(&e, &scope.consts, diags) {
+            Some(0) => {
                 diags.error_at(&e, "a shared array needs at least one element");
                 return None;
             }
-            Ok(n) => dims.push(n as u32),
-            Err(err) => {
-                diags.push(err);
-                return None;
-            }
+            Some(n) => dims.push(n as u32),
+            None => return None,
         }
     }
     Some(match dims.as_slice() {
@@ -435,6 +504,7 @@ pub(crate) fn array_args(
     })
 }
 
+/// Reads `[T; N], DEPTH` of a channel type or of `channel::<..>()`.
 pub(crate) fn chan_args(
     args: &[&syn::GenericArgument],
     scope: &ModuleScope,
@@ -454,6 +524,13 @@ pub(crate) fn chan_args(
             };
             let scalar = name.as_deref().and_then(Scalar::from_name);
             let strukt = name.as_ref().and_then(|n| scope.structs.get(n).copied());
+            if name
+                .as_ref()
+                .is_some_and(|n| scope.failed_items.contains(n))
+            {
+                // A struct whose error is reported at its definition.
+                return None;
+            }
             let elem = match (scalar, strukt, name) {
                 (Some(s), _, _) => ChanElem::Scalar(s),
                 (None, Some(id), Some(name)) => ChanElem::Struct {
@@ -473,16 +550,13 @@ pub(crate) fn chan_args(
                     return None;
                 }
             };
-            match eval_usize(&a.len, consts) {
-                Ok(0) => {
+            match eval_usize(&a.len, consts, diags) {
+                Some(0) => {
                     diags.error_at(&a.len, "a channel payload needs at least one element");
                     return None;
                 }
-                Ok(n) => (elem, n as u32),
-                Err(e) => {
-                    diags.push(e);
-                    return None;
-                }
+                Some(n) => (elem, n as u32),
+                None => return None,
             }
         }
         syn::GenericArgument::Type(syn::Type::Reference(r)) => {
@@ -522,16 +596,13 @@ pub(crate) fn chan_args(
             return None;
         }
     };
-    let depth = match eval_usize(&depth_expr, consts) {
-        Ok(d) if (1..=32).contains(&d) => d as u32,
-        Ok(d) => {
+    let depth = match eval_usize(&depth_expr, consts, diags) {
+        Some(d) if (1..=32).contains(&d) => d as u32,
+        Some(d) => {
             diags.error_at(&depth_expr, format!("a channel has 1 to 32 slots; got {d}"));
             return None;
         }
-        Err(e) => {
-            diags.push(e);
-            return None;
-        }
+        None => return None,
     };
     Some(ChanTy { elem, len, depth })
 }

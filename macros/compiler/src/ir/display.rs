@@ -201,13 +201,47 @@ impl Display for Kernel {
     }
 }
 
-impl Kernel {
-    fn val(&self, v: Value) -> String {
-        let info = &self.values[v.0 as usize];
-        match &info.name {
-            Some(n) => format!("{v}:{n}"),
-            None => v.to_string(),
+/// The indentation of a line at a depth of nesting: two spaces a level.
+#[derive(Clone, Copy)]
+struct Pad(usize);
+
+impl Display for Pad {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        const SPACES: &str = "                                                                ";
+        let mut left = 2 * self.0;
+        while left > 0 {
+            let n = left.min(SPACES.len());
+            f.write_str(&SPACES[..n])?;
+            left -= n;
         }
+        Ok(())
+    }
+}
+
+/// A value as the IR text names it, `v3` or `v3:name`, written without making a string.
+struct ValName<'a>(Value, Option<&'a str>);
+
+impl Display for ValName<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(n) => write!(f, "{}:{n}", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// A value defined by an instruction, with its type: `v3:name: u32`.
+struct Def<'a>(ValName<'a>, Scalar);
+
+impl Display for Def<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.0, self.1)
+    }
+}
+
+impl Kernel {
+    fn val(&self, v: Value) -> ValName<'_> {
+        ValName(v, self.values[v.0 as usize].name.as_deref())
     }
 
     fn write_block(&self, f: &mut Formatter<'_>, block: &Block, depth: usize) -> fmt::Result {
@@ -218,6 +252,7 @@ impl Kernel {
     }
 
     /// The text of a channel instruction, or `None` for another instruction.
+    #[inline(never)]
     fn channel_inst(&self, inst: &Inst) -> Result<Option<String>, fmt::Error> {
         let mut line = String::new();
         let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
@@ -328,13 +363,116 @@ impl Kernel {
         Ok(Some(line))
     }
 
+    /// Writes one instruction at `depth`, and the blocks nested in it.
     fn write_inst(&self, f: &mut Formatter<'_>, inst: &Inst, depth: usize) -> fmt::Result {
-        let pad = "  ".repeat(depth);
+        let pad = Pad(depth);
+        match inst {
+            Inst::If { cond, then, else_ } => {
+                writeln!(f, "{pad}if {} {{", self.val(*cond))?;
+                self.write_block(f, then, depth + 1)?;
+                if !else_.0.is_empty() {
+                    writeln!(f, "{pad}}} else {{")?;
+                    self.write_block(f, else_, depth + 1)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            Inst::Loop { id, body } => {
+                writeln!(f, "{pad}loop {id} {{")?;
+                self.write_block(f, body, depth + 1)?;
+                writeln!(f, "{pad}}}")
+            }
+            Inst::Join { branches } => {
+                writeln!(f, "{pad}join {{")?;
+                for (k, b) in branches.iter().enumerate() {
+                    writeln!(f, "{pad}  branch {k}:")?;
+                    self.write_block(f, b, depth + 2)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            Inst::ParFor(p) => {
+                self.write_par_for_head(f, p, pad)?;
+                self.write_block(f, &p.body, depth + 1)?;
+                if let Some(r) = &p.reduce {
+                    self.write_reduce_head(f, r, pad)?;
+                    self.write_block(f, &r.combine, depth + 1)?;
+                    if let Some(sc) = &r.scan {
+                        self.write_scan_head(f, sc, pad)?;
+                    }
+                }
+                writeln!(f, "{pad}}}")
+            }
+            other => {
+                let line = self.inst_line(other)?;
+                writeln!(f, "{pad}{line}")
+            }
+        }
+    }
+
+    /// The head of a parallel loop: its length, index and sources.
+    #[inline(never)]
+    fn write_par_for_head(&self, f: &mut Formatter<'_>, p: &ParFor, pad: Pad) -> fmt::Result {
+        let def = |v: Value| Def(self.val(v), self.ty(v));
+        let kind = if p.lanes { "lane_for" } else { "par_for" };
+        write!(f, "{pad}{kind} len {}", self.val(p.len))?;
+        if let Some(i) = p.index {
+            write!(f, ", index {}", def(i))?;
+        }
+        writeln!(f, " {{")?;
+        for s in &p.sources {
+            writeln!(
+                f,
+                "{pad}  elem {} <- {:?} [{}]{}{}",
+                def(s.elem_value),
+                s.space,
+                self.val(s.base),
+                if s.read { " read" } else { "" },
+                if s.write { " write" } else { "" }
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The head of a parallel loop's reduction.
+    #[inline(never)]
+    fn write_reduce_head(&self, f: &mut Formatter<'_>, r: &ParReduce, pad: Pad) -> fmt::Result {
+        let def = |v: Value| Def(self.val(v), self.ty(v));
+        writeln!(
+            f,
+            "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
+            self.val(r.item),
+            self.val(r.identity),
+            def(r.acc),
+            def(r.lhs),
+            def(r.rhs),
+            self.val(r.out)
+        )
+    }
+
+    /// The head of a scan, after its reduction's combining block.
+    #[inline(never)]
+    fn write_scan_head(&self, f: &mut Formatter<'_>, sc: &ParScanOut, pad: Pad) -> fmt::Result {
+        writeln!(
+            f,
+            "{pad}}} scan from {} into source {}{} {{",
+            self.val(sc.init),
+            sc.dst,
+            if sc.inclusive {
+                " inclusive"
+            } else {
+                " exclusive"
+            }
+        )
+    }
+
+    /// The text of an instruction without a nested block. Apart from [`Kernel::write_inst`], which
+    /// recurses into nested blocks, so that the recursion's frames stay small.
+    #[inline(never)]
+    fn inst_line(&self, inst: &Inst) -> Result<String, fmt::Error> {
         if let Some(line) = self.channel_inst(inst)? {
-            return writeln!(f, "{pad}{line}");
+            return Ok(line);
         }
         let mut line = String::new();
-        let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
+        let def = |v: Value| Def(self.val(v), self.ty(v));
         match inst {
             Inst::Const { dst, imm } => write!(line, "{} = const {imm}", def(*dst))?,
             Inst::Copy { dst, src } => write!(line, "{} = {}", def(*dst), self.val(*src))?,
@@ -360,7 +498,7 @@ impl Kernel {
                 if let Some(d) = dst {
                     write!(line, "{} = ", def(*d))?;
                 }
-                let ops: Vec<String> = operands.iter().map(|v| self.val(*v)).collect();
+                let ops: Vec<String> = operands.iter().map(|v| self.val(*v).to_string()).collect();
                 let space = if *space == Space::Shared {
                     "shared"
                 } else {
@@ -448,20 +586,6 @@ impl Kernel {
                 self.val(*cond),
                 self.sites[site.0 as usize].message
             )?,
-            Inst::If { cond, then, else_ } => {
-                writeln!(f, "{pad}if {} {{", self.val(*cond))?;
-                self.write_block(f, then, depth + 1)?;
-                if !else_.0.is_empty() {
-                    writeln!(f, "{pad}}} else {{")?;
-                    self.write_block(f, else_, depth + 1)?;
-                }
-                return writeln!(f, "{pad}}}");
-            }
-            Inst::Loop { id, body } => {
-                writeln!(f, "{pad}loop {id} {{")?;
-                self.write_block(f, body, depth + 1)?;
-                return writeln!(f, "{pad}}}");
-            }
             Inst::Break(id) => write!(line, "break {id}")?,
             Inst::Continue(id) => write!(line, "continue {id}")?,
             Inst::RoleStore { space, addr, value } => write!(
@@ -470,14 +594,7 @@ impl Kernel {
                 self.val(*addr),
                 self.val(*value)
             )?,
-            Inst::Join { branches } => {
-                writeln!(f, "{pad}join {{")?;
-                for (k, b) in branches.iter().enumerate() {
-                    writeln!(f, "{pad}  branch {k}:")?;
-                    self.write_block(f, b, depth + 2)?;
-                }
-                return writeln!(f, "{pad}}}");
-            }
+            // Written by `channel_inst`.
             Inst::Reserve { .. }
             | Inst::SlotAddr { .. }
             | Inst::CopyIn { .. }
@@ -488,60 +605,15 @@ impl Kernel {
             | Inst::HeldSlot { .. }
             | Inst::CloseRecv { .. }
             | Inst::SelectRecv { .. }
-            | Inst::Release { .. } => unreachable!("written by channel_inst"),
+            | Inst::Release { .. } => {}
             Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,
             Inst::OneshotWait { oneshot, site } => write!(line, "oneshot_wait o{oneshot} {site}")?,
-            Inst::ParFor(p) => {
-                let kind = if p.lanes { "lane_for" } else { "par_for" };
-                write!(f, "{pad}{kind} len {}", self.val(p.len))?;
-                if let Some(i) = p.index {
-                    write!(f, ", index {}", def(i))?;
-                }
-                writeln!(f, " {{")?;
-                for s in &p.sources {
-                    writeln!(
-                        f,
-                        "{pad}  elem {} <- {:?} [{}]{}{}",
-                        def(s.elem_value),
-                        s.space,
-                        self.val(s.base),
-                        if s.read { " read" } else { "" },
-                        if s.write { " write" } else { "" }
-                    )?;
-                }
-                self.write_block(f, &p.body, depth + 1)?;
-                if let Some(r) = &p.reduce {
-                    writeln!(
-                        f,
-                        "{pad}}} reduce item {} from {} into {} with ({}, {}) -> {} {{",
-                        self.val(r.item),
-                        self.val(r.identity),
-                        def(r.acc),
-                        def(r.lhs),
-                        def(r.rhs),
-                        self.val(r.out)
-                    )?;
-                    self.write_block(f, &r.combine, depth + 1)?;
-                    if let Some(sc) = &r.scan {
-                        writeln!(
-                            f,
-                            "{pad}}} scan from {} into source {}{} {{",
-                            self.val(sc.init),
-                            sc.dst,
-                            if sc.inclusive {
-                                " inclusive"
-                            } else {
-                                " exclusive"
-                            }
-                        )?;
-                    }
-                }
-                return writeln!(f, "{pad}}}");
-            }
+            // Written by `write_inst`, with their blocks.
+            Inst::If { .. } | Inst::Loop { .. } | Inst::Join { .. } | Inst::ParFor(_) => {}
         }
-        writeln!(f, "{pad}{line}")
+        Ok(line)
     }
 }
 

@@ -203,6 +203,57 @@ pub enum ParamKind {
     },
 }
 
+/// The most a kernel's IR may count (its roles' code with their helpers inlined, as
+/// `gpu-async-inspect` prints it), each instruction counting its [`Inst::cost`]. The phases after
+/// lowering take time in proportion to the code, the PTX writer most, and ptxas and the driver
+/// take seconds or more on the tens of megabytes of PTX a larger kernel would be: the costs are
+/// set so that one counts about 60 B of PTX, and this is up to about 4 MB. The largest kernel of
+/// the repository's examples and tests counts about 33,000 (2,095 instructions, most of them
+/// `f64` functions in a parallel loop). The lowering reports a kernel past it.
+pub const MAX_KERNEL_INSTS: usize = 65_536;
+
+/// What an instruction of a parallel loop's body counts toward [`MAX_KERNEL_INSTS`]: the PTX
+/// writer writes a parallel loop in several versions (vector widths, a tail), about 1 KB of PTX
+/// per instruction of its body, against about 60 B elsewhere.
+pub const PAR_INST_COST: usize = 16;
+
+/// What a parallel loop itself counts toward [`MAX_KERNEL_INSTS`], its body apart: its versions'
+/// heads and tails, and a reduction's or a scan's combining across the warps, are about 4 KB of
+/// PTX whatever the body.
+pub const PAR_LOOP_COST: usize = 64;
+
+/// What a blocking wait counts toward [`MAX_KERNEL_INSTS`] (a `reserve`, a `recv`, each channel
+/// of a `select!`, a close, a barrier's or a one-shot value's wait), and a bulk copy: the wait's
+/// loop with its abort and watchdog paths, or the copy's alignment cases and tail, are about 2 KB
+/// of PTX.
+pub const WAIT_COST: usize = 32;
+
+impl Inst {
+    /// What the instruction counts toward [`MAX_KERNEL_INSTS`], its nested blocks apart;
+    /// `in_par` when it is in a parallel loop's body.
+    pub fn cost(&self, in_par: bool) -> usize {
+        match self {
+            Inst::ParFor(_) => PAR_LOOP_COST,
+            Inst::SelectRecv { chans, .. } => WAIT_COST * chans.len().max(1),
+            Inst::Reserve { .. }
+            | Inst::Recv { .. }
+            | Inst::Close { .. }
+            | Inst::BarrierWait { .. }
+            | Inst::OneshotWait { .. }
+            | Inst::CopyIn { .. }
+            | Inst::CopyOut { .. } => WAIT_COST,
+            _ if in_par => PAR_INST_COST,
+            _ => 1,
+        }
+    }
+}
+
+/// The deepest nesting of blocks (the bodies of `if`, `loop`, parallel loops and `join`
+/// branches) in a kernel's IR. The phases after lowering recurse on it, on rustc's stack; the
+/// lowering reports a kernel past it. Twice the checker's limit on expressions
+/// ([`crate::tir::MAX_NESTING`]), since a `match` arm is two blocks deep.
+pub const MAX_BLOCK_NESTING: usize = 2 * crate::tir::MAX_NESTING;
+
 /// A channel: a ring of `depth` slots in shared memory with `full`/`empty` barriers per slot.
 #[derive(Debug, Clone)]
 pub struct Channel {
@@ -789,7 +840,8 @@ impl Inst {
 pub fn integer_constants<'b>(
     blocks: impl IntoIterator<Item = &'b Block>,
 ) -> std::collections::HashMap<Value, u64> {
-    let mut defs: std::collections::HashMap<Value, (u32, Option<u64>)> = Default::default();
+    // Per value (indexed by its number): its definitions, and the last one's constant.
+    let mut defs: Vec<(u32, Option<u64>)> = Vec::new();
     let mut visit = |inst: &Inst| {
         let imm = match inst {
             Inst::Const {
@@ -798,9 +850,12 @@ pub fn integer_constants<'b>(
             _ => None,
         };
         for d in inst.defs() {
-            let e = defs.entry(d).or_insert((0, None));
-            e.0 += 1;
-            e.1 = imm;
+            let i = d.0 as usize;
+            if defs.len() <= i {
+                defs.resize(i + 1, (0, None));
+            }
+            defs[i].0 += 1;
+            defs[i].1 = imm;
         }
     };
     let blocks: Vec<&Block> = blocks.into_iter().collect();
@@ -809,7 +864,11 @@ pub fn integer_constants<'b>(
     }
     let mut constants: std::collections::HashMap<Value, u64> = defs
         .iter()
-        .filter_map(|(&v, &(n, imm))| if n == 1 { imm.map(|i| (v, i)) } else { None })
+        .enumerate()
+        .filter_map(|(v, &(n, imm))| match (n, imm) {
+            (1, Some(i)) => Some((Value(v as u32), i)),
+            _ => None,
+        })
         .collect();
     // The length of zipped sources is the `min` of theirs: when they are constants (channel
     // slots), so is it. Folded until nothing changes (a chain of zips nests the `min`s); only
@@ -824,9 +883,11 @@ pub fn integer_constants<'b>(
                 rhs,
             } = inst
             {
-                if let (Some(&a), Some(&b), Some((1, _))) =
-                    (constants.get(lhs), constants.get(rhs), defs.get(dst))
-                {
+                if let (Some(&a), Some(&b), Some((1, _))) = (
+                    constants.get(lhs),
+                    constants.get(rhs),
+                    defs.get(dst.0 as usize),
+                ) {
                     if a < 1 << 63 && b < 1 << 63 && !constants.contains_key(dst) {
                         folded.push((*dst, a.min(b)));
                     }

@@ -19,50 +19,55 @@
 //! where they are: only their operands are ready earlier. Inner loops are done first, so an
 //! invariant of two nested loops leaves both.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::ir::{for_each_inst, BinOp, Block, Inst, Kernel, Value};
 
 /// Moves the loop invariants of every loop of `k` before their loops.
 pub fn hoist_loop_invariants(k: &mut Kernel) {
-    let mut defs: HashMap<Value, u32> = HashMap::new();
+    // Definitions of each value (by number), up to two.
+    let mut defs = vec![0u8; k.values.len()];
     let mut count = |inst: &Inst| {
         for d in inst.defs() {
-            *defs.entry(d).or_insert(0) += 1;
+            if let Some(n) = defs.get_mut(d.0 as usize) {
+                *n = n.saturating_add(1).min(2);
+            }
         }
     };
     for_each_inst(&k.prologue, &mut count);
     for role in &k.roles {
         for_each_inst(&role.body, &mut count);
     }
-    let single: HashSet<Value> = defs
-        .into_iter()
-        .filter_map(|(v, n)| (n == 1).then_some(v))
-        .collect();
-    hoist_in_block(&mut k.prologue, &single);
+    let single: Vec<bool> = defs.iter().map(|&n| n == 1).collect();
+    let mut in_loop = vec![false; k.values.len()];
+    hoist_in_block(&mut k.prologue, &single, &mut in_loop);
     for role in &mut k.roles {
-        hoist_in_block(&mut role.body, &single);
+        hoist_in_block(&mut role.body, &single, &mut in_loop);
     }
 }
 
+/// Whether value `v` is marked in `set` (a flag per value number).
+fn marked(set: &[bool], v: Value) -> bool {
+    set.get(v.0 as usize).copied().unwrap_or(false)
+}
+
 /// Hoists in the loops of `block` and of the blocks nested in it; `single`: the values with one
-/// definition in the kernel.
-fn hoist_in_block(block: &mut Block, single: &HashSet<Value>) {
+/// definition in the kernel; `in_loop`: a flag per value, all false (scratch for
+/// [`take_invariants`]).
+fn hoist_in_block(block: &mut Block, single: &[bool], in_loop: &mut [bool]) {
     let mut out = Vec::with_capacity(block.0.len());
     for mut inst in std::mem::take(&mut block.0) {
         match &mut inst {
             Inst::If { then, else_, .. } => {
-                hoist_in_block(then, single);
-                hoist_in_block(else_, single);
+                hoist_in_block(then, single, in_loop);
+                hoist_in_block(else_, single, in_loop);
             }
             Inst::Join { branches } => {
                 for b in branches {
-                    hoist_in_block(b, single);
+                    hoist_in_block(b, single, in_loop);
                 }
             }
             Inst::Loop { body, .. } => {
-                hoist_in_block(body, single);
-                out.extend(take_invariants(body, single));
+                hoist_in_block(body, single, in_loop);
+                out.extend(take_invariants(body, single, in_loop));
             }
             _ => {}
         }
@@ -72,24 +77,31 @@ fn hoist_in_block(block: &mut Block, single: &HashSet<Value>) {
 }
 
 /// Removes the invariant instructions from the top level of the loop body `body` and returns
-/// them, in order.
-fn take_invariants(body: &mut Block, single: &HashSet<Value>) -> Vec<Inst> {
-    let mut in_loop: HashSet<Value> = HashSet::new();
-    for_each_inst(body, &mut |inst: &Inst| in_loop.extend(inst.defs()));
+/// them, in order. `in_loop` is all false, and is again when it returns.
+fn take_invariants(body: &mut Block, single: &[bool], in_loop: &mut [bool]) -> Vec<Inst> {
+    let mut defined = Vec::new();
+    for_each_inst(body, &mut |inst: &Inst| defined.extend(inst.defs()));
+    for d in &defined {
+        if let Some(f) = in_loop.get_mut(d.0 as usize) {
+            *f = true;
+        }
+    }
     let mut hoisted = Vec::new();
     let mut kept = Vec::with_capacity(body.0.len());
     for inst in std::mem::take(&mut body.0) {
         let invariant = match pure_operands(&inst) {
             Some(operands) => {
                 let defs = inst.defs();
-                defs.iter().all(|d| single.contains(d))
-                    && operands.iter().all(|v| !in_loop.contains(v))
+                defs.iter().all(|d| marked(single, *d))
+                    && operands.iter().all(|v| !marked(in_loop, *v))
             }
             None => false,
         };
         if invariant {
             for d in inst.defs() {
-                in_loop.remove(&d);
+                if let Some(f) = in_loop.get_mut(d.0 as usize) {
+                    *f = false;
+                }
             }
             hoisted.push(inst);
         } else {
@@ -97,6 +109,11 @@ fn take_invariants(body: &mut Block, single: &HashSet<Value>) -> Vec<Inst> {
         }
     }
     body.0 = kept;
+    for d in defined {
+        if let Some(f) = in_loop.get_mut(d.0 as usize) {
+            *f = false;
+        }
+    }
     hoisted
 }
 

@@ -11,6 +11,7 @@ use proc_macro2::Span;
 use super::values::Val;
 use super::Lowerer;
 use crate::ir::{BinOp, Inst, Space, Value};
+use crate::target::LOCAL_LIMIT;
 use crate::tir::{Expr, ExprKind, Lit, LocalId};
 use crate::types::{Scalar, Ty};
 
@@ -73,7 +74,19 @@ impl Lowerer<'_> {
         if dynamic {
             let size = elem.size();
             let offset = self.local_bytes.div_ceil(8) * 8;
-            self.local_bytes = offset + size * values.len() as u32;
+            // An array of no elements takes one element's place, so that its address is inside
+            // the local memory (every index of it is out of bounds).
+            let end = u64::from(offset) + u64::from(size) * values.len().max(1) as u64;
+            if end > u64::from(LOCAL_LIMIT) {
+                if !self.local_reported {
+                    self.local_reported = true;
+                    let name = &self.func().local(local).name;
+                    let span = self.func().local(local).span;
+                    self.diags.error(span, format!("the arrays indexed at run time need {end} B of local memory per thread with `{name}`, past the {LOCAL_LIMIT} B a thread can have: index fewer arrays at run time, or put the data in a slice"));
+                }
+                return Val::Array(values);
+            }
+            self.local_bytes = end as u32;
             let addr = self.new_value(Scalar::Usize, None);
             self.emit(Inst::LocalAddr { dst: addr, offset });
             for (k, v) in values.iter().enumerate() {

@@ -11,6 +11,7 @@ use crate::types::{Scalar, Ty};
 impl Lowerer<'_> {
     /// Lowers expression `e`.
     pub(super) fn expr(&mut self, e: &Expr) -> Val {
+        self.at = e.span;
         match &e.kind {
             // Scalars and operators (`operators`, `math`).
             ExprKind::Lit(lit) => Val::Scalar(self.lit_value(*lit, Self::scalar_ty(&e.ty))),

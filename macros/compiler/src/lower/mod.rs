@@ -50,7 +50,8 @@ use proc_macro2::Span;
 use crate::diag::Diagnostics;
 use crate::ir::{
     BinOp, Block, Channel, ChannelId, Imm, Inst, Kernel, LoopId, RoleId, Site, SiteId, SiteKind,
-    Space, UnOp, Value, ValueInfo,
+    Space, UnOp, Value, ValueInfo, MAX_BLOCK_NESTING, MAX_KERNEL_INSTS, PAR_INST_COST,
+    PAR_LOOP_COST, WAIT_COST,
 };
 use crate::tir::{self, FnId, Program};
 use crate::types::Scalar;
@@ -66,6 +67,16 @@ struct Lowerer<'p> {
     channels: Vec<Channel>,
     channel_spans: Vec<Span>,
     blocks: Vec<Vec<Inst>>,
+    /// The span of the expression being lowered, for an error about nesting.
+    at: Span,
+    /// Nesting past [`MAX_BLOCK_NESTING`] was reported.
+    nesting_reported: bool,
+    /// The kernel being lowered.
+    kernel: FnId,
+    /// Instructions emitted so far, those of parallel loop bodies counting [`PAR_INST_COST`].
+    emitted: usize,
+    /// More than [`MAX_KERNEL_INSTS`] was reported.
+    size_reported: bool,
     frames: Vec<Frame>,
     loops: u32,
     cond_depth: u32,
@@ -73,6 +84,8 @@ struct Lowerer<'p> {
     unchecked: bool,
     /// Local memory allocated to arrays so far, in bytes per thread.
     local_bytes: u32,
+    /// Local memory past the limit was reported (once per kernel).
+    local_reported: bool,
     /// The `static` tables read so far: module number -> kernel table number.
     const_tables: Vec<u32>,
     /// The block's shared values made so far, by cell number.
@@ -182,6 +195,7 @@ impl Lowerer<'_> {
     /// The kernel's lowering, once `closable` is set.
     fn lower(&mut self, f: &tir::Function, id: FnId, warps: u32, before: usize) -> Option<Kernel> {
         let l = self;
+        l.kernel = id;
         let mut frame = Frame::new(id);
         let params = l.kernel_params(f, &mut frame)?;
         l.frames.push(frame);
@@ -232,11 +246,17 @@ impl<'p> Lowerer<'p> {
             channels: Vec::new(),
             channel_spans: Vec::new(),
             blocks: vec![Vec::new()],
+            at: Span::call_site(),
+            nesting_reported: false,
+            kernel: FnId(0),
+            emitted: 0,
+            size_reported: false,
             frames: Vec::new(),
             loops: 0,
             cond_depth: 0,
             unchecked: false,
             local_bytes: 0,
+            local_reported: false,
             const_tables: Vec::new(),
             shared_cells: Vec::new(),
             shared_arrays: Vec::new(),
@@ -297,6 +317,18 @@ impl Lowerer<'_> {
 
     /// Appends `inst` to the block being built.
     fn emit(&mut self, inst: Inst) {
+        self.emitted += inst.cost(self.par.is_some());
+        if self.emitted > MAX_KERNEL_INSTS {
+            if !self.size_reported {
+                self.size_reported = true;
+                let name = &self.prog.function(self.kernel).name;
+                self.diags.error(
+                    self.at,
+                    format!("kernel `{name}` compiles to more than {MAX_KERNEL_INSTS} instructions by here (its roles' code with their helpers inlined, each parallel loop counting {PAR_LOOP_COST}, each instruction of its body {PAR_INST_COST}, each wait and bulk copy {WAIT_COST}; `gpu-async-inspect` shows the code): put repeated code in loops instead of writing it out, and large computations in kernels of their own"),
+                );
+            }
+            return;
+        }
         if let Some(b) = self.blocks.last_mut() {
             b.push(inst);
         }
@@ -369,8 +401,19 @@ impl Lowerer<'_> {
         self.emit(Inst::PanicIf { cond, site });
     }
 
-    /// The block `f` emits, built apart from the current one.
+    /// The block `f` emits, built apart from the current one. Past [`MAX_BLOCK_NESTING`] nested
+    /// blocks the kernel is an error (once) and `f` does not run.
     fn sub_block(&mut self, f: impl FnOnce(&mut Self)) -> Block {
+        if self.blocks.len() > MAX_BLOCK_NESTING {
+            if !self.nesting_reported {
+                self.nesting_reported = true;
+                self.diags.error(
+                    self.at,
+                    format!("this code, with the helpers it calls inlined, nests its branches and loops deeper than {MAX_BLOCK_NESTING} levels in the compiled kernel: give inner parts names with `let`, or flatten nested `if`s and `match`es"),
+                );
+            }
+            return Block::default();
+        }
         self.blocks.push(Vec::new());
         f(self);
         Block(self.blocks.pop().unwrap_or_default())

@@ -9,6 +9,7 @@
 use super::values::Val;
 use super::Lowerer;
 use crate::ir::{self, Block, ChannelId, Inst, RoleId};
+use crate::target::MAX_WARPS;
 use crate::tir::{Expr, ExprKind};
 
 impl Lowerer<'_> {
@@ -32,7 +33,12 @@ impl Lowerer<'_> {
             return None;
         }
         if end > warps {
-            self.diags.error_at(range, format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role"));
+            let message = if end <= MAX_WARPS {
+                format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role")
+            } else {
+                format!("the warp range {start}..{end} is past the kernel's {warps} warps, and a block has at most {MAX_WARPS} warps (1024 threads): give the role a range within `0..{warps}`")
+            };
+            self.diags.error_at(range, message);
             return None;
         }
         if let Some((other, a, b)) = self

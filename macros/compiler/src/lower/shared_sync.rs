@@ -48,18 +48,34 @@ fn merge(into: &mut Pending, from: &Pending) {
 /// Places the role barriers a role's shared-array accesses need and removes the marks;
 /// `warps` is the role's (a reduction of several warps meets in a role barrier).
 pub(super) fn place_barriers(body: &mut Block, warps: u32) {
+    let mut marked = false;
+    crate::ir::for_each_inst(body, &mut |i| {
+        marked |= matches!(i, Inst::ArrayAccess { .. });
+    });
+    if !marked {
+        return;
+    }
     let mut pass = Pass {
         warps,
         jumps: HashMap::new(),
+        loops: HashMap::new(),
     };
     let mut pending = Pending::new();
-    pass.block(body, &mut pending, true);
+    pass.block(body, &mut pending);
 }
+
+/// What walking a loop from one state leaves: the state after it (what its `break`s leave) and
+/// the `continue`s and `break`s of the loops around it that it makes.
+type LoopFlow = (Pending, HashMap<LoopId, (Pending, Pending)>);
 
 struct Pass {
     warps: u32,
     /// Per loop: what its `continue`s and its `break`s leave pending.
     jumps: HashMap<LoopId, (Pending, Pending)>,
+    /// Per loop and state at its entry, what [`Pass::flow`] found: a loop nested in others is
+    /// walked once per state it is entered with, not once per iteration of each fixpoint around
+    /// it (which would be exponential in the nesting).
+    loops: HashMap<(LoopId, Pending), LoopFlow>,
 }
 
 impl Pass {
@@ -69,8 +85,8 @@ impl Pass {
         merge(if to_head { cont } else { brk }, pending);
     }
 
-    /// Walks `block` from `pending`; with `edit`, inserts the barriers and removes the marks.
-    fn block(&mut self, block: &mut Block, pending: &mut Pending, edit: bool) {
+    /// Walks `block` from `pending`, inserting the barriers and removing the marks.
+    fn block(&mut self, block: &mut Block, pending: &mut Pending) {
         let insts = std::mem::take(&mut block.0);
         let mut out = Vec::with_capacity(insts.len());
         for mut inst in insts {
@@ -81,85 +97,162 @@ impl Pass {
                     site,
                 } => {
                     let accesses = [(*array, *access, *site)];
-                    self.accesses(&accesses, pending, &mut out);
-                    if !edit {
-                        out.push(inst);
-                    }
+                    self.accesses(&accesses, pending, Some(&mut out));
                     continue;
                 }
                 Inst::ParFor(p) => {
                     let mut marks = Vec::new();
-                    take_marks(&mut p.body, &mut marks, edit);
+                    take_marks(&p.body, &mut marks);
+                    remove_marks(&mut p.body);
                     if let Some(r) = p.reduce.as_mut() {
-                        take_marks(&mut r.combine, &mut marks, edit);
+                        take_marks(&r.combine, &mut marks);
+                        remove_marks(&mut r.combine);
                     }
-                    self.accesses(&marks, pending, &mut out);
-                    if p.reduce.is_some() && self.warps > 1 {
-                        pending.clear();
-                    }
+                    self.par_for(&marks, p.reduce.is_some(), pending, Some(&mut out));
                 }
-                Inst::RoleBarrier { .. } | Inst::BarrierWait { .. } => pending.clear(),
                 Inst::If { then, else_, .. } => {
                     let mut other = pending.clone();
-                    self.block(then, pending, edit);
-                    self.block(else_, &mut other, edit);
+                    self.block(then, pending);
+                    self.block(else_, &mut other);
                     merge(pending, &other);
                 }
                 Inst::Join { branches } => {
                     let start = pending.clone();
                     for b in branches {
                         let mut mine = start.clone();
-                        self.block(b, &mut mine, edit);
+                        self.block(b, &mut mine);
                         merge(pending, &mine);
                     }
                 }
-                Inst::Break(id) => self.jump(*id, pending, false),
-                Inst::Continue(id) => self.jump(*id, pending, true),
                 Inst::Loop { id, body } => {
-                    // The head's state: what the entry, the end of an iteration and its
-                    // `continue`s leave pending, to a fixpoint.
                     let id = *id;
-                    let mut head = pending.clone();
-                    loop {
-                        self.jumps.remove(&id);
-                        let mut state = head.clone();
-                        let mut copy = body.clone();
-                        self.block(&mut copy, &mut state, false);
-                        let (cont, _) = self.jumps.remove(&id).unwrap_or_default();
-                        let mut next = head.clone();
-                        merge(&mut next, &state);
-                        merge(&mut next, &cont);
-                        if next == head {
-                            break;
-                        }
-                        head = next;
-                    }
+                    let (mut state, _) = self.loop_head(id, body, pending);
+                    self.block(body, &mut state);
                     // After the loop (left only by its `break`s): what they leave.
-                    let mut state = head;
-                    self.block(body, &mut state, edit);
                     let (_, brk) = self.jumps.remove(&id).unwrap_or_default();
                     *pending = brk;
                 }
-                _ => {}
+                other => self.step(other, pending),
             }
             out.push(inst);
         }
         block.0 = out;
     }
 
-    /// The accesses of one instruction: a role barrier before it when one of them conflicts
-    /// with what is pending, then all of them pending.
+    /// [`Pass::block`] without changing anything: what `block` leaves pending from `pending`.
+    fn flow(&mut self, block: &Block, pending: &mut Pending) {
+        for inst in &block.0 {
+            match inst {
+                Inst::ArrayAccess {
+                    array,
+                    access,
+                    site,
+                } => self.accesses(&[(*array, *access, *site)], pending, None),
+                Inst::ParFor(p) => {
+                    let mut marks = Vec::new();
+                    take_marks(&p.body, &mut marks);
+                    if let Some(r) = &p.reduce {
+                        take_marks(&r.combine, &mut marks);
+                    }
+                    self.par_for(&marks, p.reduce.is_some(), pending, None);
+                }
+                Inst::If { then, else_, .. } => {
+                    let mut other = pending.clone();
+                    self.flow(then, pending);
+                    self.flow(else_, &mut other);
+                    merge(pending, &other);
+                }
+                Inst::Join { branches } => {
+                    let start = pending.clone();
+                    for b in branches {
+                        let mut mine = start.clone();
+                        self.flow(b, &mut mine);
+                        merge(pending, &mine);
+                    }
+                }
+                Inst::Loop { id, body } => {
+                    let key = (*id, pending.clone());
+                    let (after, outer) = match self.loops.get(&key) {
+                        Some(known) => known.clone(),
+                        None => {
+                            let around = std::mem::take(&mut self.jumps);
+                            let (_, brk) = self.loop_head(*id, body, pending);
+                            let outer = std::mem::replace(&mut self.jumps, around);
+                            self.loops.insert(key, (brk.clone(), outer.clone()));
+                            (brk, outer)
+                        }
+                    };
+                    for (outer_id, (cont, brk)) in &outer {
+                        self.jump(*outer_id, cont, true);
+                        self.jump(*outer_id, brk, false);
+                    }
+                    *pending = after;
+                }
+                other => self.step(other, pending),
+            }
+        }
+    }
+
+    /// What an instruction without blocks or marks does to `pending`.
+    fn step(&mut self, inst: &Inst, pending: &mut Pending) {
+        match inst {
+            Inst::RoleBarrier { .. } | Inst::BarrierWait { .. } => pending.clear(),
+            Inst::Break(id) => self.jump(*id, pending, false),
+            Inst::Continue(id) => self.jump(*id, pending, true),
+            _ => {}
+        }
+    }
+
+    /// The head's state of loop `id` entered with `entry` pending: what the entry, the end of
+    /// an iteration and its `continue`s leave pending, to a fixpoint; and what its `break`s
+    /// leave from there.
+    fn loop_head(&mut self, id: LoopId, body: &Block, entry: &Pending) -> (Pending, Pending) {
+        let mut head = entry.clone();
+        loop {
+            self.jumps.remove(&id);
+            let mut state = head.clone();
+            self.flow(body, &mut state);
+            let (cont, brk) = self.jumps.remove(&id).unwrap_or_default();
+            let mut next = head.clone();
+            merge(&mut next, &state);
+            merge(&mut next, &cont);
+            if next == head {
+                return (head, brk);
+            }
+            head = next;
+        }
+    }
+
+    /// A parallel loop with the marks of its body: its accesses, then a reduction of several
+    /// warps clears what is pending.
+    fn par_for(
+        &mut self,
+        marks: &[(u32, ArrayAccess, SiteId)],
+        reduces: bool,
+        pending: &mut Pending,
+        out: Option<&mut Vec<Inst>>,
+    ) {
+        self.accesses(marks, pending, out);
+        if reduces && self.warps > 1 {
+            pending.clear();
+        }
+    }
+
+    /// The accesses of one instruction: a role barrier before it (into `out`, when editing)
+    /// when one of them conflicts with what is pending, then all of them pending.
     fn accesses(
         &mut self,
         accesses: &[(u32, ArrayAccess, SiteId)],
         pending: &mut Pending,
-        out: &mut Vec<Inst>,
+        out: Option<&mut Vec<Inst>>,
     ) {
         let conflict = accesses
             .iter()
             .find(|(array, access, _)| pending.get(array).is_some_and(|p| conflicts(p, *access)));
         if let Some(&(_, _, site)) = conflict {
-            out.push(Inst::RoleBarrier { site });
+            if let Some(out) = out {
+                out.push(Inst::RoleBarrier { site });
+            }
             pending.clear();
         }
         for (array, access, _) in accesses {
@@ -168,8 +261,8 @@ impl Pass {
     }
 }
 
-/// The marks in a parallel loop's body (nested blocks included), removed with `edit`.
-fn take_marks(block: &mut Block, marks: &mut Vec<(u32, ArrayAccess, SiteId)>, edit: bool) {
+/// The marks in a parallel loop's body (nested blocks included).
+fn take_marks(block: &Block, marks: &mut Vec<(u32, ArrayAccess, SiteId)>) {
     crate::ir::for_each_inst(block, &mut |i| {
         if let Inst::ArrayAccess {
             array,
@@ -180,9 +273,6 @@ fn take_marks(block: &mut Block, marks: &mut Vec<(u32, ArrayAccess, SiteId)>, ed
             marks.push((*array, *access, *site));
         }
     });
-    if edit {
-        remove_marks(block);
-    }
 }
 
 fn remove_marks(block: &mut Block) {

@@ -3,12 +3,12 @@
 //! The syn nodes are kept, so that later phases report errors on the user's own tokens and the
 //! shadow code re-emits them with their spans.
 
-use proc_macro2::Span;
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use syn::spanned::Spanned;
 
 use crate::diag::Diagnostics;
 use crate::target::MAX_WARPS;
-use crate::tir::KernelAttr;
+use crate::tir::{KernelAttr, MAX_NESTING};
 use crate::types::Scalar;
 
 /// A parsed `#[gpu_async] mod`.
@@ -95,6 +95,68 @@ pub struct RoleBudget {
     pub registers: u32,
     /// The role's name token.
     pub span: Span,
+}
+
+/// The deepest nesting of delimited groups (`(..)`, `[..]`, `{..}`) the attribute's input may
+/// have. Parsing recurses on it (syn's parser, on rustc's stack, before any phase can count
+/// levels: in a debug build of the macro it overflows rustc's stack near 300 levels of nested
+/// `if`s), and code within [`MAX_NESTING`] levels of expressions stays within it (an expression
+/// level opens at most two groups, as a call with a closure does, and the module, its function
+/// and the body three more).
+pub const MAX_GROUP_NESTING: usize = 2 * MAX_NESTING + 16;
+
+/// The expansion for an input nested past [`MAX_GROUP_NESTING`] groups, found without recursing:
+/// the nesting error at the group past the limit, and the module without its items (so that
+/// rustc adds no errors of its own about it). `None` for any other input, which can be parsed.
+pub fn too_deep(item: &TokenStream) -> Option<TokenStream> {
+    // An explicit stack of the groups being walked.
+    let mut stack = vec![item.clone().into_iter()];
+    let mut past = None;
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            Some(TokenTree::Group(g)) => {
+                if stack.len() > MAX_GROUP_NESTING {
+                    past = Some(g.span_open());
+                    break;
+                }
+                stack.push(g.stream().into_iter());
+            }
+            Some(_) => {}
+            None => {
+                stack.pop();
+            }
+        }
+    }
+    let span = past?;
+    let error = syn::Error::new(
+        span,
+        format!("expressions nested deeper than {MAX_NESTING} levels are not supported in kernels: give inner parts names with `let`, or move them into a helper fn"),
+    )
+    .to_compile_error();
+    // The module's attributes, visibility, `mod` and name, then an empty body.
+    let mut shell = Vec::new();
+    let mut saw_mod = false;
+    for tt in item.clone() {
+        match &tt {
+            TokenTree::Ident(i) if i == "mod" => saw_mod = true,
+            TokenTree::Group(g) if g.delimiter() == Delimiter::Brace => {
+                if saw_mod {
+                    shell.push(TokenTree::Group(Group::new(
+                        Delimiter::Brace,
+                        TokenStream::new(),
+                    )));
+                }
+                break;
+            }
+            _ => {}
+        }
+        shell.push(tt);
+    }
+    if !saw_mod {
+        return Some(error);
+    }
+    let shell: TokenStream = shell.into_iter().collect();
+    Some(quote::quote!(#error #shell))
 }
 
 /// Parses the module. Items the compiler does not support are reported and left out.
@@ -222,13 +284,9 @@ fn parse_kernel_attr(
             Ok(())
         } else if meta.path.is_ident("warps") {
             let lit: syn::LitInt = meta.value()?.parse()?;
-            let n: u32 = lit.base10_parse()?;
-            if n == 0 || n > MAX_WARPS {
-                return Err(syn::Error::new(
-                    lit.span(),
-                    format!("a block has 1 to {MAX_WARPS} warps (at most 1024 threads); got {n}"),
-                ));
-            }
+            let n = number_in(&lit, 1, MAX_WARPS, || {
+                format!("a block has 1 to {MAX_WARPS} warps (at most 1024 threads)")
+            })?;
             warps = Some(n);
             Ok(())
         } else if meta.path.is_ident("registers") {
@@ -236,16 +294,9 @@ fn parse_kernel_attr(
             Ok(())
         } else if meta.path.is_ident("min_blocks_per_sm") {
             let lit: syn::LitInt = meta.value()?.parse()?;
-            let n: u32 = lit.base10_parse()?;
-            if n == 0 || n > crate::target::SM_BLOCKS {
-                return Err(syn::Error::new(
-                    lit.span(),
-                    format!(
-                        "an SM holds 1 to {} blocks; got {n}",
-                        crate::target::SM_BLOCKS
-                    ),
-                ));
-            }
+            let n = number_in(&lit, 1, crate::target::SM_BLOCKS, || {
+                format!("an SM holds 1 to {} blocks", crate::target::SM_BLOCKS)
+            })?;
             min_blocks = Some(MinBlocksAttr {
                 blocks: n,
                 span: lit.span(),
@@ -299,11 +350,12 @@ fn parse_registers(meta: &syn::meta::ParseNestedMeta) -> syn::Result<RegistersAt
             return Ok(());
         }
         let lit: syn::LitInt = entry.value()?.parse()?;
-        let n: u32 = lit.base10_parse()?;
-        if !(24..=256).contains(&n) || n % 8 != 0 {
+        let what = || "a register budget is registers per thread, a multiple of 8 from 24 to 256 (what `setmaxnreg` takes)".to_string();
+        let n = number_in(&lit, 24, 256, what)?;
+        if n % 8 != 0 {
             return Err(syn::Error::new(
                 lit.span(),
-                format!("a register budget is registers per thread, a multiple of 8 from 24 to 256 (what `setmaxnreg` takes); got {n}"),
+                format!("{}; got {n}", what()),
             ));
         }
         let role = name.to_string();
@@ -333,4 +385,17 @@ fn parse_registers(meta: &syn::meta::ParseNestedMeta) -> syn::Result<RegistersAt
         ));
     }
     Ok(RegistersAttr { span, off, budgets })
+}
+
+/// The value of `lit`, an unsuffixed or `u32` number from `lo` to `hi`; otherwise an error on it
+/// that says `what` the number is, and the number as written (which may not fit any integer
+/// type).
+fn number_in(lit: &syn::LitInt, lo: u32, hi: u32, what: impl Fn() -> String) -> syn::Result<u32> {
+    match lit.base10_parse::<u32>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => Err(syn::Error::new(
+            lit.span(),
+            format!("{}; got {}", what(), lit.base10_digits()),
+        )),
+    }
 }

@@ -49,59 +49,53 @@ pub(super) struct RoleCtx {
 /// item on the path from a wait to the slot's release; `docs/design.md`, "A receive whose end
 /// leaves its loop keeps no closed flag").
 fn ends_that_leave(body: &Block) -> HashSet<(ChannelId, u32)> {
-    // How many `recv`s of each receiver `insts` has, nested ones included.
-    fn recv_counts(insts: &[Inst]) -> HashMap<(ChannelId, u32), usize> {
-        let mut counts = HashMap::new();
-        for inst in insts {
-            crate::ir::for_each_inst_in(inst, &mut |i| {
-                if let Inst::Recv { chan, rx, .. } = i {
-                    *counts.entry((*chan, *rx)).or_insert(0) += 1;
-                }
-            });
-        }
-        counts
-    }
     let mut selected = HashSet::new();
     crate::ir::for_each_inst(body, &mut |i| {
         if let Inst::SelectRecv { chans, .. } = i {
             selected.extend(chans.iter().map(|c| (*c, 0)));
         }
     });
-    // The `recv`s of the `while let` shape, per receiver.
+    // The `recv`s of the `while let` shape, per receiver; walking the body backwards, `later`
+    // counts the `recv`s (nested ones included) after the instruction at hand, so that each
+    // instruction is visited once.
     let mut shaped: HashMap<(ChannelId, u32), usize> = HashMap::new();
-    for (at, inst) in body.0.iter().enumerate() {
-        let Inst::Loop { id, body: lbody } = inst else {
-            continue;
-        };
-        let later = recv_counts(&body.0[at + 1..]);
-        for (k, inner) in lbody.0.iter().enumerate() {
-            let Inst::Recv { chan, some, rx, .. } = inner else {
-                continue;
-            };
-            let key = (*chan, *rx);
-            let breaks_on_end = match (lbody.0.get(k + 1), lbody.0.get(k + 2)) {
-                (
-                    Some(Inst::Unary {
-                        dst: not,
-                        op: UnOp::Not,
-                        src,
-                    }),
-                    Some(Inst::If { cond, then, else_ }),
-                ) => {
-                    src == some
-                        && cond == not
-                        && else_.0.is_empty()
-                        && matches!(then.0.as_slice(), [Inst::Break(b)] if b == id)
+    let mut later: HashMap<(ChannelId, u32), usize> = HashMap::new();
+    for inst in body.0.iter().rev() {
+        if let Inst::Loop { id, body: lbody } = inst {
+            for (k, inner) in lbody.0.iter().enumerate() {
+                let Inst::Recv { chan, some, rx, .. } = inner else {
+                    continue;
+                };
+                let key = (*chan, *rx);
+                let breaks_on_end = match (lbody.0.get(k + 1), lbody.0.get(k + 2)) {
+                    (
+                        Some(Inst::Unary {
+                            dst: not,
+                            op: UnOp::Not,
+                            src,
+                        }),
+                        Some(Inst::If { cond, then, else_ }),
+                    ) => {
+                        src == some
+                            && cond == not
+                            && else_.0.is_empty()
+                            && matches!(then.0.as_slice(), [Inst::Break(b)] if b == id)
+                    }
+                    _ => false,
+                };
+                if breaks_on_end && !later.contains_key(&key) {
+                    *shaped.entry(key).or_insert(0) += 1;
                 }
-                _ => false,
-            };
-            if breaks_on_end && !later.contains_key(&key) {
-                *shaped.entry(key).or_insert(0) += 1;
             }
         }
+        crate::ir::for_each_inst_in(inst, &mut |i| {
+            if let Inst::Recv { chan, rx, .. } = i {
+                *later.entry((*chan, *rx)).or_insert(0) += 1;
+            }
+        });
     }
-    // Every `recv` of the channel has the shape, and no `select!` takes it.
-    recv_counts(&body.0)
+    // Every `recv` of the receiver has the shape, and no `select!` takes it.
+    later
         .into_iter()
         .filter(|(c, n)| !selected.contains(c) && shaped.get(c) == Some(n))
         .map(|(c, _)| c)

@@ -80,13 +80,51 @@ pub fn write_kernel_traced(kernel: &Verified<'_>) -> Result<String, WriteError> 
     Ok(out)
 }
 
+/// [`write_kernel`] and [`write_kernel_traced`] of one kernel, what the writer knows of its
+/// values found once for both.
+pub fn write_kernel_both(kernel: &Verified<'_>) -> Result<(String, String), WriteError> {
+    let facts = Facts::of(kernel.kernel());
+    let mut w = Writer::with_facts(kernel, facts.clone());
+    w.kernel()?;
+    let mut plain = String::new();
+    w.finish(&mut plain)?;
+    let mut w = Writer::with_facts(kernel, facts);
+    w.trace = Some(trace::Tracing::new(kernel.kernel()));
+    w.kernel()?;
+    let mut traced = String::new();
+    w.finish(&mut traced)?;
+    Ok((plain, traced))
+}
+
+/// What the writer knows of a kernel's values before it writes any code.
+#[derive(Clone)]
+struct Facts {
+    constants: HashMap<Value, u64>,
+    never_true: HashSet<Value>,
+}
+
+impl Facts {
+    fn of(k: &Kernel) -> Self {
+        let constants = crate::ir::integer_constants(
+            std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body)),
+        );
+        let never_true = never_true(k, &constants);
+        Facts {
+            constants,
+            never_true,
+        }
+    }
+}
+
 /// Writes PTX for one kernel: the body first (allocating registers), then the header with the
 /// register declarations, through [`Writer::finish`].
 pub struct Writer<'k> {
     k: &'k Kernel,
     body: String,
-    counts: HashMap<Class, u32>,
-    names: HashMap<Value, String>,
+    /// Registers of each class made so far, indexed by [`Class::index`].
+    counts: [u32; Class::COUNT],
+    /// Each value's register, indexed by the value's number.
+    names: Vec<Option<String>>,
     labels: u32,
     smem: String,
     tid: String,
@@ -127,12 +165,17 @@ pub struct Writer<'k> {
 impl<'k> Writer<'k> {
     /// A writer for the verified kernel `k`.
     pub fn new(k: &Verified<'k>) -> Self {
+        Self::with_facts(k, Facts::of(k.kernel()))
+    }
+
+    /// A writer for `k` given what it knows of `k`'s values.
+    fn with_facts(k: &Verified<'k>, facts: Facts) -> Self {
         let k = k.kernel();
-        let mut writer = Writer {
+        Writer {
             k,
             body: String::new(),
-            counts: HashMap::new(),
-            names: HashMap::new(),
+            counts: [0; Class::COUNT],
+            names: vec![None; k.values.len()],
             labels: 0,
             smem: String::new(),
             tid: String::new(),
@@ -145,33 +188,33 @@ impl<'k> Writer<'k> {
             abort_label: "$exit".to_string(),
             par_exit: None,
             stubs: String::new(),
-            constants: crate::ir::integer_constants(
-                std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body)),
-            ),
-            never_true: HashSet::new(),
+            constants: facts.constants,
+            never_true: facts.never_true,
             join: None,
             joins: 0,
             unroll: None,
             whole: HashSet::new(),
             loop_depth: 0,
             trace: None,
-        };
-        writer.never_true = never_true(k, &writer.constants);
-        writer
+        }
     }
 
     fn tmp(&mut self, c: Class) -> String {
-        let n = self.counts.entry(c).or_insert(0);
+        let n = &mut self.counts[c.index()];
         *n += 1;
         format!("{}{}", c.prefix(), *n - 1)
     }
 
     fn reg(&mut self, v: Value) -> String {
-        if let Some(n) = self.names.get(&v) {
+        if let Some(Some(n)) = self.names.get(v.0 as usize) {
             return n.clone();
         }
         let name = self.tmp(Class::of(self.k.ty(v)));
-        self.names.insert(v, name.clone());
+        let i = v.0 as usize;
+        if self.names.len() <= i {
+            self.names.resize(i + 1, None);
+        }
+        self.names[i] = Some(name.clone());
         name
     }
 
@@ -274,7 +317,8 @@ impl<'k> Writer<'k> {
             Class::F32,
             Class::F64,
         ] {
-            if let Some(n) = self.counts.get(&class) {
+            let n = self.counts[class.index()];
+            if n > 0 {
                 writeln!(out, "    .reg {} {}<{n}>;", class.decl(), class.prefix())?;
             }
         }
@@ -297,13 +341,16 @@ impl<'k> Writer<'k> {
 /// [`Writer::never_true`]). Only values below 2^63 are compared, whose order does not depend
 /// on the type's signedness.
 fn never_true(k: &Kernel, constants: &HashMap<Value, u64>) -> HashSet<Value> {
-    let mut defs: HashMap<Value, u32> = HashMap::new();
+    // Definitions per value, indexed by the value's number.
+    let mut defs: Vec<u32> = vec![0; k.values.len()];
     let mut comparisons = Vec::new();
     let blocks = std::iter::once(&k.prologue).chain(k.roles.iter().map(|r| &r.body));
     for block in blocks {
         crate::ir::for_each_inst(block, &mut |inst| {
             for d in inst.defs() {
-                *defs.entry(d).or_insert(0) += 1;
+                if let Some(n) = defs.get_mut(d.0 as usize) {
+                    *n += 1;
+                }
             }
             if let Inst::Binary { dst, op, lhs, rhs } = inst {
                 if op.is_comparison() {
@@ -327,7 +374,7 @@ fn never_true(k: &Kernel, constants: &HashMap<Value, u64>) -> HashSet<Value> {
                 BinOp::Ge => a >= b,
                 _ => return false,
             };
-            a < 1 << 63 && b < 1 << 63 && !holds && defs.get(dst) == Some(&1)
+            a < 1 << 63 && b < 1 << 63 && !holds && defs.get(dst.0 as usize) == Some(&1)
         })
         .map(|(dst, ..)| dst)
         .collect()

@@ -16,6 +16,14 @@ pub(super) enum Class {
 }
 
 impl Class {
+    /// The number of classes.
+    pub(super) const COUNT: usize = 6;
+
+    /// The class's position in declaration order, below [`Class::COUNT`].
+    pub(super) fn index(self) -> usize {
+        self as usize
+    }
+
     pub(super) fn of(s: Scalar) -> Class {
         match s {
             Scalar::Bool => Class::Pred,

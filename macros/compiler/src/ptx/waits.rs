@@ -385,39 +385,54 @@ impl Writer<'_> {
         site: &str,
         cont: &str,
     ) -> WriteResult {
-        let (abort, launch_id, record, tid) = (
-            self.abort.clone(),
-            self.launch_id.clone(),
-            self.record.clone(),
-            self.tid.clone(),
-        );
         let role = self.role.as_ref().map_or(u32::MAX, |r| r.index as u32);
         let prev = self.tmp(Class::B32);
         let dup = self.tmp(Class::Pred);
         let block = self.tmp(Class::B32);
-        let at = |word| record_word(&record, word);
-        let mut out = String::new();
+        let (abort, launch_id, record, tid) =
+            (&self.abort, &self.launch_id, &self.record, &self.tid);
+        let at = |word| record_word(record, word);
+        let out = &mut self.stubs;
         writeln!(out, "{label}:")?;
-        for line in [
-            format!("atom.global.exch.b32 {prev}, [{abort}], {launch_id};"),
-            format!("setp.eq.u32 {dup}, {prev}, {launch_id};"),
-            format!("@{dup} bra {cont};"),
-            format!("st.volatile.global.u32 {}, {kind};", at(record::KIND)),
-            format!("st.volatile.global.u32 {}, {site};", at(record::SITE)),
-            format!("mov.u32 {block}, %ctaid.x;"),
-            format!("st.volatile.global.u32 {}, {block};", at(record::BLOCK)),
-            format!("st.volatile.global.u32 {}, {tid};", at(record::THREAD)),
-            format!("st.volatile.global.u32 {}, {role};", at(record::ROLE)),
-            "fence.sc.sys;".to_string(),
-            format!(
-                "st.volatile.global.u32 {}, {launch_id};",
-                at(record::LAUNCH_ID)
-            ),
-            format!("bra {cont};"),
-        ] {
-            writeln!(out, "    {line}")?;
-        }
-        self.stubs.push_str(&out);
+        writeln!(
+            out,
+            "    atom.global.exch.b32 {prev}, [{abort}], {launch_id};"
+        )?;
+        writeln!(out, "    setp.eq.u32 {dup}, {prev}, {launch_id};")?;
+        writeln!(out, "    @{dup} bra {cont};")?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {kind};",
+            at(record::KIND)
+        )?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {site};",
+            at(record::SITE)
+        )?;
+        writeln!(out, "    mov.u32 {block}, %ctaid.x;")?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {block};",
+            at(record::BLOCK)
+        )?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {tid};",
+            at(record::THREAD)
+        )?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {role};",
+            at(record::ROLE)
+        )?;
+        writeln!(out, "    fence.sc.sys;")?;
+        writeln!(
+            out,
+            "    st.volatile.global.u32 {}, {launch_id};",
+            at(record::LAUNCH_ID)
+        )?;
+        writeln!(out, "    bra {cont};")?;
         Ok(())
     }
 }

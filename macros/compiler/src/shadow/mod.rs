@@ -279,11 +279,13 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
             }
         }
     };
-    let mermaid_lit = syn::LitStr::new(&kernel.mermaid(), Span::call_site());
+    // Literals made directly: `syn::LitStr::new` would also read each one back, and the PTX of a
+    // large kernel is megabytes.
+    let mermaid_lit = proc_macro2::Literal::string(&kernel.mermaid());
     let graph_doc = graph_doc(kernel);
-    let ptx_lit = syn::LitStr::new(ptx, Span::call_site());
-    let ptx_traced_lit = syn::LitStr::new(ptx_traced, Span::call_site());
-    let ir_lit = syn::LitStr::new(ir, Span::call_site());
+    let ptx_lit = proc_macro2::Literal::string(ptx);
+    let ptx_traced_lit = proc_macro2::Literal::string(ptx_traced);
+    let ir_lit = proc_macro2::Literal::string(ir);
     let launch_fns = launch_fns(&doc, &args_ty, &args_pat, &body);
     quote! {
         #[doc = #kernel_doc]

@@ -9,6 +9,12 @@ mod program;
 
 pub use program::{KernelAttr, Program, Signature, StaticTable, StructDef};
 
+/// The deepest nesting of expressions in a function (each operator, call, method call, `if`,
+/// `match`, block, loop and parenthesis is one level, and so is each `else if` of a chain). The
+/// phases walk the code recursively, on rustc's stack (a proc macro runs on rustc's thread), and
+/// the checker reports a function past this depth instead of going deeper.
+pub const MAX_NESTING: usize = 64;
+
 /// A local variable of a function (parameters first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LocalId(pub u32);

@@ -10,8 +10,6 @@
 mod error;
 mod insts;
 
-use std::collections::HashSet;
-
 use crate::ir::{Block, ChannelId, Kernel, LoopId, ParamKind, RoleId, SiteId, SiteKind, Value};
 use crate::types::Scalar;
 
@@ -38,7 +36,7 @@ pub fn verify(k: &Kernel) -> Result<Verified<'_>, Vec<VerifyError>> {
     let mut v = Verifier {
         k,
         errors: Vec::new(),
-        defined: HashSet::new(),
+        defined: vec![false; k.values.len()],
         in_lanes: false,
     };
     v.kernel();
@@ -57,7 +55,8 @@ pub fn verify(k: &Kernel) -> Result<Verified<'_>, Vec<VerifyError>> {
 struct Verifier<'k> {
     k: &'k Kernel,
     errors: Vec<VerifyError>,
-    defined: HashSet<Value>,
+    /// Whether each value (by its number) is defined on the path being checked.
+    defined: Vec<bool>,
     /// Inside a lane loop, where shuffles and votes belong.
     in_lanes: bool,
 }
@@ -128,13 +127,13 @@ impl Verifier<'_> {
         for p in &k.params {
             match p.kind {
                 ParamKind::Scalar(v) => {
-                    self.defined.insert(v);
+                    self.mark_defined(v);
                 }
                 ParamKind::Slice { ptr, len, .. } => {
                     self.expect_ty(ptr, Scalar::Usize, "slice address");
                     self.expect_ty(len, Scalar::Usize, "slice length");
-                    self.defined.insert(ptr);
-                    self.defined.insert(len);
+                    self.mark_defined(ptr);
+                    self.mark_defined(len);
                 }
             }
         }
@@ -181,7 +180,7 @@ impl Verifier<'_> {
                 what: None,
                 value: v,
             });
-        } else if !self.defined.contains(&v) {
+        } else if !self.defined[v.0 as usize] {
             self.errors.push(E::UsedBeforeDefined { value: v });
         }
     }
@@ -193,7 +192,14 @@ impl Verifier<'_> {
                 value: v,
             });
         }
-        self.defined.insert(v);
+        self.mark_defined(v);
+    }
+
+    /// Notes `v` defined (a value past the kernel's is reported where it is used or defined).
+    fn mark_defined(&mut self, v: Value) {
+        if let Some(d) = self.defined.get_mut(v.0 as usize) {
+            *d = true;
+        }
     }
 
     fn ty(&self, v: Value) -> Scalar {

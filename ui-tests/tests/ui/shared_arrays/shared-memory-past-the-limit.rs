@@ -1,4 +1,5 @@
-// A shared array past the 227 KiB of shared memory a block can have, with a channel's ring.
+// A shared array that fits the 227 KiB of shared memory a block can have, but not with a
+// channel's ring.
 use gpu_async::gpu_async;
 
 #[gpu_async]
@@ -8,7 +9,7 @@ mod kernels {
     #[kernel(warps = 2)]
     pub async fn big(x: &[f32], y: &mut [f32]) {
         let (tx, rx) = channel::<[f32; 4096], 2>();
-        let mut table = shared_array_2d::<f32, 128, 512>();
+        let mut table = shared_array_2d::<f32, 112, 512>();
         join!(
             on_warps(0..1, load(x, tx)),
             on_warps(1..2, store(rx, y, &mut table)),
@@ -29,7 +30,7 @@ mod kernels {
     async fn store(
         mut rx: Receiver<[f32; 4096], 2>,
         y: &mut [f32],
-        table: &mut SharedArray2d<f32, 128, 512>,
+        table: &mut SharedArray2d<f32, 112, 512>,
     ) {
         while let Some(slot) = rx.recv().await {
             slot.par_iter().enumerate().for_each(|(i, v)| {

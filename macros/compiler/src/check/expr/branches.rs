@@ -3,9 +3,8 @@
 use std::collections::HashMap;
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, Checker};
 use crate::check::consts;
 use crate::tir::{Block, Expr, ExprKind, LetPattern, Lit, MatchArm, MatchPat, Stmt};
 use crate::types::{Scalar, Ty};
@@ -13,8 +12,12 @@ use crate::types::{Scalar, Ty};
 impl Checker<'_> {
     /// `if cond { .. } else { .. }` (without `else`, of type `()`), and `if let Some(v) = opt`,
     /// which becomes `let tmp = opt;` and an `if` on `tmp.is_some()` that binds `v`.
-    pub(super) fn if_expr(&mut self, i: &mut syn::ExprIf, expected: Option<&Ty>) -> Expr {
-        let span = i.span();
+    pub(super) fn if_expr(
+        &mut self,
+        i: &mut syn::ExprIf,
+        expected: Option<&Ty>,
+        span: Span,
+    ) -> Expr {
         let bool_ty = Ty::Scalar(Scalar::Bool);
         // `if let Some(v) = opt { .. }`: `let tmp = opt; if tmp.is_some() { let v = ..; .. }`.
         let mut if_let = None;
@@ -151,7 +154,7 @@ impl Checker<'_> {
         };
         let else_ = else_.map(|mut e| {
             if let Ty::Scalar(s) = ty {
-                fix_literals(&mut e, s);
+                self.fix_literals(&mut e, s);
             }
             e
         });
@@ -179,7 +182,7 @@ impl Checker<'_> {
         let scrutinee = self.expr(&mut m.expr, None);
         let mut scrutinee = self.auto_deref(scrutinee);
         if scrutinee.ty == Ty::IntLit {
-            fix_literals(&mut scrutinee, Scalar::I32);
+            self.fix_literals(&mut scrutinee, Scalar::I32);
         }
         let int = match scrutinee.ty {
             Ty::Scalar(s) if s.is_int() => s,
@@ -198,6 +201,13 @@ impl Checker<'_> {
                 return err(span);
             }
         };
+        if m.arms.is_empty() {
+            self.diags.error(
+                m.brace_token.span.join(),
+                format!("this `match` has no arms, but a `{}` has values: Rust requires arms that cover them all; add one, as in `_ => ..`", scrutinee.ty),
+            );
+            return err(span);
+        }
         let mut arms = Vec::new();
         let mut ty: Option<Ty> = expected.cloned().filter(|t| matches!(t, Ty::Scalar(_)));
         for arm in m.arms.iter_mut() {
@@ -264,7 +274,7 @@ impl Checker<'_> {
         };
         if let Ty::Scalar(s) = ty {
             for a in arms.iter_mut() {
-                fix_literals(&mut a.body, s);
+                self.fix_literals(&mut a.body, s);
             }
         }
         if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
@@ -366,10 +376,10 @@ impl Checker<'_> {
         let mut else_ = else_;
         if let Ty::Scalar(s) = ty {
             if let Some(t) = then.tail.as_mut() {
-                fix_literals(t, s);
+                self.fix_literals(t, s);
             }
             if let Some(e) = else_.as_mut() {
-                fix_literals(e, s);
+                self.fix_literals(e, s);
             }
         }
         if !matches!(

@@ -3,9 +3,8 @@
 //! generic ones instantiated per scalar type.
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 
-use super::{err, mk, Checker};
+use super::{err, mk, span_of, Checker};
 use crate::check::sig::{self, chan_args, heap_message};
 use crate::check::Instance;
 use crate::tir::{Expr, ExprKind, FnId};
@@ -14,8 +13,7 @@ use crate::types::{Scalar, Ty};
 impl Checker<'_> {
     /// `f(args)`: a function of `gpu_async::device`, a `half` constructor, or a helper fn of the
     /// module.
-    pub(super) fn call(&mut self, c: &mut syn::ExprCall) -> Expr {
-        let span = c.span();
+    pub(super) fn call(&mut self, c: &mut syn::ExprCall, span: Span) -> Expr {
         let syn::Expr::Path(p) = &*c.func else {
             self.diags.error_at(
                 &c.func,
@@ -215,7 +213,7 @@ impl Checker<'_> {
             }
             args.push(a);
         }
-        self.calls.push((id, c.func.span()));
+        self.calls.push((id, span_of(&c.func), self.in_join));
         let ty = if sig.is_async {
             Ty::Future(Box::new(sig.ret.clone()))
         } else {
@@ -322,10 +320,10 @@ impl Checker<'_> {
         };
         // The shadow code calls the instance (which carries the checker's edits, such as
         // wrapping arithmetic) rather than the generic fn.
-        let call_span = c.func.span();
+        let call_span = span_of(&c.func);
         let ident = syn::Ident::new(&name, call_span);
         *c.func = syn::Expr::Path(syn::parse_quote_spanned!(call_span=> #ident));
-        self.calls.push((instance, call_span));
+        self.calls.push((instance, call_span, self.in_join));
         let ty = if is_async {
             Ty::Future(Box::new(ret))
         } else {

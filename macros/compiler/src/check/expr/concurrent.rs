@@ -11,7 +11,7 @@ use quote::{format_ident, quote_spanned, ToTokens};
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 
-use super::{err, mk, Checker};
+use super::{err, mk, span_of, Checker};
 use crate::tir::{Block, Expr, ExprKind, LetPattern, LocalId, SelectArm, Stmt, SELECT_DISABLED};
 use crate::types::Ty;
 
@@ -96,6 +96,7 @@ impl Checker<'_> {
             self.diags.error(span, "`join!` inside a branch of a `join!` is not supported yet: join all the futures in one `join!`");
             return err(span);
         }
+        self.joins = true;
         let parsed = mac.parse_body_with(
             syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
         );
@@ -158,7 +159,7 @@ impl Checker<'_> {
     /// One branch of a role's `join!`: an async block (checked in place, in its own scope) or
     /// an expression whose type is a future (awaited by the branch).
     fn join_branch(&mut self, b: &mut syn::Expr) -> Expr {
-        let span = b.span();
+        let span = span_of(b);
         if let syn::Expr::Async(block) = b {
             return self.async_block(block, span);
         }
@@ -236,7 +237,12 @@ impl Checker<'_> {
         let first_own = self.locals.len() as u32;
         let outer = std::mem::replace(&mut self.in_async_block, true);
         self.names.push(HashMap::new());
+        // `break` and `continue` cannot leave an async block (Rust forbids it).
+        let loops = std::mem::take(&mut self.loops);
+        let outer_closure = std::mem::replace(&mut self.in_closure, true);
         let mut body = self.block(&mut block.block);
+        self.in_closure = outer_closure;
+        self.loops = loops;
         self.names.pop();
         self.in_async_block = outer;
         let ty = body.tail.as_ref().map_or(Ty::Unit, |t| t.ty.clone());
@@ -391,11 +397,11 @@ impl Checker<'_> {
                 self.expect(body, &t);
             }
             (None, Ty::IntLit) => {
-                super::fix_literals(body, crate::types::Scalar::I32);
+                self.fix_literals(body, crate::types::Scalar::I32);
                 *ty = Some(body.ty.clone());
             }
             (None, Ty::FloatLit) => {
-                super::fix_literals(body, crate::types::Scalar::F32);
+                self.fix_literals(body, crate::types::Scalar::F32);
                 *ty = Some(body.ty.clone());
             }
             (None, other) => *ty = Some(other.clone()),

@@ -3,9 +3,8 @@
 
 use proc_macro2::Span;
 use quote::quote_spanned;
-use syn::spanned::Spanned;
 
-use super::{err, mk, Checker};
+use super::{err, mk, span_of, Checker};
 use crate::check::consts;
 use crate::tir::{Block, Expr, ExprKind, LocalId, Stmt};
 use crate::types::Ty;
@@ -83,7 +82,7 @@ impl Checker<'_> {
         for role in roles_syn.iter_mut() {
             if let Some((e, role_name)) = self.on_warps(role) {
                 roles.push(e);
-                let rspan = role.span();
+                let rspan = span_of(role);
                 let lit = syn::LitStr::new(&role_name, rspan);
                 rewritten.push(quote_spanned!(rspan=> #role.__named(#lit)));
             }
@@ -94,6 +93,7 @@ impl Checker<'_> {
                 "`join!` needs at least one role: `join!(on_warps(0..1, role(args)), ..)`",
             );
         }
+        self.check_channel_ends(&roles);
         // Each barrier learns, in the simulator, how many roles meet at it: those given it.
         let mut meeting: Vec<(LocalId, usize)> = Vec::new();
         for role in &roles {
@@ -144,9 +144,56 @@ impl Checker<'_> {
         mk(ExprKind::Join(roles), Ty::Future(Box::new(Ty::Unit)), span)
     }
 
+    /// Reports a role given both a sender and a receiver of one channel: a channel connects a
+    /// producer role to consumer roles.
+    fn check_channel_ends(&mut self, roles: &[Expr]) {
+        for role in roles {
+            let ExprKind::OnWarps { call, .. } = &role.kind else {
+                continue;
+            };
+            let ExprKind::Call(f, args) = &call.kind else {
+                continue;
+            };
+            let role_name = &self.scope.sigs[f.0 as usize].name;
+            let mut senders: Vec<(usize, LocalId)> = Vec::new();
+            let mut receivers: Vec<(usize, LocalId, Span)> = Vec::new();
+            for a in args {
+                let local = match &a.kind {
+                    ExprKind::Block(b) => b.tail.as_deref(),
+                    _ => Some(a),
+                };
+                let Some(Expr {
+                    kind: ExprKind::Local(id),
+                    ..
+                }) = local
+                else {
+                    continue;
+                };
+                let Some(&channel) = self.channel_of.get(id) else {
+                    continue;
+                };
+                match a.ty {
+                    Ty::Sender(_) => senders.push((channel, *id)),
+                    Ty::Receiver(_) => receivers.push((channel, *id, a.span)),
+                    _ => {}
+                }
+            }
+            for (channel, rx, span) in receivers {
+                if let Some((_, tx)) = senders.iter().find(|(c, _)| *c == channel) {
+                    let tx = &self.locals[tx.0 as usize].name;
+                    let rx = &self.locals[rx.0 as usize].name;
+                    self.diags.error(
+                        span,
+                        format!("role `{role_name}` holds both ends of the channel `{tx}`/`{rx}`: a channel carries values from one role to others; give `{rx}` to another `on_warps(..)` role, or keep the values in locals within the role"),
+                    );
+                }
+            }
+        }
+    }
+
     /// `on_warps(a..b, role(args))`.
     fn on_warps(&mut self, e: &mut syn::Expr) -> Option<(Expr, String)> {
-        let span = e.span();
+        let span = span_of(e);
         let syn::Expr::Call(c) = e else {
             self.diags.error(
                 span,
@@ -162,24 +209,21 @@ impl Checker<'_> {
             );
             return None;
         }
-        let range_span = c.args[0].span();
+        let range_span = span_of(&c.args[0]);
         let range = quote::ToTokens::to_token_stream(&c.args[0]);
         let (start, end) = match &c.args[0] {
             syn::Expr::Range(r) if matches!(r.limits, syn::RangeLimits::HalfOpen(_)) => {
                 let s = r
                     .start
                     .as_ref()
-                    .map(|s| consts::eval_usize(s, &self.scope.consts));
+                    .map(|s| consts::eval_usize(s, &self.scope.consts, self.diags));
                 let t = r
                     .end
                     .as_ref()
-                    .map(|t| consts::eval_usize(t, &self.scope.consts));
+                    .map(|t| consts::eval_usize(t, &self.scope.consts, self.diags));
                 match (s, t) {
-                    (Some(Ok(s)), Some(Ok(t))) => (s as u32, t as u32),
-                    (Some(Err(e)), _) | (_, Some(Err(e))) => {
-                        self.diags.push(e);
-                        return None;
-                    }
+                    (Some(Some(s)), Some(Some(t))) => (s as u32, t as u32),
+                    (Some(None), _) | (_, Some(None)) => return None,
                     _ => {
                         self.diags
                             .error(range_span, "a warp range has both ends: `first..end`");

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, Checker};
 use crate::check::uniform;
 use crate::tir::{Expr, ExprKind, WarpOp};
 use crate::types::{ParShape, Scalar, Ty};
@@ -34,7 +34,7 @@ impl Checker<'_> {
         }
         if c.inputs.len() != 2 {
             self.diags.error_at(
-                &c.inputs,
+                &super::parallel::closure_params(c),
                 "the `for_each_lane` closure takes the lane and the item, as in `async |lane, (a, b)|`",
             );
             return err(span);
@@ -127,9 +127,9 @@ impl Checker<'_> {
                 let mut v = self.expr(&mut m.args[0], None);
                 v = self.auto_deref(v);
                 if v.ty == Ty::IntLit {
-                    fix_literals(&mut v, Scalar::I32);
+                    self.fix_literals(&mut v, Scalar::I32);
                 } else if v.ty == Ty::FloatLit {
-                    fix_literals(&mut v, Scalar::F32);
+                    self.fix_literals(&mut v, Scalar::F32);
                 }
                 let s = match &v.ty {
                     Ty::Scalar(s) if (s.is_int() || s.is_float()) && !s.is_half() => *s,

@@ -4,10 +4,10 @@
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
-use crate::check::{consts, sig::heap_message};
+use super::{err, mk, Checker};
+use crate::check::{consts, sig::heap_message, value_size_message};
 use crate::tir::{Expr, ExprKind, Lit};
-use crate::types::{Scalar, Ty};
+use crate::types::{Scalar, Ty, MAX_VALUE_SCALARS};
 
 impl Checker<'_> {
     /// An integer, float or `bool` literal. An unsuffixed number takes the expected type where
@@ -113,8 +113,16 @@ impl Checker<'_> {
         if let Some((ty, value)) = self.scope.consts.get(&name) {
             return mk(ExprKind::Lit(*value), Ty::Scalar(*ty), span);
         }
+        if self.scope.consts.failed(&name) {
+            // Its error is reported at its definition.
+            return err(span);
+        }
         if let Some((id, ty)) = self.scope.statics.get(&name) {
             return mk(ExprKind::Static(*id), ty.clone(), span);
+        }
+        if self.scope.failed_items.contains(&name) {
+            // A `static` whose error is reported at its definition.
+            return err(span);
         }
         self.diags.error(span, format!("cannot find `{name}` in this kernel: a kernel sees its parameters, its locals and the `const`s of its module"));
         err(span)
@@ -150,6 +158,11 @@ impl Checker<'_> {
         expected: Option<&Ty>,
         span: Span,
     ) -> Expr {
+        if a.elems.len() > MAX_VALUE_SCALARS as usize {
+            self.diags
+                .error(span, value_size_message("this array", a.elems.len() as u64));
+            return err(span);
+        }
         let mut elem_ty = match expected {
             Some(Ty::Array(s, _)) => Some(Ty::Scalar(*s)),
             _ => None,
@@ -196,13 +209,15 @@ impl Checker<'_> {
         let Some(value) = self.array_element(value) else {
             return err(span);
         };
-        let n = match consts::eval_usize(&r.len, &self.scope.consts) {
-            Ok(n) => n as u32,
-            Err(e) => {
-                self.diags.push(e);
-                return err(span);
-            }
+        let Some(n) = consts::eval_usize(&r.len, &self.scope.consts, self.diags) else {
+            return err(span);
         };
+        if n > u64::from(MAX_VALUE_SCALARS) {
+            self.diags
+                .error_at(&r.len, value_size_message("this array", n));
+            return err(span);
+        }
+        let n = n as u32;
         let s = value.ty.scalar().unwrap_or(Scalar::I32);
         mk(
             ExprKind::ArrayRepeat(Box::new(value), n),
@@ -215,8 +230,8 @@ impl Checker<'_> {
     fn array_element(&mut self, value: Expr) -> Option<Expr> {
         let mut value = self.auto_deref(value);
         match value.ty {
-            Ty::IntLit => fix_literals(&mut value, Scalar::I32),
-            Ty::FloatLit => fix_literals(&mut value, Scalar::F32),
+            Ty::IntLit => self.fix_literals(&mut value, Scalar::I32),
+            Ty::FloatLit => self.fix_literals(&mut value, Scalar::F32),
             Ty::Scalar(_) => {}
             Ty::Error => return None,
             ref other => {
@@ -284,6 +299,10 @@ impl Checker<'_> {
             .map(|i| i.to_string())
             .unwrap_or_default();
         let Some(&id) = self.scope.structs.get(&name) else {
+            if self.scope.failed_items.contains(&name) {
+                // Its error is reported at its definition.
+                return err(span);
+            }
             self.diags
                 .error_at(&st.path, format!("`{name}` is not a struct of this module"));
             return err(span);

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, span_of, Checker};
 use crate::tir::{BinOp, Block, Expr, ExprKind, LetPattern, Lit, Stmt};
 use crate::types::{Scalar, Ty};
 
@@ -26,8 +26,33 @@ pub(super) struct LoopCtx {
 /// await (a cancelled launch, the watchdog), naming the loop's line. Added after the body is
 /// checked, so the typed IR, and the kernel's IR and PTX, never see it.
 fn tick_each_iteration(body: &mut syn::Block, keyword: Span) {
-    let tick: syn::Stmt = syn::parse_quote_spanned!(keyword=> ::gpu_async::device::__loop_tick(););
-    body.stmts.insert(0, tick);
+    // Made directly rather than parsed: a body of thousands of loops makes thousands.
+    let mut segments = syn::punctuated::Punctuated::new();
+    for (i, name) in ["gpu_async", "device", "__loop_tick"]
+        .into_iter()
+        .enumerate()
+    {
+        if i > 0 {
+            segments.push_punct(syn::Token![::](keyword));
+        }
+        segments.push_value(syn::PathSegment::from(syn::Ident::new(name, keyword)));
+    }
+    let path = syn::Path {
+        leading_colon: Some(syn::Token![::](keyword)),
+        segments,
+    };
+    let call = syn::Expr::Call(syn::ExprCall {
+        attrs: Vec::new(),
+        func: Box::new(syn::Expr::Path(syn::ExprPath {
+            attrs: Vec::new(),
+            qself: None,
+            path,
+        })),
+        paren_token: syn::token::Paren(keyword),
+        args: syn::punctuated::Punctuated::new(),
+    });
+    body.stmts
+        .insert(0, syn::Stmt::Expr(call, Some(syn::Token![;](keyword))));
 }
 
 /// The name of a loop's label, without its `'`.
@@ -40,8 +65,20 @@ impl Checker<'_> {
     /// expression).
     pub(super) fn control_stmt(&mut self, e: &mut syn::Expr) -> Option<Stmt> {
         match e {
-            syn::Expr::ForLoop(f) => self.for_loop(f),
-            syn::Expr::While(w) => self.while_loop(w),
+            syn::Expr::ForLoop(_) | syn::Expr::While(_) => {
+                // A loop is one level of nesting, as the expressions are.
+                let span = span_of(e);
+                if !self.enter(span) {
+                    return Some(Stmt::Expr(err(span)));
+                }
+                let s = match e {
+                    syn::Expr::ForLoop(f) => self.for_loop(f),
+                    syn::Expr::While(w) => self.while_loop(w),
+                    _ => None,
+                };
+                self.depth -= 1;
+                s
+            }
             syn::Expr::Break(b) => {
                 let target = self.target_loop(&b.label, &*b, "break");
                 let value = b.expr.as_mut().map(|v| self.break_value(target, v));
@@ -415,7 +452,12 @@ impl Checker<'_> {
                     .rposition(|c| c.label.as_deref() == Some(name.as_str()))
             }
         };
-        if found.is_none() {
+        if found.is_none() && self.in_closure {
+            self.diags.error_at(
+                node,
+                format!("`{what}` inside a closure or an async block cannot leave a loop around it (Rust rejects it too): end the closure's or the block's work early with `if`, or move the loop inside it"),
+            );
+        } else if found.is_none() {
             match label {
                 None => self
                     .diags
@@ -444,9 +486,9 @@ impl Checker<'_> {
             Some(ty) => self.expect(&mut value, &ty),
             None => {
                 if value.ty == Ty::IntLit {
-                    fix_literals(&mut value, Scalar::I32);
+                    self.fix_literals(&mut value, Scalar::I32);
                 } else if value.ty == Ty::FloatLit {
-                    fix_literals(&mut value, Scalar::F32);
+                    self.fix_literals(&mut value, Scalar::F32);
                 }
                 if !matches!(value.ty, Ty::Scalar(_) | Ty::Error) {
                     self.diags
@@ -493,7 +535,14 @@ impl Checker<'_> {
     /// The range of a `for` loop's head: `a..b` or `a..=b` over any integer type (the ends'
     /// type; `usize` when both are untyped literals).
     fn loop_range(&mut self, r: &mut syn::ExprRange) -> Expr {
-        let span = r.span();
+        let span = match (r.attrs.first(), &r.start) {
+            (Some(a), _) => a.pound_token.span,
+            (None, Some(start)) => span_of(start),
+            (None, None) => match &r.limits {
+                syn::RangeLimits::HalfOpen(t) => t.spans[0],
+                syn::RangeLimits::Closed(t) => t.spans[0],
+            },
+        };
         let inclusive = matches!(r.limits, syn::RangeLimits::Closed(_));
         let (Some(start), Some(end)) = (r.start.as_mut(), r.end.as_mut()) else {
             self.diags.error(

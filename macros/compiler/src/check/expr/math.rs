@@ -3,7 +3,7 @@
 
 use proc_macro2::Span;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, Checker};
 use crate::tir::{Expr, ExprKind, MathDomain, MathFn};
 use crate::types::{Scalar, Ty};
 
@@ -83,7 +83,7 @@ impl Checker<'_> {
                 return err(span);
             }
             Ty::FloatLit => {
-                fix_literals(&mut receiver, Scalar::F32);
+                self.fix_literals(&mut receiver, Scalar::F32);
                 Scalar::F32
             }
             Ty::Scalar(s) => s,

@@ -3,7 +3,6 @@
 //! reported here.
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 
 use super::{err, Checker};
 use crate::tir::Expr;
@@ -12,8 +11,7 @@ use crate::types::Ty;
 impl Checker<'_> {
     /// `receiver.method(args)`: the receiver is checked first, then the method is looked up by
     /// the receiver's type.
-    pub(super) fn method_call(&mut self, m: &mut syn::ExprMethodCall) -> Expr {
-        let span = m.span();
+    pub(super) fn method_call(&mut self, m: &mut syn::ExprMethodCall, span: Span) -> Expr {
         let name = m.method.to_string();
         let awaited = std::mem::take(&mut self.await_base);
         let receiver = self.expr(&mut m.receiver, None);

@@ -13,7 +13,8 @@ use syn::spanned::Spanned;
 
 use super::{assignable, ModuleScope};
 use crate::diag::Diagnostics;
-use crate::tir::{BinOp, Expr, ExprKind, FnId, Function, Lit, Local, LocalId, Signature};
+use crate::tir::MAX_NESTING;
+use crate::tir::{BinOp, Expr, ExprKind, FnId, Function, Lit, Local, LocalId, Signature, UnOp};
 use crate::types::{Scalar, Ty};
 use loops::LoopCtx;
 use operators::wrapping_form;
@@ -38,13 +39,22 @@ mod shared_arrays;
 mod splits;
 mod statements;
 
-/// Checks one function; returns it and the helper calls it makes (for the recursion check).
+/// The helper calls a function makes, for the checks over the call graph.
+#[derive(Default)]
+pub(crate) struct Calls {
+    /// Each callee, where, and whether the call is in a branch of a `join!`.
+    pub calls: Vec<(FnId, Span, bool)>,
+    /// The function runs a `join!` of futures in role code.
+    pub joins: bool,
+}
+
+/// Checks one function; returns it and the helper calls it makes.
 pub(crate) fn check_function(
     item: &mut syn::ItemFn,
     id: FnId,
     scope: &ModuleScope,
     diags: &mut Diagnostics,
-) -> (Function, Vec<(FnId, Span)>) {
+) -> (Function, Calls) {
     let sig = &scope.sigs[id.0 as usize];
     let mut checker = Checker {
         scope,
@@ -60,7 +70,13 @@ pub(crate) fn check_function(
         pending_rewrite: None,
         await_base: false,
         in_join: false,
+        in_closure: false,
+        channel_of: HashMap::new(),
+        channels_made: 0,
+        depth: 0,
+        nesting_reported: false,
         calls: Vec::new(),
+        joins: false,
         closed: Vec::new(),
         splits: Vec::new(),
         par_awaits: Vec::new(),
@@ -74,7 +90,7 @@ pub(crate) fn check_function(
     }
     let mut body = checker.block(&mut item.block);
     if let Some(tail) = body.tail.as_mut() {
-        if sig.ret != Ty::Unit {
+        if sig.ret != Ty::Unit && tail.ty != Ty::Never {
             checker.expect(tail, &sig.ret);
         } else if !matches!(tail.ty, Ty::Unit | Ty::Error | Ty::Never) {
             checker.diags.error(tail.span, format!("this function returns nothing, but its body ends in a value of type `{}`: add `;`", tail.ty));
@@ -106,7 +122,11 @@ pub(crate) fn check_function(
         par_awaits: checker.par_awaits,
         span: item.sig.ident.span(),
     };
-    (function, checker.calls)
+    let calls = Calls {
+        calls: checker.calls,
+        joins: checker.joins,
+    };
+    (function, calls)
 }
 
 /// The state of checking one function.
@@ -135,8 +155,21 @@ struct Checker<'a> {
     await_base: bool,
     /// Inside a branch of a `join!` of futures (where another `join!` is not supported).
     in_join: bool,
-    /// The helpers called, and where (for the recursion check).
-    calls: Vec<(FnId, Span)>,
+    /// Inside a closure's body or an async block, where the loops around it are out of reach.
+    in_closure: bool,
+    /// The channel (numbered in the order of the `channel()` calls) of each channel end made in
+    /// the kernel body: a role must not take both ends of one.
+    channel_of: HashMap<LocalId, usize>,
+    /// The number of `channel()` calls checked so far: the next channel's number.
+    channels_made: usize,
+    /// The nesting of the expressions and loops being checked.
+    depth: usize,
+    /// Nesting past [`MAX_NESTING`] was reported.
+    nesting_reported: bool,
+    /// The helpers called, where, and whether in a branch of a `join!`.
+    calls: Vec<(FnId, Span, bool)>,
+    /// A `join!` of futures was seen.
+    joins: bool,
     /// The receivers `close()` is called on (which need `&mut`).
     closed: Vec<LocalId>,
     /// The parts of slices the kernel body takes with disjoint ranges.
@@ -227,6 +260,16 @@ impl Checker<'_> {
         self.sig.kernel.is_some()
     }
 
+    /// Sets the type of every untyped literal in `e` (and of the operators over them) to `s`,
+    /// and reports a `-` that this makes apply to an unsigned integer.
+    fn fix_literals(&mut self, e: &mut Expr, s: Scalar) {
+        let mut negated = Vec::new();
+        set_literal_types(e, s, &mut negated);
+        for span in negated {
+            self.diags.error(span, negation_message(s));
+        }
+    }
+
     /// Fixes the type of literals in `e` to `ty`, or reports a mismatch.
     fn expect(&mut self, e: &mut Expr, ty: &Ty) {
         if !assignable(&e.ty, ty) {
@@ -234,23 +277,130 @@ impl Checker<'_> {
                 .error(e.span, format!("expected `{ty}`, found `{}`", e.ty));
             return;
         }
+        if e.ty == Ty::Never && !matches!(ty, Ty::Error | Ty::Unit | Ty::Never) {
+            self.coerce_never(e, ty);
+            return;
+        }
         if let Ty::Scalar(s) = ty {
-            fix_literals(e, *s);
+            self.fix_literals(e, *s);
         }
         if let (Ty::Tuple(want), ExprKind::TupleLit(elems)) = (ty, &mut e.kind) {
             for (x, t) in elems.iter_mut().zip(want) {
                 if let Ty::Scalar(s) = t {
-                    fix_literals(x, *s);
+                    self.fix_literals(x, *s);
                 }
             }
             e.ty = ty.clone();
         }
     }
 
+    /// `!` coerces to any type, as in Rust (`block_tiles(n, return)`): the expression that never
+    /// ends runs as a statement, then a zero of `ty` stands for the value that never exists, so
+    /// that its user reads a value of its type.
+    fn coerce_never(&mut self, e: &mut Expr, ty: &Ty) {
+        let span = e.span;
+        let Some(zero) = self.zero_of(ty, span) else {
+            self.diags.error(
+                span,
+                format!("this expression never ends, and it stands where a `{ty}` is needed: write it as a statement of its own"),
+            );
+            return;
+        };
+        let never = std::mem::replace(e, err(span));
+        *e = mk(
+            ExprKind::Block(crate::tir::Block {
+                stmts: vec![crate::tir::Stmt::Expr(never)],
+                tail: Some(Box::new(zero)),
+            }),
+            ty.clone(),
+            span,
+        );
+    }
+
+    /// A zero value of `ty`, for the types that have one (scalars but the halves, which have no
+    /// literal, enums, and tuples, arrays and structs of them).
+    fn zero_of(&self, ty: &Ty, span: Span) -> Option<Expr> {
+        let scalar = |s: Scalar| {
+            let lit = if s.is_half() {
+                return None;
+            } else if s.is_float() {
+                Lit::Float(0.0)
+            } else if s == Scalar::Bool {
+                Lit::Bool(false)
+            } else {
+                Lit::Int(0)
+            };
+            Some(mk(ExprKind::Lit(lit), Ty::Scalar(s), span))
+        };
+        Some(match ty {
+            Ty::Scalar(s) => scalar(*s)?,
+            Ty::Enum(..) => mk(ExprKind::Lit(Lit::Int(0)), ty.clone(), span),
+            Ty::Tuple(ts) => {
+                let elems = ts
+                    .iter()
+                    .map(|t| t.scalar().and_then(scalar))
+                    .collect::<Option<Vec<Expr>>>()?;
+                mk(ExprKind::TupleLit(elems), ty.clone(), span)
+            }
+            Ty::Array(s, n) => mk(
+                ExprKind::ArrayRepeat(Box::new(scalar(*s)?), *n),
+                ty.clone(),
+                span,
+            ),
+            Ty::Struct(id, _) => {
+                let def = &self.scope.struct_defs[*id as usize];
+                let elems = def
+                    .declared
+                    .iter()
+                    .map(|(_, first, len)| {
+                        let s = def.fields.get(*first)?.1;
+                        Some(match len {
+                            Some(n) => mk(
+                                ExprKind::ArrayRepeat(Box::new(scalar(s)?), *n),
+                                Ty::Array(s, *n),
+                                span,
+                            ),
+                            None => scalar(s)?,
+                        })
+                    })
+                    .collect::<Option<Vec<Expr>>>()?;
+                mk(ExprKind::TupleLit(elems), ty.clone(), span)
+            }
+            _ => return None,
+        })
+    }
+
     /// Checks an expression. `expected` is the type its context wants, where known: it gives
     /// untyped literals their type.
     fn expr(&mut self, e: &mut syn::Expr, expected: Option<&Ty>) -> Expr {
-        let span = e.span();
+        let span = span_of(e);
+        if !self.enter(opening_span(e, span)) {
+            return err(span);
+        }
+        let out = self.expr_kind(e, expected, span);
+        self.depth -= 1;
+        out
+    }
+
+    /// One level deeper into the code, at `span`: false (after reporting it once per function)
+    /// past [`MAX_NESTING`] levels, where checking stops instead of recursing further.
+    fn enter(&mut self, span: Span) -> bool {
+        if self.depth >= MAX_NESTING {
+            if !self.nesting_reported {
+                self.nesting_reported = true;
+                self.diags.error(
+                    span,
+                    format!("expressions nested deeper than {MAX_NESTING} levels are not supported in kernels: give inner parts names with `let`, or move them into a helper fn"),
+                );
+            }
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    /// [`Checker::expr`] one level down, by the kind of expression.
+    fn expr_kind(&mut self, e: &mut syn::Expr, expected: Option<&Ty>, span: Span) -> Expr {
         match e {
             syn::Expr::Lit(l) => self.literal(&l.lit, expected),
             syn::Expr::Path(p) => self.path_expr(p),
@@ -261,28 +411,28 @@ impl Checker<'_> {
             }
             syn::Expr::Group(g) => self.expr(&mut g.expr, expected),
             syn::Expr::Binary(b) => {
-                let out = self.binary(b, expected);
+                let out = self.binary(b, expected, span);
                 if let Some(wrapping) = wrapping_form(b, &out) {
                     *e = wrapping;
                 }
                 out
             }
             syn::Expr::Unary(u) => {
-                let out = self.unary(u, expected);
+                let out = self.unary(u, expected, span);
                 if let Some(rewritten) = self.pending_rewrite.take() {
                     *e = rewritten;
                 }
                 out
             }
             syn::Expr::Cast(c) => self.cast(c, span),
-            syn::Expr::MethodCall(m) => self.method_call(m),
-            syn::Expr::Call(c) => self.call(c),
+            syn::Expr::MethodCall(m) => self.method_call(m, span),
+            syn::Expr::Call(c) => self.call(c, span),
             syn::Expr::Await(a) => self.await_expr(a, span),
-            syn::Expr::Index(ix) => self.index(ix),
+            syn::Expr::Index(ix) => self.index(ix, span),
             syn::Expr::Range(r) => self.range_expr(r, span),
             syn::Expr::Reference(r) => self.reference(r, span),
             syn::Expr::Block(b) => self.block_expr(b, span),
-            syn::Expr::If(i) => self.if_expr(i, expected),
+            syn::Expr::If(i) => self.if_expr(i, expected, span),
             syn::Expr::Assign(a) => self.assign(a, span),
             syn::Expr::Macro(m) => self.macro_call(&m.mac.clone(), Some(e)),
             syn::Expr::Loop(l) => self.loop_expr(l, span),
@@ -366,8 +516,9 @@ impl Checker<'_> {
     }
 }
 
-/// Sets the type of every untyped literal in `e` (and of the operators over them) to `s`.
-pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
+/// Sets the type of every untyped literal in `e` (and of the operators over them) to `s`; pushes
+/// to `negated` the span of each `-` this makes apply to an unsigned integer.
+fn set_literal_types(e: &mut Expr, s: Scalar, negated: &mut Vec<Span>) {
     if !matches!(e.ty, Ty::IntLit | Ty::FloatLit) {
         return;
     }
@@ -378,31 +529,289 @@ pub(crate) fn fix_literals(e: &mut Expr, s: Scalar) {
                 *l = Lit::Float(v as f64);
             }
         }
-        ExprKind::Unary(_, a) => fix_literals(a, s),
+        ExprKind::Unary(op, a) => {
+            if *op == UnOp::Neg && s.is_int() && !s.is_signed() {
+                negated.push(e.span);
+            }
+            set_literal_types(a, s, negated)
+        }
         ExprKind::Binary(op, a, b) => {
-            fix_literals(a, s);
+            set_literal_types(a, s, negated);
             if !matches!(op, BinOp::Shl | BinOp::Shr) {
-                fix_literals(b, s);
+                set_literal_types(b, s, negated);
             }
         }
         ExprKind::Block(b) => {
             if let Some(t) = b.tail.as_mut() {
-                fix_literals(t, s);
+                set_literal_types(t, s, negated);
             }
         }
         ExprKind::Match(_, arms) => {
             for a in arms.iter_mut() {
-                fix_literals(&mut a.body, s);
+                set_literal_types(&mut a.body, s, negated);
             }
         }
         ExprKind::If(_, then, else_) | ExprKind::IfLetSome { then, else_, .. } => {
             if let Some(t) = then.tail.as_mut() {
-                fix_literals(t, s);
+                set_literal_types(t, s, negated);
             }
             if let Some(e) = else_ {
-                fix_literals(e, s);
+                set_literal_types(e, s, negated);
             }
         }
         _ => {}
     }
+}
+
+/// The error for `-` on an unsigned integer type `s`.
+pub(super) fn negation_message(s: Scalar) -> String {
+    format!("`-` is not defined for the unsigned `{s}`: unsigned values cannot be negated; write `{s}::MAX` for the largest value, `0{s}.wrapping_sub(x)` for a wrapping negation, or use a signed type")
+}
+
+/// The span of `e`'s first token (a whole group for a delimited one): what `Spanned::span` gives
+/// on stable Rust, where spans do not join, found without printing `e` (printing a large
+/// expression is costly, and recursive).
+pub(crate) fn span_of(e: &syn::Expr) -> Span {
+    let mut e = e;
+    loop {
+        // An expression's outer attributes come first.
+        macro_rules! attrs_first {
+            ($x:expr) => {
+                if let Some(a) = $x.attrs.first() {
+                    return a.pound_token.span;
+                }
+            };
+        }
+        match e {
+            syn::Expr::Array(x) => {
+                attrs_first!(x);
+                return x.bracket_token.span.join();
+            }
+            syn::Expr::Assign(x) => {
+                attrs_first!(x);
+                e = &x.left;
+            }
+            syn::Expr::Async(x) => {
+                attrs_first!(x);
+                return x.async_token.span;
+            }
+            syn::Expr::Await(x) => {
+                attrs_first!(x);
+                e = &x.base;
+            }
+            syn::Expr::Binary(x) => {
+                attrs_first!(x);
+                e = &x.left;
+            }
+            syn::Expr::Block(x) => {
+                attrs_first!(x);
+                return match &x.label {
+                    Some(l) => l.name.apostrophe,
+                    None => x.block.brace_token.span.join(),
+                };
+            }
+            syn::Expr::Break(x) => {
+                attrs_first!(x);
+                return x.break_token.span;
+            }
+            syn::Expr::Call(x) => {
+                attrs_first!(x);
+                e = &x.func;
+            }
+            syn::Expr::Cast(x) => {
+                attrs_first!(x);
+                e = &x.expr;
+            }
+            syn::Expr::Closure(x) => {
+                attrs_first!(x);
+                return match (
+                    &x.lifetimes,
+                    &x.constness,
+                    &x.movability,
+                    &x.asyncness,
+                    &x.capture,
+                ) {
+                    (Some(l), ..) => l.for_token.span,
+                    (_, Some(c), ..) => c.span,
+                    (_, _, Some(m), ..) => m.span,
+                    (_, _, _, Some(a), _) => a.span,
+                    (_, _, _, _, Some(c)) => c.span,
+                    _ => x.or1_token.spans[0],
+                };
+            }
+            syn::Expr::Const(x) => {
+                attrs_first!(x);
+                return x.const_token.span;
+            }
+            syn::Expr::Continue(x) => {
+                attrs_first!(x);
+                return x.continue_token.span;
+            }
+            syn::Expr::Field(x) => {
+                attrs_first!(x);
+                e = &x.base;
+            }
+            syn::Expr::ForLoop(x) => {
+                attrs_first!(x);
+                return match &x.label {
+                    Some(l) => l.name.apostrophe,
+                    None => x.for_token.span,
+                };
+            }
+            syn::Expr::Group(x) => {
+                attrs_first!(x);
+                return x.group_token.span;
+            }
+            syn::Expr::If(x) => {
+                attrs_first!(x);
+                return x.if_token.span;
+            }
+            syn::Expr::Index(x) => {
+                attrs_first!(x);
+                e = &x.expr;
+            }
+            syn::Expr::Infer(x) => {
+                attrs_first!(x);
+                return x.underscore_token.span;
+            }
+            syn::Expr::Let(x) => {
+                attrs_first!(x);
+                return x.let_token.span;
+            }
+            syn::Expr::Lit(x) => {
+                attrs_first!(x);
+                return x.lit.span();
+            }
+            syn::Expr::Loop(x) => {
+                attrs_first!(x);
+                return match &x.label {
+                    Some(l) => l.name.apostrophe,
+                    None => x.loop_token.span,
+                };
+            }
+            syn::Expr::Macro(x) => {
+                attrs_first!(x);
+                return path_span(None, &x.mac.path);
+            }
+            syn::Expr::Match(x) => {
+                attrs_first!(x);
+                return x.match_token.span;
+            }
+            syn::Expr::MethodCall(x) => {
+                attrs_first!(x);
+                e = &x.receiver;
+            }
+            syn::Expr::Paren(x) => {
+                attrs_first!(x);
+                return x.paren_token.span.join();
+            }
+            syn::Expr::Path(x) => {
+                attrs_first!(x);
+                return path_span(x.qself.as_ref(), &x.path);
+            }
+            syn::Expr::Range(x) => {
+                attrs_first!(x);
+                match &x.start {
+                    Some(start) => e = start,
+                    None => {
+                        return match &x.limits {
+                            syn::RangeLimits::HalfOpen(t) => t.spans[0],
+                            syn::RangeLimits::Closed(t) => t.spans[0],
+                        }
+                    }
+                }
+            }
+            syn::Expr::RawAddr(x) => {
+                attrs_first!(x);
+                return x.and_token.spans[0];
+            }
+            syn::Expr::Reference(x) => {
+                attrs_first!(x);
+                return x.and_token.spans[0];
+            }
+            syn::Expr::Repeat(x) => {
+                attrs_first!(x);
+                return x.bracket_token.span.join();
+            }
+            syn::Expr::Return(x) => {
+                attrs_first!(x);
+                return x.return_token.span;
+            }
+            syn::Expr::Struct(x) => {
+                attrs_first!(x);
+                return path_span(x.qself.as_ref(), &x.path);
+            }
+            syn::Expr::Try(x) => {
+                attrs_first!(x);
+                e = &x.expr;
+            }
+            syn::Expr::TryBlock(x) => {
+                attrs_first!(x);
+                return x.try_token.span;
+            }
+            syn::Expr::Tuple(x) => {
+                attrs_first!(x);
+                return x.paren_token.span.join();
+            }
+            syn::Expr::Unary(x) => {
+                attrs_first!(x);
+                return match x.op {
+                    syn::UnOp::Deref(t) => t.spans[0],
+                    syn::UnOp::Not(t) => t.spans[0],
+                    syn::UnOp::Neg(t) => t.spans[0],
+                    _ => x.op.span(),
+                };
+            }
+            syn::Expr::Unsafe(x) => {
+                attrs_first!(x);
+                return x.unsafe_token.span;
+            }
+            syn::Expr::While(x) => {
+                attrs_first!(x);
+                return match &x.label {
+                    Some(l) => l.name.apostrophe,
+                    None => x.while_token.span,
+                };
+            }
+            syn::Expr::Yield(x) => {
+                attrs_first!(x);
+                return x.yield_token.span;
+            }
+            syn::Expr::Verbatim(t) => {
+                return t
+                    .clone()
+                    .into_iter()
+                    .next()
+                    .map_or_else(Span::call_site, |t| t.span());
+            }
+            other => return other.span(),
+        }
+    }
+}
+
+/// `span`, `e`'s span, narrowed to the opening delimiter where `e` is a delimited group (where an
+/// error about the nesting points).
+pub(crate) fn opening_span(e: &syn::Expr, span: Span) -> Span {
+    match e {
+        syn::Expr::Block(b) if b.attrs.is_empty() && b.label.is_none() => {
+            b.block.brace_token.span.open()
+        }
+        syn::Expr::Paren(p) if p.attrs.is_empty() => p.paren_token.span.open(),
+        syn::Expr::Tuple(t) if t.attrs.is_empty() => t.paren_token.span.open(),
+        syn::Expr::Array(a) if a.attrs.is_empty() => a.bracket_token.span.open(),
+        _ => span,
+    }
+}
+
+/// The span of the first token of a path (with its `<T as Trait>::` qualification, if any).
+fn path_span(qself: Option<&syn::QSelf>, path: &syn::Path) -> Span {
+    if let Some(q) = qself {
+        return q.lt_token.span;
+    }
+    if let Some(c) = &path.leading_colon {
+        return c.spans[0];
+    }
+    path.segments
+        .first()
+        .map_or_else(Span::call_site, |s| s.ident.span())
 }

@@ -5,9 +5,8 @@
 
 use proc_macro2::Span;
 use quote::quote_spanned;
-use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, negation_message, Checker};
 use crate::check::sig;
 use crate::tir::{BinOp, Expr, ExprKind, UnOp};
 use crate::types::{Scalar, Ty};
@@ -15,8 +14,12 @@ use crate::types::{Scalar, Ty};
 impl Checker<'_> {
     /// `a op b` and `place op= b`: both sides of one type (a literal side takes the other's),
     /// except a shift's amount, which is any integer.
-    pub(super) fn binary(&mut self, b: &mut syn::ExprBinary, expected: Option<&Ty>) -> Expr {
-        let span = b.span();
+    pub(super) fn binary(
+        &mut self,
+        b: &mut syn::ExprBinary,
+        expected: Option<&Ty>,
+        span: Span,
+    ) -> Expr {
         use syn::BinOp as S;
         let (op, compound) = match b.op {
             S::Add(_) => (BinOp::Add, false),
@@ -59,6 +62,16 @@ impl Checker<'_> {
                 Ty::ElemRef { elem, .. } => Ty::Scalar(*elem),
                 t => t.clone(),
             };
+            if !matches!(target, Ty::Scalar(_) | Ty::Error) {
+                self.diags.error(
+                    place.span,
+                    format!(
+                        "`{}=` works on a number or a `bool`, not on a `{target}`",
+                        op.symbol()
+                    ),
+                );
+                return err(span);
+            }
             let rhs_expected = if matches!(op, BinOp::Shl | BinOp::Shr) {
                 None
             } else {
@@ -67,9 +80,7 @@ impl Checker<'_> {
             let mut value = self.expr(&mut b.right, rhs_expected);
             value = self.auto_deref(value);
             if matches!(op, BinOp::Shl | BinOp::Shr) {
-                if value.ty == Ty::IntLit {
-                    fix_literals(&mut value, Scalar::U32);
-                }
+                self.shift_amount(&mut value);
             } else {
                 self.expect(&mut value, &target);
             }
@@ -107,11 +118,13 @@ impl Checker<'_> {
         let r = self.expr(&mut b.right, r_expected.as_ref());
         let mut r = self.auto_deref(r);
         if matches!(op, BinOp::Shl | BinOp::Shr) {
-            if r.ty == Ty::IntLit {
-                fix_literals(&mut r, Scalar::U32);
-            }
-            if !matches!(r.ty, Ty::Scalar(s) if s.is_int()) && r.ty != Ty::Error {
-                self.diags.error(r.span, "a shift amount is an integer");
+            self.shift_amount(&mut r);
+            if !matches!(l.ty, Ty::Scalar(_) | Ty::IntLit | Ty::Error) {
+                self.diags.error(
+                    l.span,
+                    format!("`{}` shifts an integer, not a `{}`", op.symbol(), l.ty),
+                );
+                return err(span);
             }
             if let Ty::Scalar(s) = l.ty {
                 self.check_operand_type(op, s, span);
@@ -165,6 +178,32 @@ impl Checker<'_> {
         mk(ExprKind::Binary(op, Box::new(l), Box::new(r)), result, span)
     }
 
+    /// Checks a shift's amount: an integer (an untyped literal is a `u32`), not a negative
+    /// literal.
+    fn shift_amount(&mut self, r: &mut Expr) {
+        if r.ty == Ty::IntLit {
+            if matches!(r.kind, ExprKind::Unary(UnOp::Neg, _)) {
+                self.diags.error(
+                    r.span,
+                    "a shift amount cannot be negative: Rust rejects `x << -3` as an overflow; shift the other way, `x >> 3`",
+                );
+                *r = err(r.span);
+                return;
+            }
+            self.fix_literals(r, Scalar::U32);
+        }
+        if !matches!(r.ty, Ty::Scalar(s) if s.is_int()) && r.ty != Ty::Error {
+            self.diags.error(
+                r.span,
+                format!(
+                    "a shift amount is an integer, not a `{}`: convert it with `as u32`",
+                    r.ty
+                ),
+            );
+            *r = err(r.span);
+        }
+    }
+
     /// Reports `op` where it is not defined for `s` (the `half` types have arithmetic and
     /// comparisons only).
     fn check_operand_type(&mut self, op: BinOp, s: Scalar, span: Span) {
@@ -207,8 +246,12 @@ impl Checker<'_> {
     }
 
     /// `*r`, `-x` (which the shadow code spells `wrapping_neg` on signed integers) and `!x`.
-    pub(super) fn unary(&mut self, u: &mut syn::ExprUnary, expected: Option<&Ty>) -> Expr {
-        let span = u.span();
+    pub(super) fn unary(
+        &mut self,
+        u: &mut syn::ExprUnary,
+        expected: Option<&Ty>,
+        span: Span,
+    ) -> Expr {
         match u.op {
             syn::UnOp::Deref(_) => {
                 let inner = self.expr(&mut u.expr, None);
@@ -263,6 +306,10 @@ impl Checker<'_> {
                         mk(ExprKind::Unary(UnOp::Neg, Box::new(inner)), ty, span)
                     }
                     Ty::Error => err(span),
+                    Ty::Scalar(s) if s.is_int() => {
+                        self.diags.error(span, negation_message(s));
+                        err(span)
+                    }
                     ref t => {
                         self.diags.error(span, format!("cannot negate a `{t}`"));
                         err(span)
@@ -273,7 +320,7 @@ impl Checker<'_> {
                 let inner = self.expr(&mut u.expr, expected);
                 let inner = self.auto_deref(inner);
                 match inner.ty {
-                    Ty::Scalar(s) if !s.is_float() => mk(
+                    Ty::Scalar(s) if !s.is_float() && !s.is_half() => mk(
                         ExprKind::Unary(UnOp::Not, Box::new(inner)),
                         Ty::Scalar(s),
                         span,
@@ -308,8 +355,8 @@ impl Checker<'_> {
             (Ty::Scalar(t), Ty::Scalar(_) | Ty::IntLit | Ty::FloatLit) => {
                 let mut inner = inner;
                 match inner.ty {
-                    Ty::IntLit => fix_literals(&mut inner, Scalar::I32),
-                    Ty::FloatLit => fix_literals(&mut inner, Scalar::F32),
+                    Ty::IntLit => self.fix_literals(&mut inner, Scalar::I32),
+                    Ty::FloatLit => self.fix_literals(&mut inner, Scalar::F32),
                     _ => {}
                 }
                 if t.is_half() || inner.ty.scalar().is_some_and(Scalar::is_half) {

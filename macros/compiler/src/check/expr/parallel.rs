@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use super::{err, fix_literals, mk, Checker};
+use super::{err, mk, Checker};
 use crate::tir::{Block, Expr, ExprKind, ParBinding, Reduction};
 use crate::types::{ParShape, Scalar, Ty};
 
@@ -22,10 +22,16 @@ impl Checker<'_> {
         m: &mut syn::ExprMethodCall,
         span: Span,
     ) -> Expr {
+        let Some(receiver) = self.par_iter_in_place(receiver) else {
+            return err(span);
+        };
         let rty = receiver.ty.clone();
         match (name, &rty) {
             ("zip", Ty::ParIter(a)) if self.want_args(m, 1) => {
                 let other = self.expr(&mut m.args[0], None);
+                let Some(other) = self.par_iter_in_place(other) else {
+                    return err(span);
+                };
                 match &other.ty {
                     Ty::ParIter(b) => {
                         let shape = ParShape::Zip(Box::new(a.clone()), Box::new(b.clone()));
@@ -115,6 +121,34 @@ impl Checker<'_> {
         }
     }
 
+    /// `e`, a parallel iterator, as the loop it starts needs it: made in place (`x.par_iter()`,
+    /// maybe zipped, enumerated or mapped; a block of nothing but it stands for it). `None`
+    /// after reporting one chosen by a branch or made in a block with statements. Any other `e`
+    /// as it is.
+    fn par_iter_in_place(&mut self, mut e: Expr) -> Option<Expr> {
+        if !matches!(e.ty, Ty::ParIter(_)) {
+            return Some(e);
+        }
+        loop {
+            match e.kind {
+                ExprKind::ParSource(_)
+                | ExprKind::Zip(..)
+                | ExprKind::Enumerate(_)
+                | ExprKind::ParMap(..) => return Some(e),
+                ExprKind::Block(Block {
+                    stmts,
+                    tail: Some(tail),
+                }) if stmts.is_empty() => {
+                    e = *tail;
+                }
+                _ => {
+                    self.diags.error(e.span, "a parallel iterator runs where it is made: write `x.par_iter()` (or `x.par_iter_mut()`, with `zip`, `enumerate` or `map`) in place, not chosen by a branch or made in a block with statements");
+                    return None;
+                }
+            }
+        }
+    }
+
     /// A parallel iterator over the elements of a slice or a slot (not inside another parallel
     /// loop's closure).
     pub(super) fn par_source(
@@ -147,8 +181,8 @@ impl Checker<'_> {
         };
         if c.inputs.len() != 1 {
             self.diags.error_at(
-                &c.inputs,
-                "the `for_each` closure takes one parameter (a tuple pattern for zipped items)",
+                &closure_params(c),
+                "the `for_each` closure takes one parameter (a tuple pattern for zipped items), as in `|x|` or `|(a, b)|`",
             );
             return err(span);
         }
@@ -157,16 +191,7 @@ impl Checker<'_> {
         let first_local = self.locals.len() as u32;
         let outer = self.par_locals_start.replace(first_local);
         let binding = self.par_binding(&c.inputs[0], &shape);
-        let body_block = match &mut *c.body {
-            syn::Expr::Block(b) => self.block(&mut b.block),
-            other => {
-                let e = self.expr(other, None);
-                Block {
-                    stmts: Vec::new(),
-                    tail: Some(Box::new(e)),
-                }
-            }
-        };
+        let body_block = self.closure_body(&mut c.body);
         self.par_locals_start = outer;
         self.names.pop();
         let mut body_block = body_block;
@@ -211,9 +236,9 @@ impl Checker<'_> {
         let out = match body.tail.as_mut() {
             Some(t) => {
                 if t.ty == Ty::IntLit {
-                    fix_literals(t, Scalar::I32);
+                    self.fix_literals(t, Scalar::I32);
                 } else if t.ty == Ty::FloatLit {
-                    fix_literals(t, Scalar::F32);
+                    self.fix_literals(t, Scalar::F32);
                 }
                 let derefed = self.auto_deref((**t).clone());
                 **t = derefed;
@@ -300,7 +325,7 @@ impl Checker<'_> {
     ) -> Option<Reduction> {
         let ty = Ty::Scalar(elem);
         let idc = self.par_closure(id_arg, what, 0)?;
-        let mut identity = self.expr(&mut idc.body, Some(&ty));
+        let mut identity = self.in_closure(|c| c.expr(&mut idc.body, Some(&ty)));
         self.expect(&mut identity, &ty);
         let c = self.par_closure(op_arg, what, 2)?;
         self.names.push(HashMap::new());
@@ -371,7 +396,7 @@ impl Checker<'_> {
                 _ => "two parameters, as in `|a, b| a + b`",
             };
             self.diags.error_at(
-                &c.or1_token,
+                &closure_params(c),
                 format!("this closure of `{what}` takes {shape}"),
             );
             return None;
@@ -381,16 +406,27 @@ impl Checker<'_> {
 
     /// A closure's body as a block (an expression body is its tail).
     pub(super) fn closure_body(&mut self, body: &mut syn::Expr) -> Block {
-        match body {
-            syn::Expr::Block(b) => self.block(&mut b.block),
+        self.in_closure(|c| match body {
+            syn::Expr::Block(b) => c.block(&mut b.block),
             other => {
-                let e = self.expr(other, None);
+                let e = c.expr(other, None);
                 Block {
                     stmts: Vec::new(),
                     tail: Some(Box::new(e)),
                 }
             }
-        }
+        })
+    }
+
+    /// Runs `f` on a closure's body: the loops around the closure are out of reach of its
+    /// `break` and `continue`, as in Rust.
+    fn in_closure<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let loops = std::mem::take(&mut self.loops);
+        let outer = std::mem::replace(&mut self.in_closure, true);
+        let r = f(self);
+        self.in_closure = outer;
+        self.loops = loops;
+        r
     }
 
     /// Declares the names of a parallel closure's parameter: a reference to an element or a
@@ -457,4 +493,11 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A closure's parameter list with its bars, `|a, b|`: where errors about its parameters go
+/// (the list alone has no tokens when it is empty).
+pub(super) fn closure_params(c: &syn::ExprClosure) -> proc_macro2::TokenStream {
+    let (or1, inputs, or2) = (&c.or1_token, &c.inputs, &c.or2_token);
+    quote::quote!(#or1 #inputs #or2)
 }

@@ -4,7 +4,7 @@
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-use super::{err, mk, Checker};
+use super::{err, mk, span_of, Checker};
 use crate::tir::{Block, Expr, ExprKind, Lit};
 use crate::types::{Scalar, Ty};
 
@@ -27,7 +27,7 @@ impl Checker<'_> {
 
     /// The left side of an assignment: a mutable scalar local, or `*r` of a mutable element.
     pub(super) fn place(&mut self, e: &mut syn::Expr) -> Expr {
-        let span = e.span();
+        let span = span_of(e);
         let place = self.expr(e, None);
         match &place.kind {
             ExprKind::Local(id) => {
@@ -218,8 +218,7 @@ impl Checker<'_> {
     }
 
     /// `base[i]` of a slice, a local array, an atomic slice or a slot, and `slice[a..b]`.
-    pub(super) fn index(&mut self, ix: &mut syn::ExprIndex) -> Expr {
-        let span = ix.span();
+    pub(super) fn index(&mut self, ix: &mut syn::ExprIndex, span: Span) -> Expr {
         let base = self.expr(&mut ix.expr, None);
         let usize_ty = Ty::Scalar(Scalar::Usize);
         let mut index = match &mut *ix.index {

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use super::{err, mk, Checker};
 use crate::check::sig::array_args;
 use crate::check::uniform::children;
+use crate::target::SHARED_LIMIT;
 use crate::tir::{BinOp, Block, Expr, ExprKind, Lit, LocalId, ParBinding, Stmt};
 use crate::types::{ArrayTy, ParShape, Scalar, Ty};
 use proc_macro2::Span;
@@ -64,6 +65,19 @@ impl Checker<'_> {
         let Some(arr) = array_args(&args, two_d, self.scope, self.diags, &c.func) else {
             return err(span);
         };
+        // Checked before anything is made for the array: its bytes, unpadded, fit a block's
+        // shared memory (the layout checks the padded rows with the kernel's other shared
+        // memory).
+        let bytes =
+            u128::from(arr.rows.unwrap_or(1)) * u128::from(arr.cols) * u128::from(arr.elem.size());
+        if bytes > u128::from(SHARED_LIMIT) {
+            let sizes = &args[1..];
+            self.diags.error_at(
+                &quote::quote!(#(#sizes),*),
+                format!("a shared array of {bytes} B is past the {SHARED_LIMIT} B of shared memory a block can have on sm_90: make it smaller, or split the work into tiles that fit"),
+            );
+            return err(span);
+        }
         if !self.is_kernel() {
             self.diags.error_at(&c.func, "shared arrays are made in the kernel body, before `join!`, and passed to the roles as `&mut arr` (to write) or `&arr` (to read)");
         }

@@ -294,9 +294,10 @@ impl Checker<'_> {
                 return default;
             };
             let e: syn::Expr = syn::parse2(t.clone()).ok()?;
-            crate::check::consts::eval_usize(&e, &self.scope.consts)
-                .ok()
-                .map(u128::from)
+            // A bound that is not a constant is unknown here, not an error: the checker reports
+            // what it must where the range is checked.
+            let mut unknown = crate::diag::Diagnostics::new();
+            crate::check::consts::eval_usize(&e, &self.scope.consts, &mut unknown).map(u128::from)
         };
         let n = borrows.len();
         let bounds: Vec<(Option<u128>, Option<u128>)> = borrows

@@ -9,10 +9,10 @@ use proc_macro2::Span;
 use quote::quote_spanned;
 use syn::spanned::Spanned;
 
-use super::{fix_literals, mk, Checker};
-use crate::check::sig;
+use super::{err, mk, Checker};
+use crate::check::{sig, value_size_message};
 use crate::tir::{Block, Expr, ExprKind, LetPattern, Stmt};
-use crate::types::{Scalar, Ty};
+use crate::types::{Scalar, Ty, MAX_VALUE_SCALARS};
 
 impl Checker<'_> {
     /// A block, in a scope of its own: its statements and its tail expression.
@@ -34,6 +34,8 @@ impl Checker<'_> {
                     &*item,
                     "items inside kernel functions are not supported: declare them at the module level",
                 ),
+                // A stray `;` (Rust warns about it, and so does rustc on the shadow code).
+                syn::Stmt::Expr(syn::Expr::Verbatim(t), Some(_)) if t.is_empty() => {}
                 syn::Stmt::Expr(e, semi) => {
                     if let Some(s) = self.control_stmt(e) {
                         out.stmts.push(s);
@@ -105,7 +107,7 @@ impl Checker<'_> {
         // A user's ascription fixes the type; otherwise the checker infers it and writes it in.
         let (pat, ascribed) = match &local.pat {
             syn::Pat::Type(pt) => {
-                let ty = sig::parse_type(&pt.ty, self.scope, self.diags);
+                let ty = sig::value_type(&pt.ty, self.scope, self.diags);
                 ((*pt.pat).clone(), Some(ty))
             }
             p => (p.clone(), None),
@@ -207,9 +209,9 @@ impl Checker<'_> {
         ascribed: Option<&Ty>,
     ) -> Option<Stmt> {
         if let Ty::IntLit = value.ty {
-            fix_literals(&mut value, Scalar::I32);
+            self.fix_literals(&mut value, Scalar::I32);
         } else if let Ty::FloatLit = value.ty {
-            fix_literals(&mut value, Scalar::F32);
+            self.fix_literals(&mut value, Scalar::F32);
         }
         if matches!(value.ty, Ty::ChanPair(_)) {
             self.diags.error_at(
@@ -233,6 +235,14 @@ impl Checker<'_> {
                     value.ty
                 ),
             );
+        }
+        if let Ty::Array(_, n) = value.ty {
+            // A `static` table, bigger than a value may be, read whole into a local.
+            if n > MAX_VALUE_SCALARS {
+                self.diags
+                    .error(value.span, value_size_message("this array", n.into()));
+                value = err(value.span);
+            }
         }
         if let Ty::Tuple(ts) = value.ty.clone() {
             let defaults: Vec<Ty> = ts
@@ -285,6 +295,14 @@ impl Checker<'_> {
             pi.mutability.is_some(),
             pi.ident.span(),
         );
+        // `rx.subscribe()` is another receiver of `rx`'s channel.
+        if let ExprKind::Subscribe(rx) = &value.kind {
+            if let ExprKind::Local(rx) = rx.kind {
+                if let Some(&channel) = self.channel_of.get(&rx) {
+                    self.channel_of.insert(id, channel);
+                }
+            }
+        }
         Some(Stmt::Let(LetPattern::Local(id), value))
     }
 
@@ -408,6 +426,8 @@ impl Checker<'_> {
             return None;
         };
         let mut ids = Vec::new();
+        let channel = self.channels_made;
+        self.channels_made += 1;
         for (i, p) in t.elems.iter().enumerate() {
             match p {
                 syn::Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
@@ -416,12 +436,14 @@ impl Checker<'_> {
                     } else {
                         Ty::Receiver(c.clone())
                     };
-                    ids.push(self.declare(
+                    let id = self.declare(
                         &pi.ident.to_string(),
                         ty,
                         pi.mutability.is_some(),
                         pi.ident.span(),
-                    ));
+                    );
+                    self.channel_of.insert(id, channel);
+                    ids.push(id);
                 }
                 other => {
                     self.diags

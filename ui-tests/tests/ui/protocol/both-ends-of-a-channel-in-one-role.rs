@@ -1,4 +1,4 @@
-// A role holding both ends of a channel that receives before it sends waits forever.
+// A channel connects two roles: one role cannot be given both of its ends.
 use gpu_async::gpu_async;
 
 #[gpu_async]

@@ -1,0 +1,25 @@
+// `break` inside a parallel loop's closure cannot leave the loop around the closure.
+use gpu_async::gpu_async;
+
+#[gpu_async]
+mod kernels {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 1)]
+    pub async fn k(x: &[f32], y: &mut [f32]) {
+        join!(on_warps(0..1, work(x, y))).await;
+    }
+
+    async fn work(x: &[f32], y: &mut [f32]) {
+        loop {
+            y.par_iter_mut().for_each(|o| {
+                if *o > 1.0 {
+                    break;
+                }
+                *o = 0.0;
+            });
+        }
+    }
+}
+
+fn main() {}
