@@ -134,7 +134,9 @@ pub fn fuzz(
     while !stop(&totals) {
         before(index);
         let (origin, source) = campaign.input(index);
-        let mut outcome = expander.run(&source, budget, budget * 10);
+        // The wall clock's limit, past which the input is abandoned as a hang, is far above the
+        // budget on CPU time: a campaign at a low priority waits for the machine's other work.
+        let mut outcome = expander.run(&source, budget, budget * 30);
         if let Some(Outcome {
             finding: Some(Finding::Slow(_)),
             ..
@@ -142,7 +144,7 @@ pub fn fuzz(
         {
             // Timing depends on the machine's other work: a slow input is a finding when a
             // second run is slow too.
-            outcome = expander.run(&source, budget, budget * 10);
+            outcome = expander.run(&source, budget, budget * 30);
         }
         match outcome {
             None => totals.unlexed += 1,

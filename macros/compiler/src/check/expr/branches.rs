@@ -162,6 +162,10 @@ impl Checker<'_> {
             self.diags.error(span, format!("an `if` cannot produce a `{ty}` yet: declare it before the `if` and assign its parts in each branch"));
             return err(span);
         }
+        if !branch_value(&ty) {
+            self.diags.error(span, format!("an `if` can give a scalar or an enum value only, not a `{ty}`: choose what it is made from in the branches (an index, a range's ends) and make it after the `if`"));
+            return err(span);
+        }
         let if_expr = mk(ExprKind::If(Box::new(cond), then, else_), ty.clone(), span);
         match if_let {
             Some((tmp, scrutinee)) => mk(
@@ -279,6 +283,10 @@ impl Checker<'_> {
         }
         if let Ty::Array(..) | Ty::Tuple(_) | Ty::Struct(..) = ty {
             self.diags.error(span, format!("a `match` cannot produce a `{ty}` yet: declare it before the `match` and assign its parts in each arm"));
+            return err(span);
+        }
+        if !branch_value(&ty) {
+            self.diags.error(span, format!("a `match` can give a scalar or an enum value only, not a `{ty}`: choose what it is made from in the arms (an index, a range's ends) and make it after the `match`"));
             return err(span);
         }
         mk(ExprKind::Match(Box::new(scrutinee), arms), ty, span)
@@ -532,4 +540,21 @@ impl Checker<'_> {
         }
         mk(ExprKind::Return(value), Ty::Never, span)
     }
+}
+
+/// Whether an `if` or a `match` can give a value of type `ty`: the lowering merges its branches'
+/// values in one register, so a scalar or an enum (or no value). A parallel iterator is
+/// reported where it runs (`par_iter_in_place`).
+fn branch_value(ty: &Ty) -> bool {
+    matches!(
+        ty,
+        Ty::Scalar(_)
+            | Ty::Enum(..)
+            | Ty::IntLit
+            | Ty::FloatLit
+            | Ty::Unit
+            | Ty::Never
+            | Ty::Error
+            | Ty::ParIter(_)
+    )
 }
