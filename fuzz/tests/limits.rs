@@ -65,3 +65,18 @@ fn a_too_deep_input_is_answered_without_parsing_it() {
         .expect("lexes");
     assert!(gpu_async_compiler::parse::too_deep(&shallow).is_none());
 }
+
+#[test]
+fn a_long_run_of_returns_is_answered_without_parsing_it() {
+    // `return return ..` makes syn's parser recurse once per keyword, as a group does.
+    let source = pathological::role_module(&format!("if n > 0 {{ {} }}", "return ".repeat(3000)));
+    let tokens: proc_macro2::TokenStream = source.parse().expect("lexes");
+    let out = gpu_async_compiler::parse::too_deep(&tokens).expect("too deep");
+    assert!(out.to_string().contains("nested deeper than 64 levels"));
+    let outcome = expand_source(&source, Duration::from_secs(60), STACK).expect("lexes");
+    assert!(outcome.finding.is_none(), "{:?}", outcome.finding);
+    let few: proc_macro2::TokenStream = pathological::role_module("if n > 0 { return return; }")
+        .parse()
+        .expect("lexes");
+    assert!(gpu_async_compiler::parse::too_deep(&few).is_none());
+}

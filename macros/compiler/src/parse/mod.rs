@@ -105,23 +105,38 @@ pub struct RoleBudget {
 /// and the body three more).
 pub const MAX_GROUP_NESTING: usize = 2 * MAX_NESTING + 16;
 
-/// The expansion for an input nested past [`MAX_GROUP_NESTING`] groups, found without recursing:
+/// The expansion for an input nested past [`MAX_GROUP_NESTING`] groups (a run of prefix tokens
+/// counting as that many groups), found without recursing:
 /// the nesting error at the group past the limit, and the module without its items (so that
 /// rustc adds no errors of its own about it). `None` for any other input, which can be parsed.
 pub fn too_deep(item: &TokenStream) -> Option<TokenStream> {
-    // An explicit stack of the groups being walked.
-    let mut stack = vec![item.clone().into_iter()];
+    // An explicit stack of the groups being walked, with the run of `return`, `break` and
+    // `yield` keywords at each level: syn's parser recurses through several frames per keyword
+    // of such a run (`return return return ..`), as it does per group.
+    let mut stack = vec![(item.clone().into_iter(), 0usize)];
     let mut past = None;
-    while let Some(top) = stack.last_mut() {
+    loop {
+        let depth = stack.len();
+        let Some((top, run)) = stack.last_mut() else {
+            break;
+        };
         match top.next() {
             Some(TokenTree::Group(g)) => {
-                if stack.len() > MAX_GROUP_NESTING {
+                *run = 0;
+                if depth > MAX_GROUP_NESTING {
                     past = Some(g.span_open());
                     break;
                 }
-                stack.push(g.stream().into_iter());
+                stack.push((g.stream().into_iter(), 0));
             }
-            Some(_) => {}
+            Some(tt) => {
+                let prefix = matches!(&tt, TokenTree::Ident(i) if i == "return" || i == "break" || i == "yield");
+                *run = if prefix { *run + 1 } else { 0 };
+                if prefix && depth + *run > MAX_GROUP_NESTING {
+                    past = Some(tt.span());
+                    break;
+                }
+            }
             None => {
                 stack.pop();
             }
