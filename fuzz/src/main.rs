@@ -1,12 +1,14 @@
 //! The fuzzer's command line.
 //!
 //! ```text
-//! cargo run --release -p gpu-async-fuzz -- --seconds N [--seed S] [--out DIR] [--inputs N] [--budget-ms MS]
+//! cargo run --release -p gpu-async-fuzz -- [--seconds N] [--inputs N] [--seed S] [--out DIR] [--budget-ms MS]
 //! cargo run -p gpu-async-fuzz -- --bench [--runs K]
 //! cargo run --release -p gpu-async-fuzz -- --file PATH..
 //! ```
 //!
-//! A campaign runs in a child process (`--worker`) that reports each input's number before
+//! A campaign runs until `--seconds` (60 by default) or `--inputs` (alone: until they are done),
+//! and prints its count, inputs per second and findings by kind; its budget is on each input's CPU
+//! time. A campaign runs in a child process (`--worker`) that reports each input's number before
 //! expanding it, so that when the child dies (a stack overflow, an allocation failure) the
 //! supervisor makes the input again from its number, saves it, and starts a new child after it.
 
@@ -58,10 +60,14 @@ fn parse_options() -> Options {
         print: None,
     };
     let mut args = std::env::args().skip(1);
+    let mut seconds_given = false;
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
         match a.as_str() {
-            "--seconds" => o.seconds = value().parse().unwrap_or_else(|_| usage()),
+            "--seconds" => {
+                o.seconds = value().parse().unwrap_or_else(|_| usage());
+                seconds_given = true;
+            }
             "--inputs" => o.inputs = Some(value().parse().unwrap_or_else(|_| usage())),
             "--seed" => o.seed = value().parse().unwrap_or_else(|_| usage()),
             "--out" => o.out = Some(PathBuf::from(value())),
@@ -80,6 +86,10 @@ fn parse_options() -> Options {
             }
             _ => usage(),
         }
+    }
+    if o.inputs.is_some() && !seconds_given {
+        // A count of inputs alone runs until they are done.
+        o.seconds = 1e9;
     }
     o
 }
@@ -265,7 +275,7 @@ fn supervise(o: &Options) {
     let secs = started.elapsed().as_secs_f64();
     let all = totals.inputs + totals.unlexed;
     println!(
-        "{} inputs ({} expanded, {} did not lex, {} rejected with errors) in {:.1} s: {:.0} inputs/s; slowest expansion {:.1} ms",
+        "{} inputs ({} expanded, {} did not lex, {} rejected with errors) in {:.1} s: {:.0} inputs/s; slowest expansion {:.1} ms (wall clock)",
         all,
         totals.inputs,
         totals.unlexed,
