@@ -2,7 +2,6 @@
 //! variants), and the literals of arrays, tuples and structs.
 
 use proc_macro2::Span;
-use syn::spanned::Spanned;
 
 use super::{err, mk, Checker};
 use crate::check::{consts, sig::heap_message, value_size_message};
@@ -81,7 +80,9 @@ impl Checker<'_> {
     /// A name: an enum variant, an associated constant (`u32::MAX`), a local, or a `const` or
     /// `static` of the module.
     pub(super) fn path_expr(&mut self, p: &syn::ExprPath) -> Expr {
-        let span = p.span();
+        // The first token's, as rustc's stable proc-macro spans give: syn's `span()` would print
+        // the path to join its tokens, on every use of a local.
+        let span = super::path_span(p.qself.as_ref(), &p.path);
         if let Some(e) = self.enum_value(&p.path) {
             return e;
         }
