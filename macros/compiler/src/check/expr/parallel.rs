@@ -26,6 +26,27 @@ impl Checker<'_> {
             return err(span);
         };
         let rty = receiver.ty.clone();
+        let ends_loop = matches!(
+            name,
+            "sum"
+                | "min"
+                | "max"
+                | "reduce"
+                | "fold"
+                | "exclusive_sum"
+                | "inclusive_sum"
+                | "exclusive_scan"
+                | "inclusive_scan"
+        );
+        if ends_loop && matches!(rty, Ty::ParIter(_)) && self.is_kernel() {
+            // The kernel body runs on every thread before the roles start, without the role's
+            // threads and scratch a reduction or a scan combines its parts with.
+            self.diags.error(
+                m.method.span(),
+                format!("`{name}` over a parallel iterator is role code: compute it in a role (the kernel body only creates channels, scalars and parts of slices)"),
+            );
+            return err(span);
+        }
         match (name, &rty) {
             ("zip", Ty::ParIter(a)) if self.want_args(m, 1) => {
                 let other = self.expr(&mut m.args[0], None);
