@@ -59,6 +59,24 @@ pub fn channel_module(producer: &str, consumer: &str) -> String {
     )
 }
 
+/// A kernel module whose kernel body is `body` (with `y: &mut [f32]` in scope, and which must
+/// define a part `p0` of it), then runs one role on `p0`.
+pub fn parts_module(body: &str) -> String {
+    format!(
+        "mod pathological {{
+    use gpu_async::device::*;
+    #[kernel(warps = 1)]
+    pub async fn k(y: &mut [f32]) {{
+{body}
+        join!(on_warps(0..1, role(p0))).await;
+    }}
+    async fn role(y: &mut [f32]) {{
+        y.par_iter_mut().for_each(|o| *o = 1.0);
+    }}
+}}"
+    )
+}
+
 /// `text` `times` times.
 fn repeat(text: &str, times: usize) -> String {
     text.repeat(times)
@@ -247,6 +265,29 @@ pub fn inputs() -> Vec<(String, String, bool)> {
             true,
         ));
     }
+    // Every `return` drops every slot in scope: each unsent slot is reported once, not once
+    // per path (which was 2,000 x 2,000 / 2 errors).
+    out.push((
+        "2000 x slot dropped without `send`".to_string(),
+        channel_module(
+            &repeat(
+                "let Some(mut s) = tx.reserve().await else { return };\n",
+                2000,
+            ),
+            "while let Some(s) = rx.recv().await { drop(s); }",
+        ),
+        false,
+    ));
+    // Parts of one slice: their disjointness is an order over all of them.
+    out.push((
+        "2000 x `&mut y[k..k + 1]` in the kernel body".to_string(),
+        parts_module(
+            &(0..2000)
+                .map(|k| format!("let p{k} = &mut y[{k}..{k} + 1];\n"))
+                .collect::<String>(),
+        ),
+        true,
+    ));
     // Shared arrays: a role barrier's placement walks the loops around each access.
     let shared_body = "(0..64usize).into_par_iter().for_each(|i| { tile[i] = x[i]; });\n\
         y[0..64].par_iter_mut().enumerate().for_each(|(i, o)| *o = tile[63 - i]);";

@@ -39,7 +39,8 @@ fn pathological_inputs_expand_or_fail_with_a_documented_error() {
                     .iter()
                     .any(|m| m.contains("nested deeper than 64 levels")
                         || m.contains("past the 1024 a kernel value may hold")
-                        || m.contains("of shared memory a block can have")),
+                        || m.contains("of shared memory a block can have")
+                        || m.contains("is dropped without being sent")),
                 "{name}: {:?}",
                 outcome.messages
             );
@@ -79,4 +80,21 @@ fn a_long_run_of_returns_is_answered_without_parsing_it() {
         .parse()
         .expect("lexes");
     assert!(gpu_async_compiler::parse::too_deep(&few).is_none());
+}
+
+#[test]
+fn a_slot_dropped_on_every_path_is_reported_once() {
+    // Each of the 2,000 `return`s drops every slot reserved before it.
+    let (name, source, _) = pathological::inputs()
+        .into_iter()
+        .find(|(name, _, _)| name.contains("slot dropped without"))
+        .expect("the input is listed");
+    let outcome = expand_source(&source, Duration::from_secs(60), STACK).expect("lexes");
+    assert!(outcome.finding.is_none(), "{name}: {:?}", outcome.finding);
+    let unsent = outcome
+        .messages
+        .iter()
+        .filter(|m| m.contains("is dropped without being sent"))
+        .count();
+    assert!((1..=2000).contains(&unsent), "{name}: {unsent} errors");
 }

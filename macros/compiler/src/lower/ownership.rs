@@ -218,10 +218,12 @@ impl Lowerer<'_> {
             return;
         }
         match self.frame().locals.get(&local).cloned() {
-            Some(Val::SendSlot(_)) => {
+            // Reported once per slot, not once per path that drops it.
+            Some(Val::SendSlot(_)) if self.frame().unsent_reported.insert(local) => {
                 let name = self.func().local(local).name.clone();
                 self.diags.error(span, format!("the reserved slot `{name}` is dropped without being sent: call `{name}.send()` on every path"));
             }
+            Some(Val::SendSlot(_)) => {}
             Some(v) => self.drop_value(&v, span),
             None => {}
         }

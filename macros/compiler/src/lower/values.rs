@@ -185,6 +185,9 @@ pub(super) struct Frame {
     pub(super) func: FnId,
     pub(super) locals: HashMap<LocalId, Val>,
     pub(super) moved: HashSet<LocalId>,
+    /// Reserved slots reported as dropped without `send`: each is reported once, not once per
+    /// path that drops it (every `return` drops every slot in scope).
+    pub(super) unsent_reported: HashSet<LocalId>,
     pub(super) copied: HashSet<LocalId>,
     pub(super) scopes: Vec<Scope>,
     pub(super) decl_depth: HashMap<LocalId, u32>,
@@ -199,6 +202,7 @@ impl Frame {
             func,
             locals: HashMap::new(),
             moved: HashSet::new(),
+            unsent_reported: HashSet::new(),
             copied: HashSet::new(),
             scopes: vec![Scope {
                 owned: Vec::new(),
