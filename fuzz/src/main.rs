@@ -226,19 +226,23 @@ fn supervise(o: &Options) {
                         );
                     }
                 }
-                Some("finding") => eprintln!("FINDING {}", &line["finding ".len()..]),
+                Some("finding") => {
+                    // Counted here, as they come: a worker's totals die with it.
+                    match parts.nth(1) {
+                        Some("panic") => totals.panics += 1,
+                        Some("internal-error") => totals.internal_errors += 1,
+                        Some("unparsable") => totals.unparsable += 1,
+                        _ => totals.slow += 1,
+                    }
+                    eprintln!("FINDING {}", &line["finding ".len()..]);
+                }
                 Some("totals") => {
                     let n: Vec<u64> = parts.filter_map(|p| p.parse().ok()).collect();
-                    if let [inputs, unlexed, rejected, panics, ice, unparsable, slow, slowest] =
-                        n[..]
-                    {
+                    // The findings by kind were counted from their lines.
+                    if let [inputs, unlexed, rejected, _, _, _, _, slowest] = n[..] {
                         totals.inputs += inputs;
                         totals.unlexed += unlexed;
                         totals.rejected += rejected;
-                        totals.panics += panics;
-                        totals.internal_errors += ice;
-                        totals.unparsable += unparsable;
-                        totals.slow += slow;
                         totals.slowest = totals.slowest.max(Duration::from_micros(slowest));
                         finished = true;
                     }

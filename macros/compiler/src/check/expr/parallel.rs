@@ -221,10 +221,25 @@ impl Checker<'_> {
         if c.asyncness.is_some() || self.par_awaits.len() > awaits_before {
             // The body awaits helpers that never suspend (`check::suspend`): in the shadow code
             // a plain closure that runs it to its end at once.
-            let body = &c.body;
-            let at = body.span();
+            let at = c.body.span();
             c.asyncness = None;
-            *c.body = syn::parse_quote_spanned!(at=> ::gpu_async::device::run_now(async { #body }));
+            let run_now: syn::ExprPath =
+                syn::parse_quote_spanned!(at=> ::gpu_async::device::run_now);
+            // Built, not parsed: a body that begins with a block (`{ .. } << 1`) would end a
+            // statement there if its tokens were read back inside `async { .. }`.
+            let block = block_of(std::mem::replace(&mut *c.body, syn::Expr::PLACEHOLDER));
+            let body = syn::Expr::Async(syn::ExprAsync {
+                attrs: Vec::new(),
+                async_token: syn::Token![async](at),
+                capture: None,
+                block,
+            });
+            *c.body = syn::Expr::Call(syn::ExprCall {
+                attrs: Vec::new(),
+                func: Box::new(syn::Expr::Path(run_now)),
+                paren_token: syn::token::Paren(at),
+                args: std::iter::once(body).collect(),
+            });
         }
         mk(
             ExprKind::ForEach(Box::new(iter), binding, body_block, None),
@@ -521,4 +536,15 @@ impl Checker<'_> {
 pub(super) fn closure_params(c: &syn::ExprClosure) -> proc_macro2::TokenStream {
     let (or1, inputs, or2) = (&c.or1_token, &c.inputs, &c.or2_token);
     quote::quote!(#or1 #inputs #or2)
+}
+
+/// `body` as a block: itself if it is a plain block, else a block whose tail it is.
+pub(super) fn block_of(body: syn::Expr) -> syn::Block {
+    match body {
+        syn::Expr::Block(b) if b.attrs.is_empty() && b.label.is_none() => b.block,
+        other => syn::Block {
+            brace_token: syn::token::Brace(other.span()),
+            stmts: vec![syn::Stmt::Expr(other, None)],
+        },
+    }
 }

@@ -365,10 +365,17 @@ impl Checker<'_> {
             );
             let ident = syn::Ident::new(&local.name, span);
             let k = proc_macro2::Literal::u128_unsuffixed(k);
-            let old = &closure.body;
-            *closure.body = syn::parse_quote_spanned!(span=> {
-                ::core::assert!(#ident >= #k, #message);
-                #old
+            let check: syn::Stmt =
+                syn::parse_quote_spanned!(span=> ::core::assert!(#ident >= #k, #message););
+            // Built, not parsed: the old body's tokens could read back otherwise after the
+            // check (see `parallel::block_of`).
+            let old = std::mem::replace(&mut *closure.body, syn::Expr::PLACEHOLDER);
+            let mut block = super::parallel::block_of(old);
+            block.stmts.insert(0, check);
+            *closure.body = syn::Expr::Block(syn::ExprBlock {
+                attrs: Vec::new(),
+                label: None,
+                block,
             });
         }
     }

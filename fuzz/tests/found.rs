@@ -1,0 +1,53 @@
+//! Inputs the campaigns found, reduced to their cause: each once panicked, failed inside the
+//! compiler or took seconds, and must now expand (or fail with errors) without a finding.
+
+use std::time::Duration;
+
+use gpu_async_fuzz::pathological::{channel_module, role_module};
+use gpu_async_fuzz::run::{expand_source, Outcome, STACK};
+
+fn expand(source: &str) -> Outcome {
+    let outcome = expand_source(source, Duration::from_secs(60), STACK).expect("lexes");
+    assert!(outcome.finding.is_none(), "{:?}", outcome.finding);
+    outcome
+}
+
+#[test]
+fn a_parallel_body_that_awaits_and_begins_with_a_block_is_rewritten_without_a_panic() {
+    // The awaiting body is put in `run_now(async { .. })`; read back as tokens, a body
+    // `{ .. } << 1` ended a statement at its block and did not parse.
+    let outcome = expand(&role_module(
+        "y.par_iter_mut().for_each(|o| { *o = half(a).await; } << 1);\n    }\n    async fn half(v: f32) -> f32 { v * 0.5",
+    ));
+    assert!(outcome.errors > 0, "a unit shifted is a type error");
+}
+
+#[test]
+fn a_reduction_in_the_kernel_body_is_an_error() {
+    let source = "mod m {
+    use gpu_async::device::*;
+    #[kernel(warps = 1)]
+    pub async fn k(x: &[f32], y: &mut [f32]) {
+        let s = x.par_iter().sum();
+        join!(on_warps(0..1, r(y, s))).await;
+    }
+    async fn r(y: &mut [f32], s: f32) {
+        y.par_iter_mut().for_each(|o| *o = s);
+    }
+}";
+    let outcome = expand(source);
+    assert!(
+        outcome.messages.iter().any(|m| m.contains("is role code")),
+        "{:?}",
+        outcome.messages
+    );
+}
+
+#[test]
+fn many_unsent_reserves_give_one_error_each() {
+    let outcome = expand(&channel_module(
+        &"let Some(mut s) = tx.reserve().await else { return };\n".repeat(300),
+        "while let Some(s) = rx.recv().await { drop(s); }",
+    ));
+    assert!(outcome.errors <= 300 + 1, "{} errors", outcome.errors);
+}
