@@ -4,7 +4,7 @@
 //!
 //! Every topic module of the lowering builds and reads these, so they sit apart from all of them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use proc_macro2::Span;
 
@@ -180,15 +180,44 @@ impl LoopScope {
     }
 }
 
+/// A set of one function's locals, indexed by their number. Every scope exit (each `return`)
+/// and every receive walks the owned locals and asks whether each was moved: with a hashed set,
+/// 2,000 handoffs (`reserve` .. `else { return }`, `send`) took 2.4 s to lower in an
+/// unoptimized build.
+#[derive(Clone, Default)]
+pub(super) struct LocalSet(Vec<bool>);
+
+impl LocalSet {
+    pub(super) fn contains(&self, local: &LocalId) -> bool {
+        self.0.get(local.0 as usize).copied().unwrap_or(false)
+    }
+
+    /// Adds `local`; whether it was absent.
+    pub(super) fn insert(&mut self, local: LocalId) -> bool {
+        let i = local.0 as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, false);
+        }
+        !std::mem::replace(&mut self.0[i], true)
+    }
+
+    /// Removes `local`; whether it was present.
+    pub(super) fn remove(&mut self, local: &LocalId) -> bool {
+        self.0
+            .get_mut(local.0 as usize)
+            .is_some_and(|b| std::mem::replace(b, false))
+    }
+}
+
 /// One inlined function instance.
 pub(super) struct Frame {
     pub(super) func: FnId,
     pub(super) locals: HashMap<LocalId, Val>,
-    pub(super) moved: HashSet<LocalId>,
+    pub(super) moved: LocalSet,
     /// Reserved slots reported as dropped without `send`: each is reported once, not once per
     /// path that drops it (every `return` drops every slot in scope).
-    pub(super) unsent_reported: HashSet<LocalId>,
-    pub(super) copied: HashSet<LocalId>,
+    pub(super) unsent_reported: LocalSet,
+    pub(super) copied: LocalSet,
     pub(super) scopes: Vec<Scope>,
     pub(super) decl_depth: HashMap<LocalId, u32>,
     /// For a function with `return`: the loop its body runs in (left by `return`) and the
@@ -201,9 +230,9 @@ impl Frame {
         Frame {
             func,
             locals: HashMap::new(),
-            moved: HashSet::new(),
-            unsent_reported: HashSet::new(),
-            copied: HashSet::new(),
+            moved: LocalSet::default(),
+            unsent_reported: LocalSet::default(),
+            copied: LocalSet::default(),
             scopes: vec![Scope {
                 owned: Vec::new(),
                 lp: None,

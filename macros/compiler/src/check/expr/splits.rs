@@ -134,6 +134,13 @@ impl Checker<'_> {
         let mut inserts: Vec<(usize, syn::Stmt)> = Vec::new();
         let mut replacements: HashMap<(usize, usize), syn::Expr> = HashMap::new();
         for (slice, borrows) in by_slice {
+            if borrows.len() > MAX_PARTS {
+                self.diags.error(
+                    borrows[MAX_PARTS].span,
+                    format!("the kernel body takes more than {MAX_PARTS} parts of `{slice}`; hand each role a range of parts instead (`&mut {slice}[a..b]`), or split it in a role"),
+                );
+                continue;
+            }
             if borrows.len() < 2 || !self.disjoint(&borrows) {
                 continue;
             }
@@ -351,6 +358,10 @@ impl Checker<'_> {
         placed == n
     }
 }
+
+/// Most `&mut p[range]` parts of one slice in a kernel body: their disjointness is proved in
+/// time quadratic in their number, and a kernel has at most 32 roles to hand them to.
+pub(crate) const MAX_PARTS: usize = 256;
 
 /// Parts of one slice the kernel body takes (`plan_disjoint_ranges`): the slice's name, the
 /// parts' names, and which ends each range leaves out (start, end).
