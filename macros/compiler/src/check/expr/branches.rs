@@ -390,16 +390,9 @@ impl Checker<'_> {
                 self.fix_literals(e, s);
             }
         }
-        if !matches!(
-            ty,
-            Ty::Scalar(_)
-                | Ty::Enum(..)
-                | Ty::IntLit
-                | Ty::FloatLit
-                | Ty::Unit
-                | Ty::Never
-                | Ty::Error
-        ) {
+        // What an `if` or a `match` can give, but for a parallel iterator, which an `if let`
+        // reports here rather than where it runs.
+        if !branch_value(&ty) || matches!(ty, Ty::ParIter(_)) {
             self.diags.error(span, format!("this `if let` cannot produce a `{ty}`: declare it before and assign it in each branch"));
             return err(span);
         }
