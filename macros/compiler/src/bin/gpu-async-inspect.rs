@@ -264,9 +264,16 @@ fn print_kernel(
             c.state_offset
         );
     }
-    for (r, offset) in kernel.roles.iter().zip(&kernel.role_barriers) {
-        if let Some(o) = offset {
-            println!("  role barrier of `{}` @{o}", r.name);
+    for (r, barrier) in kernel.roles.iter().zip(&kernel.role_barriers) {
+        match barrier {
+            Some(ir::RoleBarrier::Mbarrier(o)) => println!("  role barrier of `{}` @{o}", r.name),
+            Some(ir::RoleBarrier::Block) => {
+                println!(
+                    "  role barrier of `{}`: bar.sync 0 (the kernel's only role)",
+                    r.name
+                )
+            }
+            None => {}
         }
     }
     let ptx = module_of(k, flags);

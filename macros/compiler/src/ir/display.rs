@@ -111,9 +111,11 @@ impl Display for Kernel {
                 writeln!(f)?;
             }
         }
-        for (i, offset) in self.role_barriers.iter().enumerate() {
-            if let Some(o) = offset {
-                writeln!(f, "  role{i} barrier @{o}")?;
+        for (i, barrier) in self.role_barriers.iter().enumerate() {
+            match barrier {
+                Some(RoleBarrier::Mbarrier(o)) => writeln!(f, "  role{i} barrier @{o}")?,
+                Some(RoleBarrier::Block) => writeln!(f, "  role{i} barrier: the block's")?,
+                None => {}
             }
         }
         for (i, t) in self.shared_cells.iter().enumerate() {

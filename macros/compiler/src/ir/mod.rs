@@ -66,8 +66,8 @@ pub struct Kernel {
     pub roles: Vec<Role>,
     /// Dynamic shared memory per block, in bytes.
     pub shared_bytes: u32,
-    /// Shared-memory offset of each role's barrier (roles of several warps that need one).
-    pub role_barriers: Vec<Option<u32>>,
+    /// Each role's barrier (roles of several warps that need one).
+    pub role_barriers: Vec<Option<RoleBarrier>>,
     /// Shared-memory offset of each role's reduction scratch (8 bytes per warp; roles of several
     /// warps that reduce).
     pub reduce_scratch: Vec<Option<u32>>,
@@ -92,6 +92,30 @@ pub struct Kernel {
     /// `.minnctapersm`: the blocks an SM must be able to hold, from `min_blocks_per_sm = N` or
     /// from the blocks shared memory admits; set after lowering by [`crate::registers`].
     pub min_blocks_per_sm: Option<u32>,
+}
+
+/// How the warps of a role meet at its role barrier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RoleBarrier {
+    /// An mbarrier at this shared-memory offset, expecting one arrival per warp of the role. Its
+    /// wait watches the abort word: a role whose other warps stopped cannot hang there.
+    Mbarrier(u32),
+    /// `bar.sync 0`, for a kernel's only role: every thread of the block takes part, and a thread
+    /// that exits (warps without a role, a role leaving through its abort exit) releases the
+    /// threads that wait for it, so it cannot hang either. It takes no shared memory and no
+    /// initialization, and costs a warp one instruction where the mbarrier's arrival and wait
+    /// take a dozen.
+    Block,
+}
+
+impl RoleBarrier {
+    /// The mbarrier's shared-memory offset, if it is one.
+    pub fn mbarrier_offset(self) -> Option<u32> {
+        match self {
+            RoleBarrier::Mbarrier(offset) => Some(offset),
+            RoleBarrier::Block => None,
+        }
+    }
 }
 
 /// Registers per thread for each role, set with `setmaxnreg` at the start of its region (sm_90a).

@@ -234,13 +234,14 @@ impl Lowerer<'_> {
 
     /// Lays out the block's shared memory (`layout::lay_out`): the channels, the roles'
     /// barriers and reduction scratch, and the cells of the shared values, barriers and
-    /// one-shot values. Returns the total bytes, each role's barrier and scratch offsets, and
+    /// one-shot values. Returns the total bytes, each role's barrier, its scratch offset, and
     /// where the cells start.
     pub(super) fn lay_out_shared(
         &mut self,
         roles: &[ir::Role],
-    ) -> (u32, Vec<Option<u32>>, Vec<Option<u32>>, u32) {
-        // Roles of several warps whose code has a role barrier get an mbarrier for it.
+    ) -> (u32, Vec<Option<ir::RoleBarrier>>, Vec<Option<u32>>, u32) {
+        // Roles of several warps whose code has a role barrier get one (an mbarrier, or
+        // `bar.sync 0` for a kernel's only role).
         let role_needs_barrier: Vec<bool> = roles.iter().map(needs_role_barrier).collect();
         // Roles of several warps that reduce get 8 bytes per warp for the warps' totals.
         let role_scratch: Vec<u32> = roles.iter().map(reduce_scratch_bytes).collect();

@@ -4,7 +4,7 @@
 use proc_macro2::Span;
 
 use crate::diag::Diagnostics;
-use crate::ir::{Channel, SharedArray};
+use crate::ir::{Channel, RoleBarrier, SharedArray};
 
 use crate::target::SHARED_LIMIT;
 
@@ -16,8 +16,9 @@ fn round_up(v: u64, to: u64) -> u64 {
 /// arrays (16-byte aligned, one after another, so that one loop zeroes them), then all barriers
 /// (the channels', then one per role in `role_needs_barrier`), state words, the open words of the
 /// channels their receivers can close and the debt words of those received by several warps
-/// (`receiving_warps`, per channel); returns the total and each role's barrier offset, or reports
-/// the total past the limit with the breakdown.
+/// (`receiving_warps`, per channel); returns the total and each role's barrier, or reports the
+/// total past the limit with the breakdown. A kernel's only role meets at `bar.sync 0`
+/// ([`RoleBarrier::Block`]), which takes no shared memory.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn lay_out(
     channels: &mut [Channel],
@@ -28,7 +29,7 @@ pub(crate) fn lay_out(
     cells: u32,
     spans: &[Span],
     diags: &mut Diagnostics,
-) -> (u32, Vec<Option<u32>>, Vec<Option<u32>>, u32) {
+) -> (u32, Vec<Option<RoleBarrier>>, Vec<Option<u32>>, u32) {
     let mut offset: u64 = 0;
     let mut breakdown = Vec::new();
     for c in channels.iter_mut() {
@@ -72,11 +73,16 @@ pub(crate) fn lay_out(
         offset += 8 * u64::from(c.ty.depth);
     }
     let mut role_barriers = Vec::new();
+    let only_role = role_needs_barrier.len() == 1;
     for &needed in role_needs_barrier {
-        role_barriers.push(needed.then_some(offset as u32));
-        if needed {
-            offset += 8;
-        }
+        role_barriers.push(match (needed, only_role) {
+            (false, _) => None,
+            (true, true) => Some(RoleBarrier::Block),
+            (true, false) => {
+                offset += 8;
+                Some(RoleBarrier::Mbarrier(offset as u32 - 8))
+            }
+        });
     }
     let mut scratch = Vec::new();
     for &bytes in role_scratch_bytes {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
-use crate::ir::SiteId;
+use crate::ir::{RoleBarrier, SiteId};
 
 impl Writer<'_> {
     /// All threads of the role meet, ordering their memory accesses.
@@ -16,9 +16,13 @@ impl Writer<'_> {
             (r.index, r.warps, r.barrier_phase.clone())
         };
         match self.k.role_barriers.get(index).copied().flatten() {
-            Some(offset) if warps > 1 => {
-                // An mbarrier, not `bar.sync`: its wait watches the abort word, so a role
-                // whose other warps stopped cannot hang here.
+            // The kernel's only role: every thread of the block meets, and one that exited
+            // (through the role's abort exit) does not hold the others.
+            Some(RoleBarrier::Block) if warps > 1 => self.line("bar.sync 0;"),
+            Some(RoleBarrier::Mbarrier(offset)) if warps > 1 => {
+                // An mbarrier, not a counted `bar.sync`: its wait watches the abort word, so a
+                // role whose other warps stopped cannot hang here, where a counted `bar.sync`
+                // would wait for a warp that exited.
                 let smem = self.smem.clone();
                 let addr = self.tmp(Class::B32);
                 self.line(format!("add.u32 {addr}, {smem}, {offset};"))?;

@@ -115,7 +115,10 @@ impl Writer<'_> {
         self.line(format!("mov.u32 {tid}, %tid.x;"))?;
         self.line(format!("mov.u32 {smem}, gpu_async_smem;"))?;
         if !k.channels.is_empty()
-            || k.role_barriers.iter().any(Option::is_some)
+            || k.role_barriers
+                .iter()
+                .flatten()
+                .any(|b| b.mbarrier_offset().is_some())
             || !k.shared_cells.is_empty()
             || !k.barriers.is_empty()
             || !k.shared_arrays.is_empty()
@@ -200,6 +203,18 @@ impl Writer<'_> {
     fn init_shared(&mut self) -> WriteResult {
         let k = self.k;
         let tid = self.tid.clone();
+        let mbarriers = !k.channels.is_empty()
+            || !k.barriers.is_empty()
+            || k.role_barriers
+                .iter()
+                .flatten()
+                .any(|b| b.mbarrier_offset().is_some());
+        if !mbarriers && k.shared_cells.is_empty() {
+            // Shared arrays alone (a kernel whose only role meets at `bar.sync 0`): thread 0 has
+            // nothing to set up.
+            self.zero_arrays()?;
+            return self.line("bar.sync 0;");
+        }
         // Thread 0 sets every barrier's arrival count: producer warps for `full`, consumer
         // warps for `empty`.
         let skip = self.label("init_done");
@@ -248,8 +263,8 @@ impl Writer<'_> {
                 ))?;
             }
         }
-        for (r, offset) in k.roles.iter().zip(&k.role_barriers) {
-            if let Some(offset) = offset {
+        for (r, barrier) in k.roles.iter().zip(&k.role_barriers) {
+            if let Some(offset) = barrier.and_then(|b| b.mbarrier_offset()) {
                 let warps = r.end_warp - r.first_warp;
                 self.line(format!(
                     "mbarrier.init.shared::cta.b64 [gpu_async_smem+{offset}], {warps};"
@@ -270,7 +285,9 @@ impl Writer<'_> {
                 k.cells_offset + 8 * cell
             ))?;
         }
-        self.line("fence.mbarrier_init.release.cluster;")?;
+        if mbarriers {
+            self.line("fence.mbarrier_init.release.cluster;")?;
+        }
         self.place_label(&skip)?;
         self.zero_arrays()?;
         self.line("bar.sync 0;")

@@ -143,7 +143,7 @@ pub enum VerifyError {
     NoBarrier { barrier: u32 },
     /// A barrier wait in a parallel loop or outside role code.
     BarrierWaitOutsideRole,
-    /// A role of several warps meets at a role barrier without an mbarrier for it.
+    /// A role of several warps meets at a role barrier without a barrier for it.
     NoRoleMbarrier { role: RoleId, name: String },
     /// A role barrier in a parallel loop or outside role code.
     RoleBarrierOutsideRole,
@@ -289,7 +289,10 @@ impl fmt::Display for VerifyError {
             E::NoBarrier { barrier } => write!(f, "barrier b{barrier} does not exist"),
             E::BarrierWaitOutsideRole => f.write_str("a barrier wait outside role code"),
             E::NoRoleMbarrier { name, .. } => {
-                write!(f, "role {name} has a role barrier but no mbarrier for it")
+                write!(
+                    f,
+                    "role {name} has a role barrier but no barrier for it (an mbarrier, or the block's where it is the kernel's only role)"
+                )
             }
             E::RoleBarrierOutsideRole => f.write_str("a role barrier outside role code"),
             E::NestedParallelLoop => f.write_str("nested parallel loop"),

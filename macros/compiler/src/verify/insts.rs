@@ -3,7 +3,9 @@
 //! loops. [`Verifier::inst`] sends each instruction to its group.
 
 use super::{Verifier, VerifyError as E};
-use crate::ir::{BinOp, Inst, LoopId, ParFor, RoleId, SiteKind, Space, UnOp, VoteMode};
+use crate::ir::{
+    BinOp, Inst, LoopId, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp, VoteMode,
+};
 use crate::types::Scalar;
 
 impl Verifier<'_> {
@@ -520,7 +522,11 @@ impl Verifier<'_> {
                             .get(r.0 as usize)
                             .copied()
                             .flatten()
-                            .is_some();
+                            .is_some_and(|b| match b {
+                                RoleBarrier::Mbarrier(_) => true,
+                                // `bar.sync 0` is every thread of the block's.
+                                RoleBarrier::Block => self.k.roles.len() == 1,
+                            });
                         if x.end_warp - x.first_warp > 1 && !has_barrier {
                             self.errors.push(E::NoRoleMbarrier {
                                 role: r,
