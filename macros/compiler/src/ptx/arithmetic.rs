@@ -151,6 +151,9 @@ impl Writer<'_> {
                     self.line(format!("and.{} {d}, {a}, {mask};", bits_ty(ty)))
                 };
             }
+            BinOp::Div | BinOp::Rem if ty.is_wide_int() => {
+                return self.wide_division(op == BinOp::Div, ty, &d, &a, &b)
+            }
             BinOp::Div => return self.line(format!("div.{t} {d}, {a}, {b};")),
             BinOp::Rem => return self.line(format!("rem.{t} {d}, {a}, {b};")),
             BinOp::And => return self.line(format!("and.{} {d}, {a}, {b};", bits_ty(ty))),
@@ -176,6 +179,34 @@ impl Writer<'_> {
             _ => return Err(no_operation(op, ty)),
         }
         self.normalize(&d, ty)
+    }
+
+    /// A 64-bit division or remainder, `d = a / b` or `a % b`, through a 32-bit `div` when both
+    /// operands fit in 32 bits unsigned (as nvcc's front end does): ptxas makes a 64-bit `div` a
+    /// call of a routine of some 70 instructions, a 32-bit one about 20. Negative operands (their
+    /// high bits set) take the 64-bit path, so the 32-bit one is exact for signed types too.
+    fn wide_division(&mut self, div: bool, ty: Scalar, d: &str, a: &str, b: &str) -> WriteResult {
+        let op = if div { "div" } else { "rem" };
+        let t = ptx_ty(ty);
+        let (high, narrow) = (self.tmp(Class::B64), self.tmp(Class::Pred));
+        let (a32, b32, r32) = (
+            self.tmp(Class::B32),
+            self.tmp(Class::B32),
+            self.tmp(Class::B32),
+        );
+        let (wide, done) = (self.label("div_wide"), self.label("div_done"));
+        self.line(format!("or.b64 {high}, {a}, {b};"))?;
+        self.line(format!("shr.u64 {high}, {high}, 32;"))?;
+        self.line(format!("setp.eq.u64 {narrow}, {high}, 0;"))?;
+        self.line(format!("@!{narrow} bra {wide};"))?;
+        self.line(format!("cvt.u32.u64 {a32}, {a};"))?;
+        self.line(format!("cvt.u32.u64 {b32}, {b};"))?;
+        self.line(format!("{op}.u32 {r32}, {a32}, {b32};"))?;
+        self.line(format!("cvt.u64.u32 {d}, {r32};"))?;
+        self.line(format!("bra.uni {done};"))?;
+        self.place_label(&wide)?;
+        self.line(format!("{op}.{t} {d}, {a}, {b};"))?;
+        self.place_label(&done)
     }
 
     /// Brings an integer narrower than 32 bits back to its normalized form in its register
