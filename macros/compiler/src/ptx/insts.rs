@@ -14,7 +14,7 @@ impl Writer<'_> {
     }
 
     /// One instruction.
-    fn inst(&mut self, inst: &Inst) -> WriteResult {
+    pub(super) fn inst(&mut self, inst: &Inst) -> WriteResult {
         match inst {
             Inst::Const { dst, imm } => self.constant(*dst, imm),
             Inst::Copy { dst, src } => self.copy(*dst, *src),

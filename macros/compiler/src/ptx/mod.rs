@@ -218,6 +218,13 @@ impl<'k> Writer<'k> {
         name
     }
 
+    /// Gives `v` a new register at its next use (a copy of code that defines it again).
+    fn forget(&mut self, v: Value) {
+        if let Some(name) = self.names.get_mut(v.0 as usize) {
+            *name = None;
+        }
+    }
+
     fn label(&mut self, what: &str) -> String {
         self.labels += 1;
         format!("${what}_{}", self.labels)

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::error::WriteResult;
 use super::types::{bits_ty, mem_ty, space_name, Class};
 use super::Writer;
-use crate::ir::{Block, Inst, ParFor, Space};
+use crate::ir::{Block, Inst, ParFor, Space, Value};
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
 pub(super) const UNROLL: u32 = 4;
@@ -225,16 +225,57 @@ impl Writer<'_> {
 
     /// A loop over indices alone that every thread covers in `steps` whole steps: thread `t`
     /// takes items `t`, `t + T`, ..., each step's code one after another, without a loop.
+    ///
+    /// A body without control flow is written with the steps' instructions interleaved (the
+    /// first instruction of every step, then the second, ...), each step in its own registers:
+    /// the iterations of a parallel loop are independent, and ptxas keeps the order of a
+    /// step's global load and its shared store, so that written one step after another, each
+    /// step's load waited for the previous step's store (on the H200, a transpose of 4 steps
+    /// had 2 loads in flight, not 4).
     fn par_index_steps(&mut self, p: &ParFor, steps: u32, threads: u32) -> WriteResult {
         let rtid = self.role()?.rtid.clone();
         let done = self.label("par_done");
         let outer_exit = self.par_exit.replace(done.clone());
         let base = self.tmp(Class::B64);
         self.line(format!("cvt.u64.u32 {base}, {rtid};"))?;
-        for k in 0..steps {
-            let i = self.tmp(Class::B64);
-            self.line(format!("add.u64 {i}, {base}, {};", k * threads))?;
-            self.scalar_iteration(p, &i)?;
+        if straight_line(&p.body) && steps > 1 {
+            let defined: Vec<Value> = p
+                .index
+                .into_iter()
+                .chain(p.body.0.iter().flat_map(Inst::defs))
+                .collect();
+            let before = std::mem::take(&mut self.body);
+            // units[k][j]: step `k`'s text of the body's instruction `j` (unit 0: its index).
+            let mut units: Vec<Vec<String>> = Vec::new();
+            for k in 0..steps {
+                for &v in &defined {
+                    self.forget(v);
+                }
+                let i = self.tmp(Class::B64);
+                self.line(format!("add.u64 {i}, {base}, {};", k * threads))?;
+                if let Some(ix) = p.index {
+                    let r = self.reg(ix);
+                    self.line(format!("mov.u64 {r}, {i};"))?;
+                }
+                let mut step = vec![std::mem::take(&mut self.body)];
+                for inst in &p.body.0 {
+                    self.inst(inst)?;
+                    step.push(std::mem::take(&mut self.body));
+                }
+                units.push(step);
+            }
+            self.body = before;
+            for j in 0..units.first().map_or(0, Vec::len) {
+                for step in &units {
+                    self.body.push_str(&step[j]);
+                }
+            }
+        } else {
+            for k in 0..steps {
+                let i = self.tmp(Class::B64);
+                self.line(format!("add.u64 {i}, {base}, {};", k * threads))?;
+                self.scalar_iteration(p, &i)?;
+            }
         }
         self.par_exit = outer_exit;
         self.place_label(&done)
