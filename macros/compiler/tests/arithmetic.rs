@@ -60,3 +60,26 @@ fn signed_and_unknown_divisors_keep_their_division_and_checks() {
         "the unknown divisor's check stays"
     );
 }
+
+#[test]
+fn a_64_bit_division_by_a_register_divides_in_32_bits_when_both_operands_fit() {
+    let ptx = ptx(quote! {
+        mod m {
+            use gpu_async::device::*;
+            #[kernel(warps = 1)]
+            pub async fn k(y: &mut [u64], d: u64) {
+                join!(on_warps(0..1, r(y, d))).await;
+            }
+            async fn r(y: &mut [u64], d: u64) {
+                let b = block_index() as u64;
+                y[0..2].par_iter_mut().for_each(|v| *v = b / d + b % d);
+            }
+        }
+    });
+    // Both high words tested, then the 32-bit path, with the 64-bit one beside it.
+    for needle in [
+        "shr.u64", ", 32;", "div.u32", "rem.u32", "div.u64", "rem.u64",
+    ] {
+        assert!(ptx.contains(needle), "no `{needle}` in:\n{ptx}");
+    }
+}

@@ -1,0 +1,89 @@
+//! How the PTX writer meets a role's threads and spreads index loops over them: the role
+//! barrier of a kernel's only role is `bar.sync 0` (a role of some warps keeps its mbarrier),
+//! and a loop over a few whole steps of indices issues every step's loads before the first
+//! step's store.
+
+use gpu_async_compiler::compile;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+/// The PTX of the one kernel of `module`.
+fn ptx(module: TokenStream) -> String {
+    let mut kernels = compile(module).unwrap_or_else(|d| panic!("{:?}", d.messages()));
+    kernels.remove(0).ptx
+}
+
+/// A tile transpose on `warps` warps: 1024 items, `1024 / (32 warps)` steps per thread.
+fn transpose(warps: usize) -> TokenStream {
+    quote! {
+        mod m {
+            use gpu_async::device::*;
+            #[kernel(warps = #warps)]
+            pub async fn t(x: &[f32], y: &mut [f32], n: usize) {
+                let mut tile = shared_array_2d::<f32, 32, 32>();
+                join!(on_warps(0..#warps, r(x, y, n, &mut tile))).await;
+            }
+            async fn r(x: &[f32], y: &mut [f32], n: usize, tile: &mut SharedArray2d<f32, 32, 32>) {
+                let (r0, c0) = (block_index() / (n / 32) * 32, block_index() % (n / 32) * 32);
+                (0..1024usize).into_par_iter().for_each(|i| {
+                    let v = unsafe { *x.get_unchecked((r0 + i / 32) * n + c0 + i % 32) };
+                    tile[i / 32][i % 32] = v;
+                });
+                (0..1024usize).into_par_iter().for_each(|i| {
+                    y[(c0 + i / 32) * n + r0 + i % 32] = tile[i % 32][i / 32];
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn the_role_barrier_of_a_kernels_only_role_is_bar_sync_0() {
+    let ptx = ptx(transpose(8));
+    assert!(!ptx.contains("mbarrier"), "{ptx}");
+    assert!(!ptx.contains("fence.mbarrier_init"), "{ptx}");
+    // The set-up's and the role barrier between the loops.
+    assert!(ptx.matches("bar.sync 0;").count() >= 2, "{ptx}");
+}
+
+#[test]
+fn a_role_of_some_of_the_warps_keeps_an_mbarrier() {
+    let ptx = ptx(quote! {
+        mod m {
+            use gpu_async::device::*;
+            #[kernel(warps = 3)]
+            pub async fn k(x: &[f32], y: &mut [f32]) {
+                let (tx, rx) = channel::<[f32; 256], 2>();
+                join!(on_warps(0..1, load(x, tx)), on_warps(1..3, total(rx, y))).await;
+            }
+            async fn load(x: &[f32], mut tx: Sender<[f32; 256], 2>) {
+                for tile in block_tiles(x.len(), 256) {
+                    let Some(mut slot) = tx.reserve().await else { return };
+                    slot.copy_from(&x[tile]).await;
+                    slot.send();
+                }
+            }
+            async fn total(mut rx: Receiver<[f32; 256], 2>, y: &mut [f32]) {
+                let mut acc = 0.0f32;
+                while let Some(slot) = rx.recv().await {
+                    acc += slot.par_iter().sum();
+                }
+                y[0..1].par_iter_mut().for_each(|o| *o = acc);
+            }
+        }
+    });
+    // The reduction's role barrier: two warps of three.
+    assert!(ptx.contains("mbarrier.init.shared::cta.b64"), "{ptx}");
+    assert!(!ptx.contains("bar.sync 0;\n    add.u32"), "{ptx}");
+}
+
+#[test]
+fn index_steps_issue_every_load_before_the_first_shared_store() {
+    for warps in [4, 8] {
+        let ptx = ptx(transpose(warps));
+        let steps = 1024 / (32 * warps);
+        let first_store = ptx.find("st.shared.f32").expect("the tile's stores");
+        let loads_before = ptx[..first_store].matches("ld.global.f32").count();
+        assert_eq!(loads_before, steps, "{warps} warps:\n{ptx}");
+    }
+}
