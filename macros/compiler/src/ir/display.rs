@@ -1,6 +1,6 @@
 //! The textual IR.
 
-use std::fmt::{self, Display, Formatter, Write};
+use std::fmt::{self, Display, Formatter};
 
 use super::*;
 
@@ -253,22 +253,21 @@ impl Kernel {
         Ok(())
     }
 
-    /// The text of a channel instruction, or `None` for another instruction.
+    /// Writes a channel instruction's line; `false` for another instruction.
     #[inline(never)]
-    fn channel_inst(&self, inst: &Inst) -> Result<Option<String>, fmt::Error> {
-        let mut line = String::new();
+    fn write_channel_inst(&self, f: &mut Formatter<'_>, inst: &Inst) -> Result<bool, fmt::Error> {
         let def = |v: Value| format!("{}: {}", self.val(v), self.ty(v));
         match inst {
             Inst::Reserve {
                 chan,
                 site,
                 some: None,
-            } => write!(line, "reserve {chan} {site}")?,
+            } => write!(f, "reserve {chan} {site}")?,
             Inst::Reserve {
                 chan,
                 site,
                 some: Some(some),
-            } => write!(line, "{} = reserve {chan} {site}", def(*some))?,
+            } => write!(f, "{} = reserve {chan} {site}", def(*some))?,
             Inst::SlotAddr {
                 dst,
                 chan,
@@ -277,14 +276,14 @@ impl Kernel {
                 rx,
             } => {
                 write!(
-                    line,
+                    f,
                     "{} = slot_addr {chan}{}.{}",
                     def(*dst),
                     receiver(*rx),
                     if *send { "reserved" } else { "received" }
                 )?;
                 if let Some(slot) = slot {
-                    write!(line, " at {}", self.val(*slot))?;
+                    write!(f, " at {}", self.val(*slot))?;
                 }
             }
             Inst::CopyIn {
@@ -293,7 +292,7 @@ impl Kernel {
                 len,
                 bulk,
             } => write!(
-                line,
+                f,
                 "copy_in {chan} <- global [{}], len {}, bulk bytes {}",
                 self.val(*src),
                 self.val(*len),
@@ -308,7 +307,7 @@ impl Kernel {
                 rx,
             } => {
                 write!(
-                    line,
+                    f,
                     "copy_out {chan}{} -> global [{}], len {}, bulk bytes {}",
                     receiver(*rx),
                     self.val(*dst),
@@ -316,11 +315,11 @@ impl Kernel {
                     self.val(*bulk)
                 )?;
                 if let Some(slot) = slot {
-                    write!(line, ", slot at {}", self.val(*slot))?;
+                    write!(f, ", slot at {}", self.val(*slot))?;
                 }
             }
-            Inst::Send { chan } => write!(line, "send {chan}")?,
-            Inst::Close { chan, site } => write!(line, "close {chan} {site}")?,
+            Inst::Send { chan } => write!(f, "send {chan}")?,
+            Inst::Close { chan, site } => write!(f, "close {chan} {site}")?,
             Inst::Recv {
                 chan,
                 some,
@@ -328,15 +327,15 @@ impl Kernel {
                 slot,
                 rx,
             } => {
-                write!(line, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?;
+                write!(f, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?;
                 if let Some(slot) = slot {
-                    write!(line, ", slot at {}", def(*slot))?;
+                    write!(f, ", slot at {}", def(*slot))?;
                 }
             }
             Inst::HeldSlot { dst, chan, rx } => {
-                write!(line, "{} = held_slot {chan}{}", def(*dst), receiver(*rx))?
+                write!(f, "{} = held_slot {chan}{}", def(*dst), receiver(*rx))?
             }
-            Inst::CloseRecv { chan, rx } => write!(line, "close_receiver {chan}{}", receiver(*rx))?,
+            Inst::CloseRecv { chan, rx } => write!(f, "close_receiver {chan}{}", receiver(*rx))?,
             Inst::SelectRecv {
                 chans,
                 enabled,
@@ -346,7 +345,7 @@ impl Kernel {
             } => {
                 let chans: Vec<String> = chans.iter().map(|c| c.to_string()).collect();
                 write!(
-                    line,
+                    f,
                     "{}, {} = select_recv [{}] enabled {} {site}",
                     def(*chosen),
                     def(*some),
@@ -355,14 +354,14 @@ impl Kernel {
                 )?
             }
             Inst::Release { chan, slot, rx } => {
-                write!(line, "release {chan}{}", receiver(*rx))?;
+                write!(f, "release {chan}{}", receiver(*rx))?;
                 if let Some(slot) = slot {
-                    write!(line, " at {}", self.val(*slot))?;
+                    write!(f, " at {}", self.val(*slot))?;
                 }
             }
-            _ => return Ok(None),
+            _ => return Ok(false),
         }
-        Ok(Some(line))
+        Ok(true)
     }
 
     /// Writes one instruction at `depth`, and the blocks nested in it.
@@ -404,8 +403,9 @@ impl Kernel {
                 writeln!(f, "{pad}}}")
             }
             other => {
-                let line = self.inst_line(other)?;
-                writeln!(f, "{pad}{line}")
+                write!(f, "{pad}")?;
+                self.write_inst_line(f, other)?;
+                writeln!(f)
             }
         }
     }
@@ -466,29 +466,27 @@ impl Kernel {
         )
     }
 
-    /// The text of an instruction without a nested block. Apart from [`Kernel::write_inst`], which
-    /// recurses into nested blocks, so that the recursion's frames stay small.
+    /// Writes an instruction without a nested block (its line, without the indentation and the
+    /// end of line), straight to the formatter. Apart from [`Kernel::write_inst`], which recurses
+    /// into nested blocks, so that the recursion's frames stay small.
     #[inline(never)]
-    fn inst_line(&self, inst: &Inst) -> Result<String, fmt::Error> {
-        if let Some(line) = self.channel_inst(inst)? {
-            return Ok(line);
+    fn write_inst_line(&self, f: &mut Formatter<'_>, inst: &Inst) -> fmt::Result {
+        if self.write_channel_inst(f, inst)? {
+            return Ok(());
         }
-        let mut line = String::new();
         let def = |v: Value| Def(self.val(v), self.ty(v));
         match inst {
-            Inst::Const { dst, imm } => write!(line, "{} = const {imm}", def(*dst))?,
-            Inst::Copy { dst, src } => write!(line, "{} = {}", def(*dst), self.val(*src))?,
-            Inst::Unary { dst, op, src } => {
-                write!(line, "{} = {op:?} {}", def(*dst), self.val(*src))?
-            }
+            Inst::Const { dst, imm } => write!(f, "{} = const {imm}", def(*dst))?,
+            Inst::Copy { dst, src } => write!(f, "{} = {}", def(*dst), self.val(*src))?,
+            Inst::Unary { dst, op, src } => write!(f, "{} = {op:?} {}", def(*dst), self.val(*src))?,
             Inst::Binary { dst, op, lhs, rhs } => write!(
-                line,
+                f,
                 "{} = {op:?} {}, {}",
                 def(*dst),
                 self.val(*lhs),
                 self.val(*rhs)
             )?,
-            Inst::Cast { dst, src } => write!(line, "{} = cast {}", def(*dst), self.val(*src))?,
+            Inst::Cast { dst, src } => write!(f, "{} = cast {}", def(*dst), self.val(*src))?,
             Inst::Atomic {
                 dst,
                 op,
@@ -498,7 +496,7 @@ impl Kernel {
                 order,
             } => {
                 if let Some(d) = dst {
-                    write!(line, "{} = ", def(*d))?;
+                    write!(f, "{} = ", def(*d))?;
                 }
                 let ops: Vec<String> = operands.iter().map(|v| self.val(*v).to_string()).collect();
                 let space = if *space == Space::Shared {
@@ -507,91 +505,87 @@ impl Kernel {
                     "global"
                 };
                 write!(
-                    line,
+                    f,
                     "atomic {op:?} {order:?} {space} [{}] {}",
                     self.val(*addr),
                     ops.join(", ")
                 )?
             }
-            Inst::ArrayAddr { dst, array } => write!(line, "{} = array_addr a{array}", def(*dst))?,
+            Inst::ArrayAddr { dst, array } => write!(f, "{} = array_addr a{array}", def(*dst))?,
             Inst::ArrayAccess {
                 array,
                 access,
                 site,
-            } => write!(line, "array_access a{array} {access:?} {site}")?,
+            } => write!(f, "array_access a{array} {access:?} {site}")?,
             Inst::Select {
                 dst,
                 cond,
                 if_true,
                 if_false,
             } => write!(
-                line,
+                f,
                 "{} = select {}, {}, {}",
                 def(*dst),
                 self.val(*cond),
                 self.val(*if_true),
                 self.val(*if_false)
             )?,
-            Inst::Bitcast { dst, src } => {
-                write!(line, "{} = bitcast {}", def(*dst), self.val(*src))?
-            }
+            Inst::Bitcast { dst, src } => write!(f, "{} = bitcast {}", def(*dst), self.val(*src))?,
             Inst::Fma { dst, a, b, c } => write!(
-                line,
+                f,
                 "{} = fma {}, {}, {}",
                 def(*dst),
                 self.val(*a),
                 self.val(*b),
                 self.val(*c)
             )?,
-            Inst::Special { dst, reg } => write!(line, "{} = {reg:?}", def(*dst))?,
+            Inst::Special { dst, reg } => write!(f, "{} = {reg:?}", def(*dst))?,
             Inst::Shuffle {
                 dst,
                 mode,
                 value,
                 operand,
             } => write!(
-                line,
+                f,
                 "{} = shuffle.{mode:?} {}, {}",
                 def(*dst),
                 self.val(*value),
                 self.val(*operand)
             )?,
             Inst::Vote { dst, mode, pred } => {
-                write!(line, "{} = vote.{mode:?} {}", def(*dst), self.val(*pred))?
+                write!(f, "{} = vote.{mode:?} {}", def(*dst), self.val(*pred))?
             }
             Inst::Load { dst, space, addr } => {
-                write!(line, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
+                write!(f, "{} = load.{space:?} [{}]", def(*dst), self.val(*addr))?
             }
             Inst::Store { space, addr, value } => write!(
-                line,
+                f,
                 "store.{space:?} [{}], {}",
                 self.val(*addr),
                 self.val(*value)
             )?,
-            Inst::LocalAddr { dst, offset } => write!(line, "{} = local_addr {offset}", def(*dst))?,
-            Inst::LoadCell { dst, cell } => {
-                write!(line, "{} = load_shared_value {cell}", def(*dst))?
-            }
+            Inst::LocalAddr { dst, offset } => write!(f, "{} = local_addr {offset}", def(*dst))?,
+            Inst::LoadCell { dst, cell } => write!(f, "{} = load_shared_value {cell}", def(*dst))?,
             Inst::StoreCell { cell, value } => {
-                write!(line, "store_shared_value {cell}, {}", self.val(*value))?
+                write!(f, "store_shared_value {cell}, {}", self.val(*value))?
             }
             Inst::ConstAddr { dst, table } => {
                 let name = self
                     .const_tables
                     .get(*table as usize)
                     .map_or("?", |t| &t.name);
-                write!(line, "{} = const_addr `{name}`", def(*dst))?
+                write!(f, "{} = const_addr `{name}`", def(*dst))?
             }
             Inst::PanicIf { cond, site } => write!(
-                line,
+                f,
                 "panic_if {} {site} \"{}\"",
                 self.val(*cond),
                 self.sites[site.0 as usize].message
             )?,
-            Inst::Break(id) => write!(line, "break {id}")?,
-            Inst::Continue(id) => write!(line, "continue {id}")?,
+            Inst::Break(id) => write!(f, "break {id}")?,
+            Inst::Continue(id) => write!(f, "continue {id}")?,
             Inst::RoleStore { space, addr, value } => write!(
-                line,
+                f,
                 "store_once.{space:?} [{}], {}",
                 self.val(*addr),
                 self.val(*value)
@@ -608,14 +602,14 @@ impl Kernel {
             | Inst::CloseRecv { .. }
             | Inst::SelectRecv { .. }
             | Inst::Release { .. } => {}
-            Inst::RoleBarrier { site } => write!(line, "role_barrier {site}")?,
-            Inst::BarrierWait { barrier, site } => write!(line, "barrier_wait b{barrier} {site}")?,
-            Inst::OneshotSignal { oneshot } => write!(line, "oneshot_signal o{oneshot}")?,
-            Inst::OneshotWait { oneshot, site } => write!(line, "oneshot_wait o{oneshot} {site}")?,
+            Inst::RoleBarrier { site } => write!(f, "role_barrier {site}")?,
+            Inst::BarrierWait { barrier, site } => write!(f, "barrier_wait b{barrier} {site}")?,
+            Inst::OneshotSignal { oneshot } => write!(f, "oneshot_signal o{oneshot}")?,
+            Inst::OneshotWait { oneshot, site } => write!(f, "oneshot_wait o{oneshot} {site}")?,
             // Written by `write_inst`, with their blocks.
             Inst::If { .. } | Inst::Loop { .. } | Inst::Join { .. } | Inst::ParFor(_) => {}
         }
-        Ok(line)
+        Ok(())
     }
 }
 
