@@ -7,7 +7,7 @@
 //! `KernelSpec` and its typed `launch` function.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 
 use crate::ir::{Kernel, SiteKind};
 use crate::tir::Signature;
@@ -37,6 +37,27 @@ pub struct Compiled<'a> {
     pub ir: &'a str,
     /// Its PTX module with tracing.
     pub ptx_traced: &'a str,
+}
+
+/// `text` as a raw string literal (`r#"..."#`, with more `#`s than any run that follows a `"`
+/// in it): unlike an escaped literal it is written without looking at each character, and the
+/// PTX and IR text of a large kernel are megabytes. An escaped literal where a raw one cannot
+/// say it: a carriage return (which a raw string may not hold alone), more than 255 `#`s, or a
+/// literal that does not lex.
+fn raw_string(text: &str) -> TokenStream {
+    let escaped = || proc_macro2::Literal::string(text).into_token_stream();
+    let mut hashes = 0;
+    for (i, _) in text.match_indices('"') {
+        let run = text[i + 1..].bytes().take_while(|&b| b == b'#').count();
+        hashes = hashes.max(run + 1);
+    }
+    if hashes > 255 || text.contains('\r') {
+        return escaped();
+    }
+    let fence = "#".repeat(hashes);
+    format!("r{fence}\"{text}\"{fence}")
+        .parse()
+        .unwrap_or_else(|_| escaped())
 }
 
 fn scalar_tokens(s: Scalar, span: Span) -> TokenStream {
@@ -283,9 +304,9 @@ pub fn launcher(input: &LauncherInput<'_>) -> TokenStream {
     // large kernel is megabytes.
     let mermaid_lit = proc_macro2::Literal::string(&kernel.mermaid());
     let graph_doc = graph_doc(kernel);
-    let ptx_lit = proc_macro2::Literal::string(ptx);
-    let ptx_traced_lit = proc_macro2::Literal::string(ptx_traced);
-    let ir_lit = proc_macro2::Literal::string(ir);
+    let ptx_lit = raw_string(ptx);
+    let ptx_traced_lit = raw_string(ptx_traced);
+    let ir_lit = raw_string(ir);
     let launch_fns = launch_fns(&doc, &args_ty, &args_pat, &body);
     quote! {
         #[doc = #kernel_doc]
@@ -458,6 +479,46 @@ pub fn payload_elem_impl(s: &syn::ItemStruct) -> TokenStream {
             fn zeroed() -> Self {
                 #name { #(#fields: gpu_async::device::PayloadElem::zeroed()),* }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_string;
+
+    /// The string a literal's tokens say.
+    fn value(tokens: proc_macro2::TokenStream) -> String {
+        let lit: syn::LitStr = syn::parse2(tokens).expect("a string literal");
+        lit.value()
+    }
+
+    #[test]
+    fn a_raw_string_says_its_text_whatever_quotes_and_hashes_it_holds() {
+        for text in [
+            "",
+            "plain",
+            "a \"quote\" and \\ backslash",
+            "\"#, \"##, then \"### inside",
+            "ends with a quote\"",
+            "# leading hash and unicode é →",
+        ] {
+            let tokens = raw_string(text);
+            assert!(tokens.to_string().starts_with('r'), "{text:?} was not raw");
+            assert_eq!(value(tokens), text);
+        }
+    }
+
+    #[test]
+    fn what_a_raw_string_cannot_hold_is_escaped() {
+        let long_fence = format!("\"{}", "#".repeat(300));
+        for text in ["a carriage return\r alone", "\r\n", long_fence.as_str()] {
+            let tokens = raw_string(text);
+            assert!(
+                tokens.to_string().starts_with('"'),
+                "{text:?} was not escaped"
+            );
+            assert_eq!(value(tokens), text);
         }
     }
 }
