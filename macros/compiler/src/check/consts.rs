@@ -217,6 +217,10 @@ fn eval_step(
 /// `u8::BITS`, `f32::INFINITY`, `f64::NAN`, `f32::EPSILON`, ... and the mathematical
 /// constants `f32::consts::PI` (also through `std::` or `core::`), with their type.
 pub(crate) fn assoc_const(path: &syn::Path) -> Option<(Scalar, Lit)> {
+    // `f32::MAX` to `std::f32::consts::PI`: most paths (locals) are one segment, and are not.
+    if !(2..=4).contains(&path.segments.len()) {
+        return None;
+    }
     let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let names = match names.as_slice() {
