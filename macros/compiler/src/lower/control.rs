@@ -154,76 +154,105 @@ impl Lowerer<'_> {
         result.map_or(Val::Unit, Val::Scalar)
     }
 
-    /// `match` over an integer: the arms are tried in order, each behind a `matched` flag, so
-    /// that no arm's code is repeated.
+    /// `match` over an integer: the arms are tried in order, without nesting, so that no arm's
+    /// code is repeated and a long match stays one level deep. Arm `k` runs when its patterns
+    /// match and no earlier arm ran: the patterns' test compares the scrutinee with constants,
+    /// without side effects, so it is computed whether or not an earlier arm ran, and a flag
+    /// `matched` (set by each arm that runs, when a later arm needs to know) masks it.
     pub(super) fn match_expr(&mut self, scrutinee: &Expr, arms: &[tir::MatchArm], ty: &Ty) -> Val {
         let x = self.scalar(scrutinee);
         let int = self.values[x.0 as usize].ty;
         let result = self.result_value(ty);
-        let matched = self.konst(Scalar::Bool, Imm::Bool(false));
+        // Absent until an arm before the current one could have run.
+        let mut matched: Option<Value> = None;
         self.cond_depth += 1;
-        for arm in arms {
-            let open = self.not(matched);
-            let try_arm = self.sub_block(|l| {
-                let mut cond: Option<Value> = None;
-                for p in &arm.patterns {
-                    let c = match *p {
-                        tir::MatchPat::Wild => l.konst(Scalar::Bool, Imm::Bool(true)),
-                        tir::MatchPat::Value(v) => {
-                            let k = l.konst(int, Imm::Int(v));
-                            l.binary(BinOp::Eq, x, k)
-                        }
-                        tir::MatchPat::Range(lo, hi) => {
-                            let (lo, hi) = (l.konst(int, Imm::Int(lo)), l.konst(int, Imm::Int(hi)));
-                            let a = l.binary(BinOp::Ge, x, lo);
-                            let b = l.binary(BinOp::Le, x, hi);
-                            l.binary(BinOp::And, a, b)
-                        }
-                    };
-                    cond = Some(match cond {
-                        None => c,
-                        Some(prev) => l.binary(BinOp::Or, prev, c),
-                    });
-                }
-                let Some(cond) = cond else {
-                    return;
+        for (k, arm) in arms.iter().enumerate() {
+            if arm.patterns.is_empty() {
+                continue;
+            }
+            let later = k + 1 < arms.len();
+            // `None`: the patterns match every value (a wildcard among them).
+            let mut cond: Option<Value> = None;
+            let mut always = false;
+            for p in &arm.patterns {
+                let c = match *p {
+                    tir::MatchPat::Wild => {
+                        always = true;
+                        continue;
+                    }
+                    tir::MatchPat::Value(v) => {
+                        let k = self.konst(int, Imm::Int(v));
+                        self.binary(BinOp::Eq, x, k)
+                    }
+                    tir::MatchPat::Range(lo, hi) => {
+                        let (lo, hi) =
+                            (self.konst(int, Imm::Int(lo)), self.konst(int, Imm::Int(hi)));
+                        let a = self.binary(BinOp::Ge, x, lo);
+                        let b = self.binary(BinOp::Le, x, hi);
+                        self.binary(BinOp::And, a, b)
+                    }
                 };
+                cond = Some(match cond {
+                    None => c,
+                    Some(prev) => self.binary(BinOp::Or, prev, c),
+                });
+            }
+            let cond = if always { None } else { cond };
+            let open = matched.map(|m| self.not(m));
+            let take = match (cond, open) {
+                (Some(c), Some(o)) => Some(self.binary(BinOp::And, c, o)),
+                (c, o) => c.or(o),
+            };
+            // A later arm reads the flag: it starts false before the first arm that sets it.
+            let flag = if later {
+                Some(*matched.get_or_insert_with(|| self.konst(Scalar::Bool, Imm::Bool(false))))
+            } else {
+                None
+            };
+            let run = |l: &mut Self| {
                 if let Some(b) = arm.binding {
                     l.frame().locals.insert(b, Val::Scalar(x));
                 }
-                let take = l.sub_block(|l| {
-                    let run = |l: &mut Self| {
+                let body = |l: &mut Self| {
+                    if let Some(m) = flag {
                         l.emit(Inst::Const {
-                            dst: matched,
+                            dst: m,
                             imm: Imm::Bool(true),
                         });
-                        let v = l.expr(&arm.body);
-                        l.copy_result(result, v);
-                    };
-                    match &arm.guard {
-                        None => run(l),
-                        Some(g) => {
-                            let g = l.scalar(g);
-                            let guarded = l.sub_block(run);
-                            l.emit(Inst::If {
-                                cond: g,
-                                then: guarded,
-                                else_: Block::default(),
-                            });
-                        }
                     }
-                });
-                l.emit(Inst::If {
-                    cond,
-                    then: take,
-                    else_: Block::default(),
-                });
-            });
-            self.emit(Inst::If {
-                cond: open,
-                then: try_arm,
-                else_: Block::default(),
-            });
+                    let v = l.expr(&arm.body);
+                    l.copy_result(result, v);
+                };
+                match &arm.guard {
+                    None => body(l),
+                    Some(g) => {
+                        let g = l.scalar(g);
+                        let guarded = l.sub_block(body);
+                        l.emit(Inst::If {
+                            cond: g,
+                            then: guarded,
+                            else_: Block::default(),
+                        });
+                    }
+                }
+            };
+            match take {
+                Some(take) => {
+                    let then = self.sub_block(run);
+                    self.emit(Inst::If {
+                        cond: take,
+                        then,
+                        else_: Block::default(),
+                    });
+                }
+                // The first arm, matching every value: it always runs, and no later arm does.
+                None => {
+                    run(self);
+                    if arm.guard.is_none() {
+                        break;
+                    }
+                }
+            }
         }
         self.cond_depth -= 1;
         result.map_or(Val::Unit, Val::Scalar)

@@ -37,6 +37,13 @@ impl Writer<'_> {
     /// `if cond { then } else { else_ }`.
     pub(super) fn if_else(&mut self, cond: Value, then: &Block, else_: &Block) -> WriteResult {
         let c = self.reg(cond);
+        // Without an `else`, a branch over the `then` block alone.
+        if else_.0.is_empty() {
+            let l_end = self.label("endif");
+            self.line(format!("@!{c} bra {l_end};"))?;
+            self.block(then)?;
+            return self.place_label(&l_end);
+        }
         let (l_else, l_end) = (self.label("else"), self.label("endif"));
         self.line(format!("@!{c} bra {l_else};"))?;
         self.block(then)?;
