@@ -49,6 +49,11 @@ impl Diagnostics {
         self.errors.len()
     }
 
+    /// Forgets the errors recorded after the first `len`.
+    pub fn truncate(&mut self, len: usize) {
+        self.errors.truncate(len);
+    }
+
     /// The messages, for tests and the inspect tool.
     pub fn messages(&self) -> Vec<String> {
         self.errors.iter().map(|e| e.to_string()).collect()

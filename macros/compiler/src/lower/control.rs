@@ -56,6 +56,10 @@ impl Lowerer<'_> {
     /// the caller restores it).
     pub(super) fn block_body(&mut self, b: &tir::Block) -> Val {
         for s in &b.stmts {
+            // Past the size limit the kernel is rejected: the rest is not lowered.
+            if self.size_reported.is_some() {
+                return Val::Unit;
+            }
             self.stmt(s);
             if let Stmt::Expr(e) = s {
                 self.dead |= e.ty == Ty::Never;

@@ -75,8 +75,10 @@ struct Lowerer<'p> {
     kernel: FnId,
     /// Instructions emitted so far, those of parallel loop bodies counting [`PAR_INST_COST`].
     emitted: usize,
-    /// More than [`MAX_KERNEL_INSTS`] was reported.
-    size_reported: bool,
+    /// More than [`MAX_KERNEL_INSTS`] was reported: the number of errors then, the size error
+    /// included. The lowering stops there (the rest of the body is not lowered, and what the
+    /// checks at its end would say of the missing code is not reported).
+    size_reported: Option<usize>,
     frames: Vec<Frame>,
     loops: u32,
     cond_depth: u32,
@@ -200,6 +202,10 @@ impl Lowerer<'_> {
         let params = l.kernel_params(f, &mut frame)?;
         l.frames.push(frame);
         let (roles, role_failed) = l.kernel_body(f, warps);
+        if let Some(errors) = l.size_reported {
+            l.diags.truncate(errors);
+            return None;
+        }
         let prologue = Block(l.blocks.pop().unwrap_or_default());
         l.check_roles(f, &roles, warps, role_failed);
         for c in &l.closable {
@@ -250,7 +256,7 @@ impl<'p> Lowerer<'p> {
             nesting_reported: false,
             kernel: FnId(0),
             emitted: 0,
-            size_reported: false,
+            size_reported: None,
             frames: Vec::new(),
             loops: 0,
             cond_depth: 0,
@@ -319,13 +325,13 @@ impl Lowerer<'_> {
     fn emit(&mut self, inst: Inst) {
         self.emitted += inst.cost(self.par.is_some());
         if self.emitted > MAX_KERNEL_INSTS {
-            if !self.size_reported {
-                self.size_reported = true;
+            if self.size_reported.is_none() {
                 let name = &self.prog.function(self.kernel).name;
                 self.diags.error(
                     self.at,
                     format!("kernel `{name}` compiles to more than {MAX_KERNEL_INSTS} instructions by here (its roles' code with their helpers inlined, each parallel loop counting {PAR_LOOP_COST}, each instruction of its body {PAR_INST_COST}, each wait and bulk copy {WAIT_COST}; `gpu-async-inspect` shows the code): put repeated code in loops instead of writing it out, and large computations in kernels of their own"),
                 );
+                self.size_reported = Some(self.diags.len());
             }
             return;
         }
