@@ -1,20 +1,18 @@
-//! The transpose of a square matrix (8192 × 8192 `f32` by default) through a shared tile: a
-//! block takes 32 × 32 tiles in turn (by default one block per tile: on the H200 that is 0.69
-//! of a device copy, against 0.53 with 16 blocks per multiprocessor walking the tiles), reads a
-//! tile's rows from `x` into a shared 2D array, and
-//! writes its columns as rows of `y`. Both global accesses are whole rows of 32 floats (one
-//! 128-byte line per warp instruction); the tile's rows are 33 floats apart in shared memory
-//! (the compiler pads a row of 128 bytes by one element), so that a warp reading a column of the
-//! tile reads 32 different banks.
+//! The transpose of a square matrix (8192 × 8192 `f32` by default) through a shared tile: one
+//! block per 32 × 32 tile reads the tile's rows from `x` into a shared 2D array and writes its
+//! columns as rows of `y`. Both global accesses are whole rows of 32 floats (one 128-byte line
+//! per warp instruction); the tile's rows are 33 floats apart in shared memory (the compiler pads
+//! a row of 128 bytes by one element), so that a warp reading a column of the tile reads 32
+//! different banks.
 //!
 //! ```text
-//! cargo run --release --example transpose -- [n, a multiple of 32] [`tiles` or blocks per multiprocessor]
+//! cargo run --release --example transpose -- [n, a multiple of 32]
 //! ```
 //!
 //! Checked element by element against the CPU; on a GPU it prints its time next to a
 //! device-to-device copy of as many bytes (`time:` lines, read by `scripts/h200-blocks.sh`).
 
-use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, GridShape, Timing};
+use gpu_async::bench::{arg, gb_per_s, median_of, random_f32, Timing};
 use gpu_async::{gpu_async, BackendKind, Device, Grid};
 
 #[gpu_async]
@@ -24,10 +22,12 @@ pub mod transpose {
     /// Rows and columns of a tile.
     pub const TILE: usize = 32;
 
-    /// `y` = the transpose of the `n` × `n` matrix `x` (row-major), one tile at a time. Two
-    /// warps take a tile's 1024 elements, 16 per thread, in a loop that ptxas unrolls by 4 (on
-    /// the H200, one block per tile: 0.69 of a device copy with two warps, 0.65 with one, 0.63
-    /// with four, 0.44 with eight).
+    /// `y` = the transpose of the `n` × `n` matrix `x` (row-major), block `t` taking tile `t`
+    /// (a grid of one block per tile). Two warps take the tile's 1024 elements, 16 per thread.
+    /// On the H200 one tile per block is faster than blocks that walk several tiles: the same
+    /// code in a `while` loop over the block's tiles ran at 0.72 of a device copy where this
+    /// runs at 0.78, since a bounds-checked store inside a loop keeps ptxas from overlapping
+    /// the tile's accesses (`docs/benchmarks.md`).
     #[kernel(warps = 2)]
     pub async fn transpose(x: &[f32], y: &mut [f32], n: usize) {
         let mut tile = shared_array_2d::<f32, TILE, TILE>();
@@ -41,8 +41,8 @@ pub mod transpose {
             "x and y are not n x n"
         );
         let per_row = n / TILE;
-        let mut t = block_index();
-        while t < per_row * per_row {
+        let t = block_index();
+        if t < per_row * per_row {
             let (r0, c0) = ((t / per_row) * TILE, (t % per_row) * TILE);
             // Item `i` is the tile's element (i / 32, i % 32): a warp reads one row of 32.
             (0..TILE * TILE).into_par_iter().for_each(|i| {
@@ -56,26 +56,13 @@ pub mod transpose {
             (0..TILE * TILE).into_par_iter().for_each(|i| {
                 y[(c0 + i / TILE) * n + r0 + i % TILE] = tile[i % TILE][i / TILE];
             });
-            t += block_count();
         }
     }
 }
 
-/// One block per 32 x 32 tile of an `n` x `n` matrix on the GPU (each block's loop runs once), a
-/// few blocks on the simulator.
-pub fn tile_grid(dev: &Device, n: usize) -> Grid {
-    match dev.kind() {
-        BackendKind::Cuda => Grid::per_tile(n * n, transpose::TILE * transpose::TILE),
-        _ => Grid::blocks(3),
-    }
-}
-
-/// `blocks_per_sm` blocks per multiprocessor on the GPU, a few on the simulator.
-pub fn grid_for(dev: &Device, blocks_per_sm: u32) -> gpu_async::Result<Grid> {
-    Ok(match dev.kind() {
-        BackendKind::Cuda => Grid::blocks(blocks_per_sm * dev.sm_count()?),
-        _ => Grid::blocks(3),
-    })
+/// One block per 32 x 32 tile of an `n` x `n` matrix, on either backend.
+pub fn tile_grid(n: usize) -> Grid {
+    Grid::per_tile(n * n, transpose::TILE * transpose::TILE)
 }
 
 /// Transposes a random `n` × `n` matrix; returns the number of elements that differ from the
@@ -98,17 +85,9 @@ pub fn run_and_check(dev: &Device, grid: Grid, n: usize, seed: u64) -> gpu_async
 #[allow(dead_code)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = arg(1, "a matrix size (a multiple of 32)", 8192)?;
-    let shape = arg(
-        2,
-        "a number of blocks per multiprocessor or `tiles`",
-        GridShape::Tiles,
-    )?;
     let dev = Device::default()?;
     println!("backend: {dev}");
-    let grid = match shape {
-        GridShape::Tiles => tile_grid(&dev, n),
-        GridShape::PerSm(k) => grid_for(&dev, k)?,
-    };
+    let grid = tile_grid(n);
     let bad = run_and_check(&dev, grid, n, 31)?;
     println!(
         "check: {n} x {n} transpose, {} blocks, {bad} elements differ from the CPU's",
