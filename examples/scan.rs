@@ -28,8 +28,11 @@ pub mod scan {
     use gpu_async::device::*;
     use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-    /// Elements per tile, one tile per block.
-    pub const TILE: usize = 8192;
+    /// Elements per tile, one tile per block. A block pays its look-back and its barriers once
+    /// per tile: on the H200, tiles of 32768 scanned 2^28 words in 0.820 ms where tiles of 8192
+    /// took 0.882 ms (most of its warps' stalls were at the block's barriers while one warp
+    /// looked back).
+    pub const TILE: usize = 32768;
     /// The flag of a status word holding the tile's own total.
     pub const AGGREGATE: u64 = 1;
     /// The flag of a status word holding the total of the tile and every tile before it.
