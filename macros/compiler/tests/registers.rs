@@ -12,19 +12,30 @@ use quote::quote;
 /// A loader, a transform and a storer on `ranges` of a block of `warps` warps, with `attr` after
 /// `warps = N` in `#[kernel(..)]`.
 fn pipeline(warps: u32, ranges: [TokenStream; 3], attr: TokenStream) -> TokenStream {
+    placed_pipeline(quote!(warps = #warps), quote!(on_warps), ranges, attr)
+}
+
+/// The pipeline with the kernel's size written as `size` (`warps = N` or `warpgroups = N`) and
+/// its roles placed by `place` (`on_warps` or `on_warpgroups`).
+fn placed_pipeline(
+    size: TokenStream,
+    place: TokenStream,
+    ranges: [TokenStream; 3],
+    attr: TokenStream,
+) -> TokenStream {
     let [load, transform, store] = ranges;
     quote! {
         mod kernels {
             use gpu_async::device::*;
 
-            #[kernel(warps = #warps #attr)]
+            #[kernel(#size #attr)]
             pub async fn pipeline(a: f32, x: &[f32], y: &mut [f32]) {
                 let (load_tx, load_rx) = channel::<[f32; 1024], 4>();
                 let (out_tx, out_rx) = channel::<[f32; 1024], 2>();
                 join!(
-                    on_warps(#load, load(x, load_tx)),
-                    on_warps(#transform, transform(a, load_rx, out_tx)),
-                    on_warps(#store, store(out_rx, y)),
+                    #place(#load, load(x, load_tx)),
+                    #place(#transform, transform(a, load_rx, out_tx)),
+                    #place(#store, store(out_rx, y)),
                 )
                 .await;
             }
@@ -447,4 +458,80 @@ fn min_blocks_per_sm_the_sm_cannot_hold() {
     // `registers(off)` leaves nothing to combine.
     let k = one(aligned(quote!(, min_blocks_per_sm = 2, registers(off))));
     assert!(k.ptx.contains(".minnctapersm 2\n"));
+}
+
+#[test]
+fn warpgroups_are_four_warps_each() {
+    let by_warps = one(pipeline(
+        12,
+        [quote!(0..4), quote!(4..8), quote!(8..12)],
+        quote!(, registers(load = 40)),
+    ));
+    let by_groups = one(placed_pipeline(
+        quote!(warpgroups = 3),
+        quote!(on_warpgroups),
+        [quote!(0..1), quote!(1..2), quote!(2..3)],
+        quote!(, registers(load = 40)),
+    ));
+    assert_eq!(by_groups.ptx, by_warps.ptx);
+    assert_eq!(by_groups.ir_text, by_warps.ir_text);
+    // The two placements mix: warpgroup 1 is warps 4..8.
+    let mixed = one(placed_pipeline(
+        quote!(warps = 12),
+        quote!(on_warpgroups),
+        [quote!(0..1), quote!(1..2), quote!(2..3)],
+        quote!(, registers(load = 40)),
+    ));
+    assert_eq!(mixed.ptx, by_warps.ptx);
+}
+
+#[test]
+fn warpgroup_errors_speak_in_warpgroups() {
+    let groups = |size: TokenStream, ranges: [TokenStream; 3]| {
+        placed_pipeline(size, quote!(on_warpgroups), ranges, quote!())
+    };
+    assert_error(
+        groups(
+            quote!(warpgroups = 2),
+            [quote!(0..1), quote!(1..2), quote!(2..3)],
+        ),
+        "the warpgroup range 2..3 (warps 8..12) is past the kernel's 8 warps: raise `#[kernel(warpgroups = 3)]` or move the role",
+    );
+    assert_error(
+        groups(
+            quote!(warpgroups = 3),
+            [quote!(0..1), quote!(1..2), quote!(1..3)],
+        ),
+        "the warpgroup range 1..3 (warps 4..12) overlaps role `transform` on warps 4..8",
+    );
+    assert_error(
+        groups(
+            quote!(warpgroups = 3),
+            [quote!(0..1), quote!(1..2), quote!(2..9)],
+        ),
+        "the warpgroup range 2..9 (warps 8..36) is past the kernel's 12 warps, and a block has at most 32 warps (1024 threads): give the role a range within `0..3`",
+    );
+    assert_error(
+        groups(
+            quote!(warpgroups = 9),
+            [quote!(0..1), quote!(1..2), quote!(2..3)],
+        ),
+        "a block has 1 to 8 warpgroups of 4 warps (at most 1024 threads); got 9",
+    );
+    assert_error(
+        groups(
+            quote!(warps = 12, warpgroups = 3),
+            [quote!(0..1), quote!(1..2), quote!(2..3)],
+        ),
+        "write either `warps = N` or `warpgroups = N`",
+    );
+    assert_error(
+        placed_pipeline(
+            quote!(warps = 12),
+            quote!(on_warp_groups),
+            [quote!(0..1), quote!(1..2), quote!(2..3)],
+            quote!(),
+        ),
+        "each argument of `join!` is `on_warps(first..end, role(args))` or `on_warpgroups(first..end, role(args))`",
+    );
 }

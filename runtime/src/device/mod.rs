@@ -48,7 +48,7 @@ pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 #[doc(hidden)]
 pub use par::run_now;
 pub use par::{reduction_order, IntoParIter, ParItem, ParIter, ParScalar, ParSlice, ParSliceMut};
-pub use role::{join_roles, on_warps, JoinRoles, Role};
+pub use role::{join_roles, on_warpgroups, on_warps, JoinRoles, Role};
 pub use scan::scan_order;
 pub use shared::{shared, Shared};
 pub use shared_array::{shared_array, shared_array_2d, SharedArray, SharedArray2d, SharedElem};

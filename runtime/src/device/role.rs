@@ -23,6 +23,14 @@ pub fn on_warps<'a>(warps: Range<u32>, role: impl Future<Output = ()> + 'a) -> R
     }
 }
 
+/// Runs `role` on the warpgroups `groups` (4 warps each, warpgroup `g` being warps `4g..4g + 4`):
+/// `on_warpgroups(1..3, role)` is `on_warps(4..12, role)`. Only valid inside `join!` in a kernel
+/// body; register budgets (`setmaxnreg`) and tensor-core operations work on whole warpgroups.
+pub fn on_warpgroups<'a>(groups: Range<u32>, role: impl Future<Output = ()> + 'a) -> Role<'a> {
+    let warps = groups.start.saturating_mul(4)..groups.end.saturating_mul(4);
+    on_warps(warps, role)
+}
+
 impl Role<'_> {
     /// Names the role (the macro passes the async fn's name) for messages.
     #[doc(hidden)]

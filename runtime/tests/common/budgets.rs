@@ -86,12 +86,13 @@ pub mod budgets {
     }
 
     /// `y[i] = p(x[i])` for the polynomial of `coef` (`COEFS` coefficients, lowest power first).
-    #[kernel(warps = 12)]
+    /// Sized and placed in warpgroups: the same 12 warps as `poly_uniform`'s.
+    #[kernel(warpgroups = 3)]
     pub async fn poly(coef: &[f32], x: &[f32], y: &mut [f32]) {
         let (tx, rx) = channel::<[f32; TILE], 4>();
         join!(
-            on_warps(0..4, load(x, tx)),
-            on_warps(4..12, eval(coef, rx, y)),
+            on_warpgroups(0..1, load(x, tx)),
+            on_warpgroups(1..3, eval(coef, rx, y)),
         )
         .await;
     }

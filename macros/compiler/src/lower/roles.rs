@@ -1,4 +1,4 @@
-//! One role: an `on_warps(range, call)` of the kernel's `join!`, lowered into an [`ir::Role`].
+//! One role: an `on_warps(range, call)` (or `on_warpgroups`) of the kernel's `join!`, lowered into an [`ir::Role`].
 //!
 //! The role's warp range is checked against the kernel's warps and the other roles, the ends it
 //! is handed are claimed for it, its function is inlined, and the role barriers its parallel
@@ -18,25 +18,38 @@ impl Lowerer<'_> {
         let ExprKind::OnWarps {
             start,
             end,
+            group,
             range,
             call,
         } = &e.kind
         else {
             return None;
         };
-        let (start, end) = (*start, *end);
+        let (start, end, group) = (*start, *end, *group);
+        // The range as the user wrote it: in warps, or in warpgroups with the warps it covers.
+        let written = if group == 1 {
+            format!("the warp range {start}..{end}")
+        } else {
+            format!(
+                "the warpgroup range {}..{} (warps {start}..{end})",
+                start / group,
+                end / group
+            )
+        };
         if start >= end {
             self.diags.error_at(
                 range,
-                format!("the warp range {start}..{end} is empty: a role needs at least one warp"),
+                format!("{written} is empty: a role needs at least one warp"),
             );
             return None;
         }
         if end > warps {
-            let message = if end <= MAX_WARPS {
-                format!("the warp range {start}..{end} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role")
+            let message = if end > MAX_WARPS {
+                format!("{written} is past the kernel's {warps} warps, and a block has at most {MAX_WARPS} warps (1024 threads): give the role a range within `0..{}`", warps / group)
+            } else if group == 1 {
+                format!("{written} is past the kernel's {warps} warps: raise `#[kernel(warps = {end})]` or move the role")
             } else {
-                format!("the warp range {start}..{end} is past the kernel's {warps} warps, and a block has at most {MAX_WARPS} warps (1024 threads): give the role a range within `0..{warps}`")
+                format!("{written} is past the kernel's {warps} warps: raise `#[kernel(warpgroups = {})]` or move the role", end / group)
             };
             self.diags.error_at(range, message);
             return None;
@@ -46,7 +59,12 @@ impl Lowerer<'_> {
             .iter()
             .find(|(_, a, b)| start < *b && *a < end)
         {
-            self.diags.error_at(range, format!("the warp range {start}..{end} overlaps role `{other}` on warps {a}..{b}: each warp runs one role"));
+            self.diags.error_at(
+                range,
+                format!(
+                    "{written} overlaps role `{other}` on warps {a}..{b}: each warp runs one role"
+                ),
+            );
             return None;
         }
         let ExprKind::Call(fid, args) = &call.kind else {

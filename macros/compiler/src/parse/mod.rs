@@ -7,7 +7,7 @@ use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use syn::spanned::Spanned;
 
 use crate::diag::Diagnostics;
-use crate::target::MAX_WARPS;
+use crate::target::{MAX_WARPS, WARPGROUP};
 use crate::tir::{KernelAttr, MAX_NESTING};
 use crate::types::Scalar;
 
@@ -297,11 +297,24 @@ fn parse_kernel_attr(
         if meta.path.is_ident("idle_warps") {
             idle_warps = true;
             Ok(())
-        } else if meta.path.is_ident("warps") {
+        } else if meta.path.is_ident("warps") || meta.path.is_ident("warpgroups") {
+            let groups = meta.path.is_ident("warpgroups");
+            if warps.is_some() {
+                return Err(meta.error(
+                    "the kernel's size is given already: write either `warps = N` or `warpgroups = N` (4 warps each), once",
+                ));
+            }
             let lit: syn::LitInt = meta.value()?.parse()?;
-            let n = number_in(&lit, 1, MAX_WARPS, || {
-                format!("a block has 1 to {MAX_WARPS} warps (at most 1024 threads)")
-            })?;
+            let n = if groups {
+                let most = MAX_WARPS / WARPGROUP;
+                WARPGROUP * number_in(&lit, 1, most, || {
+                    format!("a block has 1 to {most} warpgroups of 4 warps (at most 1024 threads)")
+                })?
+            } else {
+                number_in(&lit, 1, MAX_WARPS, || {
+                    format!("a block has 1 to {MAX_WARPS} warps (at most 1024 threads)")
+                })?
+            };
             warps = Some(n);
             Ok(())
         } else if meta.path.is_ident("registers") {
@@ -318,7 +331,7 @@ fn parse_kernel_attr(
             });
             Ok(())
         } else {
-            Err(meta.error("unknown kernel option: the options are `warps = N`, `idle_warps`, `registers(role = N, ..)` and `min_blocks_per_sm = N`"))
+            Err(meta.error("unknown kernel option: the options are `warps = N` (or `warpgroups = N`), `idle_warps`, `registers(role = N, ..)` and `min_blocks_per_sm = N`"))
         }
     });
     if let Err(e) = result {

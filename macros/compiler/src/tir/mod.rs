@@ -609,12 +609,14 @@ pub enum ExprKind {
     /// `par_iter_mut()`), `init`, what combines them (`Sum` or `Custom`), and whether each result
     /// includes its own item.
     ParScan(ParScan),
-    /// `on_warps(start..end, role(args))`
+    /// `on_warps(start..end, role(args))`, or `on_warpgroups(..)` with its range in warps.
     OnWarps {
         /// First warp.
         start: u32,
         /// One past the last warp.
         end: u32,
+        /// Warps per unit of the range as written: 1 for `on_warps`, 4 for `on_warpgroups`.
+        group: u32,
         /// The range's tokens, for warp errors.
         range: proc_macro2::TokenStream,
         /// The role's call (a `Call` of an async fn).

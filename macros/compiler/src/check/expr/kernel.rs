@@ -6,6 +6,7 @@ use quote::quote_spanned;
 
 use super::{err, mk, span_of, Checker};
 use crate::check::consts;
+use crate::target::{MAX_WARPS, WARPGROUP};
 use crate::tir::{Block, Expr, ExprKind, LocalId, Stmt};
 use crate::types::Ty;
 
@@ -201,11 +202,19 @@ impl Checker<'_> {
             );
             return None;
         };
-        let is_on_warps = matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "on_warps"));
-        if !is_on_warps || c.args.len() != 2 {
+        let placement = match &*c.func {
+            syn::Expr::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+            _ => None,
+        };
+        let group = match placement.as_deref() {
+            Some("on_warps") => 1,
+            Some("on_warpgroups") => WARPGROUP,
+            _ => 0,
+        };
+        if group == 0 || c.args.len() != 2 {
             self.diags.error(
                 span,
-                "each argument of `join!` is `on_warps(first..end, role(args))`",
+                "each argument of `join!` is `on_warps(first..end, role(args))` or `on_warpgroups(first..end, role(args))`",
             );
             return None;
         }
@@ -222,7 +231,19 @@ impl Checker<'_> {
                     .as_ref()
                     .map(|t| consts::eval_usize(t, &self.scope.consts, self.diags));
                 match (s, t) {
-                    (Some(Some(s)), Some(Some(t))) => (s as u32, t as u32),
+                    (Some(Some(s)), Some(Some(t))) => {
+                        let in_warps = |n: u64| u32::try_from(n).ok()?.checked_mul(group);
+                        match (in_warps(s), in_warps(t)) {
+                            (Some(s), Some(t)) => (s, t),
+                            _ => {
+                                self.diags.error(
+                                    range_span,
+                                    format!("a block has at most {MAX_WARPS} warps: give the role a range within them"),
+                                );
+                                return None;
+                            }
+                        }
+                    }
                     (Some(None), _) | (_, Some(None)) => return None,
                     _ => {
                         self.diags
@@ -266,6 +287,7 @@ impl Checker<'_> {
                 ExprKind::OnWarps {
                     start,
                     end,
+                    group,
                     range,
                     call: Box::new(call),
                 },
