@@ -29,6 +29,9 @@ mod exploration;
 mod schedule;
 mod sim;
 mod spec;
+/// TMA tensor maps over row-major matrices: the rules of their encoding, checked with typed
+/// errors, and the zero-filled, swizzled box copies the simulator makes with them.
+pub mod tensor_map;
 pub mod trace;
 
 mod backend;
