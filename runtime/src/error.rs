@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::schedule::{Schedule, SCHEDULE_ENV};
+use crate::tensor_map::TensorMapError;
 
 /// The result type of every fallible operation of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -29,6 +30,21 @@ pub enum Error {
         kernel: &'static str,
         /// What is wrong and what to do instead.
         reason: String,
+    },
+    /// A matrix parameter (`&Matrix<T>`, passed as a [`MatrixView`](crate::MatrixView)) cannot
+    /// be described by the TMA tensor map of one of the boxes the kernel loads from it: the
+    /// launch was rejected before anything was submitted, naming the parameter, the rule broken
+    /// (see [`TileMapSpec::check`](crate::tensor_map::TileMapSpec::check)) and the fix, where the
+    /// driver would only answer `CUDA_ERROR_INVALID_VALUE`.
+    ///
+    /// Displayed as e.g. ``invalid launch of kernel `m::k`: matrix `a`: its row stride, 200
+    /// bytes, is not a multiple of 16 bytes: ...``.
+    #[error("invalid launch of kernel `{kernel}`: {error}")]
+    TensorMap {
+        /// The kernel's path, `module::kernel`.
+        kernel: &'static str,
+        /// The parameter and the rule it breaks.
+        error: TensorMapError,
     },
     /// A host-side buffer operation was given the wrong sizes or devices.
     #[error("{0}")]
@@ -188,6 +204,24 @@ mod tests {
             location: location.to_string(),
             thread,
         }
+    }
+
+    #[test]
+    fn a_tensor_map_error_names_the_kernel_the_parameter_and_the_rule() {
+        use crate::tensor_map::TensorMapRule;
+        let err = Error::TensorMap {
+            kernel: "m::gemm",
+            error: TensorMapError {
+                param: "a".to_string(),
+                rule: TensorMapRule::AddressAlignment { address: 0x1008 },
+            },
+        };
+        assert_eq!(
+            err.to_string(),
+            "invalid launch of kernel `m::gemm`: matrix `a`: its address, 0x1008, is not a \
+             multiple of 16 bytes: start the matrix at a 16-byte aligned address (round it up to \
+             0x1010)"
+        );
     }
 
     #[test]

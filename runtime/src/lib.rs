@@ -42,6 +42,7 @@ mod cuda;
 mod executor;
 mod grid;
 mod launch;
+mod matrix;
 mod stream;
 mod timer;
 
@@ -52,11 +53,12 @@ pub use executor::block_on;
 pub use exploration::{explore, Exhaustive, Exploration, ScheduleFailure};
 pub use grid::Grid;
 pub use launch::{Launch, Progress};
+pub use matrix::{MatrixView, TileScalar};
 pub use schedule::{ParseScheduleError, Schedule, SCHEDULE_ENV};
 pub use sim::{AtomicScalar, SimOptions};
 pub use spec::{
     KernelScalar, KernelSpec, ParamKind, ParamSpec, RoleSpec, ScalarType, SiteKind, SiteSpec,
-    HIDDEN_PARAMS,
+    TileBox, HIDDEN_PARAMS,
 };
 pub use stream::{Event, Stream};
 pub use timer::{Timer, TimerEnd};
@@ -68,7 +70,7 @@ pub use trace::{Trace, TraceBlocks, TraceOptions, Traced, TracedLaunch};
 pub mod __private {
     pub use crate::launch::{
         launch, launch_on, launch_traced, launch_traced_on, not_compiled, not_compiled_traced,
-        CudaArgs, Target,
+        CudaArgs, SimMatrixRead, Target,
     };
     pub use crate::sim::{
         AtomicView, SimBlock, SimRead, SimRun, SimSlice, SimSliceMut, SimTarget, SimWrite,

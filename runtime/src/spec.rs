@@ -1,6 +1,6 @@
 //! The static description of a compiled kernel, emitted by `#[gpu_async]` next to its PTX.
 
-pub use gpu_async_wire::{ParamKind, ScalarType, SiteKind, HIDDEN_PARAMS};
+pub use gpu_async_wire::{ParamKind, ScalarType, SiteKind, TileBox, HIDDEN_PARAMS};
 
 /// One kernel parameter, in declaration order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

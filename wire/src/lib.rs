@@ -8,7 +8,8 @@
 //!
 //! - [`ScalarType`]: the scalar types that cross the host/device boundary, with their sizes and
 //!   names; the compiler's scalar type is this one.
-//! - [`ParamKind`]: how one kernel parameter is passed.
+//! - [`ParamKind`]: how one kernel parameter is passed, and [`TileBox`], the box of a matrix
+//!   parameter's tensor map.
 //! - [`SiteKind`]: what a reportable place in the user's source is.
 //! - [`HiddenParam`]: the parameters every generated kernel takes after the user's, for the
 //!   abort protocol.
@@ -236,6 +237,40 @@ pub enum ParamKind {
         /// `&mut [T]` rather than `&[T]`.
         mutable: bool,
     },
+    /// A row-major matrix in global memory (`&Matrix<T>`), read by TMA tile loads: three PTX
+    /// parameters, the address (`.u64`), the rows (`.u64`) and the columns (`.u64`), then one
+    /// tensor map (`.param .align 128 .b8 NAME[128]`, a `CUtensorMap`) per box of `boxes`, in
+    /// order.
+    Matrix {
+        /// The element type: `bf16`, `f16` or `f32`.
+        elem: ScalarType,
+        /// The boxes the kernel's tile loads of this matrix copy, one tensor map each.
+        boxes: &'static [TileBox],
+    },
+}
+
+/// The box (tile) a tensor map of a matrix parameter copies: `rows` × `cols` elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TileBox {
+    /// The rows of the box.
+    pub rows: u32,
+    /// The columns of the box, the elements of one box row, which are contiguous.
+    pub cols: u32,
+}
+
+impl TileBox {
+    /// The swizzle span in bytes (128, 64 or 32) of a box whose row is exactly that many bytes
+    /// for elements of `elem_bytes`; `None` (no swizzle) otherwise.
+    ///
+    /// A box row of exactly 128, 64 or 32 bytes is swizzled over that span, so that the rows of
+    /// a tile in shared memory fall into different banks (the layout the tensor-core
+    /// instructions read); a box of any other width is copied row-major.
+    pub const fn swizzle_bytes(self, elem_bytes: u32) -> Option<u32> {
+        match self.cols.checked_mul(elem_bytes) {
+            Some(bytes @ (128 | 64 | 32)) => Some(bytes),
+            _ => None,
+        }
+    }
 }
 
 /// What happens at a reportable place of the user's source.
@@ -358,6 +393,18 @@ mod tests {
         assert_eq!(ScalarType::I8.int_range(), Some((-128, 127)));
         assert_eq!(ScalarType::I8.int_bits(-1), 0xFFFF_FFFF);
         assert_eq!(ScalarType::U8.int_bits(-1), 0xFF);
+    }
+
+    #[test]
+    fn a_box_row_of_a_swizzle_span_is_swizzled() {
+        let tile = |rows, cols| TileBox { rows, cols };
+        assert_eq!(tile(64, 64).swizzle_bytes(2), Some(128));
+        assert_eq!(tile(64, 32).swizzle_bytes(4), Some(128));
+        assert_eq!(tile(8, 32).swizzle_bytes(2), Some(64));
+        assert_eq!(tile(8, 8).swizzle_bytes(4), Some(32));
+        assert_eq!(tile(64, 128).swizzle_bytes(2), None);
+        assert_eq!(tile(64, 8).swizzle_bytes(2), None);
+        assert_eq!(tile(1, u32::MAX).swizzle_bytes(4), None);
     }
 
     #[test]

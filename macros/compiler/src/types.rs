@@ -30,6 +30,17 @@ pub struct ChanTy {
 pub enum ChanElem {
     /// A scalar: the payload is an array of them.
     Scalar(Scalar),
+    /// `Tile<T, R, C>`: `rows` × `cols` elements filled by a TMA load from a matrix (the
+    /// payload's `len` is `rows * cols`). On the GPU the rows are laid out with the swizzle a
+    /// box of their width gets ([`tile_swizzle_bytes`]), which the tensor cores read.
+    Tile {
+        /// The element: `bf16`, `f16` or `f32`.
+        elem: Scalar,
+        /// Rows.
+        rows: u32,
+        /// Columns, contiguous in a row.
+        cols: u32,
+    },
     /// A struct of the module: on the GPU the payload is stored field by field (an array per
     /// field, each 16-byte aligned), so that parallel loops over one field stay contiguous.
     Struct {
@@ -47,15 +58,38 @@ impl ChanElem {
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             ChanElem::Scalar(s) => Some(*s),
-            ChanElem::Struct { .. } => None,
+            ChanElem::Tile { .. } | ChanElem::Struct { .. } => None,
         }
     }
+
+    /// The element, rows and columns of a tile payload.
+    pub fn tile(&self) -> Option<(Scalar, u32, u32)> {
+        match self {
+            ChanElem::Tile { elem, rows, cols } => Some((*elem, *rows, *cols)),
+            _ => None,
+        }
+    }
+}
+
+/// The swizzle span in bytes (128, 64 or 32) of a tile whose rows are `cols` elements of
+/// `elem`, or `None` (rows stored plainly): a row of exactly a span's bytes takes that span's
+/// swizzle, as the tensor cores' operand layouts do. It is the runtime's rule
+/// (`TileBox::swizzle_bytes`), which encodes the tensor map the load uses.
+pub fn tile_swizzle_bytes(elem: Scalar, cols: u32) -> Option<u32> {
+    gpu_async_wire::TileBox { rows: 1, cols }.swizzle_bytes(elem.size())
+}
+
+/// The element types a matrix parameter and a tile hold: the tensor cores' 16-bit floats, and
+/// `f32`.
+pub fn is_tile_elem(s: Scalar) -> bool {
+    matches!(s, Scalar::Bf16 | Scalar::F16 | Scalar::F32)
 }
 
 impl fmt::Display for ChanElem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ChanElem::Scalar(s) => write!(f, "{s}"),
+            ChanElem::Tile { elem, rows, cols } => write!(f, "Tile<{elem}, {rows}, {cols}>"),
             ChanElem::Struct { name, .. } => f.write_str(name),
         }
     }
@@ -65,7 +99,7 @@ impl ChanTy {
     /// Byte offset of each field's array in a struct payload (`[0]` for a scalar payload).
     pub fn field_offsets(&self) -> Vec<u64> {
         match &self.elem {
-            ChanElem::Scalar(_) => vec![0],
+            ChanElem::Scalar(_) | ChanElem::Tile { .. } => vec![0],
             ChanElem::Struct { fields, .. } => {
                 let mut offset = 0;
                 fields
@@ -83,7 +117,9 @@ impl ChanTy {
     /// Bytes of one payload.
     pub fn payload_bytes(&self) -> u64 {
         match &self.elem {
-            ChanElem::Scalar(s) => u64::from(self.len) * u64::from(s.size()),
+            ChanElem::Scalar(s) | ChanElem::Tile { elem: s, .. } => {
+                u64::from(self.len) * u64::from(s.size())
+            }
             ChanElem::Struct { fields, .. } => fields
                 .iter()
                 .map(|f| (u64::from(self.len) * u64::from(f.size())).div_ceil(16) * 16)
@@ -92,9 +128,31 @@ impl ChanTy {
     }
 }
 
+impl ChanTy {
+    /// The payload type as written: `[T; N]`, or `Tile<T, R, C>`.
+    pub fn payload(&self) -> String {
+        match &self.elem {
+            ChanElem::Tile { .. } => self.elem.to_string(),
+            _ => format!("[{}; {}]", self.elem, self.len),
+        }
+    }
+
+    /// The alignment in bytes of a slot's data: 128 (bulk copies and wide accesses), or the
+    /// span after which a tile's swizzle pattern repeats (8 rows of the swizzle's span), which
+    /// the hardware applies to shared-memory address bits.
+    pub fn slot_align(&self) -> u64 {
+        match &self.elem {
+            ChanElem::Tile { elem, cols, .. } => {
+                tile_swizzle_bytes(*elem, *cols).map_or(128, |span| (8 * u64::from(span)).max(128))
+            }
+            _ => 128,
+        }
+    }
+}
+
 impl fmt::Display for ChanTy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}; {}], {}", self.elem, self.len, self.depth)
+        write!(f, "{}, {}", self.payload(), self.depth)
     }
 }
 
@@ -253,6 +311,10 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
+    /// `&Matrix<T>`: a row-major matrix in global memory, read by tile loads.
+    Matrix(Scalar),
+    /// `slot[r]` of a tile slot: a row, indexed again (`slot[r][c]`).
+    TileRow(ChanTy),
     /// `(Sender, Receiver)` from `channel()`.
     ChanPair(ChanTy),
     /// `Sender<[T; N], D>`.
@@ -369,16 +431,17 @@ impl fmt::Display for Ty {
                 write!(f, "Option<&{}[{elem}]>", if *mutable { "mut " } else { "" })
             }
             Ty::ChanPair(c) => write!(f, "(Sender<{c}>, Receiver<{c}>)"),
-            Ty::Sender(c) => write!(f, "Sender<[{}; {}], {}>", c.elem, c.len, c.depth),
-            Ty::Receiver(c) => write!(f, "Receiver<[{}; {}], {}>", c.elem, c.len, c.depth),
-            Ty::SendSlot(c) => write!(f, "SendSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
-            Ty::RecvSlot(c) => write!(f, "RecvSlot<[{}; {}], {}>", c.elem, c.len, c.depth),
-            Ty::OptRecvSlot(c) => {
-                write!(f, "Option<RecvSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
-            }
-            Ty::OptSendSlot(c) => {
-                write!(f, "Option<SendSlot<[{}; {}], {}>>", c.elem, c.len, c.depth)
-            }
+            Ty::Sender(c) => write!(f, "Sender<{c}>"),
+            Ty::Receiver(c) => write!(f, "Receiver<{c}>"),
+            Ty::SendSlot(c) => write!(f, "SendSlot<{c}>"),
+            Ty::RecvSlot(c) => write!(f, "RecvSlot<{c}>"),
+            Ty::OptRecvSlot(c) => write!(f, "Option<RecvSlot<{c}>>"),
+            Ty::OptSendSlot(c) => write!(f, "Option<SendSlot<{c}>>"),
+            Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
+            Ty::TileRow(c) => match c.elem.tile() {
+                Some((elem, _, cols)) => write!(f, "[{elem}; {cols}]"),
+                None => write!(f, "{}", c.elem),
+            },
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),
             Ty::Struct(_, name) | Ty::Enum(_, name) => f.write_str(name),

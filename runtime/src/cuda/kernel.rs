@@ -1,5 +1,6 @@
 //! Kernels on a device: loading a kernel's PTX module (with the driver's JIT error log), once
-//! per device, and launching it with the parameters the launch collected.
+//! per device, encoding the tensor maps of its matrix parameters, and launching it with the
+//! parameters the launch collected.
 
 use std::ffi::{c_void, CString};
 use std::sync::{Arc, PoisonError};
@@ -12,6 +13,26 @@ use super::stream::StreamState;
 use super::{cuda, driver_error};
 use crate::error::{Error, Result};
 use crate::spec::KernelSpec;
+use crate::tensor_map::{Swizzle, TileElem, TileMapSpec};
+
+/// The value of one PTX parameter of a launch, which [`CudaDevice::launch`] points the driver at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KernelParam {
+    /// A parameter of at most 8 bytes (a scalar, an address, a length), in the first bytes.
+    Word(u64),
+    /// A tensor map (`.param .align 128 .b8 NAME[128]`), boxed: its own 128-byte aligned
+    /// storage, which stays put while the list of parameters grows, and keeps the list's
+    /// entries small.
+    TensorMap(Box<TensorMapParam>),
+}
+
+/// The 128 bytes of a `CUtensorMap`, 128-byte aligned as a kernel's tensor-map parameter is.
+#[repr(C, align(128))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct TensorMapParam(pub(crate) [u64; 16]);
+
+const _: () = assert!(std::mem::size_of::<TensorMapParam>() == 128);
+const _: () = assert!(std::mem::size_of::<sys::CUtensorMap>() == 128);
 
 /// A loaded module and the kernel function of one [`KernelSpec`].
 pub(crate) struct LoadedKernel {
@@ -134,10 +155,11 @@ impl CudaDevice {
     /// uses of its buffers `uses` (`(memory, written)`) on other streams, and records the launch
     /// as their latest use.
     ///
-    /// `params` holds one 8-byte slot per PTX parameter, the value in its first bytes; the caller
-    /// checked them against the kernel's spec, which the compiler emitted with its PTX. The
-    /// buffers whose addresses are among them are the ones in `uses`; their frees wait for this
-    /// launch (see the module docs).
+    /// `params` holds one entry per PTX parameter: an 8-byte word, the value in its first bytes,
+    /// or a 128-byte tensor map; the caller checked them against the kernel's spec, which the
+    /// compiler emitted with its PTX. The buffers whose addresses are among them (in words or in
+    /// tensor maps) are the ones in `uses`; their frees wait for this launch (see the module
+    /// docs).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
         &self,
@@ -146,7 +168,7 @@ impl CudaDevice {
         blocks: u32,
         threads: u32,
         shared_bytes: u32,
-        params: &mut [u64],
+        params: &mut [KernelParam],
         uses: &[(&DeviceMem, bool)],
     ) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
@@ -162,17 +184,23 @@ impl CudaDevice {
             }
         };
         for (pointer, param) in pointers.iter_mut().zip(params.iter_mut()) {
-            *pointer = (param as *mut u64).cast::<c_void>();
+            *pointer = match param {
+                KernelParam::Word(word) => (word as *mut u64).cast::<c_void>(),
+                KernelParam::TensorMap(map) => (&mut **map as *mut TensorMapParam).cast::<c_void>(),
+            };
         }
         order_uses(&stream.stream, uses, || {
             // SAFETY: `kernel.function` belongs to a module of this context that stays loaded
             // while the device is alive (the device outlives its streams, which synchronize
             // before they go, and synchronizes its own before unloading). `pointers` has one
-            // entry per PTX parameter, each pointing to an 8-byte, 8-aligned slot of `params`
-            // that is at least as large as the parameter and alive across the call; the driver
-            // copies the values before returning. Addresses among them are the device buffers of
-            // `uses`, whose frees `order_uses` orders after this launch. `extra` is null. The
-            // stream belongs to this context, which is current.
+            // entry per PTX parameter, each pointing to its own storage in `params`, alive across
+            // the call and at least as large and as aligned as the parameter: an 8-byte, 8-aligned
+            // word for a parameter of at most 8 bytes, a 128-byte, 128-aligned tensor map for a
+            // `.align 128 .b8 [128]` one (the spec the caller checked says which is which); the
+            // driver copies the values before returning. Addresses among them (tensor maps hold
+            // one too) are the device buffers of `uses`, whose frees `order_uses` orders after
+            // this launch. `extra` is null. The stream belongs to this context, which is
+            // current.
             unsafe {
                 sys::cuLaunchKernel(
                     kernel.function,
@@ -191,6 +219,61 @@ impl CudaDevice {
             .result()
             .map_err(cuda("cuLaunchKernel"))
         })
+    }
+}
+
+impl CudaDevice {
+    /// The tensor map of `spec` (`cuTensorMapEncodeTiled`), which [`TileMapSpec::check`] accepted:
+    /// rank 2, innermost dimension first, no interleave, the spec's swizzle, L2 promotion of 128
+    /// bytes, and elements past the matrix's edges read as zero (`OOB_FILL_NONE`).
+    pub(crate) fn encode_tensor_map(&self, spec: &TileMapSpec) -> Result<Box<TensorMapParam>> {
+        use sys::{
+            CUtensorMapDataType as Data, CUtensorMapFloatOOBfill as OobFill,
+            CUtensorMapInterleave as Interleave, CUtensorMapL2promotion as L2,
+            CUtensorMapSwizzle as Swz,
+        };
+        self.ctx.bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
+        let data = match spec.elem {
+            TileElem::Bf16 => Data::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            TileElem::F16 => Data::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            TileElem::F32 => Data::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        };
+        let swizzle = match spec.swizzle {
+            Swizzle::None => Swz::CU_TENSOR_MAP_SWIZZLE_NONE,
+            Swizzle::B32 => Swz::CU_TENSOR_MAP_SWIZZLE_32B,
+            Swizzle::B64 => Swz::CU_TENSOR_MAP_SWIZZLE_64B,
+            Swizzle::B128 => Swz::CU_TENSOR_MAP_SWIZZLE_128B,
+        };
+        let (dims, strides, box_dims, element_strides) = spec.encode_args();
+        let address = usize::try_from(spec.address).map_err(|_| Error::Cuda {
+            call: "cuTensorMapEncodeTiled",
+            message: format!("the address {:#x} does not fit a pointer", spec.address),
+        })?;
+        let mut map = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: `map` is a writable, 128-byte aligned `CUtensorMap` (the driver needs 64) that
+        // lives across the call; `dims` (2 entries), `strides` (rank - 1 = 1), `box_dims` (2)
+        // and `element_strides` (2) are arrays of the lengths rank 2 reads, alive across the
+        // call. The driver only stores the address in the map (it is a device address, never
+        // dereferenced on the host). The context is current on this thread.
+        unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut map,
+                data,
+                2,
+                std::ptr::without_provenance_mut(address),
+                dims.as_ptr(),
+                strides.as_ptr(),
+                box_dims.as_ptr(),
+                element_strides.as_ptr(),
+                Interleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                swizzle,
+                L2::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                OobFill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        }
+        .result()
+        .map_err(cuda("cuTensorMapEncodeTiled"))?;
+        Ok(Box::new(TensorMapParam(map.opaque)))
     }
 }
 

@@ -7,8 +7,9 @@
 //! wrappers for contexts, streams and events, and its raw `sys` bindings for what it does not wrap
 //! the way this crate needs it (module loading with the JIT error log, `cuLaunchKernel` with our
 //! own parameter array, the completion events and `cuStreamAddCallback`, `cuStreamQuery`, the
-//! mapped host memory of the failure records, `cuMemsetD32Async`, and the buffers' memory, whose
-//! frees this crate orders itself).
+//! mapped host memory of the failure records, `cuMemsetD32Async`, `cuTensorMapEncodeTiled` for
+//! the tensor maps of matrix parameters, and the buffers' memory, whose frees this crate orders
+//! itself).
 //!
 //! `cudarc` loads `libcuda` lazily and panics when it is missing, so [`CudaDevice::open`] checks
 //! for the library before it calls anything else, and turns any panic of the driver loader into
@@ -20,10 +21,11 @@
 //! their events, the watcher streams and the driver's callback), `memory` (a buffer's memory: its
 //! allocation, its free and the order of its uses across streams), `copy` (copies from, to and
 //! between buffers), `interop` (buffers handed between this crate and cudarc) and `kernel`
-//! (loading a kernel's module and launching it). This file holds what they share: the driver's
+//! (loading a kernel's module, encoding the tensor maps of its matrix parameters, and launching
+//! it). This file holds what they share: the driver's
 //! errors, binding a context to the thread, and whether the driver library is there. The layer
-//! imports nothing from the rest of the runtime but the abort protocol's layout, the errors and
-//! the kernels' specs: what it must tell the layers above (a launch's completion) it tells
+//! imports nothing from the rest of the runtime but the abort protocol's layout, the errors, the
+//! kernels' specs and the tensor maps' specs: what it must tell the layers above (a launch's completion) it tells
 //! through [`CompletionListener`].
 
 mod completion;
@@ -43,6 +45,7 @@ use crate::error::{Error, Result};
 
 pub(crate) use completion::{CompletionListener, CompletionMark, EventState};
 pub(crate) use device::CudaDevice;
+pub(crate) use kernel::KernelParam;
 pub(crate) use memory::DeviceMem;
 pub(crate) use stream::{LaunchIds, StreamState};
 

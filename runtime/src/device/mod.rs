@@ -19,6 +19,7 @@ mod block;
 mod channel;
 mod concurrent;
 mod lanes;
+mod matrix;
 mod oneshot;
 mod par;
 mod role;
@@ -28,6 +29,7 @@ mod shared_array;
 mod split;
 mod tiles;
 
+pub use crate::matrix::TileScalar;
 pub use atomic_float::{AtomicF32, AtomicF64};
 pub use barrier::{barrier, Barrier, BarrierWait};
 pub use block::{block_count, block_index};
@@ -44,6 +46,7 @@ pub use concurrent::{
 };
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
+pub use matrix::{Matrix, Tile};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 #[doc(hidden)]
 pub use par::run_now;

@@ -5,8 +5,9 @@ use std::marker::PhantomData;
 
 use crate::abort::hidden_params;
 use crate::buffer::DeviceBuffer;
-use crate::cuda::{DeviceMem, LaunchIds};
+use crate::cuda::{CudaDevice, DeviceMem, KernelParam, LaunchIds};
 use crate::error::{Error, Result};
+use crate::matrix::{tile_map_spec, MatrixView, TileScalar};
 use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
 
 /// The PTX parameters of a CUDA launch, collected in declaration order.
@@ -17,9 +18,13 @@ use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
 /// the generated code has pushed the kernel's own parameters.
 pub struct CudaArgs<'a> {
     kernel: &'static str,
+    spec: &'static KernelSpec,
     device_id: u64,
-    /// One 8-byte slot per PTX parameter, the value in its first bytes.
-    pub(super) slots: Vec<u64>,
+    /// The launch's device, which encodes the tensor maps of matrix parameters (`None` in tests).
+    gpu: Option<&'a CudaDevice>,
+    /// One entry per PTX parameter: an 8-byte word (the value in its first bytes), or a
+    /// 128-byte tensor map in storage of its own.
+    pub(super) params: Vec<KernelParam>,
     /// The kernel parameter each group of slots came from (the hidden parameters have none).
     pub(super) kinds: Vec<ParamKind>,
     /// How many of the slots are the abort protocol's hidden parameters (at the end).
@@ -32,11 +37,18 @@ pub struct CudaArgs<'a> {
 }
 
 impl<'a> CudaArgs<'a> {
-    pub(super) fn new(spec: &'static KernelSpec, device_id: u64) -> CudaArgs<'a> {
+    /// The parameters of a launch of `spec` on the device `device_id`, which is `gpu`.
+    pub(super) fn new(
+        spec: &'static KernelSpec,
+        device_id: u64,
+        gpu: Option<&'a CudaDevice>,
+    ) -> CudaArgs<'a> {
         CudaArgs {
             kernel: spec.path,
+            spec,
             device_id,
-            slots: Vec::with_capacity(2 * spec.params.len() + HIDDEN_PARAMS),
+            gpu,
+            params: Vec::with_capacity(2 * spec.params.len() + HIDDEN_PARAMS),
             kinds: Vec::with_capacity(spec.params.len()),
             hidden: 0,
             error: None,
@@ -62,7 +74,8 @@ impl<'a> CudaArgs<'a> {
                 });
             }
         }
-        self.slots.push(u64::from_ne_bytes(slot));
+        self.params
+            .push(KernelParam::Word(u64::from_ne_bytes(slot)));
         self.kinds.push(ParamKind::Scalar(T::TYPE));
     }
 
@@ -92,18 +105,10 @@ impl<'a> CudaArgs<'a> {
     ) -> Result<()> {
         let mem = match buf.cuda_mem() {
             Some(mem) if buf.device_id() == self.device_id => mem,
-            _ => {
-                return Err(Error::InvalidLaunch {
-                    kernel: self.kernel,
-                    reason: format!(
-                        "the buffer passed as `{name}` belongs to another device; allocate it \
-                         with the device the kernel is launched on"
-                    ),
-                })
-            }
+            _ => return Err(self.foreign_buffer(name)),
         };
-        self.slots.push(mem.address());
-        self.slots.push(buf.len() as u64);
+        self.params.push(KernelParam::Word(mem.address()));
+        self.params.push(KernelParam::Word(buf.len() as u64));
         self.uses.push((mem, mutable));
         self.kinds.push(ParamKind::Slice {
             elem: T::TYPE,
@@ -112,9 +117,86 @@ impl<'a> CudaArgs<'a> {
         Ok(())
     }
 
+    /// The error of a buffer passed as `name` that is not memory of the launch's device.
+    fn foreign_buffer(&self, name: &str) -> Error {
+        Error::InvalidLaunch {
+            kernel: self.kernel,
+            reason: format!(
+                "the buffer passed as `{name}` belongs to another device; allocate it with the \
+                 device the kernel is launched on"
+            ),
+        }
+    }
+
+    /// Pushes a `&Matrix<T>` parameter: its address, rows and columns, then one tensor map
+    /// (`CUtensorMap`, 128 bytes) per box the kernel's spec declares for it
+    /// ([`ParamKind::Matrix`]), in order.
+    ///
+    /// Each box's map is checked before it is encoded ([`TileMapSpec::check`]): a matrix the
+    /// driver would reject fails with [`Error::TensorMap`], naming `name` and the rule. A buffer
+    /// of another device or of the simulator fails with [`Error::InvalidLaunch`], as for a
+    /// slice, and so does a parameter the kernel does not declare as a matrix of `T` (generated
+    /// code out of date). The buffer is read by the launch.
+    ///
+    /// [`TileMapSpec::check`]: crate::tensor_map::TileMapSpec::check
+    pub fn matrix<T: TileScalar>(
+        &mut self,
+        name: &'static str,
+        m: MatrixView<'a, T>,
+    ) -> Result<()> {
+        let index = self.kinds.len();
+        let declared = self.spec.params.get(index).map(|p| p.kind);
+        let boxes = match declared {
+            Some(ParamKind::Matrix { elem, boxes }) if elem == T::TYPE => boxes,
+            _ => {
+                return Err(Error::InvalidLaunch {
+                    kernel: self.kernel,
+                    reason: format!(
+                        "a {} matrix was passed as `{name}`, parameter {index} of the launch, \
+                         which the kernel declares as {declared:?}; the generated launch code is \
+                         out of date with the kernel, rebuild the crate",
+                        T::TYPE
+                    ),
+                })
+            }
+        };
+        let buf = m.buffer();
+        let (gpu, mem) = match (self.gpu, buf.cuda_mem()) {
+            (Some(gpu), Some(mem)) if buf.device_id() == self.device_id => (gpu, mem),
+            _ => return Err(self.foreign_buffer(name)),
+        };
+        let specs: Vec<_> = boxes
+            .iter()
+            .map(|&tile| tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, mem.address()))
+            .collect();
+        for spec in &specs {
+            spec.check(name).map_err(|error| Error::TensorMap {
+                kernel: self.kernel,
+                error,
+            })?;
+        }
+        let maps = specs
+            .iter()
+            .map(|spec| gpu.encode_tensor_map(spec))
+            .collect::<Result<Vec<_>>>()?;
+        self.params.extend([
+            KernelParam::Word(mem.address()),
+            KernelParam::Word(m.rows() as u64),
+            KernelParam::Word(m.cols() as u64),
+        ]);
+        self.params
+            .extend(maps.into_iter().map(KernelParam::TensorMap));
+        self.uses.push((mem, false));
+        self.kinds.push(ParamKind::Matrix {
+            elem: T::TYPE,
+            boxes,
+        });
+        Ok(())
+    }
+
     /// Appends the abort protocol's hidden parameters, after the kernel's own.
     pub(super) fn push_hidden(&mut self, params: [u64; HIDDEN_PARAMS]) {
-        self.slots.extend(params);
+        self.params.extend(params.map(KernelParam::Word));
         self.hidden += HIDDEN_PARAMS;
     }
 
@@ -161,7 +243,7 @@ impl<'a> CudaArgs<'a> {
             kernel: spec.path,
             reason,
         };
-        if self.slots.len() != expected
+        if self.params.len() != expected
             || self.hidden != hidden
             || self.kinds.len() != spec.params.len()
         {
@@ -169,7 +251,7 @@ impl<'a> CudaArgs<'a> {
                 "{} PTX parameters were passed ({} of them hidden ones of the abort protocol) \
                  but the kernel takes {expected} ({hidden} hidden); the generated launch code is \
                  out of date with the kernel, rebuild the crate",
-                self.slots.len(),
+                self.params.len(),
                 self.hidden
             )));
         }
@@ -186,6 +268,16 @@ impl<'a> CudaArgs<'a> {
                         mutable: got_mut,
                     },
                 ) => want == got && (got_mut || !want_mut),
+                (
+                    ParamKind::Matrix {
+                        elem: want,
+                        boxes: want_boxes,
+                    },
+                    ParamKind::Matrix {
+                        elem: got,
+                        boxes: got_boxes,
+                    },
+                ) => want == got && want_boxes == got_boxes,
                 _ => false,
             };
             if !compatible {
@@ -195,14 +287,42 @@ impl<'a> CudaArgs<'a> {
                 )));
             }
         }
+        // Each PTX parameter's storage is as large as the parameter: a tensor map where the
+        // kernel takes one (the launch hands the driver a pointer to each, and the driver
+        // copies as many bytes as the parameter has), a word everywhere else.
+        let maps = spec.params.iter().flat_map(|p| {
+            let count = ptx_param_count(p.kind);
+            let maps = tensor_map_count(p.kind);
+            (0..count).map(move |i| i >= count - maps)
+        });
+        let hidden_maps = std::iter::repeat_n(false, hidden);
+        for (i, (param, map)) in self.params.iter().zip(maps.chain(hidden_maps)).enumerate() {
+            if matches!(param, KernelParam::TensorMap(_)) != map {
+                return Err(mismatch(format!(
+                    "PTX parameter {i} is {} but was passed as {}",
+                    if map { "a tensor map" } else { "a word" },
+                    if map { "a word" } else { "a tensor map" }
+                )));
+            }
+        }
         Ok(())
     }
 }
 
-/// PTX parameters taken by one kernel parameter: 1 for a scalar, 2 (address, length) for a slice.
-fn ptx_param_count(kind: ParamKind) -> usize {
+/// The tensor maps among the PTX parameters of one kernel parameter (at their end).
+fn tensor_map_count(kind: ParamKind) -> usize {
+    match kind {
+        ParamKind::Scalar(_) | ParamKind::Slice { .. } => 0,
+        ParamKind::Matrix { boxes, .. } => boxes.len(),
+    }
+}
+
+/// PTX parameters taken by one kernel parameter: 1 for a scalar, 2 (address, length) for a
+/// slice, 3 (address, rows, columns) and one tensor map per box for a matrix.
+pub(super) fn ptx_param_count(kind: ParamKind) -> usize {
     match kind {
         ParamKind::Scalar(_) => 1,
         ParamKind::Slice { .. } => 2,
+        ParamKind::Matrix { boxes, .. } => 3 + boxes.len(),
     }
 }

@@ -20,7 +20,7 @@ use gpu_async_wire::trace::TRACE_PARAMS;
 
 use crate::abort::watchdog_ns;
 use crate::backend::{Backend, Device};
-use crate::cuda::{CudaDevice, DeviceMem, StreamState};
+use crate::cuda::{CudaDevice, DeviceMem, KernelParam, StreamState};
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::sim::{launch_job, submission_order, SimLaunch, SimStream, SimTarget, SimTracing};
@@ -30,6 +30,7 @@ use crate::stream::Stream;
 pub use args::CudaArgs;
 pub use future::{Launch, Progress};
 pub use traced::{launch_traced, launch_traced_on, not_compiled_traced, Traced, TracedLaunch};
+pub use views::SimMatrixRead;
 
 use completion::State;
 use future::{AbortCheck, Running, Stage};
@@ -156,7 +157,7 @@ fn submit<'a>(
             };
         }
         Some((gpu, stream)) => {
-            let mut args = CudaArgs::new(spec, device.id());
+            let mut args = CudaArgs::new(spec, device.id(), Some(gpu));
             let watchdog = device.watchdog();
             let submitted = body(Target::Cuda(&mut args)).and_then(|()| {
                 // The stream's launch lock is held from here until the kernel is on the stream.
@@ -167,7 +168,7 @@ fn submit<'a>(
                     let traced_uses: Vec<(&DeviceMem, bool)>;
                     let uses = match &recording {
                         Recording::Cuda(mem, params) => {
-                            args.slots.extend(params);
+                            args.params.extend(params.map(KernelParam::Word));
                             traced_uses = args.uses.iter().copied().chain([(*mem, true)]).collect();
                             &traced_uses
                         }
@@ -179,7 +180,7 @@ fn submit<'a>(
                         grid.block_count(),
                         32 * spec.warps,
                         spec.shared_bytes,
-                        &mut args.slots,
+                        &mut args.params,
                         uses,
                     )?;
                     Ok(Stage::Running(Running {

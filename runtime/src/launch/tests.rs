@@ -4,9 +4,26 @@
 use super::completion::{complete, lock, Shared};
 use super::*;
 use crate::abort::{hidden_params, RECORD_SLOTS};
+use crate::cuda::KernelParam;
 use crate::cuda::LaunchIds;
 use crate::executor::block_on;
 use crate::spec::{ParamKind, ParamSpec, ScalarType, HIDDEN_PARAMS};
+
+/// `values` as 8-byte PTX parameters.
+fn words<const N: usize>(values: [u64; N]) -> [KernelParam; N] {
+    values.map(KernelParam::Word)
+}
+
+/// The values of `args`' parameters, which must all be 8-byte words.
+fn slots(args: &CudaArgs<'_>) -> Vec<u64> {
+    args.params
+        .iter()
+        .map(|p| match p {
+            KernelParam::Word(word) => *word,
+            KernelParam::TensorMap(_) => panic!("a tensor map among the words"),
+        })
+        .collect()
+}
 
 static NOOP: KernelSpec = KernelSpec {
     entry: "noop",
@@ -89,7 +106,7 @@ fn body_error_is_the_outcome() {
 fn buffers_of_another_device_rejected() -> Result<()> {
     let (a, b) = (Device::simulator(), Device::simulator());
     let x = b.upload(&[1.0f32])?;
-    let mut args = CudaArgs::new(&AXPY, a.id());
+    let mut args = CudaArgs::new(&AXPY, a.id(), None);
     match args.slice("x", &x) {
         Err(Error::InvalidLaunch { kernel, reason }) => {
             assert_eq!(kernel, "tests::axpy");
@@ -102,29 +119,29 @@ fn buffers_of_another_device_rejected() -> Result<()> {
 
 #[test]
 fn parameters_checked_against_the_spec() {
-    let mut args = CudaArgs::new(&AXPY, 1);
+    let mut args = CudaArgs::new(&AXPY, 1, None);
     args.scalar(2.0f32);
     // Stand-ins for two buffers (the checks look at slots and kinds only).
     for mutable in [false, true] {
-        args.slots.extend([256, 4]);
+        args.params.extend(words([256, 4]));
         args.kinds.push(ParamKind::Slice {
             elem: ScalarType::F32,
             mutable,
         });
     }
     assert!(args.check(&AXPY).is_ok());
-    assert_eq!(args.slots[0], u64::from(2.0f32.to_bits()));
+    assert_eq!(slots(&args)[0], u64::from(2.0f32.to_bits()));
 
-    let mut short = CudaArgs::new(&AXPY, 1);
+    let mut short = CudaArgs::new(&AXPY, 1, None);
     short.scalar(2.0f32);
     assert!(matches!(
         short.check(&AXPY),
         Err(Error::InvalidLaunch { .. })
     ));
 
-    let mut wrong_type = CudaArgs::new(&AXPY, 1);
+    let mut wrong_type = CudaArgs::new(&AXPY, 1, None);
     wrong_type.scalar(2u32);
-    wrong_type.slots.extend([256, 4, 512, 4]);
+    wrong_type.params.extend(words([256, 4, 512, 4]));
     for _ in 0..2 {
         wrong_type.kinds.push(ParamKind::Slice {
             elem: ScalarType::F32,
@@ -135,10 +152,10 @@ fn parameters_checked_against_the_spec() {
         matches!(wrong_type.check(&AXPY), Err(Error::InvalidLaunch { reason, .. }) if reason.contains("`a`"))
     );
 
-    let mut read_only = CudaArgs::new(&AXPY, 1);
+    let mut read_only = CudaArgs::new(&AXPY, 1, None);
     read_only.scalar(2.0f32);
     for _ in 0..2 {
-        read_only.slots.extend([256, 4]);
+        read_only.params.extend(words([256, 4]));
         read_only.kinds.push(ParamKind::Slice {
             elem: ScalarType::F32,
             mutable: false,
@@ -258,10 +275,10 @@ const IDS: LaunchIds = LaunchIds {
 
 /// `args` with AXPY's own parameters pushed (stand-ins for the two buffers).
 fn axpy_args(spec: &'static KernelSpec) -> CudaArgs<'static> {
-    let mut args = CudaArgs::new(spec, 1);
+    let mut args = CudaArgs::new(spec, 1, None);
     args.scalar(2.0f32);
     for mutable in [false, true] {
-        args.slots.extend([256, 4]);
+        args.params.extend(words([256, 4]));
         args.kinds.push(ParamKind::Slice {
             elem: ScalarType::F32,
             mutable,
@@ -280,26 +297,26 @@ fn hidden_parameters_appended_and_counted() {
     );
     args.finish(&AXPY_ABORT, IDS, 50_000_000)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(args.slots.len(), 5 + HIDDEN_PARAMS);
+    assert_eq!(args.params.len(), 5 + HIDDEN_PARAMS);
     assert_eq!(
-        args.slots[..5],
+        slots(&args)[..5],
         [u64::from(2.0f32.to_bits()), 256, 4, 256, 4]
     );
     assert_eq!(
-        args.slots[5..],
+        slots(&args)[5..],
         hidden_params(IDS.abort_word, 42, IDS.record, 50_000_000)
     );
-    assert_eq!(args.slots[5], 0x7f00_0000_1000);
-    assert_eq!(args.slots[6].to_ne_bytes()[..4], 42u32.to_ne_bytes());
-    assert_eq!(args.slots[7], 0x7e00_0000_2000);
-    assert_eq!(args.slots[8], 50_000_000);
+    assert_eq!(slots(&args)[5], 0x7f00_0000_1000);
+    assert_eq!(slots(&args)[6].to_ne_bytes()[..4], 42u32.to_ne_bytes());
+    assert_eq!(slots(&args)[7], 0x7e00_0000_2000);
+    assert_eq!(slots(&args)[8], 50_000_000);
 
     // A kernel without the protocol gets none, and rejects them.
     let mut plain = axpy_args(&AXPY);
     plain
         .finish(&AXPY, IDS, 50_000_000)
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(plain.slots.len(), 5);
+    assert_eq!(plain.params.len(), 5);
     plain.push_hidden([0; HIDDEN_PARAMS]);
     assert!(matches!(
         plain.check(&AXPY),
@@ -307,9 +324,9 @@ fn hidden_parameters_appended_and_counted() {
     ));
 
     // A parameter short is still caught with the hidden ones added.
-    let mut short = CudaArgs::new(&AXPY_ABORT, 1);
+    let mut short = CudaArgs::new(&AXPY_ABORT, 1, None);
     short.scalar(2.0f32);
-    short.slots.extend([256, 4]);
+    short.params.extend(words([256, 4]));
     short.kinds.push(ParamKind::Slice {
         elem: ScalarType::F32,
         mutable: false,
@@ -468,4 +485,270 @@ fn dropping_a_running_launch_cancels_and_waits() {
     assert!(callback.join().is_ok());
     let state = lock(&shared);
     assert!(state.done && state.cancelled);
+}
+
+/// A GEMM-like kernel's matrix parameter `a` (bf16, loaded in 64 x 64 and 64 x 32 boxes) and
+/// its output.
+static GEMM: KernelSpec = KernelSpec {
+    entry: "gemm",
+    path: "tests::gemm",
+    ptx: "",
+    warps: 2,
+    shared_bytes: 0,
+    params: &[
+        ParamSpec {
+            name: "a",
+            kind: ParamKind::Matrix {
+                elem: ScalarType::Bf16,
+                boxes: &[
+                    crate::spec::TileBox { rows: 64, cols: 64 },
+                    crate::spec::TileBox { rows: 64, cols: 32 },
+                ],
+            },
+        },
+        ParamSpec {
+            name: "out",
+            kind: ParamKind::Slice {
+                elem: ScalarType::F32,
+                mutable: true,
+            },
+        },
+    ],
+    roles: &[],
+    sites: &[],
+    abort_protocol: false,
+};
+
+/// `GEMM`'s parameters as a launch would push them, with stand-ins for the buffers and maps.
+fn gemm_args(kind: ParamKind, maps: usize) -> CudaArgs<'static> {
+    let mut args = CudaArgs::new(&GEMM, 1, None);
+    args.params.extend(words([4096, 128, 256]));
+    args.params
+        .extend((0..maps).map(|_| KernelParam::TensorMap(Box::default())));
+    args.kinds.push(kind);
+    args.params.extend(words([8192, 16]));
+    args.kinds.push(ParamKind::Slice {
+        elem: ScalarType::F32,
+        mutable: true,
+    });
+    args
+}
+
+#[test]
+fn a_matrix_takes_three_parameters_and_a_tensor_map_per_box() {
+    let declared = GEMM.params[0].kind;
+    assert_eq!(super::args::ptx_param_count(declared), 5);
+    let no_boxes = ParamKind::Matrix {
+        elem: ScalarType::F32,
+        boxes: &[],
+    };
+    assert_eq!(super::args::ptx_param_count(no_boxes), 3);
+    assert!(gemm_args(declared, 2).check(&GEMM).is_ok());
+
+    // A map short: the count is off.
+    let short = gemm_args(declared, 1).check(&GEMM);
+    assert!(
+        matches!(&short, Err(Error::InvalidLaunch { reason, .. })
+            if reason.contains("6 PTX parameters were passed") && reason.contains("takes 7")),
+        "{short:?}"
+    );
+    // A word where the kernel takes a tensor map, and a map where it takes a word.
+    let mut swapped = gemm_args(declared, 2);
+    swapped.params.swap(2, 3);
+    let swapped = swapped.check(&GEMM);
+    assert!(
+        matches!(&swapped, Err(Error::InvalidLaunch { reason, .. })
+            if reason.contains("PTX parameter 2 is a word but was passed as a tensor map")),
+        "{swapped:?}"
+    );
+
+    // Other boxes, or another element type, make another parameter.
+    let ParamKind::Matrix { boxes, .. } = declared else {
+        unreachable!("`a` is a matrix")
+    };
+    static SQUARE: [crate::spec::TileBox; 2] = [crate::spec::TileBox { rows: 64, cols: 64 }; 2];
+    for kind in [
+        ParamKind::Matrix {
+            elem: ScalarType::Bf16,
+            boxes: &SQUARE,
+        },
+        ParamKind::Matrix {
+            elem: ScalarType::F16,
+            boxes,
+        },
+    ] {
+        let wrong = gemm_args(kind, 2).check(&GEMM);
+        assert!(
+            matches!(&wrong, Err(Error::InvalidLaunch { reason, .. })
+                if reason.starts_with("parameter `a` is declared as Matrix { elem: Bf16")),
+            "{wrong:?}"
+        );
+    }
+}
+
+#[test]
+fn a_cuda_launch_rejects_a_matrix_of_the_simulator() -> Result<()> {
+    let device = Device::simulator();
+    let a = device.alloc::<half::bf16>(128 * 256)?;
+    let m = a.as_matrix(128, 256)?;
+    for device_id in [device.id(), device.id() + 1] {
+        let mut args = CudaArgs::new(&GEMM, device_id, None);
+        match args.matrix("a", m) {
+            Err(Error::InvalidLaunch { kernel, reason }) => {
+                assert_eq!(kernel, "tests::gemm");
+                assert!(
+                    reason.starts_with("the buffer passed as `a` belongs to another device"),
+                    "{reason}"
+                );
+            }
+            other => panic!("expected InvalidLaunch, got {other:?}"),
+        }
+        assert!(args.params.is_empty() && args.kinds.is_empty() && args.uses.is_empty());
+    }
+    // Pushed where the kernel takes another parameter: generated code out of date.
+    let mut args = CudaArgs::new(&AXPY, device.id(), None);
+    match args.matrix("a", m) {
+        Err(Error::InvalidLaunch { reason, .. }) => assert!(
+            reason.contains(
+                "a bf16 matrix was passed as `a`, parameter 0 of the launch, which \
+                             the kernel declares as Some(Scalar(F32))"
+            ),
+            "{reason}"
+        ),
+        other => panic!("expected InvalidLaunch, got {other:?}"),
+    }
+    Ok(())
+}
+
+/// A kernel that loads two 4 x 8 tiles of `a` (the second past its ragged corner) through a
+/// channel and writes them to `out`, one after the other.
+async fn two_tiles(a: &crate::device::Matrix<f32>, out: &mut [f32]) {
+    use crate::device::{channel, join_roles, on_warps, Payload, Tile};
+    let (mut tx, rx) = channel::<Tile<f32, 4, 8>, 2>();
+    join_roles([
+        on_warps(0..1, async move {
+            for at in [[0, 0], [4, 8]] {
+                let Some(mut slot) = tx.reserve().await else {
+                    return;
+                };
+                slot.load(a, at).await;
+                slot.send();
+            }
+        }),
+        on_warps(1..2, async move {
+            let mut chunks = out.chunks_mut(32);
+            while let Some(tile) = rx.recv().await {
+                if let Some(chunk) = chunks.next() {
+                    chunk.copy_from_slice(tile.elems());
+                }
+            }
+        }),
+    ])
+    .await;
+}
+
+static TWO_TILES: KernelSpec = KernelSpec {
+    entry: "two_tiles",
+    path: "tests::two_tiles",
+    ptx: "",
+    warps: 2,
+    shared_bytes: 0,
+    params: &[
+        ParamSpec {
+            name: "a",
+            kind: ParamKind::Matrix {
+                elem: ScalarType::F32,
+                boxes: &[crate::spec::TileBox { rows: 4, cols: 8 }],
+            },
+        },
+        ParamSpec {
+            name: "out",
+            kind: ParamKind::Slice {
+                elem: ScalarType::F32,
+                mutable: true,
+            },
+        },
+    ],
+    roles: &[],
+    sites: &[],
+    abort_protocol: false,
+};
+
+/// Launches [`two_tiles`] as the generated launcher would.
+fn launch_two_tiles<'a>(
+    device: &'a Device,
+    a: crate::MatrixView<'a, f32>,
+    out: &'a mut crate::DeviceBuffer<f32>,
+) -> Launch<'a> {
+    launch(
+        device,
+        &TWO_TILES,
+        Grid::blocks(1),
+        move |target| match target {
+            Target::Cuda(args) => {
+                args.matrix("a", a)?;
+                args.slice_mut("out", out)?;
+                Ok(())
+            }
+            Target::Sim(sim) => {
+                let a = sim.read_matrix("a", a)?;
+                let out = sim.write("out", out)?;
+                sim.run(move |run| {
+                    let a = a.matrix();
+                    let mut out = out.slice_mut();
+                    run.run_blocks(|block| block.run(two_tiles(&a, &mut out)))
+                })
+            }
+        },
+    )
+}
+
+#[test]
+#[rustfmt::skip]
+fn a_simulated_launch_loads_tiles_with_zeros_past_the_edges() -> Result<()> {
+    let device = Device::simulator();
+    // 6 x 12, element (r, c) = 100 r + c + 1, then elements past the matrix that must not show.
+    let mut data: Vec<f32> = (0..72).map(|i| (100 * (i / 12) + i % 12 + 1) as f32).collect();
+    data.extend([-1.0; 8]);
+    let a = device.upload(&data)?;
+    let mut out = device.alloc::<f32>(64)?;
+    block_on(launch_two_tiles(&device, a.as_matrix(6, 12)?, &mut out))?;
+    let out = out.download()?;
+    let row = |r: usize, c0: usize| -> Vec<f32> {
+        (c0..c0 + 8).map(|c| if r < 6 && c < 12 { (100 * r + c + 1) as f32 } else { 0.0 }).collect()
+    };
+    let want: Vec<f32> = [(0, 0), (1, 0), (2, 0), (3, 0), (4, 8), (5, 8), (6, 8), (7, 8)]
+        .into_iter()
+        .flat_map(|(r, c)| row(r, c))
+        .collect();
+    assert_eq!(out, want);
+    assert_eq!(out[32..36], [409.0, 410.0, 411.0, 412.0]);
+    assert_eq!(out[36..40], [0.0; 4]);
+    Ok(())
+}
+
+#[test]
+fn a_simulated_launch_rejects_a_matrix_the_driver_would() -> Result<()> {
+    let device = Device::simulator();
+    // 6 x 10 f32: rows of 40 bytes, not a multiple of 16.
+    let a = device.alloc::<f32>(60)?;
+    let mut out = device.alloc::<f32>(64)?;
+    match block_on(launch_two_tiles(&device, a.as_matrix(6, 10)?, &mut out)) {
+        Err(err @ Error::TensorMap { .. }) => {
+            let Error::TensorMap { kernel, error } = &err else {
+                unreachable!()
+            };
+            assert_eq!((*kernel, error.param.as_str()), ("tests::two_tiles", "a"));
+            assert!(
+                err.to_string().starts_with(
+                    "invalid launch of kernel `tests::two_tiles`: matrix `a`: its row stride, \
+                     40 bytes, is not a multiple of 16 bytes: pad each row to a multiple of 4 \
+                     f32 elements (a stride of 48 bytes)"
+                ),
+                "{err}"
+            );
+        }
+        other => panic!("expected Error::TensorMap, got {other:?}"),
+    }
+    Ok(())
 }

@@ -4,9 +4,11 @@
 //! side.
 
 use crate::buffer::DeviceBuffer;
+use crate::device::Matrix;
 use crate::error::{Error, Result};
+use crate::matrix::{tile_map_spec, MatrixView, TileScalar};
 use crate::sim::{SimMem, SimRead, SimTarget, SimWrite};
-use crate::spec::KernelScalar;
+use crate::spec::{KernelScalar, ParamKind};
 use std::sync::Arc;
 
 impl SimTarget {
@@ -50,5 +52,65 @@ impl SimTarget {
         buf: &mut DeviceBuffer<T>,
     ) -> Result<SimWrite<T>> {
         Ok(self.memory(name, buf)?.register_write())
+    }
+
+    /// The launch reads `m`, a matrix parameter (`&Matrix<T>`): its job takes the matrix with
+    /// [`SimMatrixRead::matrix`] once the earlier writes of the buffer are over.
+    ///
+    /// Checks the matrix against the tensor map of every box the kernel declares for the
+    /// parameter, as a CUDA launch does ([`Error::TensorMap`]; the simulator has no addresses,
+    /// so only the address's alignment goes unchecked, which a whole buffer always meets).
+    pub fn read_matrix<T: TileScalar>(
+        &self,
+        name: &'static str,
+        m: MatrixView<'_, T>,
+    ) -> Result<SimMatrixRead<T>> {
+        let declared = self.spec.params.iter().find(|p| p.name == name);
+        let boxes = match declared.map(|p| p.kind) {
+            Some(ParamKind::Matrix { elem, boxes }) if elem == T::TYPE => boxes,
+            kind => {
+                return Err(Error::InvalidLaunch {
+                    kernel: self.spec.path,
+                    reason: format!(
+                        "a {} matrix was passed as `{name}`, which the kernel declares as \
+                         {kind:?}; the generated launch code is out of date with the kernel, \
+                         rebuild the crate",
+                        T::TYPE
+                    ),
+                })
+            }
+        };
+        let memory = self.memory(name, m.buffer())?;
+        for &tile in boxes {
+            tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, 0)
+                .check(name)
+                .map_err(|error| Error::TensorMap {
+                    kernel: self.spec.path,
+                    error,
+                })?;
+        }
+        Ok(SimMatrixRead {
+            read: memory.register_read(),
+            name,
+            rows: m.rows(),
+            cols: m.cols(),
+        })
+    }
+}
+
+/// A read of a matrix parameter by a submitted simulator job: the job turns it into the
+/// kernel's [`Matrix`] with [`SimMatrixRead::matrix`] when it runs.
+pub struct SimMatrixRead<T: TileScalar> {
+    read: SimRead<T>,
+    name: &'static str,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: TileScalar> SimMatrixRead<T> {
+    /// Waits for the earlier writes of the buffer, then shares its elements as the kernel's
+    /// `&Matrix<T>` argument until dropped.
+    pub fn matrix(self) -> Matrix<T> {
+        Matrix::new(self.name, self.read.slice(), self.rows, self.cols)
     }
 }

@@ -7,7 +7,7 @@ use super::ModuleScope;
 use crate::diag::Diagnostics;
 use crate::target::{PARAM_LIMIT, RUNTIME_PARAM_BYTES};
 use crate::tir::{KernelAttr, Signature};
-use crate::types::{ArrayTy, ChanElem, ChanTy, Scalar, Ty, MAX_VALUE_SCALARS};
+use crate::types::{is_tile_elem, ArrayTy, ChanElem, ChanTy, Scalar, Ty, MAX_VALUE_SCALARS};
 
 /// Reads a function's signature; reports what the kernel language cannot take.
 pub(crate) fn signature(
@@ -85,6 +85,7 @@ pub(crate) fn signature(
                         Ty::Scalar(_)
                             | Ty::Slice { .. }
                             | Ty::AtomicSlice(_)
+                            | Ty::Matrix(_)
                             | Ty::Struct(..)
                             | Ty::Enum(..)
                             | Ty::Error
@@ -92,7 +93,7 @@ pub(crate) fn signature(
                 {
                     diags.error_at(
                         &pt.ty,
-                        format!("a kernel parameter is a scalar, a struct of the module, `&[T]`, `&mut [T]` or `&[AtomicU32]`; `{ty}` is created inside the kernel instead"),
+                        format!("a kernel parameter is a scalar, a struct of the module, `&[T]`, `&mut [T]`, `&[AtomicU32]` or `&Matrix<T>`; `{ty}` is created inside the kernel instead"),
                     );
                 }
                 params.push((name, ty, mutable, pt.pat.span()));
@@ -168,6 +169,13 @@ fn param_space(
             Ty::Slice { .. } | Ty::AtomicSlice(_) => {
                 place(&mut offset, 8);
                 place(&mut offset, 8);
+            }
+            // Its address, rows and columns, and the tensor map of (at least) one tile shape.
+            Ty::Matrix(_) => {
+                for _ in 0..3 {
+                    place(&mut offset, 8);
+                }
+                offset = offset.next_multiple_of(128) + 128;
             }
             Ty::Struct(id, _) => {
                 for (_, s) in &scope.struct_defs[*id as usize].fields {
@@ -314,6 +322,9 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
                             Some(a) => Ty::SharedArrayRef(a, r.mutability.is_some()),
                             None => Ty::Error,
                         };
+                    }
+                    if last.ident == "Matrix" {
+                        return matrix_type(r, last, scope, diags);
                     }
                     if last.ident == "Shared" {
                         if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
@@ -559,6 +570,12 @@ pub(crate) fn chan_args(
                 None => return None,
             }
         }
+        syn::GenericArgument::Type(syn::Type::Path(p))
+            if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Tile") =>
+        {
+            let (elem, rows, cols) = tile_args(p, scope, diags)?;
+            (ChanElem::Tile { elem, rows, cols }, rows * cols)
+        }
         syn::GenericArgument::Type(syn::Type::Reference(r)) => {
             diags.error_at(r, "a reference cannot travel through a channel: it would point into one role's memory; send the values themselves, as an array `[T; N]`");
             return None;
@@ -575,12 +592,15 @@ pub(crate) fn chan_args(
             };
             match heap {
                 Some(name) => diags.error_at(other, format!("`{name}` cannot travel through a channel: a payload lives in shared memory, so it is an array of scalars `[T; N]`")),
-                None => diags.error_at(other, "a channel payload is an array of scalars, `[T; N]`"),
+                None => diags.error_at(other, "a channel payload is an array of scalars, `[T; N]`, or a tile, `Tile<T, R, C>`"),
             }
             return None;
         }
         other => {
-            diags.error_at(other, "a channel payload is an array of scalars, `[T; N]`");
+            diags.error_at(
+                other,
+                "a channel payload is an array of scalars, `[T; N]`, or a tile, `Tile<T, R, C>`",
+            );
             return None;
         }
     };
@@ -605,4 +625,113 @@ pub(crate) fn chan_args(
         None => return None,
     };
     Some(ChanTy { elem, len, depth })
+}
+
+/// `&Matrix<T>`: a matrix parameter, `T` one of the tile element types. Tile loads only read
+/// it, so it is a shared reference.
+fn matrix_type(
+    r: &syn::TypeReference,
+    last: &syn::PathSegment,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) -> Ty {
+    if let Some(m) = &r.mutability {
+        diags.error_at(m, "a matrix is read by tile loads, so it is passed as `&Matrix<T>`: write results into a `&mut [T]` parameter");
+        return Ty::Error;
+    }
+    let elem = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+            syn::GenericArgument::Type(t) => Some((t, parse_type(t, scope, diags))),
+            _ => None,
+        },
+        _ => None,
+    };
+    match elem {
+        Some((_, Ty::Scalar(s))) if is_tile_elem(s) => Ty::Matrix(s),
+        Some((_, Ty::Error)) => Ty::Error,
+        Some((t, other)) => {
+            diags.error_at(t, format!("a matrix holds `bf16`, `f16` or `f32` (what tile loads and the tensor cores take); `{other}` is not one"));
+            Ty::Error
+        }
+        None => {
+            diags.error_at(
+                last,
+                "write `&Matrix<T>` with `T` one of `bf16`, `f16`, `f32`",
+            );
+            Ty::Error
+        }
+    }
+}
+
+/// The most rows or columns of a tile: a TMA box's limit per dimension.
+const MAX_TILE_DIM: u64 = 256;
+
+/// `Tile<T, R, C>` of a channel payload: `T` a tile element type, `R` and `C` in 1..=256, a row
+/// a multiple of 16 bytes (the TMA copies rows in 16-byte units).
+fn tile_args(
+    p: &syn::TypePath,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) -> Option<(Scalar, u32, u32)> {
+    let last = p.path.segments.last()?;
+    let example = "`Tile<bf16, 64, 64>` (the element type, rows, columns)";
+    let args: Vec<&syn::GenericArgument> = match &last.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().collect(),
+        _ => Vec::new(),
+    };
+    let [t, r, c] = args.as_slice() else {
+        diags.error_at(last, format!("a tile takes three arguments: {example}"));
+        return None;
+    };
+    let elem = match t {
+        syn::GenericArgument::Type(ty) => match parse_type(ty, scope, diags) {
+            Ty::Scalar(s) if is_tile_elem(s) => s,
+            Ty::Error => return None,
+            other => {
+                diags.error_at(ty, format!("a tile holds `bf16`, `f16` or `f32` (what tile loads and the tensor cores take); `{other}` is not one"));
+                return None;
+            }
+        },
+        other => {
+            diags.error_at(
+                other,
+                format!("the first argument is the element type: {example}"),
+            );
+            return None;
+        }
+    };
+    let mut dims = [0u32; 2];
+    for (k, (a, what)) in [(r, "rows"), (c, "columns")].into_iter().enumerate() {
+        let e: syn::Expr = match a {
+            syn::GenericArgument::Const(e) => e.clone(),
+            syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
+                attrs: Vec::new(),
+                qself: None,
+                path: p.path.clone(),
+            }),
+            other => {
+                diags.error_at(other, format!("a tile's sizes are constants: {example}"));
+                return None;
+            }
+        };
+        match eval_usize(&e, &scope.consts, diags) {
+            Some(n) if (1..=MAX_TILE_DIM).contains(&n) => dims[k] = n as u32,
+            Some(n) => {
+                diags.error_at(
+                    &e,
+                    format!("a tile has 1 to {MAX_TILE_DIM} {what} (a tile load's limit); got {n}"),
+                );
+                return None;
+            }
+            None => return None,
+        }
+    }
+    let [rows, cols] = dims;
+    let row_bytes = cols * elem.size();
+    if row_bytes % 16 != 0 {
+        let per = 16 / elem.size();
+        diags.error_at(c, format!("a tile's row is a multiple of 16 bytes (a tile load moves rows in 16-byte units): {cols} columns of `{elem}` are {row_bytes} B; make the columns a multiple of {per}"));
+        return None;
+    }
+    Some((elem, rows, cols))
 }

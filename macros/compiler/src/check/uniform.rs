@@ -468,6 +468,13 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         K::Atomic(a, _, args, _) => std::iter::once(&**a).chain(args).collect(),
         K::ParScan(s) => vec![&s.src, &s.dst, &s.init],
         K::OnWarps { call, .. } => vec![call],
+        K::TileLoad {
+            slot,
+            matrix,
+            row,
+            col,
+        } => vec![slot, matrix, row, col],
+        K::MatrixDim(m, _) => vec![m],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
         K::IfLetSome {
             scrutinee, else_, ..

@@ -66,6 +66,23 @@ impl Display for Kernel {
                     p.name,
                     if *mutable { "mut " } else { "" }
                 )?,
+                ParamKind::Matrix {
+                    elem,
+                    ptr,
+                    rows,
+                    cols,
+                    boxes,
+                } => {
+                    write!(
+                        f,
+                        "  param {}: &Matrix<{elem}> = (ptr {ptr}, rows {rows}, cols {cols})",
+                        p.name
+                    )?;
+                    for (k, b) in boxes.iter().enumerate() {
+                        write!(f, ", map{k} {} x {}", b.rows, b.cols)?;
+                    }
+                    writeln!(f)?;
+                }
             }
         }
         for (i, c) in self.channels.iter().enumerate() {
@@ -286,6 +303,21 @@ impl Kernel {
                     write!(f, " at {}", self.val(*slot))?;
                 }
             }
+            Inst::TileLoad {
+                chan,
+                param,
+                map,
+                row,
+                col,
+            } => write!(
+                f,
+                "tile_load {chan} <- {}.map{map} at [{}, {}]",
+                self.params
+                    .get(*param as usize)
+                    .map_or("?", |p| p.name.as_str()),
+                self.val(*row),
+                self.val(*col)
+            )?,
             Inst::CopyIn {
                 chan,
                 src,
@@ -594,6 +626,7 @@ impl Kernel {
             Inst::Reserve { .. }
             | Inst::SlotAddr { .. }
             | Inst::CopyIn { .. }
+            | Inst::TileLoad { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }

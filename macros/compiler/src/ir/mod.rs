@@ -225,6 +225,20 @@ pub enum ParamKind {
         /// The length in elements.
         len: Value,
     },
+    /// A matrix (`&Matrix<T>`): its address (`usize`), rows and columns (`usize`), then one
+    /// tensor map per tile shape its loads use, each a 128-byte parameter of its own.
+    Matrix {
+        /// Element type.
+        elem: Scalar,
+        /// The address.
+        ptr: Value,
+        /// Rows.
+        rows: Value,
+        /// Columns.
+        cols: Value,
+        /// The boxes of its tensor maps, in the order of the parameters that pass them.
+        boxes: Vec<gpu_async_wire::TileBox>,
+    },
 }
 
 /// The most a kernel's IR may count (its roles' code with their helpers inlined, as
@@ -265,6 +279,7 @@ impl Inst {
             | Inst::BarrierWait { .. }
             | Inst::OneshotWait { .. }
             | Inst::CopyIn { .. }
+            | Inst::TileLoad { .. }
             | Inst::CopyOut { .. } => WAIT_COST,
             _ if in_par => PAR_INST_COST,
             _ => 1,
@@ -603,6 +618,17 @@ pub enum Inst {
         len: Value,
         bulk: Value,
     },
+    /// `slot.load(matrix, [row, col])`: the reserved tile slot filled from the matrix parameter
+    /// `param` through its tensor map `map` (an index into its `boxes`) by one thread of the role,
+    /// the box whose top-left element is (`row`, `col`) (`u32`s, each below 2^31), completing
+    /// on the slot's `full` barrier, which expects the tile's bytes.
+    TileLoad {
+        chan: ChannelId,
+        param: u32,
+        map: u32,
+        row: Value,
+        col: Value,
+    },
     /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
     /// of the 16-byte-aligned part, `bulk` bytes as for [`Inst::CopyIn`], by one thread of the
     /// role, the rest by the role's threads).
@@ -846,6 +872,7 @@ impl Inst {
             | Inst::CloseRecv { .. }
             | Inst::RoleStore { .. }
             | Inst::CopyIn { .. }
+            | Inst::TileLoad { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }

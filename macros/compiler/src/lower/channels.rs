@@ -29,6 +29,12 @@ impl Lowerer<'_> {
             ExprKind::Recv(rx) => self.recv(rx, span),
             ExprKind::CopyTo(slot, dst) => self.copy_to(slot, dst, inner.span),
             ExprKind::CopyFrom(slot, src) => self.copy_from(slot, src, inner.span),
+            ExprKind::TileLoad {
+                slot,
+                matrix,
+                row,
+                col,
+            } => self.tile_load(slot, matrix, (row, col), inner.span),
             _ => Val::Unit,
         }
     }

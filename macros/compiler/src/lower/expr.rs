@@ -35,6 +35,7 @@ impl Lowerer<'_> {
             ExprKind::Deref(a) => self.deref_expr(a),
             ExprKind::Len(a) => self.len_expr(a),
             ExprKind::Index(base, index) => self.index(base, index, e.span),
+            ExprKind::MatrixDim(m, cols) => self.matrix_dim(m, *cols),
             ExprKind::SubSlice(base, range) => self.subslice(base, range, e.span),
             ExprKind::Unchecked(inner) => self.unchecked_expr(inner),
             ExprKind::SplitAt(base, mid) => self.split_at(base, mid, e.span),
@@ -93,6 +94,7 @@ impl Lowerer<'_> {
             ExprKind::Reserve(_)
             | ExprKind::Recv(_)
             | ExprKind::CopyFrom(..)
+            | ExprKind::TileLoad { .. }
             | ExprKind::CopyTo(..)
             | ExprKind::Join(_)
             | ExprKind::JoinFutures(_)

@@ -78,6 +78,27 @@ impl Lowerer<'_> {
                         },
                     )
                 }
+                Ty::Matrix(elem) => {
+                    let v = |l: &mut Self, part: &str| {
+                        l.new_value(Scalar::Usize, Some(&format!("{}.{part}", decl.name)))
+                    };
+                    let (ptr, rows, cols) = (v(self, "ptr"), v(self, "rows"), v(self, "cols"));
+                    (
+                        ir::ParamKind::Matrix {
+                            elem,
+                            ptr,
+                            rows,
+                            cols,
+                            boxes: Vec::new(),
+                        },
+                        Val::Matrix {
+                            param: params.len() as u32,
+                            elem,
+                            rows,
+                            cols,
+                        },
+                    )
+                }
                 _ => return None,
             };
             params.push(ir::Param {

@@ -26,6 +26,7 @@ mod kernel;
 mod layout;
 mod loops;
 mod math;
+mod matrices;
 mod operators;
 mod options;
 mod ownership;
@@ -126,6 +127,9 @@ struct Lowerer<'p> {
     role_stores: HashMap<MemKey, u32>,
     /// The sites the GPU can report.
     sites: Vec<Site>,
+    /// Per matrix parameter (by its number in the kernel's parameters): the tile shapes its
+    /// loads use so far, one tensor map each.
+    matrix_boxes: HashMap<u32, Vec<gpu_async_wire::TileBox>>,
     /// The roles placed so far: name and warp range.
     warp_owners: Vec<(String, u32, u32)>,
     /// The `join!`s of futures in the current role, in program order.
@@ -199,7 +203,7 @@ impl Lowerer<'_> {
         let l = self;
         l.kernel = id;
         let mut frame = Frame::new(id);
-        let params = l.kernel_params(f, &mut frame)?;
+        let mut params = l.kernel_params(f, &mut frame)?;
         l.frames.push(frame);
         let (roles, role_failed) = l.kernel_body(f, warps);
         if let Some(errors) = l.size_reported {
@@ -207,6 +211,7 @@ impl Lowerer<'_> {
             return None;
         }
         let prologue = Block(l.blocks.pop().unwrap_or_default());
+        l.matrix_maps(&mut params);
         l.check_roles(f, &roles, warps, role_failed);
         for c in &l.closable {
             l.channels[c.0 as usize].closable = true;
@@ -289,6 +294,7 @@ impl<'p> Lowerer<'p> {
             claimed: HashSet::new(),
             dead: false,
             warp_owners: Vec::new(),
+            matrix_boxes: HashMap::new(),
             joins: Vec::new(),
             selects: Vec::new(),
             sites: Vec::new(),

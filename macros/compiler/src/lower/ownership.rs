@@ -340,8 +340,8 @@ impl Lowerer<'_> {
         }
     }
 
-    /// A slot read here must not be used after a move, nor filled by a `copy_from` still in
-    /// flight.
+    /// A slot read here must not be used after a move, nor filled by a `copy_from` or a tile
+    /// `load` still in flight.
     pub(super) fn check_not_copied(&mut self, slot: &Expr, span: Span) {
         if let ExprKind::Local(id) = slot.kind {
             if self.frame().moved.contains(&id) {
@@ -349,7 +349,7 @@ impl Lowerer<'_> {
                 self.ownership_conflict = true;
             } else if self.frame().copied.contains(&id) {
                 let name = self.func().local(id).name.clone();
-                self.diags.error(span, format!("`{name}` was filled by `copy_from`, whose bytes are still in flight: send it, and read the data on the receiving side"));
+                self.diags.error(span, format!("`{name}` was filled by a bulk copy (`copy_from` or `load`), whose bytes are still in flight: send it, and read the data on the receiving side"));
             }
         }
     }

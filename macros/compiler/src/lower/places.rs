@@ -15,6 +15,16 @@ use crate::types::Scalar;
 impl Lowerer<'_> {
     /// `base[index]`: an element of a local array, a `static` table, a slice or a slot.
     pub(super) fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
+        match &base.ty {
+            crate::types::Ty::TileRow(_) => return self.tile_element(base, index, span),
+            crate::types::Ty::RecvSlot(c) | crate::types::Ty::SendSlot(c)
+                if c.elem.tile().is_some() =>
+            {
+                self.tile_row_alone(span);
+                return Val::Unit;
+            }
+            _ => {}
+        }
         let b = self.expr(base);
         let i = self.scalar(index);
         if let Some(v) = self.array_read(&b, index, i, span) {

@@ -29,6 +29,7 @@ fn first_op(block: &Block) -> First {
             | Inst::Send { .. }
             | Inst::Close { .. }
             | Inst::CopyIn { .. }
+            | Inst::TileLoad { .. }
             | Inst::CopyOut { .. }
             | Inst::Join { .. }
             | Inst::SelectRecv { .. } => return First::Other,
@@ -47,6 +48,7 @@ fn first_op(block: &Block) -> First {
                                 | Inst::Send { .. }
                                 | Inst::Close { .. }
                                 | Inst::CopyIn { .. }
+                                | Inst::TileLoad { .. }
                                 | Inst::Break(_)
                         )
                     });

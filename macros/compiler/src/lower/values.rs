@@ -123,6 +123,14 @@ pub(super) enum Val {
         addr: Value,
         array: u32,
     },
+    /// A matrix parameter: its number in the kernel's parameters, element type, and the values
+    /// of its rows and columns (its address is for the launcher, which encodes its maps).
+    Matrix {
+        param: u32,
+        elem: Scalar,
+        rows: Value,
+        cols: Value,
+    },
     /// A barrier between roles: its number.
     Barrier(u32),
     /// The sending end of one-shot value `k`.

@@ -88,6 +88,13 @@ impl Writer<'_> {
                 len,
                 bulk,
             } => self.copy_in(*chan, *src, *len, *bulk),
+            Inst::TileLoad {
+                chan,
+                param,
+                map,
+                row,
+                col,
+            } => self.tile_load(*chan, (*param, *map), *row, *col),
             Inst::CopyOut {
                 chan,
                 dst,

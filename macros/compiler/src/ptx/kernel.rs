@@ -163,6 +163,24 @@ impl Writer<'_> {
                     ))?;
                     index += 2;
                 }
+                ParamKind::Matrix {
+                    ptr,
+                    rows,
+                    cols,
+                    boxes,
+                    ..
+                } => {
+                    for v in [ptr, rows, cols] {
+                        let r = self.reg(*v);
+                        self.line(format!("ld.param.u64 {r}, [{}_param_{index}];", k.name))?;
+                        index += 1;
+                    }
+                    let p = self.reg(*ptr);
+                    self.line(format!("cvta.to.global.u64 {p}, {p};"))?;
+                    // The tensor maps stay in the parameter space; a tile load takes the
+                    // generic address of its map (`ptx::tiles`).
+                    index += boxes.len();
+                }
             }
         }
         Ok(index)
@@ -386,7 +404,7 @@ impl Writer<'_> {
         // The role's bulk copies: in (`copy_from`) and out (`copy_to`), which its end waits for.
         let (mut copies_in, mut copies_out) = (false, false);
         crate::ir::for_each_inst(&r.body, &mut |i| {
-            copies_in |= matches!(i, Inst::CopyIn { .. });
+            copies_in |= matches!(i, Inst::CopyIn { .. } | Inst::TileLoad { .. });
             copies_out |= matches!(i, Inst::CopyOut { .. });
         });
         let bulk_issuer = if copies_in || copies_out {

@@ -34,6 +34,7 @@ mod memory;
 mod parallel;
 mod reduce;
 mod scan;
+mod tiles;
 mod trace;
 mod types;
 mod unroll;
@@ -263,7 +264,16 @@ impl<'k> Writer<'k> {
         writeln!(out, ".target {target}")?;
         writeln!(out, ".address_size 64")?;
         writeln!(out)?;
-        writeln!(out, ".extern .shared .align 128 .b8 gpu_async_smem[];")?;
+        // Tile slots are aligned to their swizzle pattern's repeat, up to 1024 bytes: the
+        // hardware swizzles shared-memory address bits, so the base must be aligned as well.
+        let align = k
+            .channels
+            .iter()
+            .map(|c| c.ty.slot_align())
+            .max()
+            .unwrap_or(128)
+            .max(128);
+        writeln!(out, ".extern .shared .align {align} .b8 gpu_async_smem[];")?;
         for (i, t) in k.const_tables.iter().enumerate() {
             // The module's `static` table, in constant memory.
             writeln!(out, "// static {}", t.name)?;
@@ -295,6 +305,20 @@ impl<'k> Writer<'k> {
                     params.push(format!("    .param .u64 {}_param_{index}", k.name));
                     params.push(format!("    .param .u64 {}_param_{}", k.name, index + 1));
                     index += 2;
+                }
+                ParamKind::Matrix { boxes, .. } => {
+                    for _ in 0..3 {
+                        params.push(format!("    .param .u64 {}_param_{index}", k.name));
+                        index += 1;
+                    }
+                    // Each tensor map by value, as nvcc passes a `__grid_constant__ CUtensorMap`.
+                    for _ in boxes {
+                        params.push(format!(
+                            "    .param .align 128 .b8 {}_param_{index}[128]",
+                            k.name
+                        ));
+                        index += 1;
+                    }
                 }
             }
         }

@@ -130,7 +130,9 @@ impl Writer<'_> {
         let mut steps: HashMap<(ChannelId, u32), u32> = HashMap::new();
         for inst in &body.0 {
             let (key, step) = match inst {
-                Inst::Reserve { chan, .. } | Inst::CopyIn { chan, .. } => ((*chan, SEND), 0),
+                Inst::Reserve { chan, .. }
+                | Inst::CopyIn { chan, .. }
+                | Inst::TileLoad { chan, .. } => ((*chan, SEND), 0),
                 Inst::Send { chan } => ((*chan, SEND), 1),
                 Inst::SlotAddr { chan, send, rx, .. } => {
                     ((*chan, if *send { SEND } else { *rx }), 0)
@@ -163,6 +165,7 @@ impl Writer<'_> {
                         i,
                         Inst::Reserve { .. }
                             | Inst::CopyIn { .. }
+                            | Inst::TileLoad { .. }
                             | Inst::Send { .. }
                             | Inst::SlotAddr { .. }
                             | Inst::Recv { .. }

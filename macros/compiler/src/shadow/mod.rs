@@ -12,7 +12,7 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use crate::ir::{Kernel, SiteKind};
 use crate::tir::Signature;
 use crate::types::{Scalar, Ty};
-use gpu_async_wire::ParamKind;
+use gpu_async_wire::{ParamKind, TileBox};
 
 /// What the launcher of one kernel needs.
 pub struct LauncherInput<'a> {
@@ -82,8 +82,18 @@ fn param_spec(name: &syn::LitStr, kind: ParamKind) -> TokenStream {
             let st = spec_scalar(elem);
             quote!(::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable })
         }
+        ParamKind::Matrix { elem, boxes } => matrix_kind(elem, boxes),
     };
     quote!(::gpu_async::ParamSpec { name: #name, kind: #kind })
+}
+
+/// A `::gpu_async::ParamKind::Matrix` with its tensor maps' boxes.
+fn matrix_kind(elem: crate::types::Scalar, boxes: &[TileBox]) -> TokenStream {
+    let st = spec_scalar(elem);
+    let boxes = boxes
+        .iter()
+        .map(|TileBox { rows, cols }| quote!(::gpu_async::TileBox { rows: #rows, cols: #cols }));
+    quote!(::gpu_async::ParamKind::Matrix { elem: #st, boxes: &[#(#boxes),*] })
 }
 
 /// A `::gpu_async::SiteKind`.
@@ -182,6 +192,26 @@ fn launch_args(input: &LauncherInput<'_>) -> LaunchArgs {
                         }
                     }
                 }
+            }
+            Ty::Matrix(elem) => {
+                let e = scalar_tokens(*elem, span);
+                arg_types.push(quote_spanned!(span=> ::gpu_async::MatrixView<'a, #e>));
+                cuda_pushes.push(quote!(__gpu_async_cuda.matrix(#pname_lit, #arg)?;));
+                sim_uses.push(quote!(let #arg = __gpu_async_sim.read_matrix(#pname_lit, #arg)?;));
+                sim_views.push(quote!(let #arg = #arg.matrix();));
+                sim_args.push(quote!(&#arg));
+                // The tensor maps its loads use, from the lowered kernel.
+                let boxes = input
+                    .compiled
+                    .as_ref()
+                    .and_then(|c| c.kernel.params.iter().find(|p| p.name == *pname))
+                    .and_then(|p| match &p.kind {
+                        crate::ir::ParamKind::Matrix { boxes, .. } => Some(boxes.as_slice()),
+                        _ => None,
+                    })
+                    .unwrap_or(&[]);
+                let kind = matrix_kind(*elem, boxes);
+                param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: #kind }));
             }
             Ty::AtomicSlice(elem) => {
                 let e = scalar_tokens(*elem, span);

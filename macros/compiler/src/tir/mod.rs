@@ -520,6 +520,19 @@ pub enum ExprKind {
     Recv(Box<Expr>),
     /// `slot.copy_from(src)`
     CopyFrom(Box<Expr>, Box<Expr>),
+    /// `slot.load(matrix, [row, col])` of a tile slot.
+    TileLoad {
+        /// The reserved slot.
+        slot: Box<Expr>,
+        /// The `&Matrix<T>`.
+        matrix: Box<Expr>,
+        /// The row of the tile's top-left element.
+        row: Box<Expr>,
+        /// Its column.
+        col: Box<Expr>,
+    },
+    /// `matrix.rows()` (`false`) or `matrix.cols()` (`true`).
+    MatrixDim(Box<Expr>, bool),
     /// `slot.copy_to(dst)` of a received slot
     CopyTo(Box<Expr>, Box<Expr>),
     /// `slot.send()`

@@ -39,6 +39,14 @@ pub enum VerifyError {
     ChannelMisaligned { channel: ChannelId },
     /// A channel's slots or state words lie past the shared memory.
     ChannelOutsideShared { channel: ChannelId },
+    /// A tile load into a channel whose payload is not a tile, from a parameter that is not a
+    /// matrix of the tile's element, or through a tensor map the matrix does not have or whose
+    /// box is not the tile's shape.
+    TileLoadMap {
+        channel: ChannelId,
+        param: u32,
+        map: u32,
+    },
 
     // The sites and values instructions name.
     /// A site of the wrong kind.
@@ -190,6 +198,15 @@ impl fmt::Display for VerifyError {
                 channel.0
             ),
             E::ChannelMisaligned { channel } => write!(f, "channel {} is misaligned", channel.0),
+            E::TileLoadMap {
+                channel,
+                param,
+                map,
+            } => write!(
+                f,
+                "tile load into channel {} through map {map} of parameter {param}, which is not a tensor map of the tile's shape",
+                channel.0
+            ),
             E::ChannelOutsideShared { channel } => {
                 write!(f, "channel {} lies outside the shared memory", channel.0)
             }

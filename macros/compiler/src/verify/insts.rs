@@ -49,6 +49,7 @@ impl Verifier<'_> {
             | Inst::Close { .. }
             | Inst::Send { .. }
             | Inst::CopyIn { .. }
+            | Inst::TileLoad { .. }
             | Inst::CopyOut { .. }
             | Inst::Recv { .. }
             | Inst::Release { .. }
@@ -360,6 +361,20 @@ impl Verifier<'_> {
             }
             Inst::CloseRecv { chan, .. } => self.chan_end(*chan, role, false, in_par),
             Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
+            Inst::TileLoad {
+                chan,
+                param,
+                map,
+                row,
+                col,
+            } => {
+                self.chan_end(*chan, role, true, in_par);
+                self.use_(*row);
+                self.use_(*col);
+                self.expect_ty(*row, Scalar::U32, "a tile load's row");
+                self.expect_ty(*col, Scalar::U32, "a tile load's column");
+                self.tile_map(*chan, *param, *map);
+            }
             Inst::CopyIn {
                 chan,
                 src,

@@ -104,7 +104,8 @@ impl Verifier<'_> {
             {
                 self.errors.push(E::ChannelEnds { channel });
             }
-            if c.data_offset % 128 != 0
+            if u64::from(c.data_offset) % c.ty.slot_align() != 0
+                || u64::from(c.slot_stride) % c.ty.slot_align() != 0
                 || c.full_offset % 8 != 0
                 || c.empty_offset % 8 != 0
                 || c.state_offset % 4 != 0
@@ -134,6 +135,18 @@ impl Verifier<'_> {
                     self.expect_ty(len, Scalar::Usize, "slice length");
                     self.mark_defined(ptr);
                     self.mark_defined(len);
+                }
+                ParamKind::Matrix {
+                    ptr, rows, cols, ..
+                } => {
+                    for (v, what) in [
+                        (ptr, "matrix address"),
+                        (rows, "matrix rows"),
+                        (cols, "matrix columns"),
+                    ] {
+                        self.expect_ty(v, Scalar::Usize, what);
+                        self.mark_defined(v);
+                    }
                 }
             }
         }
@@ -233,6 +246,33 @@ impl Verifier<'_> {
                 channel: chan,
                 role,
                 sending: sender,
+            });
+        }
+    }
+
+    /// A tile load's channel holds tiles, and its matrix parameter has tensor map `map` of the
+    /// tile's element and shape.
+    fn tile_map(&mut self, chan: ChannelId, param: u32, map: u32) {
+        let tile = self
+            .k
+            .channels
+            .get(chan.0 as usize)
+            .and_then(|c| c.ty.elem.tile());
+        let matrix = self.k.params.get(param as usize).map(|p| &p.kind);
+        let fits = match (tile, matrix) {
+            (Some((elem, rows, cols)), Some(ParamKind::Matrix { elem: e, boxes, .. })) => {
+                *e == elem
+                    && boxes
+                        .get(map as usize)
+                        .is_some_and(|b| b.rows == rows && b.cols == cols)
+            }
+            _ => false,
+        };
+        if !fits {
+            self.errors.push(E::TileLoadMap {
+                channel: chan,
+                param,
+                map,
             });
         }
     }

@@ -35,6 +35,16 @@ impl Checker<'_> {
                     span,
                 )
             }
+            ("len", Ty::RecvSlot(c) | Ty::SendSlot(c))
+                if c.elem.tile().is_some() && self.want_args(m, 0) =>
+            {
+                let c = c.clone();
+                self.tile_len(&c, span)
+            }
+            ("load", Ty::SendSlot(c)) if c.elem.tile().is_some() => {
+                let c = c.clone();
+                self.tile_load(&c, receiver, m, span)
+            }
             ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if self.want_args(m, 0) => mk(
                 ExprKind::Lit(Lit::Int(u128::from(c.len))),
                 Ty::Scalar(Scalar::Usize),
@@ -191,6 +201,10 @@ impl Checker<'_> {
                 self.local_of(&receiver, name);
                 match &c.elem {
                     ChanElem::Scalar(elem) => self.par_source(receiver, *elem, want_mut, span),
+                    ChanElem::Tile { rows, cols, .. } => {
+                        self.diags.error(m.method.span(), format!("a tile is stored in the layout the tensor cores read, not as an array: read its elements as `tile[r][c]`, in a parallel loop over `(0..{}).into_par_iter()` with `r = i / {cols}` and `c = i % {cols}`", rows * cols));
+                        err(span)
+                    }
                     ChanElem::Struct { id, name, .. } => {
                         let shape = ParShape::Structs {
                             id: *id,
@@ -305,6 +319,10 @@ impl Checker<'_> {
     fn copy_payload_elem(&mut self, c: &ChanTy, what: &str, span: Span) -> Option<Scalar> {
         match &c.elem {
             ChanElem::Scalar(s) => Some(*s),
+            ChanElem::Tile { .. } => {
+                self.diags.error(span, format!("`{what}` copies arrays of scalars; a tile is filled with `slot.load(matrix, [row, col])` and read as `tile[r][c]`"));
+                None
+            }
             ChanElem::Struct { name, .. } => {
                 self.diags.error(span, format!("`{what}` copies arrays of scalars; a slot of `{name}` is written with `slot.par_iter_mut()` and read with `slot.par_iter()`"));
                 None

@@ -30,6 +30,7 @@ mod literals;
 mod loops;
 mod macros;
 mod math;
+mod matrices;
 mod methods;
 mod operators;
 mod parallel;

@@ -179,6 +179,10 @@ impl Checker<'_> {
                 place
             }
             _ if place.ty == Ty::Error => place,
+            ExprKind::Index(base, _) if matches!(base.ty, Ty::TileRow(_)) => {
+                self.diags.error(span, "a tile is filled by a tile load, `slot.load(matrix, [row, col]).await`; writing its elements is not in the language yet: send the values in a slot of an array `[T; N]`");
+                err(span)
+            }
             _ => {
                 self.diags.error(span, "this cannot be assigned to");
                 err(span)
@@ -235,6 +239,10 @@ impl Checker<'_> {
             (t, _) if super::shared_arrays::is_shared_array(t) => {
                 self.shared_array_index(base, index, span)
             }
+            (Ty::RecvSlot(c) | Ty::SendSlot(c), _) if c.elem.tile().is_some() => {
+                self.tile_index(base, index, span)
+            }
+            (Ty::TileRow(_), _) => self.tile_index(base, index, span),
             (Ty::Slice { elem, mutable }, Ty::Range) => {
                 let ty = Ty::Slice {
                     elem: *elem,

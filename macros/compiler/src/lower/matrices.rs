@@ -1,0 +1,158 @@
+//! Matrices and tiles in role code: a matrix's dimensions, the tile load that fills a reserved
+//! tile slot through one of the matrix's tensor maps, and the reads of a tile's elements, whose
+//! addresses follow the swizzle the load lays the tile out with.
+//!
+//! Each distinct tile shape loaded from a matrix gets a tensor map of its own: a kernel
+//! parameter that the launcher encodes from the shape (`ir::ParamKind::Matrix`).
+
+use proc_macro2::Span;
+
+use super::values::Val;
+use super::Lowerer;
+use crate::ir::{self, BinOp, Imm, Inst, Space, Value};
+use crate::tir::{Expr, ExprKind};
+use crate::types::{tile_swizzle_bytes, Scalar};
+use gpu_async_wire::TileBox;
+
+/// The largest tile coordinate: the tensor map's coordinates are signed 32-bit integers.
+const MAX_TILE_COORD: u64 = (1 << 31) - 1;
+
+impl Lowerer<'_> {
+    /// `m.rows()` or `m.cols()`.
+    pub(super) fn matrix_dim(&mut self, m: &Expr, cols: bool) -> Val {
+        match self.expr(m) {
+            Val::Matrix { rows, cols: c, .. } => Val::Scalar(if cols { c } else { rows }),
+            _ => Val::Unit,
+        }
+    }
+
+    /// `slot.load(matrix, [row, col]).await` of a reserved tile slot.
+    pub(super) fn tile_load(
+        &mut self,
+        slot: &Expr,
+        matrix: &Expr,
+        (row, col): (&Expr, &Expr),
+        span: Span,
+    ) -> Val {
+        self.check_not_copied(slot, span);
+        let (s, m) = (self.expr(slot), self.expr(matrix));
+        let (Val::SendSlot(c), Val::Matrix { param, elem, .. }) = (s, m) else {
+            return Val::Unit;
+        };
+        let Some((tile_elem, rows, cols)) = self.channels[c.0 as usize].ty.elem.tile() else {
+            return Val::Unit;
+        };
+        if tile_elem != elem {
+            return Val::Unit;
+        }
+        let mut corner = [Value(0); 2];
+        for (k, e) in [row, col].into_iter().enumerate() {
+            let v = self.scalar(e);
+            let limit = self.usize_const(MAX_TILE_COORD);
+            let past = self.binary(BinOp::Gt, v, limit);
+            // The simulator's message, word for word.
+            self.panic_if(
+                past,
+                "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes",
+                span,
+            );
+            let narrow = self.new_value(Scalar::U32, None);
+            self.emit(Inst::Cast {
+                dst: narrow,
+                src: v,
+            });
+            corner[k] = narrow;
+        }
+        let tile = TileBox { rows, cols };
+        let boxes = self.matrix_boxes.entry(param).or_default();
+        let map = match boxes.iter().position(|b| *b == tile) {
+            Some(k) => k,
+            None => {
+                boxes.push(tile);
+                boxes.len() - 1
+            }
+        } as u32;
+        self.emit(Inst::TileLoad {
+            chan: c,
+            param,
+            map,
+            row: corner[0],
+            col: corner[1],
+        });
+        let key = self.slot_key(c);
+        self.access(key);
+        if let ExprKind::Local(id) = slot.kind {
+            self.frame().copied.insert(id);
+        }
+        Val::Unit
+    }
+
+    /// `tile[r][c]` (`row` is the `tile[r]` expression): the element, read from the slot at the
+    /// swizzled offset of row `r`, column `c`, after the bounds checks of both.
+    pub(super) fn tile_element(&mut self, row: &Expr, index: &Expr, span: Span) -> Val {
+        let ExprKind::Index(slot, r) = &row.kind else {
+            self.tile_row_alone(row.span);
+            return Val::Unit;
+        };
+        self.check_not_copied(slot, span);
+        let s = self.expr(slot);
+        let (r, c) = (self.scalar(r), self.scalar(index));
+        let Some((chan, _)) = self.slot_parts(&s) else {
+            return Val::Unit;
+        };
+        let Some((elem, rows, cols)) = self.channels[chan.0 as usize].ty.elem.tile() else {
+            return Val::Unit;
+        };
+        let key = self.slot_key(chan);
+        self.access(key);
+        for (v, n) in [(r, rows), (c, cols)] {
+            let n = self.usize_const(u64::from(n));
+            let oob = self.binary(BinOp::Ge, v, n);
+            self.panic_if(oob, "index out of bounds", span);
+        }
+        let Some((_, base)) = self.slot_addr(&s) else {
+            return Val::Unit;
+        };
+        let size = elem.size();
+        let narrow = |l: &mut Self, v: Value| {
+            let dst = l.new_value(Scalar::U32, None);
+            l.emit(Inst::Cast { dst, src: v });
+            dst
+        };
+        let (r32, c32) = (narrow(self, r), narrow(self, c));
+        let row_bytes = self.konst(Scalar::U32, Imm::Int(u64::from(cols * size)));
+        let esize = self.konst(Scalar::U32, Imm::Int(u64::from(size)));
+        let row_off = self.binary(BinOp::Mul, r32, row_bytes);
+        let col_off = self.binary(BinOp::Mul, c32, esize);
+        let mut off = self.binary(BinOp::Add, row_off, col_off);
+        if let Some(span_bytes) = tile_swizzle_bytes(elem, cols) {
+            // The 16-byte chunk's index (bits 4 and up) XOR the 128-byte line's (bits 7 and
+            // up), over the span's chunks: the placement the tensor map's swizzle gives.
+            let mask = u64::from(span_bytes / 16 - 1) << 4;
+            let three = self.konst(Scalar::U32, Imm::Int(3));
+            let line = self.binary(BinOp::Shr, off, three);
+            let mask = self.konst(Scalar::U32, Imm::Int(mask));
+            let bits = self.binary(BinOp::And, line, mask);
+            off = self.binary(BinOp::Xor, off, bits);
+        }
+        let addr = self.binary(BinOp::Add, base, off);
+        Val::Scalar(self.load(elem, Space::Shared, addr))
+    }
+
+    /// A tile's row taken as a value (`let row = tile[r];`): its elements are read in place.
+    pub(super) fn tile_row_alone(&mut self, span: Span) {
+        self.diags.error(
+            span,
+            "a tile's row is not a value of its own (the tile is stored swizzled): read each element in place, as `tile[r][c]`",
+        );
+    }
+
+    /// Gives each matrix parameter the tensor maps its loads asked for.
+    pub(super) fn matrix_maps(&mut self, params: &mut [ir::Param]) {
+        for (i, p) in params.iter_mut().enumerate() {
+            if let ir::ParamKind::Matrix { boxes, .. } = &mut p.kind {
+                *boxes = self.matrix_boxes.remove(&(i as u32)).unwrap_or_default();
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Tile loads: a reserved `Tile<T, R, C>` slot filled from a matrix parameter by one
+//! `cp.async.bulk.tensor.2d` (the TMA), issued by the role's elected thread through the tensor
+//! map of the tile's shape, completing on the slot's `full` barrier.
+//!
+//! The tensor map is a 128-byte kernel parameter (`.param .align 128 .b8 ..[128]`, as nvcc
+//! passes a `__grid_constant__ CUtensorMap`); the copy takes its generic address (`cvta.param`).
+//! The tile's elements are read by ordinary loads whose addresses the lowering swizzles.
+
+use std::fmt::Write;
+
+use super::channels::SEND;
+use super::error::{WriteError, WriteResult};
+use super::types::Class;
+use super::Writer;
+use crate::ir::{ChannelId, ParamKind, Value};
+use gpu_async_wire::trace::TraceEvent;
+
+impl Writer<'_> {
+    /// `slot.load(matrix, [row, col])`: the box at (`row`, `col`) of the matrix parameter's
+    /// tensor map `map` into the reserved slot of `chan`.
+    pub(super) fn tile_load(
+        &mut self,
+        chan: ChannelId,
+        (param, map): (u32, u32),
+        row: Value,
+        col: Value,
+    ) -> WriteResult {
+        let ring = self.ring(chan, SEND)?;
+        let c = self.k.channel(chan).clone();
+        let bytes = c.ty.payload_bytes();
+        let index = self.map_param_index(param, map)?;
+        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
+            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
+        })?;
+        let (row, col) = (self.reg(row), self.reg(col));
+        writeln!(
+            self.body,
+            "    // tile_load {chan}: one TMA copy of the box into the slot"
+        )?;
+        self.trace_copy(TraceEvent::CopyIn, chan)?;
+        let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
+        let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+        let tmap = self.tmp(Class::B64);
+        let skip = self.label("tile_done");
+        self.line(format!("@!{issuer} bra {skip};"))?;
+        self.line(format!("mov.b64 {tmap}, {}_param_{index};", self.k.name))?;
+        self.line(format!("cvta.param.u64 {tmap}, {tmap};"))?;
+        self.line(format!(
+            "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {bytes};"
+        ))?;
+        // The box's coordinates run innermost first: the column, then the row.
+        self.line(format!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{tmap}, {{{col}, {row}}}], [{full}];"
+        ))?;
+        self.place_label(&skip)?;
+        self.trace_copy(TraceEvent::CopyInEnd, chan)
+    }
+
+    /// The number of the PTX parameter that passes tensor map `map` of kernel parameter
+    /// `param`: the parameters are numbered in order, a scalar taking one, a slice two (address,
+    /// length) and a matrix three (address, rows, columns) and then one per map.
+    fn map_param_index(&self, param: u32, map: u32) -> WriteResult<usize> {
+        let mut index = 0;
+        for (i, p) in self.k.params.iter().enumerate() {
+            match &p.kind {
+                ParamKind::Scalar(_) => index += 1,
+                ParamKind::Slice { .. } => index += 2,
+                ParamKind::Matrix { boxes, .. } => {
+                    if i == param as usize && (map as usize) < boxes.len() {
+                        return Ok(index + 3 + map as usize);
+                    }
+                    index += 3 + boxes.len();
+                }
+            }
+        }
+        Err(WriteError::inconsistent(
+            format!("tensor map {map} of parameter {param}"),
+            "no such matrix parameter",
+        ))
+    }
+}

@@ -1,0 +1,235 @@
+//! Matrices in global memory and the tiles that TMA loads copy out of them into channel slots.
+//!
+//! A kernel takes a row-major matrix as a parameter `a: &Matrix<T>` (the host passes a
+//! [`MatrixView`](crate::MatrixView)), and a producer role loads it a [`Tile`] at a time into the
+//! slots of a channel whose payload is that tile:
+//!
+//! ```ignore
+//! let (tx, rx) = channel::<Tile<bf16, 64, 64>, 4>();
+//! // producer
+//! let Some(mut slot) = tx.reserve().await else { return };
+//! slot.load(a, [row, k]).await;
+//! slot.send();
+//! // consumer
+//! let Some(tile) = rx.recv().await else { return };
+//! let x = tile[r][c];
+//! ```
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use gpu_async_wire::TileBox;
+
+use super::channel::{CopyFrom, Payload, SendSlot};
+use crate::matrix::{tile_map_spec, TileScalar};
+use crate::sim::SimSlice;
+use crate::tensor_map::load_box;
+
+/// A row-major matrix in global memory, a kernel parameter `&Matrix<T>` (`T` is `bf16`, `f16`
+/// or `f32`): element (r, c) at `r * cols() + c`. The host passes a
+/// [`MatrixView`](crate::MatrixView). Kernel code reads it with TMA tile loads,
+/// [`SendSlot::load`], into channel slots of [`Tile`]s.
+///
+/// On the GPU it is the matrix's address, rows and columns, and one tensor map per box the
+/// kernel loads; in the simulator it holds the elements the launch read.
+pub struct Matrix<T: TileScalar> {
+    /// The parameter's name, for messages.
+    name: &'static str,
+    /// The buffer's elements (at least `rows * cols`).
+    data: SimSlice<T>,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: TileScalar> Matrix<T> {
+    /// The matrix passed as `name`: the first `rows * cols` elements of `data`, which holds at
+    /// least that many ([`DeviceBuffer::as_matrix`](crate::DeviceBuffer::as_matrix) checked).
+    pub(crate) fn new(name: &'static str, data: SimSlice<T>, rows: usize, cols: usize) -> Self {
+        Matrix {
+            name,
+            data,
+            rows,
+            cols,
+        }
+    }
+
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The number of columns, the elements of one row.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+}
+
+impl<T: TileScalar> fmt::Debug for Matrix<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matrix")
+            .field("name", &self.name)
+            .field("elem", &T::ELEM)
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .finish()
+    }
+}
+
+/// `R` rows × `C` columns of `T` in shared memory: the payload of a channel whose slots a
+/// producer fills with TMA tile loads ([`SendSlot::load`]). Kernel code reads and writes it as
+/// an array of rows, `tile[r][c]`; its [`Payload`] elements are the `R * C` elements row after
+/// row.
+///
+/// On the GPU the tile is stored as the load's tensor map lays it out: swizzled when a row is
+/// exactly 128, 64 or 32 bytes (see [`TileBox::swizzle_bytes`]), the layout the tensor-core
+/// instructions read; the compiler addresses `tile[r][c]` accordingly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[repr(transparent)]
+pub struct Tile<T: TileScalar, const R: usize, const C: usize>([[T; C]; R]);
+
+impl<T: TileScalar, const R: usize, const C: usize> Payload for Tile<T, R, C> {
+    type Elem = T;
+    fn zeroed() -> Self {
+        Tile([[T::default(); C]; R])
+    }
+    fn elems(&self) -> &[T] {
+        self.0.as_flattened()
+    }
+    fn elems_mut(&mut self) -> &mut [T] {
+        self.0.as_flattened_mut()
+    }
+}
+
+impl<T: TileScalar, const R: usize, const C: usize> Deref for Tile<T, R, C> {
+    type Target = [[T; C]; R];
+    fn deref(&self) -> &[[T; C]; R] {
+        &self.0
+    }
+}
+
+impl<T: TileScalar, const R: usize, const C: usize> DerefMut for Tile<T, R, C> {
+    fn deref_mut(&mut self) -> &mut [[T; C]; R] {
+        &mut self.0
+    }
+}
+
+/// The largest coordinate of a TMA load: coordinates are 32-bit signed.
+const MAX_COORD: usize = i32::MAX as usize;
+
+/// The panic of a load whose corner is past [`MAX_COORD`], on both backends.
+const TILE_CORNER_PAST: &str =
+    "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
+
+impl<T: TileScalar, const R: usize, const C: usize, const D: usize> SendSlot<'_, Tile<T, R, C>, D> {
+    /// Fills the slot with the `R` × `C` box of `m` whose top-left element is (`at[0]`,
+    /// `at[1]`): rows `at[0]..at[0] + R`, columns `at[1]..at[1] + C`. Elements past the
+    /// matrix's edges read as zero, so a ragged last tile needs no special case.
+    ///
+    /// On the GPU this is one TMA copy (`cp.async.bulk.tensor.2d` with the tensor map of this
+    /// box, which the launch passed), issued by one thread of the role and completing on the
+    /// slot's `full` barrier with the tile's byte count expected; the receiver's `recv` waits for
+    /// the bytes to land: awaiting the load only issues it. After `load`, the slot can only be
+    /// sent.
+    ///
+    /// # Panics
+    /// If a coordinate is `2^31` or more (TMA coordinates are 32-bit signed), or if the matrix
+    /// and the box break a rule of tensor maps ([`TileMapSpec::check`]; a launch checks the
+    /// boxes the kernel declares first and fails with [`Error::TensorMap`] instead): device
+    /// panics on the GPU.
+    ///
+    /// [`TileMapSpec::check`]: crate::tensor_map::TileMapSpec::check
+    /// [`Error::TensorMap`]: crate::Error::TensorMap
+    #[track_caller]
+    pub fn load(&mut self, m: &Matrix<T>, at: [usize; 2]) -> CopyFrom {
+        let [row, col] = at;
+        // The GPU's message, word for word (its panics carry no formatted values).
+        assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
+        let tile = TileBox {
+            rows: u32::try_from(R).unwrap_or(u32::MAX),
+            cols: u32::try_from(C).unwrap_or(u32::MAX),
+        };
+        let spec = tile_map_spec(T::ELEM, m.rows, m.cols, tile, 0);
+        match load_box(m.name, &m.data, &spec, row as u64, col as u64) {
+            Ok(elems) => self.copy_from(&elems),
+            Err(err) => panic!("load: {err}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::channel;
+    use crate::executor::block_on;
+    use crate::sim::SimMem;
+
+    /// A `rows` × `cols` matrix named `a`, element (r, c) = `100 * r + c + 1`.
+    fn matrix(rows: usize, cols: usize) -> Matrix<f32> {
+        let data = (0..rows * cols)
+            .map(|i| (100 * (i / cols) + i % cols + 1) as f32)
+            .collect();
+        Matrix::new("a", SimMem::new(data).register_read().slice(), rows, cols)
+    }
+
+    /// The tile at `at` of `m`, loaded through a channel slot and received.
+    fn load_tile<const R: usize, const C: usize>(
+        m: &Matrix<f32>,
+        at: [usize; 2],
+    ) -> Tile<f32, R, C> {
+        block_on(async {
+            let (mut tx, rx) = channel::<Tile<f32, R, C>, 2>();
+            let mut slot = tx.reserve().await.expect("the receiver is open");
+            slot.load(m, at).await;
+            slot.send();
+            let got = rx.recv().await.expect("a tile was sent");
+            *got
+        })
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn a_tile_past_the_ragged_edge_reads_zeros() {
+        // 6 x 12 f32: rows of 48 bytes, a multiple of 16.
+        let m = matrix(6, 12);
+        assert_eq!((m.rows(), m.cols()), (6, 12));
+        let inside = load_tile::<2, 4>(&m, [1, 3]);
+        assert_eq!(*inside, [[104.0, 105.0, 106.0, 107.0], [204.0, 205.0, 206.0, 207.0]]);
+        let corner = load_tile::<4, 8>(&m, [4, 8]);
+        assert_eq!(
+            *corner,
+            [
+                [409.0, 410.0, 411.0, 412.0, 0.0, 0.0, 0.0, 0.0],
+                [509.0, 510.0, 511.0, 512.0, 0.0, 0.0, 0.0, 0.0],
+                [0.0; 8],
+                [0.0; 8],
+            ]
+        );
+        assert_eq!(corner.elems()[..5], [409.0, 410.0, 411.0, 412.0, 0.0]);
+        assert_eq!(*load_tile::<2, 4>(&m, [6, 0]), [[0.0; 4]; 2]);
+        assert_eq!(*load_tile::<2, 4>(&m, [MAX_COORD, MAX_COORD]), [[0.0; 4]; 2]);
+    }
+
+    #[test]
+    fn a_tile_reads_and_writes_as_rows() {
+        let mut tile = <Tile<f32, 2, 4> as Payload>::zeroed();
+        tile[1][2] = 7.0;
+        assert_eq!(tile.elems(), [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0]);
+        tile.elems_mut()[3] = 1.0;
+        assert_eq!(tile[0], [0.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "load: a coordinate of the tile's corner is past 2^31 - 1")]
+    fn a_coordinate_of_2_to_the_31_panics() {
+        load_tile::<2, 4>(&matrix(6, 12), [MAX_COORD + 1, 0]);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "load: matrix `a`: its box rows, 2 f32 elements (8 bytes), are not \
+                               a multiple of 16 bytes"
+    )]
+    fn a_box_of_narrow_rows_panics_with_the_rule() {
+        load_tile::<2, 2>(&matrix(6, 12), [0, 0]);
+    }
+}
