@@ -242,10 +242,9 @@ fn print_kernel(
             r.map_or("?".to_string(), |r| kernel.roles[r.0 as usize].name.clone())
         };
         println!(
-            "  {} : [{}; {}] x {} slots, {} -> {}",
+            "  {} : {} x {} slots, {} -> {}",
             c.name,
-            c.ty.elem,
-            c.ty.len,
+            c.ty.payload(),
             c.ty.depth,
             role(c.producer),
             c.consumers

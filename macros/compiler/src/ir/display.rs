@@ -103,10 +103,9 @@ impl Display for Kernel {
             };
             writeln!(
                 f,
-                "  channel ch{i} `{}`: [{}; {}] x {}, {} -> {}, data @{} (stride {}), full @{}, empty @{}, state @{}",
+                "  channel ch{i} `{}`: {} x {}, {} -> {}, data @{} (stride {}), full @{}, empty @{}, state @{}",
                 c.name,
-                c.ty.elem,
-                c.ty.len,
+                c.ty.payload(),
                 c.ty.depth,
                 role(c.producer),
                 roles(&c.consumers),
@@ -661,8 +660,12 @@ impl Kernel {
             for q in &c.consumers {
                 if let Some(p) = c.producer {
                     out.push_str(&format!(
-                        "  role{} -->|\"{}: [{}; {}] x {}\"| role{}\n",
-                        p.0, c.name, c.ty.elem, c.ty.len, c.ty.depth, q.0
+                        "  role{} -->|\"{}: {} x {}\"| role{}\n",
+                        p.0,
+                        c.name,
+                        c.ty.payload(),
+                        c.ty.depth,
+                        q.0
                     ));
                 }
             }

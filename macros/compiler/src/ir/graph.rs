@@ -38,7 +38,7 @@ impl Kernel {
                 arrows.push(Arrow {
                     from: p.0 as usize,
                     to: q.0 as usize,
-                    label: format!("{}: [{}; {}] x {}", c.name, c.ty.elem, c.ty.len, c.ty.depth),
+                    label: format!("{}: {} x {}", c.name, c.ty.payload(), c.ty.depth),
                     dashed: false,
                 });
             }

@@ -476,10 +476,9 @@ fn launcher_doc(k: &Kernel) -> String {
                 r.map_or("?".to_string(), |r| k.roles[r.0 as usize].name.clone())
             };
             doc.push_str(&format!(
-                " - `{}`: `[{}; {}]` x {} slots, `{}` → `{}`\n",
+                " - `{}`: `{}` x {} slots, `{}` → `{}`\n",
                 c.name,
-                c.ty.elem,
-                c.ty.len,
+                c.ty.payload(),
                 c.ty.depth,
                 role(c.producer),
                 c.consumers
