@@ -29,6 +29,10 @@ mod copy;
 mod transpose;
 
 #[allow(dead_code)]
+#[path = "../../examples/tile_copy.rs"]
+mod tile_copy;
+
+#[allow(dead_code)]
 #[path = "../../examples/scan.rs"]
 mod scan;
 
@@ -188,6 +192,29 @@ fn transpose_on_the_gpu() -> gpu_async::Result<()> {
     for n in [32, 96, 1024, 4096] {
         let bad = transpose::run_and_check(&dev, transpose::tile_grid(n), n, n as u64)?;
         assert_eq!(bad, 0, "transpose: n = {n}");
+    }
+    Ok(())
+}
+
+#[test]
+fn tile_copy_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    // Whole tiles, ragged edges, one row, and a matrix smaller than one tile.
+    for (rows, cols) in [(64, 96), (100, 36), (1, 260), (5, 4)] {
+        let grid = tile_copy::grid_for(&dev, 4)?;
+        let bad = tile_copy::run_and_check(&dev, grid, rows, cols, rows as u64)?;
+        assert_eq!(bad, 0, "tile copy: {rows} x {cols}");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn tile_copy_on_the_gpu() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    for (rows, cols) in [(64, 96), (100, 36), (1, 260), (5, 4), (1000, 3000), (4096, 4096)] {
+        let grid = tile_copy::grid_for(&dev, 4)?;
+        let bad = tile_copy::run_and_check(&dev, grid, rows, cols, rows as u64)?;
+        assert_eq!(bad, 0, "tile copy: {rows} x {cols}");
     }
     Ok(())
 }
