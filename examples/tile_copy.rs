@@ -34,7 +34,8 @@ pub mod tiles {
             let Some(mut slot) = tx.reserve().await else {
                 return;
             };
-            slot.load(a, [t.start / per_row * R, t.start % per_row * C]).await;
+            slot.load(a, [t.start / per_row * R, t.start % per_row * C])
+                .await;
             slot.send();
         }
     }

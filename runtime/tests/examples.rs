@@ -211,7 +211,14 @@ fn tile_copy_on_the_simulator() -> gpu_async::Result<()> {
 #[needs_gpu]
 fn tile_copy_on_the_gpu() -> gpu_async::Result<()> {
     let dev = devices::gpu();
-    for (rows, cols) in [(64, 96), (100, 36), (1, 260), (5, 4), (1000, 3000), (4096, 4096)] {
+    for (rows, cols) in [
+        (64, 96),
+        (100, 36),
+        (1, 260),
+        (5, 4),
+        (1000, 3000),
+        (4096, 4096),
+    ] {
         let grid = tile_copy::grid_for(&dev, 4)?;
         let bad = tile_copy::run_and_check(&dev, grid, rows, cols, rows as u64)?;
         assert_eq!(bad, 0, "tile copy: {rows} x {cols}");

@@ -82,3 +82,45 @@ fn f32_tiles_through_a_ring_of_three(dev: Device) -> gpu_async::Result<()> {
     }
     Ok(())
 }
+
+#[on_each_device]
+fn pairs_of_tiles_from_two_matrices(dev: Device) -> gpu_async::Result<()> {
+    for (rows, cols, blocks) in [(128usize, 128usize, 2u32), (70, 104, 3)] {
+        let a_host: Vec<bf16> = (0..rows * cols)
+            .map(|i| bf16::from_f32((i % 509) as f32 - 254.0))
+            .collect();
+        let b_host: Vec<f32> = (0..rows * cols).map(|i| i as f32 * 0.25).collect();
+        let a_wide: Vec<f32> = a_host.iter().map(|v| v.to_f32()).collect();
+        // Per tile of `a`: its elements, then those of `b`'s BR x FC tile at the same corner.
+        let a_tiles = expected(&a_wide, rows, cols, BR, BC);
+        let per_row = cols.div_ceil(BC);
+        let count = rows.div_ceil(BR) * per_row;
+        let mut want = Vec::new();
+        for t in 0..count {
+            want.extend_from_slice(&a_tiles[t * BR * BC..(t + 1) * BR * BC]);
+            let (r0, c0) = (t / per_row * BR, t % per_row * BC);
+            for i in 0..BR * FC {
+                let (r, c) = (r0 + i / FC, c0 + i % FC);
+                want.push(if r < rows && c < cols {
+                    b_host[r * cols + c]
+                } else {
+                    0.0
+                });
+            }
+        }
+        let a = dev.upload(&a_host)?;
+        let b = dev.upload(&b_host)?;
+        let mut y = dev.upload(&vec![f32::NAN; want.len()])?;
+        block_on(tiles::tiles::pairs::launch(
+            &dev,
+            Grid::blocks(blocks),
+            (a.as_matrix(rows, cols)?, b.as_matrix(rows, cols)?, &mut y),
+        ))?;
+        assert_eq!(
+            bits(&y.download()?),
+            bits(&want),
+            "on {dev}: {rows} x {cols}"
+        );
+    }
+    Ok(())
+}

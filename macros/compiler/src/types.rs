@@ -41,6 +41,10 @@ pub enum ChanElem {
         /// Columns, contiguous in a row.
         cols: u32,
     },
+    /// `(Tile<..>, Tile<..>)`: a pair of tiles, each loaded and read on its own (`stage.0`,
+    /// `stage.1`), stored one after the other, each aligned as a tile payload is (`len` is their
+    /// elements together).
+    Tiles(Vec<(Scalar, u32, u32)>),
     /// A struct of the module: on the GPU the payload is stored field by field (an array per
     /// field, each 16-byte aligned), so that parallel loops over one field stay contiguous.
     Struct {
@@ -58,7 +62,7 @@ impl ChanElem {
     pub fn scalar(&self) -> Option<Scalar> {
         match self {
             ChanElem::Scalar(s) => Some(*s),
-            ChanElem::Tile { .. } | ChanElem::Struct { .. } => None,
+            ChanElem::Tile { .. } | ChanElem::Tiles(_) | ChanElem::Struct { .. } => None,
         }
     }
 
@@ -69,6 +73,26 @@ impl ChanElem {
             _ => None,
         }
     }
+
+    /// The tiles of a tile payload: the one tile, or each of a pair.
+    pub fn tiles(&self) -> Vec<(Scalar, u32, u32)> {
+        match self {
+            ChanElem::Tile { elem, rows, cols } => vec![(*elem, *rows, *cols)],
+            ChanElem::Tiles(parts) => parts.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Tile `part` of a tile payload (0 for a single tile).
+    pub fn tile_part(&self, part: u32) -> Option<(Scalar, u32, u32)> {
+        self.tiles().get(part as usize).copied()
+    }
+}
+
+/// The alignment of a tile of `cols` columns of `elem` in shared memory: its swizzle's repeat
+/// (8 rows of the span), at least 128 bytes.
+fn tile_align(elem: Scalar, cols: u32) -> u64 {
+    tile_swizzle_bytes(elem, cols).map_or(128, |span| (8 * u64::from(span)).max(128))
 }
 
 /// The swizzle span in bytes (128, 64 or 32) of a tile whose rows are `cols` elements of
@@ -90,6 +114,13 @@ impl fmt::Display for ChanElem {
         match self {
             ChanElem::Scalar(s) => write!(f, "{s}"),
             ChanElem::Tile { elem, rows, cols } => write!(f, "Tile<{elem}, {rows}, {cols}>"),
+            ChanElem::Tiles(parts) => {
+                let parts: Vec<String> = parts
+                    .iter()
+                    .map(|(e, r, c)| format!("Tile<{e}, {r}, {c}>"))
+                    .collect();
+                write!(f, "({})", parts.join(", "))
+            }
             ChanElem::Struct { name, .. } => f.write_str(name),
         }
     }
@@ -100,6 +131,7 @@ impl ChanTy {
     pub fn field_offsets(&self) -> Vec<u64> {
         match &self.elem {
             ChanElem::Scalar(_) | ChanElem::Tile { .. } => vec![0],
+            ChanElem::Tiles(_) => self.part_offsets(),
             ChanElem::Struct { fields, .. } => {
                 let mut offset = 0;
                 fields
@@ -120,6 +152,15 @@ impl ChanTy {
             ChanElem::Scalar(s) | ChanElem::Tile { elem: s, .. } => {
                 u64::from(self.len) * u64::from(s.size())
             }
+            ChanElem::Tiles(parts) => {
+                let offsets = self.part_offsets();
+                match (parts.last(), offsets.last()) {
+                    (Some((e, r, c)), Some(off)) => {
+                        off + u64::from(*r) * u64::from(*c) * u64::from(e.size())
+                    }
+                    _ => 0,
+                }
+            }
             ChanElem::Struct { fields, .. } => fields
                 .iter()
                 .map(|f| (u64::from(self.len) * u64::from(f.size())).div_ceil(16) * 16)
@@ -132,7 +173,7 @@ impl ChanTy {
     /// The payload type as written: `[T; N]`, or `Tile<T, R, C>`.
     pub fn payload(&self) -> String {
         match &self.elem {
-            ChanElem::Tile { .. } => self.elem.to_string(),
+            ChanElem::Tile { .. } | ChanElem::Tiles(_) => self.elem.to_string(),
             _ => format!("[{}; {}]", self.elem, self.len),
         }
     }
@@ -141,12 +182,27 @@ impl ChanTy {
     /// span after which a tile's swizzle pattern repeats (8 rows of the swizzle's span), which
     /// the hardware applies to shared-memory address bits.
     pub fn slot_align(&self) -> u64 {
-        match &self.elem {
-            ChanElem::Tile { elem, cols, .. } => {
-                tile_swizzle_bytes(*elem, *cols).map_or(128, |span| (8 * u64::from(span)).max(128))
-            }
-            _ => 128,
-        }
+        self.elem
+            .tiles()
+            .iter()
+            .map(|(e, _, c)| tile_align(*e, *c))
+            .max()
+            .unwrap_or(128)
+    }
+
+    /// The byte offset of each tile of a tile payload in its slot: one after the other, each
+    /// aligned to its own swizzle's repeat.
+    pub fn part_offsets(&self) -> Vec<u64> {
+        let mut offset = 0u64;
+        self.elem
+            .tiles()
+            .iter()
+            .map(|(e, r, c)| {
+                let here = offset.next_multiple_of(tile_align(*e, *c));
+                offset = here + u64::from(*r) * u64::from(*c) * u64::from(e.size());
+                here
+            })
+            .collect()
     }
 }
 
@@ -313,8 +369,18 @@ pub enum Ty {
     },
     /// `&Matrix<T>`: a row-major matrix in global memory, read by tile loads.
     Matrix(Scalar),
-    /// `slot[r]` of a tile slot: a row, indexed again (`slot[r][c]`).
-    TileRow(ChanTy),
+    /// `stage.0` of a slot of a pair of tiles: that tile, loaded (`reserved`) or read in place.
+    TilePart {
+        /// The channel's type.
+        chan: ChanTy,
+        /// Which tile of the pair.
+        part: u32,
+        /// Of a reserved slot (`load` fills it) rather than a received one.
+        reserved: bool,
+    },
+    /// `slot[r]` of a tile slot, or `stage.0[r]` of tile `part` of a pair: a row, indexed again
+    /// (`slot[r][c]`).
+    TileRow(ChanTy, u32),
     /// `(Sender, Receiver)` from `channel()`.
     ChanPair(ChanTy),
     /// `Sender<[T; N], D>`.
@@ -438,9 +504,13 @@ impl fmt::Display for Ty {
             Ty::OptRecvSlot(c) => write!(f, "Option<RecvSlot<{c}>>"),
             Ty::OptSendSlot(c) => write!(f, "Option<SendSlot<{c}>>"),
             Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
-            Ty::TileRow(c) => match c.elem.tile() {
+            Ty::TileRow(c, part) => match c.elem.tile_part(*part) {
                 Some((elem, _, cols)) => write!(f, "[{elem}; {cols}]"),
                 None => write!(f, "{}", c.elem),
+            },
+            Ty::TilePart { chan, part, .. } => match chan.elem.tile_part(*part) {
+                Some((e, r, c)) => write!(f, "Tile<{e}, {r}, {c}>"),
+                None => write!(f, "{}", chan.elem),
             },
             Ty::Future(t) => write!(f, "impl Future<Output = {t}>"),
             Ty::Array(s, n) => write!(f, "[{s}; {n}]"),

@@ -93,7 +93,7 @@ fn a_tile_load_is_one_tensor_copy_through_the_matrix_map() {
     assert!(k
         .ir_text
         .contains("param a: &Matrix<bf16> = (ptr v0, rows v1, cols v2), map0 64 x 64"));
-    assert!(k.ir_text.contains("tile_load ch0 <- a.map0 at ["));
+    assert!(k.ir_text.contains("tile_load ch0.0 <- a.map0 at ["));
     let ParamKind::Matrix { boxes, .. } = &k.ir.params[0].kind else {
         panic!("`a` is not a matrix parameter: {:?}", k.ir.params[0].kind);
     };
@@ -224,8 +224,8 @@ fn tile_loads_with_the_wrong_arguments() {
         "the tile's top-left corner is two indices, `[row, col]`; found 1",
     );
     assert_error(
-        loader(quote!(let at = [0, 0]; slot.load(a, at).await;)),
-        "write the matrix element at the tile's top-left corner as `[row, col]`",
+        loader(quote!(let at = 3usize; slot.load(a, at).await;)),
+        "write the matrix element at the tile's top-left corner as `[row, col]` (or a local `[usize; 2]`); found `usize`",
     );
     assert_error(
         loader(quote!(slot.copy_from(&[0.0f32; 4]).await;)),
@@ -295,5 +295,95 @@ fn a_tile_row_is_read_in_place() {
     assert_error(
         module,
         "a tile's row is not a value of its own (the tile is stored swizzled): read each element in place, as `tile[r][c]`",
+    );
+}
+
+/// A loader of pairs of tiles (`Tile<bf16, 64, 64>`, `Tile<f32, 64, 32>`) from `a` and `b`,
+/// whose loop body after the reserve is `body`, and a reader of both tiles.
+fn pairs(body: TokenStream) -> TokenStream {
+    quote! {
+        mod kernels {
+            use gpu_async::device::*;
+
+            #[kernel(warps = 2)]
+            pub async fn pairs(a: &Matrix<bf16>, b: &Matrix<f32>, y: &mut [f32]) {
+                let (tx, rx) = channel::<(Tile<bf16, 64, 64>, Tile<f32, 64, 32>), 2>();
+                join!(on_warps(0..1, load(a, b, tx)), on_warps(1..2, store(rx, y))).await;
+            }
+
+            async fn load(
+                a: &Matrix<bf16>,
+                b: &Matrix<f32>,
+                mut tx: Sender<(Tile<bf16, 64, 64>, Tile<f32, 64, 32>), 2>,
+            ) {
+                for t in block_tiles(a.rows() / 64, 1) {
+                    let Some(mut stage) = tx.reserve().await else { return };
+                    #body
+                    stage.send();
+                }
+            }
+
+            async fn store(
+                mut rx: Receiver<(Tile<bf16, 64, 64>, Tile<f32, 64, 32>), 2>,
+                y: &mut [f32],
+            ) {
+                while let Some(stage) = rx.recv().await {
+                    y[0] = stage.0[1][2].to_f32() + stage.1[3][4];
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_pair_of_tiles_is_two_loads_into_one_slot() {
+    let k = one(pairs(quote! {
+        let corner = [t.start * 64, 0];
+        stage.0.load(a, corner).await;
+        stage.1.load(b, [t.start * 64, 0]).await;
+    }));
+    // The bf16 tile at 0 (8192 bytes), the f32 tile after it, on its own 1024-byte repeat.
+    let ch = &k.ir.channels[0];
+    assert_eq!(ch.ty.part_offsets(), vec![0, 8192]);
+    assert_eq!(ch.slot_stride, 16384);
+    assert!(k.ir_text.contains("tile_load ch0.0 <- a.map0 at ["));
+    assert!(k.ir_text.contains("tile_load ch0.1 <- b.map0 at ["));
+    // One copy per tile, in each of the two copies of the loop body (unrolled by the ring's
+    // depth), each expecting its tile's bytes.
+    assert_eq!(k.ptx.matches("cp.async.bulk.tensor.2d").count(), 4);
+    assert_eq!(k.ptx.matches("], 8192;\n").count(), 4);
+    // The second tile's reads are offset by its place in the slot.
+    assert!(k.ir_text.contains("u32 = const 8192\n"));
+}
+
+#[needs_ptxas]
+fn a_pair_of_tiles_assembles() {
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
+    let k = one(pairs(quote! {
+        stage.0.load(a, [t.start * 64, 0]).await;
+        stage.1.load(b, [t.start * 64, 0]).await;
+    }));
+    if let Err(log) = gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
+        panic!("ptxas rejected `{}`:\n{log}", k.name);
+    }
+}
+
+#[test]
+fn the_tiles_of_a_pair_are_named_and_used_in_place() {
+    assert_error(
+        pairs(quote!(stage.load(a, [0, 0]).await;)),
+        "a slot of `(Tile<bf16, 64, 64>, Tile<f32, 64, 32>)` holds two tiles: load each of them, `slot.0.load(a, [row, col]).await` and `slot.1.load(..)`",
+    );
+    assert_error(
+        pairs(quote!(stage.2.load(a, [0, 0]).await;)),
+        "a slot of `(Tile<bf16, 64, 64>, Tile<f32, 64, 32>)` has 2 tiles, `.0` to `.1`",
+    );
+    assert_error(
+        pairs(quote!(stage.1.load(a, [0, 0]).await;)),
+        "`load` fills a tile of `f32` from a `&Matrix<f32>`; found `&Matrix<bf16>`",
+    );
+    assert_error(
+        pairs(quote!(stage.0.load(a, [0, 0]).await; let v = stage.1[0][0];)),
+        "`stage` was filled by a bulk copy (`copy_from` or `load`), whose bytes are still in flight",
     );
 }

@@ -373,6 +373,13 @@ impl<T: Payload, const DEPTH: usize> Drop for SendSlot<'_, T, DEPTH> {
 #[must_use = "copy_from() must be awaited"]
 pub struct CopyFrom(());
 
+impl CopyFrom {
+    /// The future of a copy the simulator has made already (a tile's `load`).
+    pub(crate) fn issued() -> CopyFrom {
+        CopyFrom(())
+    }
+}
+
 impl Future for CopyFrom {
     type Output = ();
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {

@@ -141,18 +141,66 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> SendSlot<'_,
     /// [`Error::TensorMap`]: crate::Error::TensorMap
     #[track_caller]
     pub fn load(&mut self, m: &Matrix<T>, at: [usize; 2]) -> CopyFrom {
-        let [row, col] = at;
-        // The GPU's message, word for word (its panics carry no formatted values).
-        assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
-        let tile = TileBox {
-            rows: u32::try_from(R).unwrap_or(u32::MAX),
-            cols: u32::try_from(C).unwrap_or(u32::MAX),
-        };
-        let spec = tile_map_spec(T::ELEM, m.rows, m.cols, tile, 0);
-        match load_box(m.name, &m.data, &spec, row as u64, col as u64) {
-            Ok(elems) => self.copy_from(&elems),
-            Err(err) => panic!("load: {err}"),
-        }
+        let elems = box_of(m, at, R, C);
+        self.copy_from(&elems)
+    }
+}
+
+impl<T: TileScalar, const R: usize, const C: usize> Tile<T, R, C> {
+    /// Fills this tile, one of a pair in a reserved slot (`stage.0.load(a, [row, col]).await`),
+    /// as [`SendSlot::load`] fills a slot of one tile: the `R` × `C` box of `m` at `at`, zeros
+    /// past the matrix's edges, one TMA copy on the GPU completing on the slot's `full`
+    /// barrier. The simulator's trace has no copy event for it (a tile does not know its
+    /// channel).
+    ///
+    /// # Panics
+    /// As [`SendSlot::load`].
+    #[track_caller]
+    pub fn load(&mut self, m: &Matrix<T>, at: [usize; 2]) -> CopyFrom {
+        let elems = box_of(m, at, R, C);
+        self.0.as_flattened_mut().copy_from_slice(&elems);
+        CopyFrom::issued()
+    }
+}
+
+/// The `rows` x `cols` box of `m` at `at`, zeros past its edges; the device panics of a load.
+#[track_caller]
+fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize) -> Vec<T> {
+    let [row, col] = at;
+    // The GPU's message, word for word (its panics carry no formatted values).
+    assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
+    let tile = TileBox {
+        rows: u32::try_from(rows).unwrap_or(u32::MAX),
+        cols: u32::try_from(cols).unwrap_or(u32::MAX),
+    };
+    let spec = tile_map_spec(T::ELEM, m.rows, m.cols, tile, 0);
+    match load_box(m.name, &m.data, &spec, row as u64, col as u64) {
+        Ok(elems) => elems,
+        Err(err) => panic!("load: {err}"),
+    }
+}
+
+/// A pair of tiles, as a channel payload: `channel::<(Tile<bf16, 128, 64>, Tile<bf16, 256,
+/// 64>), 4>()` carries the two operands of a stage, each loaded (`stage.0.load(..)`) and read
+/// (`stage.1[r][c]`) on its own. On the GPU the two lie one after the other in the slot, each
+/// aligned to its swizzle's repeat, and the slot's `full` barrier expects both loads' bytes.
+impl<A, B, const RA: usize, const CA: usize, const RB: usize, const CB: usize> Payload
+    for (Tile<A, RA, CA>, Tile<B, RB, CB>)
+where
+    A: TileScalar,
+    B: TileScalar,
+{
+    type Elem = A;
+    fn zeroed() -> Self {
+        (Tile::zeroed(), Tile::zeroed())
+    }
+    /// The first tile's elements: a pair is not copied as an array (`copy_from` and `par_iter`
+    /// are compile errors for it), so this serves only the simulator's own bookkeeping.
+    fn elems(&self) -> &[A] {
+        self.0.elems()
+    }
+    fn elems_mut(&mut self) -> &mut [A] {
+        self.0.elems_mut()
     }
 }
 

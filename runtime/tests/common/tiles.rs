@@ -90,4 +90,57 @@ pub mod tiles {
                 .for_each(|(i, o)| *o = tile[i / FC][i % FC]);
         }
     }
+
+    /// For every `BR` x `BC` tile of `a`, the `BR` x `FC` tile of `b` at the same corner: both in
+    /// one slot, a pair of tiles, each loaded and read on its own; `y` gets the pair's elements,
+    /// the first tile's then the second's.
+    #[kernel(warps = 5)]
+    pub async fn pairs(a: &Matrix<bf16>, b: &Matrix<f32>, y: &mut [f32]) {
+        let (tx, rx) = channel::<(Tile<bf16, BR, BC>, Tile<f32, BR, FC>), 2>();
+        join!(
+            on_warps(0..1, load_pairs(a, b, tx)),
+            on_warps(1..5, store_pairs(a, rx, y))
+        )
+        .await;
+    }
+
+    async fn load_pairs(
+        a: &Matrix<bf16>,
+        b: &Matrix<f32>,
+        mut tx: Sender<(Tile<bf16, BR, BC>, Tile<f32, BR, FC>), 2>,
+    ) {
+        let per_row = (a.cols() + BC - 1) / BC;
+        let count = (a.rows() + BR - 1) / BR * per_row;
+        for t in block_tiles(count, 1) {
+            let Some(mut stage) = tx.reserve().await else {
+                return;
+            };
+            let corner = [t.start / per_row * BR, t.start % per_row * BC];
+            stage.0.load(a, corner).await;
+            stage.1.load(b, corner).await;
+            stage.send();
+        }
+    }
+
+    async fn store_pairs(
+        a: &Matrix<bf16>,
+        mut rx: Receiver<(Tile<bf16, BR, BC>, Tile<f32, BR, FC>), 2>,
+        y: &mut [f32],
+    ) {
+        let per_row = (a.cols() + BC - 1) / BC;
+        let count = (a.rows() + BR - 1) / BR * per_row;
+        for t in block_tiles(count, 1) {
+            let Some(stage) = rx.recv().await else { return };
+            let base = t.start * (BR * BC + BR * FC);
+            y[base..base + BR * BC]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = stage.0[i / BC][i % BC].to_f32());
+            let base = base + BR * BC;
+            y[base..base + BR * FC]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(i, o)| *o = stage.1[i / FC][i % FC]);
+        }
+    }
 }

@@ -576,6 +576,33 @@ pub(crate) fn chan_args(
             let (elem, rows, cols) = tile_args(p, scope, diags)?;
             (ChanElem::Tile { elem, rows, cols }, rows * cols)
         }
+        syn::GenericArgument::Type(syn::Type::Tuple(t))
+            if t.elems.iter().any(|e| {
+                matches!(e, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Tile"))
+            }) =>
+        {
+            if t.elems.len() != 2 {
+                diags.error_at(t, "a payload of tiles is one tile, `Tile<T, R, C>`, or a pair of them, `(Tile<..>, Tile<..>)`");
+                return None;
+            }
+            let mut parts = Vec::new();
+            for e in &t.elems {
+                match e {
+                    syn::Type::Path(p)
+                        if p.qself.is_none()
+                            && p.path.segments.last().is_some_and(|s| s.ident == "Tile") =>
+                    {
+                        parts.push(tile_args(p, scope, diags)?);
+                    }
+                    other => {
+                        diags.error_at(other, "both parts of a pair of tiles are tiles, `Tile<T, R, C>`");
+                        return None;
+                    }
+                }
+            }
+            let len = parts.iter().map(|(_, r, c)| r * c).sum();
+            (ChanElem::Tiles(parts), len)
+        }
         syn::GenericArgument::Type(syn::Type::Reference(r)) => {
             diags.error_at(r, "a reference cannot travel through a channel: it would point into one role's memory; send the values themselves, as an array `[T; N]`");
             return None;

@@ -304,13 +304,14 @@ impl Kernel {
             }
             Inst::TileLoad {
                 chan,
+                part,
                 param,
                 map,
                 row,
                 col,
             } => write!(
                 f,
-                "tile_load {chan} <- {}.map{map} at [{}, {}]",
+                "tile_load {chan}.{part} <- {}.map{map} at [{}, {}]",
                 self.params
                     .get(*param as usize)
                     .map_or("?", |p| p.name.as_str()),

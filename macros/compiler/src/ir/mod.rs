@@ -618,12 +618,15 @@ pub enum Inst {
         len: Value,
         bulk: Value,
     },
-    /// `slot.load(matrix, [row, col])`: the reserved tile slot filled from the matrix parameter
+    /// `slot.load(matrix, [row, col])` (or `slot.1.load(..)`): tile `part` of the reserved
+    /// slot filled from the matrix parameter
     /// `param` through its tensor map `map` (an index into its `boxes`) by one thread of the role,
     /// the box whose top-left element is (`row`, `col`) (`u32`s, each below 2^31), completing
     /// on the slot's `full` barrier, which expects the tile's bytes.
     TileLoad {
         chan: ChannelId,
+        /// Which tile of the payload: 0, or 1 for the second of a pair.
+        part: u32,
         param: u32,
         map: u32,
         row: Value,

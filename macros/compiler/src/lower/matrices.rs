@@ -11,8 +11,17 @@ use super::values::Val;
 use super::Lowerer;
 use crate::ir::{self, BinOp, Imm, Inst, Space, Value};
 use crate::tir::{Expr, ExprKind};
-use crate::types::{tile_swizzle_bytes, Scalar};
+use crate::types::{tile_swizzle_bytes, Scalar, Ty};
 use gpu_async_wire::TileBox;
+
+/// The slot expression of a tile (`slot`, or `stage` of `stage.1`) and which tile of the payload
+/// it is.
+fn tile_of(tile: &Expr) -> (&Expr, u32) {
+    match &tile.kind {
+        ExprKind::TupleField(slot, part) if matches!(tile.ty, Ty::TilePart { .. }) => (slot, *part),
+        _ => (tile, 0),
+    }
+}
 
 /// The largest tile coordinate: the tensor map's coordinates are signed 32-bit integers.
 const MAX_TILE_COORD: u64 = (1 << 31) - 1;
@@ -26,20 +35,29 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `slot.load(matrix, [row, col]).await` of a reserved tile slot.
+    /// `slot.load(matrix, [row, col]).await` of a reserved tile slot, or `stage.1.load(..)` of
+    /// a tile of a pair.
     pub(super) fn tile_load(
         &mut self,
-        slot: &Expr,
+        target: &Expr,
         matrix: &Expr,
         (row, col): (&Expr, &Expr),
         span: Span,
     ) -> Val {
-        self.check_not_copied(slot, span);
+        let (slot, part) = tile_of(target);
+        // Loading the other tile of a pair after one is loaded is what a stage does; a load
+        // after a move is rustc's error.
+        if let ExprKind::Local(id) = slot.kind {
+            if self.frame().moved.contains(&id) {
+                self.ownership_conflict = true;
+            }
+        }
         let (s, m) = (self.expr(slot), self.expr(matrix));
         let (Val::SendSlot(c), Val::Matrix { param, elem, .. }) = (s, m) else {
             return Val::Unit;
         };
-        let Some((tile_elem, rows, cols)) = self.channels[c.0 as usize].ty.elem.tile() else {
+        let Some((tile_elem, rows, cols)) = self.channels[c.0 as usize].ty.elem.tile_part(part)
+        else {
             return Val::Unit;
         };
         if tile_elem != elem {
@@ -74,6 +92,7 @@ impl Lowerer<'_> {
         } as u32;
         self.emit(Inst::TileLoad {
             chan: c,
+            part,
             param,
             map,
             row: corner[0],
@@ -90,19 +109,22 @@ impl Lowerer<'_> {
     /// `tile[r][c]` (`row` is the `tile[r]` expression): the element, read from the slot at the
     /// swizzled offset of row `r`, column `c`, after the bounds checks of both.
     pub(super) fn tile_element(&mut self, row: &Expr, index: &Expr, span: Span) -> Val {
-        let ExprKind::Index(slot, r) = &row.kind else {
+        let ExprKind::Index(tile, r) = &row.kind else {
             self.tile_row_alone(row.span);
             return Val::Unit;
         };
+        let (slot, part) = tile_of(tile);
         self.check_not_copied(slot, span);
         let s = self.expr(slot);
         let (r, c) = (self.scalar(r), self.scalar(index));
         let Some((chan, _)) = self.slot_parts(&s) else {
             return Val::Unit;
         };
-        let Some((elem, rows, cols)) = self.channels[chan.0 as usize].ty.elem.tile() else {
+        let ty = &self.channels[chan.0 as usize].ty;
+        let Some((elem, rows, cols)) = ty.elem.tile_part(part) else {
             return Val::Unit;
         };
+        let part_offset = ty.part_offsets().get(part as usize).copied().unwrap_or(0);
         let key = self.slot_key(chan);
         self.access(key);
         for (v, n) in [(r, rows), (c, cols)] {
@@ -125,6 +147,7 @@ impl Lowerer<'_> {
         let row_off = self.binary(BinOp::Mul, r32, row_bytes);
         let col_off = self.binary(BinOp::Mul, c32, esize);
         let mut off = self.binary(BinOp::Add, row_off, col_off);
+        // The swizzle applies within the tile, which starts on its pattern's repeat.
         if let Some(span_bytes) = tile_swizzle_bytes(elem, cols) {
             // The 16-byte chunk's index (bits 4 and up) XOR the 128-byte line's (bits 7 and
             // up), over the span's chunks: the placement the tensor map's swizzle gives.
@@ -134,6 +157,10 @@ impl Lowerer<'_> {
             let mask = self.konst(Scalar::U32, Imm::Int(mask));
             let bits = self.binary(BinOp::And, line, mask);
             off = self.binary(BinOp::Xor, off, bits);
+        }
+        if part_offset != 0 {
+            let at = self.konst(Scalar::U32, Imm::Int(part_offset));
+            off = self.binary(BinOp::Add, off, at);
         }
         let addr = self.binary(BinOp::Add, base, off);
         Val::Scalar(self.load(elem, Space::Shared, addr))

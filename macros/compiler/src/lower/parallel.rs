@@ -131,7 +131,7 @@ impl Lowerer<'_> {
                                 vec![(Space::Shared, addr, len, *elem, slot, true)]
                             }
                             // The checker rejects a tile as a parallel loop's source.
-                            ChanElem::Tile { .. } => return Leaf::Index,
+                            ChanElem::Tile { .. } | ChanElem::Tiles(_) => return Leaf::Index,
                             ChanElem::Struct { fields, .. } => {
                                 let offsets = ty.field_offsets();
                                 let mut parts = Vec::new();

@@ -16,7 +16,7 @@ impl Lowerer<'_> {
     /// `base[index]`: an element of a local array, a `static` table, a slice or a slot.
     pub(super) fn index(&mut self, base: &Expr, index: &Expr, span: Span) -> Val {
         match &base.ty {
-            crate::types::Ty::TileRow(_) => return self.tile_element(base, index, span),
+            crate::types::Ty::TileRow(..) => return self.tile_element(base, index, span),
             crate::types::Ty::RecvSlot(c) | crate::types::Ty::SendSlot(c)
                 if c.elem.tile().is_some() =>
             {
@@ -297,6 +297,14 @@ impl Lowerer<'_> {
 
     /// `t.0`, or a scalar field of a struct: its register, or a struct slot element's source.
     pub(super) fn tuple_field(&mut self, base: &Expr, index: u32) -> Val {
+        if matches!(
+            base.ty,
+            crate::types::Ty::SendSlot(_) | crate::types::Ty::RecvSlot(_)
+        ) {
+            // A tile of a pair taken as a value (`let t = stage.0;`): it is used in place.
+            self.diags.error(base.span, "a tile of a pair is used in place, as `stage.0.load(a, [row, col]).await` or `stage.0[r][c]`: it is not a value of its own");
+            return Val::Unit;
+        }
         match self.expr(base) {
             Val::Tuple(values) => values
                 .get(index as usize)

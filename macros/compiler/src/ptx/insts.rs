@@ -90,11 +90,12 @@ impl Writer<'_> {
             } => self.copy_in(*chan, *src, *len, *bulk),
             Inst::TileLoad {
                 chan,
+                part,
                 param,
                 map,
                 row,
                 col,
-            } => self.tile_load(*chan, (*param, *map), *row, *col),
+            } => self.tile_load((*chan, *part), (*param, *map), *row, *col),
             Inst::CopyOut {
                 chan,
                 dst,

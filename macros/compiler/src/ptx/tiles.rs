@@ -17,17 +17,21 @@ use gpu_async_wire::trace::TraceEvent;
 
 impl Writer<'_> {
     /// `slot.load(matrix, [row, col])`: the box at (`row`, `col`) of the matrix parameter's
-    /// tensor map `map` into the reserved slot of `chan`.
+    /// tensor map `map` into tile `part` of the reserved slot of `chan`.
     pub(super) fn tile_load(
         &mut self,
-        chan: ChannelId,
+        (chan, part): (ChannelId, u32),
         (param, map): (u32, u32),
         row: Value,
         col: Value,
     ) -> WriteResult {
         let ring = self.ring(chan, SEND)?;
         let c = self.k.channel(chan).clone();
-        let bytes = c.ty.payload_bytes();
+        let (elem, rows, cols) = c.ty.elem.tile_part(part).ok_or_else(|| {
+            WriteError::inconsistent(format!("tile {part} in the payload of {chan}"), "none")
+        })?;
+        let bytes = u64::from(rows) * u64::from(cols) * u64::from(elem.size());
+        let part_offset = c.ty.part_offsets().get(part as usize).copied().unwrap_or(0);
         let index = self.map_param_index(param, map)?;
         let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
             WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
@@ -38,7 +42,11 @@ impl Writer<'_> {
             "    // tile_load {chan}: one TMA copy of the box into the slot"
         )?;
         self.trace_copy(TraceEvent::CopyIn, chan)?;
-        let dst = self.shared_addr(c.data_offset, &ring.slot, c.slot_stride)?;
+        let at = u64::from(c.data_offset) + part_offset;
+        let at = u32::try_from(at).map_err(|_| {
+            WriteError::inconsistent("a tile within the shared memory", format!("offset {at}"))
+        })?;
+        let dst = self.shared_addr(at, &ring.slot, c.slot_stride)?;
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
         let tmap = self.tmp(Class::B64);
         let skip = self.label("tile_done");

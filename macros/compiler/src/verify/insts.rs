@@ -363,6 +363,7 @@ impl Verifier<'_> {
             Inst::Send { chan } => self.chan_end(*chan, role, true, in_par),
             Inst::TileLoad {
                 chan,
+                part,
                 param,
                 map,
                 row,
@@ -373,7 +374,7 @@ impl Verifier<'_> {
                 self.use_(*col);
                 self.expect_ty(*row, Scalar::U32, "a tile load's row");
                 self.expect_ty(*col, Scalar::U32, "a tile load's column");
-                self.tile_map(*chan, *param, *map);
+                self.tile_map(*chan, *part, (*param, *map));
             }
             Inst::CopyIn {
                 chan,

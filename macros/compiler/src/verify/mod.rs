@@ -250,14 +250,14 @@ impl Verifier<'_> {
         }
     }
 
-    /// A tile load's channel holds tiles, and its matrix parameter has tensor map `map` of the
-    /// tile's element and shape.
-    fn tile_map(&mut self, chan: ChannelId, param: u32, map: u32) {
+    /// A tile load's channel holds tile `part`, and its matrix parameter has tensor map `map` of
+    /// that tile's element and shape.
+    fn tile_map(&mut self, chan: ChannelId, part: u32, (param, map): (u32, u32)) {
         let tile = self
             .k
             .channels
             .get(chan.0 as usize)
-            .and_then(|c| c.ty.elem.tile());
+            .and_then(|c| c.ty.elem.tile_part(part));
         let matrix = self.k.params.get(param as usize).map(|p| &p.kind);
         let fits = match (tile, matrix) {
             (Some((elem, rows, cols)), Some(ParamKind::Matrix { elem: e, boxes, .. })) => {

@@ -39,11 +39,16 @@ impl Checker<'_> {
                 if c.elem.tile().is_some() && self.want_args(m, 0) =>
             {
                 let c = c.clone();
-                self.tile_len(&c, span)
+                self.tile_len(&c, 0, span)
             }
             ("load", Ty::SendSlot(c)) if c.elem.tile().is_some() => {
                 let c = c.clone();
-                self.tile_load(&c, receiver, m, span)
+                self.local_of(&receiver, "load");
+                self.tile_load(&c, 0, receiver, m, span)
+            }
+            ("load", Ty::SendSlot(c)) if matches!(c.elem, ChanElem::Tiles(_)) => {
+                self.diags.error(m.method.span(), format!("a slot of `{}` holds two tiles: load each of them, `slot.0.load(a, [row, col]).await` and `slot.1.load(..)`", c.elem));
+                err(span)
             }
             ("len", Ty::RecvSlot(c) | Ty::SendSlot(c)) if self.want_args(m, 0) => mk(
                 ExprKind::Lit(Lit::Int(u128::from(c.len))),
@@ -201,8 +206,8 @@ impl Checker<'_> {
                 self.local_of(&receiver, name);
                 match &c.elem {
                     ChanElem::Scalar(elem) => self.par_source(receiver, *elem, want_mut, span),
-                    ChanElem::Tile { rows, cols, .. } => {
-                        self.diags.error(m.method.span(), format!("a tile is stored in the layout the tensor cores read, not as an array: read its elements as `tile[r][c]`, in a parallel loop over `(0..{}).into_par_iter()` with `r = i / {cols}` and `c = i % {cols}`", rows * cols));
+                    ChanElem::Tile { .. } | ChanElem::Tiles(_) => {
+                        self.diags.error(m.method.span(), "a tile is stored in the layout the tensor cores read, not as an array: read its elements as `tile[r][c]`, in a parallel loop over `(0..R * C).into_par_iter()` with `r = i / C` and `c = i % C`");
                         err(span)
                     }
                     ChanElem::Struct { id, name, .. } => {
@@ -319,7 +324,7 @@ impl Checker<'_> {
     fn copy_payload_elem(&mut self, c: &ChanTy, what: &str, span: Span) -> Option<Scalar> {
         match &c.elem {
             ChanElem::Scalar(s) => Some(*s),
-            ChanElem::Tile { .. } => {
+            ChanElem::Tile { .. } | ChanElem::Tiles(_) => {
                 self.diags.error(span, format!("`{what}` copies arrays of scalars; a tile is filled with `slot.load(matrix, [row, col])` and read as `tile[r][c]`"));
                 None
             }

@@ -34,16 +34,18 @@ impl Checker<'_> {
         }
     }
 
-    /// `slot.load(a, [row, col])` of a reserved tile slot: a future that fills the slot with
-    /// the box of the matrix whose top-left element is `(row, col)`, zeros past its edges.
+    /// `slot.load(a, [row, col])` of a reserved tile slot (`part` 0), or `stage.0.load(..)` of
+    /// tile `part` of a pair: a future that fills the tile with the box of the matrix whose
+    /// top-left element is `(row, col)`, zeros past its edges.
     pub(super) fn tile_load(
         &mut self,
         c: &ChanTy,
+        part: u32,
         receiver: Expr,
         m: &mut syn::ExprMethodCall,
         span: Span,
     ) -> Expr {
-        let Some((elem, _, _)) = c.elem.tile() else {
+        let Some((elem, _, _)) = c.elem.tile_part(part) else {
             return err(span);
         };
         if !self.want_args(m, 2) {
@@ -53,7 +55,6 @@ impl Checker<'_> {
             self.diags.error(span, "`load` inside a `par_iter` closure: a tile load belongs to the role, outside the parallel loop");
             return err(span);
         }
-        self.local_of(&receiver, "load");
         let matrix = self.expr(&mut m.args[0], None);
         match matrix.ty {
             Ty::Matrix(e) if e == elem => {}
@@ -71,11 +72,37 @@ impl Checker<'_> {
         let usize_ty = Ty::Scalar(Scalar::Usize);
         let at_span = super::span_of(&m.args[1]);
         let syn::Expr::Array(at) = &mut m.args[1] else {
-            self.diags.error(
-                at_span,
-                "write the matrix element at the tile's top-left corner as `[row, col]`",
+            // A local `[usize; 2]`: its two elements.
+            let at = self.expr(&mut m.args[1], None);
+            let corner = match (&at.kind, &at.ty) {
+                (ExprKind::Local(_), Ty::Array(Scalar::Usize, 2)) => [0u128, 1].map(|k| {
+                    let lit = mk(ExprKind::Lit(Lit::Int(k)), usize_ty.clone(), at_span);
+                    mk(
+                        ExprKind::Index(Box::new(at.clone()), Box::new(lit)),
+                        usize_ty.clone(),
+                        at_span,
+                    )
+                }),
+                (_, Ty::Error) => return err(span),
+                _ => {
+                    self.diags.error(
+                        at_span,
+                        format!("write the matrix element at the tile's top-left corner as `[row, col]` (or a local `[usize; 2]`); found `{}`", at.ty),
+                    );
+                    return err(span);
+                }
+            };
+            let [row, col] = corner;
+            return mk(
+                ExprKind::TileLoad {
+                    slot: Box::new(receiver),
+                    matrix: Box::new(matrix),
+                    row: Box::new(row),
+                    col: Box::new(col),
+                },
+                Ty::Future(Box::new(Ty::Unit)),
+                span,
             );
-            return err(span);
         };
         if at.elems.len() != 2 {
             self.diags.error(
@@ -108,7 +135,81 @@ impl Checker<'_> {
         )
     }
 
-    /// `tile[r]` of a tile slot (a row, indexed again) and `tile[r][c]` (an element).
+    /// `stage.0` and `stage.1` of a slot of a pair of tiles.
+    pub(super) fn tile_part(&mut self, base: Expr, index: u32, span: Span) -> Expr {
+        let (c, reserved) = match &base.ty {
+            Ty::SendSlot(c) => (c.clone(), true),
+            Ty::RecvSlot(c) => (c.clone(), false),
+            _ => return err(span),
+        };
+        let parts = c.elem.tiles().len();
+        if index as usize >= parts {
+            self.diags.error(
+                span,
+                format!(
+                    "a slot of `{}` has {parts} tiles, `.0` to `.{}`",
+                    c.elem,
+                    parts - 1
+                ),
+            );
+            return err(span);
+        }
+        if !matches!(base.kind, ExprKind::Local(_)) {
+            self.diags.error(
+                base.span,
+                "take a tile of a slot held in a local: `stage.0`, with `stage` the slot",
+            );
+            return err(span);
+        }
+        mk(
+            ExprKind::TupleField(Box::new(base), index),
+            Ty::TilePart {
+                chan: c,
+                part: index,
+                reserved,
+            },
+            span,
+        )
+    }
+
+    /// A method of one tile of a pair: `load` (of a reserved slot's tile) and `len`.
+    pub(super) fn tile_part_method(
+        &mut self,
+        name: &str,
+        receiver: Expr,
+        m: &mut syn::ExprMethodCall,
+        span: Span,
+    ) -> Expr {
+        let Ty::TilePart {
+            chan,
+            part,
+            reserved,
+        } = receiver.ty.clone()
+        else {
+            return err(span);
+        };
+        match name {
+            "load" if reserved => self.tile_load(&chan, part, receiver, m, span),
+            "load" => {
+                self.diags.error(
+                    m.method.span(),
+                    "a received tile is read-only: `load` fills a tile of a reserved slot",
+                );
+                err(span)
+            }
+            "len" if self.want_args(m, 0) => self.tile_len(&chan, part, span),
+            _ => {
+                self.diags.error(
+                    m.method.span(),
+                    format!("a tile has `load` (of a reserved slot), `len` and its elements `tile[r][c]`; `{name}` is not one of them"),
+                );
+                err(span)
+            }
+        }
+    }
+
+    /// `tile[r]` of a tile slot or of one tile of a pair (a row, indexed again) and
+    /// `tile[r][c]` (an element).
     pub(super) fn tile_index(&mut self, base: Expr, mut index: Expr, span: Span) -> Expr {
         let usize_ty = Ty::Scalar(Scalar::Usize);
         if index.ty == Ty::Range {
@@ -119,32 +220,23 @@ impl Checker<'_> {
             return err(span);
         }
         self.expect(&mut index, &usize_ty);
-        match &base.ty {
-            Ty::RecvSlot(c) | Ty::SendSlot(c) => {
-                let c = c.clone();
-                mk(
-                    ExprKind::Index(Box::new(base), Box::new(index)),
-                    Ty::TileRow(c),
-                    span,
-                )
-            }
-            Ty::TileRow(c) => {
-                let Some((elem, _, _)) = c.elem.tile() else {
+        let row = match &base.ty {
+            Ty::RecvSlot(c) | Ty::SendSlot(c) => Ty::TileRow(c.clone(), 0),
+            Ty::TilePart { chan, part, .. } => Ty::TileRow(chan.clone(), *part),
+            Ty::TileRow(c, part) => {
+                let Some((elem, _, _)) = c.elem.tile_part(*part) else {
                     return err(span);
                 };
-                mk(
-                    ExprKind::Index(Box::new(base), Box::new(index)),
-                    Ty::Scalar(elem),
-                    span,
-                )
+                Ty::Scalar(elem)
             }
-            _ => err(span),
-        }
+            _ => return err(span),
+        };
+        mk(ExprKind::Index(Box::new(base), Box::new(index)), row, span)
     }
 
     /// `tile.len()`: its rows, as the simulator's `[[T; C]; R]` has.
-    pub(super) fn tile_len(&mut self, c: &ChanTy, span: Span) -> Expr {
-        let rows = c.elem.tile().map_or(0, |(_, r, _)| r);
+    pub(super) fn tile_len(&mut self, c: &ChanTy, part: u32, span: Span) -> Expr {
+        let rows = c.elem.tile_part(part).map_or(0, |(_, r, _)| r);
         mk(
             ExprKind::Lit(Lit::Int(u128::from(rows))),
             Ty::Scalar(Scalar::Usize),

@@ -6,7 +6,7 @@ use syn::spanned::Spanned;
 
 use super::{err, mk, span_of, Checker};
 use crate::tir::{Block, Expr, ExprKind, Lit};
-use crate::types::{Scalar, Ty};
+use crate::types::{ChanElem, Scalar, Ty};
 
 impl Checker<'_> {
     /// `place = value`.
@@ -179,7 +179,7 @@ impl Checker<'_> {
                 place
             }
             _ if place.ty == Ty::Error => place,
-            ExprKind::Index(base, _) if matches!(base.ty, Ty::TileRow(_)) => {
+            ExprKind::Index(base, _) if matches!(base.ty, Ty::TileRow(..)) => {
                 self.diags.error(span, "a tile is filled by a tile load, `slot.load(matrix, [row, col]).await`; writing its elements is not in the language yet: send the values in a slot of an array `[T; N]`");
                 err(span)
             }
@@ -239,10 +239,20 @@ impl Checker<'_> {
             (t, _) if super::shared_arrays::is_shared_array(t) => {
                 self.shared_array_index(base, index, span)
             }
+            (Ty::RecvSlot(c) | Ty::SendSlot(c), _) if matches!(c.elem, ChanElem::Tiles(_)) => {
+                self.diags.error(
+                    span,
+                    format!(
+                        "a slot of `{}` holds two tiles: index one of them, `stage.0[r][c]`",
+                        c.elem
+                    ),
+                );
+                err(span)
+            }
             (Ty::RecvSlot(c) | Ty::SendSlot(c), _) if c.elem.tile().is_some() => {
                 self.tile_index(base, index, span)
             }
-            (Ty::TileRow(_), _) => self.tile_index(base, index, span),
+            (Ty::TileRow(..) | Ty::TilePart { .. }, _) => self.tile_index(base, index, span),
             (Ty::Slice { elem, mutable }, Ty::Range) => {
                 let ty = Ty::Slice {
                     elem: *elem,
@@ -467,6 +477,15 @@ impl Checker<'_> {
                         err(span)
                     }
                 }
+            }
+            (Ty::SendSlot(c) | Ty::RecvSlot(c), _)
+                if matches!(c.elem, ChanElem::Tiles(_))
+                    && matches!(f.member, syn::Member::Unnamed(_)) =>
+            {
+                let syn::Member::Unnamed(index) = &f.member else {
+                    return err(span);
+                };
+                self.tile_part(base, index.index, span)
             }
             (Ty::Tuple(ts), _) if matches!(f.member, syn::Member::Unnamed(_)) => {
                 let syn::Member::Unnamed(index) = &f.member else {
