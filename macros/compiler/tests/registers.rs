@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::one;
-use gpu_async_compiler::{compile, ir::RegisterBudgets};
+use common::{assert_error, one};
+use gpu_async_compiler::ir::RegisterBudgets;
 use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -70,21 +70,6 @@ fn placed_pipeline(
 /// The usual shape: 16 warps, loader 0..4, transform 4..12, storer 12..16.
 fn aligned(attr: TokenStream) -> TokenStream {
     pipeline(16, [quote!(0..4), quote!(4..12), quote!(12..16)], attr)
-}
-
-fn errors(module: TokenStream) -> Vec<String> {
-    match compile(module) {
-        Ok(_) => panic!("compiles, but an error was expected"),
-        Err(d) => d.messages(),
-    }
-}
-
-fn assert_error(module: TokenStream, needle: &str) {
-    let errs = errors(module);
-    assert!(
-        errs.iter().any(|e| e.contains(needle)),
-        "no error containing {needle:?} in {errs:#?}"
-    );
 }
 
 #[test]

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::one;
-use gpu_async_compiler::{compile, ir::ParamKind};
+use common::{assert_error, one};
+use gpu_async_compiler::ir::ParamKind;
 use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
@@ -58,21 +58,6 @@ fn tiles(elem: TokenStream, rc: (usize, usize), extra: TokenStream) -> TokenStre
             }
         }
     }
-}
-
-fn errors(module: TokenStream) -> Vec<String> {
-    match compile(module) {
-        Ok(_) => panic!("compiles, but an error was expected"),
-        Err(d) => d.messages(),
-    }
-}
-
-fn assert_error(module: TokenStream, needle: &str) {
-    let errs = errors(module);
-    assert!(
-        errs.iter().any(|e| e.contains(needle)),
-        "no error containing {needle:?} in {errs:#?}"
-    );
 }
 
 #[test]

@@ -12,3 +12,22 @@ pub fn one(module: TokenStream) -> CompiledKernel {
     assert_eq!(kernels.len(), 1);
     kernels.remove(0)
 }
+
+/// The errors of `module`, which must not compile.
+#[allow(dead_code)]
+pub fn errors(module: TokenStream) -> Vec<String> {
+    match compile(module) {
+        Ok(_) => panic!("compiles, but an error was expected"),
+        Err(d) => d.messages(),
+    }
+}
+
+/// `module` does not compile, and one of its errors contains `needle`.
+#[allow(dead_code)]
+pub fn assert_error(module: TokenStream, needle: &str) {
+    let errs = errors(module);
+    assert!(
+        errs.iter().any(|e| e.contains(needle)),
+        "no error containing {needle:?} in {errs:#?}"
+    );
+}

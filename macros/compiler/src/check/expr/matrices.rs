@@ -69,58 +69,7 @@ impl Checker<'_> {
                 return err(span);
             }
         }
-        let usize_ty = Ty::Scalar(Scalar::Usize);
-        let at_span = super::span_of(&m.args[1]);
-        let syn::Expr::Array(at) = &mut m.args[1] else {
-            // A local `[usize; 2]`: its two elements.
-            let at = self.expr(&mut m.args[1], None);
-            let corner = match (&at.kind, &at.ty) {
-                (ExprKind::Local(_), Ty::Array(Scalar::Usize, 2)) => [0u128, 1].map(|k| {
-                    let lit = mk(ExprKind::Lit(Lit::Int(k)), usize_ty.clone(), at_span);
-                    mk(
-                        ExprKind::Index(Box::new(at.clone()), Box::new(lit)),
-                        usize_ty.clone(),
-                        at_span,
-                    )
-                }),
-                (_, Ty::Error) => return err(span),
-                _ => {
-                    self.diags.error(
-                        at_span,
-                        format!("write the matrix element at the tile's top-left corner as `[row, col]` (or a local `[usize; 2]`); found `{}`", at.ty),
-                    );
-                    return err(span);
-                }
-            };
-            let [row, col] = corner;
-            return mk(
-                ExprKind::TileLoad {
-                    slot: Box::new(receiver),
-                    matrix: Box::new(matrix),
-                    row: Box::new(row),
-                    col: Box::new(col),
-                },
-                Ty::Future(Box::new(Ty::Unit)),
-                span,
-            );
-        };
-        if at.elems.len() != 2 {
-            self.diags.error(
-                at_span,
-                format!(
-                    "the tile's top-left corner is two indices, `[row, col]`; found {}",
-                    at.elems.len()
-                ),
-            );
-            return err(span);
-        }
-        let mut corner = Vec::new();
-        for e in at.elems.iter_mut() {
-            let mut ix = self.expr(e, Some(&usize_ty));
-            self.expect(&mut ix, &usize_ty);
-            corner.push(ix);
-        }
-        let (Some(col), Some(row)) = (corner.pop(), corner.pop()) else {
+        let Some((row, col)) = self.tile_corner(&mut m.args[1]) else {
             return err(span);
         };
         mk(
@@ -133,6 +82,56 @@ impl Checker<'_> {
             Ty::Future(Box::new(Ty::Unit)),
             span,
         )
+    }
+
+    /// The corner of a tile load, `[row, col]` or a local `[usize; 2]`: its row and column.
+    fn tile_corner(&mut self, arg: &mut syn::Expr) -> Option<(Expr, Expr)> {
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let at_span = super::span_of(arg);
+        let syn::Expr::Array(at) = arg else {
+            // A local `[usize; 2]`: its two elements.
+            let at = self.expr(arg, None);
+            return match (&at.kind, &at.ty) {
+                (ExprKind::Local(_), Ty::Array(Scalar::Usize, 2)) => {
+                    let [row, col] = [0u128, 1].map(|k| {
+                        let lit = mk(ExprKind::Lit(Lit::Int(k)), usize_ty.clone(), at_span);
+                        mk(
+                            ExprKind::Index(Box::new(at.clone()), Box::new(lit)),
+                            usize_ty.clone(),
+                            at_span,
+                        )
+                    });
+                    Some((row, col))
+                }
+                (_, Ty::Error) => None,
+                _ => {
+                    self.diags.error(
+                        at_span,
+                        format!("write the matrix element at the tile's top-left corner as `[row, col]` (or a local `[usize; 2]`); found `{}`", at.ty),
+                    );
+                    None
+                }
+            };
+        };
+        if at.elems.len() != 2 {
+            self.diags.error(
+                at_span,
+                format!(
+                    "the tile's top-left corner is two indices, `[row, col]`; found {}",
+                    at.elems.len()
+                ),
+            );
+            return None;
+        }
+        let mut corner = Vec::new();
+        for e in at.elems.iter_mut() {
+            let mut ix = self.expr(e, Some(&usize_ty));
+            self.expect(&mut ix, &usize_ty);
+            corner.push(ix);
+        }
+        let col = corner.pop()?;
+        let row = corner.pop()?;
+        Some((row, col))
     }
 
     /// `stage.0` and `stage.1` of a slot of a pair of tiles.
