@@ -9,7 +9,8 @@
 # Peers: torch.bincount (histogram, 2^26 bytes, uniform and skewed), a device copy of as many
 # bytes measured by the Rust example itself (transpose, 8192 x 8192 f32, and stencil, 2^28 f32),
 # torch.cumsum (scan, 2^28 u32; the scan's own line also shows a device copy), torch.softmax
-# (softmax, 4096 x 4096 f32). The hand-written CUDA transposes of examples/peers/transpose.cu
+# (softmax, 4096 x 4096 f32); the TMA tile copy (tile_copy, 8192 x 8192 f32) prints its ratio to
+# a device copy itself. The hand-written CUDA transposes of examples/peers/transpose.cu
 # (built here with nvcc -O3 -arch=sm_90) run too, as a second peer of the transpose.
 # Each program is bounded by BLOCKS_TIMEOUT seconds (default 90); the whole run takes about two
 # minutes. Everything is also written to $OUT/blocks.log (when OUT is set).
@@ -30,7 +31,7 @@ run() {
   fi
 }
 
-for ex in "histogram 67108864" "transpose 8192" "scan 268435456" "softmax 4096" "stencil 268435456"; do
+for ex in "histogram 67108864" "transpose 8192" "scan 268435456" "softmax 4096" "stencil 268435456" "tile_copy 8192"; do
   set -- $ex
   if [ -x ".gpu/bin/$1" ]; then
     run ".gpu/bin/$1" "$2"
