@@ -51,3 +51,28 @@ fn many_unsent_reserves_give_one_error_each() {
     ));
     assert!(outcome.errors <= 300 + 1, "{} errors", outcome.errors);
 }
+
+#[test]
+fn a_tile_smaller_than_its_swizzle_repeat_still_starts_on_one() {
+    // 3 rows of 128 bytes: 384 bytes, whose slots were laid out 128 bytes apart although the
+    // 128-byte swizzle repeats every 1024 (the verifier's "channel 0 is misaligned").
+    let source = "mod m {
+    use gpu_async::device::*;
+    #[kernel(warps = 2)]
+    pub async fn k(a: &Matrix<bf16>, y: &mut [f32]) {
+        let (tx, rx) = channel::<Tile<bf16, 3, 64>, 2>();
+        join!(on_warps(0..1, load(a, tx)), on_warps(1..2, store(rx, y))).await;
+    }
+    async fn load(a: &Matrix<bf16>, mut tx: Sender<Tile<bf16, 3, 64>, 2>) {
+        let Some(mut slot) = tx.reserve().await else { return };
+        slot.load(a, [0, 0]).await;
+        slot.send();
+    }
+    async fn store(mut rx: Receiver<Tile<bf16, 3, 64>, 2>, y: &mut [f32]) {
+        let Some(tile) = rx.recv().await else { return };
+        y[0] = tile[2][63].to_f32();
+    }
+}";
+    let outcome = expand(source);
+    assert_eq!(outcome.errors, 0, "{:?}", outcome.messages);
+}

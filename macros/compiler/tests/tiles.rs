@@ -372,3 +372,11 @@ fn the_tiles_of_a_pair_are_named_and_used_in_place() {
         "`stage` was filled by a bulk copy (`copy_from` or `load`), whose bytes are still in flight",
     );
 }
+
+#[test]
+fn a_tile_smaller_than_its_swizzle_repeat_has_slots_a_repeat_apart() {
+    // 3 rows of 64 bf16: 384 bytes with the 128-byte swizzle, which repeats every 1024.
+    let k = one(tiles(quote!(bf16), (3, 64), quote!()));
+    let ch = &k.ir.channels[0];
+    assert_eq!((ch.data_offset % 1024, ch.slot_stride), (0, 1024));
+}

@@ -12,7 +12,8 @@ fn round_up(v: u64, to: u64) -> u64 {
     v.div_ceil(to) * to
 }
 
-/// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses), the shared
+/// Places each channel's slots (128-byte aligned, for bulk copies and wide accesses; a tile slot
+/// on its swizzle pattern's repeat, `ChanTy::slot_align`), the shared
 /// arrays (16-byte aligned, one after another, so that one loop zeroes them), then all barriers
 /// (the channels', then one per role in `role_needs_barrier`), state words, the open words of the
 /// channels their receivers can close and the debt words of those received by several warps
@@ -33,8 +34,10 @@ pub(crate) fn lay_out(
     let mut offset: u64 = 0;
     let mut breakdown = Vec::new();
     for c in channels.iter_mut() {
-        let stride = round_up(c.ty.payload_bytes(), 128);
-        offset = round_up(offset, 128);
+        // 128 bytes, or a tile's swizzle repeat, which the hardware applies to address bits.
+        let align = c.ty.slot_align();
+        let stride = round_up(c.ty.payload_bytes(), align);
+        offset = round_up(offset, align);
         c.data_offset = offset.min(u64::from(u32::MAX)) as u32;
         c.slot_stride = stride.min(u64::from(u32::MAX)) as u32;
         let bytes = stride * u64::from(c.ty.depth);
