@@ -285,7 +285,7 @@ fn parse_kernel_attr(
     if let syn::Meta::Path(_) = attr.meta {
         diags.error_at(
             attr,
-            "a kernel needs its warp count: write `#[kernel(warps = N)]`",
+            "a kernel needs its warp count: write `#[kernel(warps = N)]` (or `#[kernel(warpgroups = N)]`, 4 warps each)",
         );
         return None;
     }
@@ -351,7 +351,7 @@ fn parse_kernel_attr(
         None => {
             diags.error(
                 span,
-                "a kernel needs its warp count: write `#[kernel(warps = N)]`",
+                "a kernel needs its warp count: write `#[kernel(warps = N)]` (or `#[kernel(warpgroups = N)]`, 4 warps each)",
             );
             None
         }
