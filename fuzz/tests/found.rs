@@ -76,3 +76,25 @@ fn a_tile_smaller_than_its_swizzle_repeat_still_starts_on_one() {
     let outcome = expand(source);
     assert_eq!(outcome.errors, 0, "{:?}", outcome.messages);
 }
+
+#[test]
+fn a_match_whose_arms_all_diverge_is_a_value_of_no_type() {
+    // Its context (an arm of a `u32` match) made it a `u32` match, whose result register no arm
+    // wrote: the verifier's "used before it is defined".
+    let source = "mod m {
+    use gpu_async::device::*;
+    #[kernel(warps = 1)]
+    pub async fn k(mode: u32, y: &mut [u32]) {
+        join!(on_warps(0..1, pick(mode, y))).await;
+    }
+    async fn pick(mode: u32, y: &mut [u32]) {
+        let v = match mode {
+            0 => 10u32,
+            _ => match mode { _ => panic!(\"no\") },
+        };
+        y.par_iter_mut().for_each(|o| *o = v);
+    }
+}";
+    let outcome = expand(source);
+    assert_eq!(outcome.errors, 0, "{:?}", outcome.messages);
+}

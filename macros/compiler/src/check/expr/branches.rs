@@ -256,6 +256,9 @@ impl Checker<'_> {
             });
         }
         let ty = match ty {
+            // Every arm diverges: so does the `match`, whatever its context expects (as in Rust,
+            // `!` coerces to it), and it leaves no value to read.
+            Some(_) if arms.iter().all(|a| a.body.ty == Ty::Never) => Ty::Never,
             Some(t) => t,
             None => {
                 // Every arm is a literal (or diverges): Rust's defaults.
