@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_error, one};
+use common::{assert_assembles_without_spills, assert_error, one};
 use gpu_async_compiler::ir::RegisterBudgets;
 use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
@@ -236,7 +236,6 @@ fn no_budgets_when_off_or_when_no_role_only_moves_data() {
 
 #[needs_ptxas]
 fn the_kernels_with_budgets_assemble_without_spills() {
-    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for module in [
         aligned(quote!()),
         pipeline(
@@ -247,14 +246,7 @@ fn the_kernels_with_budgets_assemble_without_spills() {
     ] {
         let k = one(module);
         assert!(k.ir.registers.is_some());
-        match gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
-            Ok(r) => assert!(
-                r.resources.contains("0 bytes spill stores"),
-                "{}",
-                r.resources
-            ),
-            Err(log) => panic!("ptxas rejected `{}`:\n{log}", k.name),
-        }
+        assert_assembles_without_spills(&k);
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_error, one};
+use common::{assert_assembles_without_spills, assert_error, one};
 use gpu_async_compiler::ir::ParamKind;
 use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
@@ -124,7 +124,6 @@ fn each_tile_shape_of_a_matrix_has_a_map_of_its_own() {
 
 #[needs_ptxas]
 fn tile_kernels_assemble_without_spills() {
-    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     for (elem, rc) in [
         (quote!(bf16), (64, 64)),
         (quote!(f16), (128, 64)),
@@ -132,14 +131,7 @@ fn tile_kernels_assemble_without_spills() {
         (quote!(bf16), (8, 24)),
     ] {
         let k = one(tiles(elem, rc, quote!()));
-        match gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
-            Ok(r) => assert!(
-                r.resources.contains("0 bytes spill stores"),
-                "{}",
-                r.resources
-            ),
-            Err(log) => panic!("ptxas rejected `{}`:\n{log}", k.name),
-        }
+        assert_assembles_without_spills(&k);
     }
 }
 
@@ -343,14 +335,11 @@ fn a_pair_of_tiles_is_two_loads_into_one_slot() {
 
 #[needs_ptxas]
 fn a_pair_of_tiles_assembles() {
-    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
     let k = one(pairs(quote! {
         stage.0.load(a, [t.start * 64, 0]).await;
         stage.1.load(b, [t.start * 64, 0]).await;
     }));
-    if let Err(log) = gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
-        panic!("ptxas rejected `{}`:\n{log}", k.name);
-    }
+    assert_assembles_without_spills(&k);
 }
 
 #[test]

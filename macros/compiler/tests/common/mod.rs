@@ -31,3 +31,18 @@ pub fn assert_error(module: TokenStream, needle: &str) {
         "no error containing {needle:?} in {errs:#?}"
     );
 }
+
+/// `k`'s PTX assembles with ptxas (found as `gpu_async_compiler::ptxas::locate` finds it),
+/// without warnings and without spilling.
+#[allow(dead_code)]
+pub fn assert_assembles_without_spills(k: &CompiledKernel) {
+    let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
+    match gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx) {
+        Ok(r) => assert!(
+            r.resources.contains("0 bytes spill stores"),
+            "{}",
+            r.resources
+        ),
+        Err(log) => panic!("ptxas rejected `{}`:\n{log}", k.name),
+    }
+}
