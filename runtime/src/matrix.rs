@@ -126,11 +126,8 @@ impl<T: TileScalar> DeviceBuffer<T> {
 
 /// The swizzle of a copy of `tile` with elements of `elem` (see [`TileBox::swizzle_bytes`]).
 pub(crate) fn tile_swizzle(tile: TileBox, elem: TileElem) -> Swizzle {
-    let elem_bytes = match elem {
-        TileElem::Bf16 | TileElem::F16 => 2,
-        TileElem::F32 => 4,
-    };
-    match tile.swizzle_bytes(elem_bytes) {
+    // An element is 2 or 4 bytes.
+    match tile.swizzle_bytes(elem.size_bytes() as u32) {
         Some(128) => Swizzle::B128,
         Some(64) => Swizzle::B64,
         Some(32) => Swizzle::B32,
@@ -158,6 +155,27 @@ pub(crate) fn tile_map_spec(
         swizzle: tile_swizzle(tile, elem),
         address,
     }
+}
+
+/// The tensor maps of `boxes` over `m` at `address` (0 in the simulator), each checked against
+/// the encode rules first: a broken rule is [`Error::TensorMap`] of `kernel`, naming the
+/// parameter `name`. Both backends' launches check a matrix parameter with it.
+pub(crate) fn checked_tile_maps<T: TileScalar>(
+    kernel: &'static str,
+    name: &'static str,
+    m: MatrixView<'_, T>,
+    boxes: &[TileBox],
+    address: u64,
+) -> Result<Vec<TileMapSpec>> {
+    boxes
+        .iter()
+        .map(|&tile| {
+            let spec = tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, address);
+            spec.check(name)
+                .map(|()| spec)
+                .map_err(|error| Error::TensorMap { kernel, error })
+        })
+        .collect()
 }
 
 #[cfg(test)]

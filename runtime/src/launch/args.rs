@@ -7,7 +7,7 @@ use crate::abort::hidden_params;
 use crate::buffer::DeviceBuffer;
 use crate::cuda::{CudaDevice, DeviceMem, KernelParam, LaunchIds};
 use crate::error::{Error, Result};
-use crate::matrix::{tile_map_spec, MatrixView, TileScalar};
+use crate::matrix::{checked_tile_maps, MatrixView, TileScalar};
 use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
 
 /// The PTX parameters of a CUDA launch, collected in declaration order.
@@ -165,16 +165,7 @@ impl<'a> CudaArgs<'a> {
             (Some(gpu), Some(mem)) if buf.device_id() == self.device_id => (gpu, mem),
             _ => return Err(self.foreign_buffer(name)),
         };
-        let specs: Vec<_> = boxes
-            .iter()
-            .map(|&tile| tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, mem.address()))
-            .collect();
-        for spec in &specs {
-            spec.check(name).map_err(|error| Error::TensorMap {
-                kernel: self.kernel,
-                error,
-            })?;
-        }
+        let specs = checked_tile_maps(self.kernel, name, m, boxes, mem.address())?;
         let maps = specs
             .iter()
             .map(|spec| gpu.encode_tensor_map(spec))

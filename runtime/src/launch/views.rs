@@ -6,7 +6,7 @@
 use crate::buffer::DeviceBuffer;
 use crate::device::Matrix;
 use crate::error::{Error, Result};
-use crate::matrix::{tile_map_spec, MatrixView, TileScalar};
+use crate::matrix::{checked_tile_maps, MatrixView, TileScalar};
 use crate::sim::{SimMem, SimRead, SimTarget, SimWrite};
 use crate::spec::{KernelScalar, ParamKind};
 use std::sync::Arc;
@@ -81,14 +81,7 @@ impl SimTarget {
             }
         };
         let memory = self.memory(name, m.buffer())?;
-        for &tile in boxes {
-            tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, 0)
-                .check(name)
-                .map_err(|error| Error::TensorMap {
-                    kernel: self.spec.path,
-                    error,
-                })?;
-        }
+        checked_tile_maps(self.spec.path, name, m, boxes, 0)?;
         Ok(SimMatrixRead {
             read: memory.register_read(),
             name,
