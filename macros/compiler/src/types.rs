@@ -89,6 +89,11 @@ impl ChanElem {
     }
 }
 
+/// The bytes of a tile of `rows` x `cols` elements of `elem`: what one tile load copies.
+pub fn tile_bytes(elem: Scalar, rows: u32, cols: u32) -> u64 {
+    u64::from(rows) * u64::from(cols) * u64::from(elem.size())
+}
+
 /// The alignment of a tile of `cols` columns of `elem` in shared memory: its swizzle's repeat
 /// (8 rows of the span), at least 128 bytes.
 fn tile_align(elem: Scalar, cols: u32) -> u64 {
@@ -155,9 +160,7 @@ impl ChanTy {
             ChanElem::Tiles(parts) => {
                 let offsets = self.part_offsets();
                 match (parts.last(), offsets.last()) {
-                    (Some((e, r, c)), Some(off)) => {
-                        off + u64::from(*r) * u64::from(*c) * u64::from(e.size())
-                    }
+                    (Some((e, r, c)), Some(off)) => off + tile_bytes(*e, *r, *c),
                     _ => 0,
                 }
             }
@@ -199,7 +202,7 @@ impl ChanTy {
             .iter()
             .map(|(e, r, c)| {
                 let here = offset.next_multiple_of(tile_align(*e, *c));
-                offset = here + u64::from(*r) * u64::from(*c) * u64::from(e.size());
+                offset = here + tile_bytes(*e, *r, *c);
                 here
             })
             .collect()

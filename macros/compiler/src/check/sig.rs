@@ -474,20 +474,12 @@ pub(crate) fn array_args(
     };
     let mut dims = Vec::new();
     for a in &args[1..] {
-        let e: syn::Expr = match a {
-            syn::GenericArgument::Const(e) => e.clone(),
-            syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
-                attrs: Vec::new(),
-                qself: None,
-                path: p.path.clone(),
-            }),
-            other => {
-                diags.error_at(
-                    other,
-                    format!("a shared array's sizes are constants: {example}"),
-                );
-                return None;
-            }
+        let Some(e) = const_arg(a) else {
+            diags.error_at(
+                a,
+                format!("a shared array's sizes are constants: {example}"),
+            );
+            return None;
         };
         match eval_usize(&e, &scope.consts, diags) {
             Some(0) => {
@@ -570,16 +562,12 @@ pub(crate) fn chan_args(
                 None => return None,
             }
         }
-        syn::GenericArgument::Type(syn::Type::Path(p))
-            if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Tile") =>
-        {
-            let (elem, rows, cols) = tile_args(p, scope, diags)?;
+        syn::GenericArgument::Type(ty) if tile_path(ty).is_some() => {
+            let (elem, rows, cols) = tile_args(tile_path(ty)?, scope, diags)?;
             (ChanElem::Tile { elem, rows, cols }, rows * cols)
         }
         syn::GenericArgument::Type(syn::Type::Tuple(t))
-            if t.elems.iter().any(|e| {
-                matches!(e, syn::Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Tile"))
-            }) =>
+            if t.elems.iter().any(|e| tile_path(e).is_some()) =>
         {
             if t.elems.len() != 2 {
                 diags.error_at(t, "a payload of tiles is one tile, `Tile<T, R, C>`, or a pair of them, `(Tile<..>, Tile<..>)`");
@@ -587,18 +575,14 @@ pub(crate) fn chan_args(
             }
             let mut parts = Vec::new();
             for e in &t.elems {
-                match e {
-                    syn::Type::Path(p)
-                        if p.qself.is_none()
-                            && p.path.segments.last().is_some_and(|s| s.ident == "Tile") =>
-                    {
-                        parts.push(tile_args(p, scope, diags)?);
-                    }
-                    other => {
-                        diags.error_at(other, "both parts of a pair of tiles are tiles, `Tile<T, R, C>`");
-                        return None;
-                    }
-                }
+                let Some(p) = tile_path(e) else {
+                    diags.error_at(
+                        e,
+                        "both parts of a pair of tiles are tiles, `Tile<T, R, C>`",
+                    );
+                    return None;
+                };
+                parts.push(tile_args(p, scope, diags)?);
             }
             let len = parts.iter().map(|(_, r, c)| r * c).sum();
             (ChanElem::Tiles(parts), len)
@@ -631,17 +615,9 @@ pub(crate) fn chan_args(
             return None;
         }
     };
-    let depth_expr: syn::Expr = match args[1] {
-        syn::GenericArgument::Const(e) => e.clone(),
-        syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
-            attrs: Vec::new(),
-            qself: None,
-            path: p.path.clone(),
-        }),
-        other => {
-            diags.error_at(other, "a channel's depth is a constant number of slots");
-            return None;
-        }
+    let Some(depth_expr) = const_arg(args[1]) else {
+        diags.error_at(args[1], "a channel's depth is a constant number of slots");
+        return None;
     };
     let depth = match eval_usize(&depth_expr, consts, diags) {
         Some(d) if (1..=32).contains(&d) => d as u32,
@@ -729,17 +705,9 @@ fn tile_args(
     };
     let mut dims = [0u32; 2];
     for (k, (a, what)) in [(r, "rows"), (c, "columns")].into_iter().enumerate() {
-        let e: syn::Expr = match a {
-            syn::GenericArgument::Const(e) => e.clone(),
-            syn::GenericArgument::Type(syn::Type::Path(p)) => syn::Expr::Path(syn::ExprPath {
-                attrs: Vec::new(),
-                qself: None,
-                path: p.path.clone(),
-            }),
-            other => {
-                diags.error_at(other, format!("a tile's sizes are constants: {example}"));
-                return None;
-            }
+        let Some(e) = const_arg(a) else {
+            diags.error_at(a, format!("a tile's sizes are constants: {example}"));
+            return None;
         };
         match eval_usize(&e, &scope.consts, diags) {
             Some(n) if (1..=MAX_TILE_DIM).contains(&n) => dims[k] = n as u32,
@@ -761,4 +729,30 @@ fn tile_args(
         return None;
     }
     Some((elem, rows, cols))
+}
+
+/// A constant generic argument as an expression: `N` in `[T; N]`-like positions is written as
+/// a literal or block (`Const`) or as a bare path (`TILE`, which syn parses as a type).
+fn const_arg(a: &syn::GenericArgument) -> Option<syn::Expr> {
+    match a {
+        syn::GenericArgument::Const(e) => Some(e.clone()),
+        syn::GenericArgument::Type(syn::Type::Path(p)) => Some(syn::Expr::Path(syn::ExprPath {
+            attrs: Vec::new(),
+            qself: None,
+            path: p.path.clone(),
+        })),
+        _ => None,
+    }
+}
+
+/// `Tile<..>` (a path whose last segment is `Tile`) as a type: its path.
+fn tile_path(ty: &syn::Type) -> Option<&syn::TypePath> {
+    match ty {
+        syn::Type::Path(p)
+            if p.qself.is_none() && p.path.segments.last().is_some_and(|s| s.ident == "Tile") =>
+        {
+            Some(p)
+        }
+        _ => None,
+    }
 }

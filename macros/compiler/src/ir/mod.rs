@@ -241,6 +241,18 @@ pub enum ParamKind {
     },
 }
 
+impl ParamKind {
+    /// The PTX parameters it takes, in declaration order: 1 for a scalar, 2 for a slice (address,
+    /// length), 3 for a matrix (address, rows, columns) and then one per tensor map.
+    pub fn ptx_params(&self) -> usize {
+        match self {
+            ParamKind::Scalar(_) => 1,
+            ParamKind::Slice { .. } => 2,
+            ParamKind::Matrix { boxes, .. } => 3 + boxes.len(),
+        }
+    }
+}
+
 /// The most a kernel's IR may count (its roles' code with their helpers inlined, as
 /// `gpu-async-inspect` prints it), each instruction counting its [`Inst::cost`]. The phases after
 /// lowering take time in proportion to the code, the PTX writer most, and ptxas and the driver

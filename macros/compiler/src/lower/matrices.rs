@@ -45,13 +45,9 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Val {
         let (slot, part) = tile_of(target);
-        // Loading the other tile of a pair after one is loaded is what a stage does; a load
-        // after a move is rustc's error.
-        if let ExprKind::Local(id) = slot.kind {
-            if self.frame().moved.contains(&id) {
-                self.ownership_conflict = true;
-            }
-        }
+        // Loading the other tile of a pair after one is loaded is what a stage does, so only a
+        // load after a move is checked (rustc's error).
+        self.check_not_moved(slot);
         let (s, m) = (self.expr(slot), self.expr(matrix));
         let (Val::SendSlot(c), Val::Matrix { param, elem, .. }) = (s, m) else {
             return Val::Unit;

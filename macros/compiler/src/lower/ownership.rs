@@ -340,14 +340,22 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Whether `slot` was moved (sent or dropped) before this use, which rustc reports as a use
+    /// after move: the lowering only notes the conflict, so as not to report it twice.
+    pub(super) fn check_not_moved(&mut self, slot: &Expr) -> bool {
+        let moved = matches!(slot.kind, ExprKind::Local(id) if self.frame().moved.contains(&id));
+        self.ownership_conflict |= moved;
+        moved
+    }
+
     /// A slot read here must not be used after a move, nor filled by a `copy_from` or a tile
     /// `load` still in flight.
     pub(super) fn check_not_copied(&mut self, slot: &Expr, span: Span) {
+        if self.check_not_moved(slot) {
+            return;
+        }
         if let ExprKind::Local(id) = slot.kind {
-            if self.frame().moved.contains(&id) {
-                // Used after `send` or `drop`: rustc reports the use after move.
-                self.ownership_conflict = true;
-            } else if self.frame().copied.contains(&id) {
+            if self.frame().copied.contains(&id) {
                 let name = self.func().local(id).name.clone();
                 self.diags.error(span, format!("`{name}` was filled by a bulk copy (`copy_from` or `load`), whose bytes are still in flight: send it, and read the data on the receiving side"));
             }

@@ -13,6 +13,7 @@ use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
 use crate::ir::{ChannelId, ParamKind, Value};
+use crate::types::tile_bytes;
 use gpu_async_wire::trace::TraceEvent;
 
 impl Writer<'_> {
@@ -30,7 +31,7 @@ impl Writer<'_> {
         let (elem, rows, cols) = c.ty.elem.tile_part(part).ok_or_else(|| {
             WriteError::inconsistent(format!("tile {part} in the payload of {chan}"), "none")
         })?;
-        let bytes = u64::from(rows) * u64::from(cols) * u64::from(elem.size());
+        let bytes = tile_bytes(elem, rows, cols);
         let part_offset = c.ty.part_offsets().get(part as usize).copied().unwrap_or(0);
         let index = self.map_param_index(param, map)?;
         let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
@@ -65,25 +66,22 @@ impl Writer<'_> {
     }
 
     /// The number of the PTX parameter that passes tensor map `map` of kernel parameter
-    /// `param`: the parameters are numbered in order, a scalar taking one, a slice two (address,
-    /// length) and a matrix three (address, rows, columns) and then one per map.
+    /// `param`: those of the parameters before it ([`ParamKind::ptx_params`]), then the
+    /// matrix's address, rows and columns, then its maps.
     fn map_param_index(&self, param: u32, map: u32) -> WriteResult<usize> {
-        let mut index = 0;
-        for (i, p) in self.k.params.iter().enumerate() {
-            match &p.kind {
-                ParamKind::Scalar(_) => index += 1,
-                ParamKind::Slice { .. } => index += 2,
-                ParamKind::Matrix { boxes, .. } => {
-                    if i == param as usize && (map as usize) < boxes.len() {
-                        return Ok(index + 3 + map as usize);
-                    }
-                    index += 3 + boxes.len();
-                }
+        let (before, rest) = self
+            .k
+            .params
+            .split_at(self.k.params.len().min(param as usize));
+        match rest.first().map(|p| &p.kind) {
+            Some(ParamKind::Matrix { boxes, .. }) if (map as usize) < boxes.len() => {
+                let index: usize = before.iter().map(|p| p.kind.ptx_params()).sum();
+                Ok(index + 3 + map as usize)
             }
+            _ => Err(WriteError::inconsistent(
+                format!("tensor map {map} of parameter {param}"),
+                "no such matrix parameter",
+            )),
         }
-        Err(WriteError::inconsistent(
-            format!("tensor map {map} of parameter {param}"),
-            "no such matrix parameter",
-        ))
     }
 }

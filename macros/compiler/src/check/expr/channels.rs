@@ -311,7 +311,7 @@ impl Checker<'_> {
 
     /// Whether a channel operation may be used here; reports it inside a parallel loop's
     /// closure.
-    fn no_channel_ops_in_par(&mut self, span: Span, what: &str) -> bool {
+    pub(super) fn no_channel_ops_in_par(&mut self, span: Span, what: &str) -> bool {
         if self.par_locals_start.is_some() {
             self.diags.error(span, format!("`{what}` inside a `par_iter` closure: channel operations belong to the role, outside the parallel loop"));
             return false;

@@ -48,11 +48,7 @@ impl Checker<'_> {
         let Some((elem, _, _)) = c.elem.tile_part(part) else {
             return err(span);
         };
-        if !self.want_args(m, 2) {
-            return err(span);
-        }
-        if self.par_locals_start.is_some() {
-            self.diags.error(span, "`load` inside a `par_iter` closure: a tile load belongs to the role, outside the parallel loop");
+        if !self.want_args(m, 2) || !self.no_channel_ops_in_par(span, "load") {
             return err(span);
         }
         let matrix = self.expr(&mut m.args[0], None);
