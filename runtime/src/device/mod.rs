@@ -20,6 +20,7 @@ mod channel;
 mod concurrent;
 mod lanes;
 mod matrix;
+mod mma;
 mod oneshot;
 mod par;
 mod role;
@@ -47,6 +48,7 @@ pub use concurrent::{
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use matrix::{Matrix, Tile};
+pub use mma::{Accumulator, Mma, MmaOutput, MmaScalar};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 #[doc(hidden)]
 pub use par::run_now;

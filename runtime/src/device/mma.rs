@@ -1,0 +1,366 @@
+//! Tensor-core matrix multiply-accumulate: an f32 [`Accumulator`] that [`Accumulator::mma`]
+//! adds products of two [`Tile`]s into, and [`Accumulator::store`] writes out.
+//!
+//! ```ignore
+//! let mut acc = Accumulator::<128, 256>::zero();
+//! for _ in 0..k_tiles {
+//!     let Some(stage) = rx.recv().await else { return };
+//!     acc.mma(&stage.0, &stage.1).await;   // acc += A · Bᵀ
+//! }                                        // the stage's slot is released here
+//! acc.store(c, n, [row, col]);
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use half::{bf16, f16};
+
+use super::matrix::Tile;
+use crate::matrix::TileScalar;
+
+/// The columns of one step of the accumulation order (the `k` of one `wgmma` instruction for
+/// 16-bit inputs).
+const K_STEP: usize = 16;
+
+mod sealed {
+    pub trait Input {
+        fn widen(self) -> f32;
+    }
+    pub trait Output {
+        fn narrow(x: f32) -> Self;
+    }
+    impl Input for half::bf16 {
+        fn widen(self) -> f32 {
+            self.to_f32()
+        }
+    }
+    impl Input for half::f16 {
+        fn widen(self) -> f32 {
+            self.to_f32()
+        }
+    }
+    impl Output for f32 {
+        fn narrow(x: f32) -> f32 {
+            x
+        }
+    }
+    impl Output for half::bf16 {
+        fn narrow(x: f32) -> Self {
+            half::bf16::from_f32(x)
+        }
+    }
+    impl Output for half::f16 {
+        fn narrow(x: f32) -> Self {
+            half::f16::from_f32(x)
+        }
+    }
+}
+
+/// The element type of the tiles an [`Accumulator::mma`] multiplies: `bf16` or `f16`, the
+/// 16-bit inputs of the tensor cores' `wgmma` with an f32 accumulator. Sealed: implemented for
+/// those two only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an input type of a tensor-core mma",
+    label = "not `bf16` or `f16`",
+    note = "`Accumulator::mma` multiplies tiles of `bf16` or `f16`"
+)]
+pub trait MmaScalar: sealed::Input + TileScalar {}
+
+impl MmaScalar for bf16 {}
+impl MmaScalar for f16 {}
+
+/// The element type an [`Accumulator::store`] writes: `f32` as it is, `bf16` or `f16` rounded
+/// from the f32 to the nearest, ties to even (`bf16::from_f32`, `f16::from_f32`), as the GPU's
+/// `cvt.rn` does. Sealed: implemented for those three only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an element type an accumulator stores",
+    label = "not `f32`, `bf16` or `f16`",
+    note = "`Accumulator::store` writes `f32`, `bf16` or `f16`"
+)]
+pub trait MmaOutput: sealed::Output {}
+
+impl MmaOutput for f32 {}
+impl MmaOutput for bf16 {}
+impl MmaOutput for f16 {}
+
+/// An `M` × `N` matrix of f32, the accumulator of tensor-core matrix multiply-accumulates.
+///
+/// On the GPU it lives in registers, spread over the threads of the role's warpgroups as the
+/// `wgmma` instructions lay out their accumulator fragments; kernel code does not read its
+/// elements one by one, it adds products in ([`mma`](Self::mma)) and writes the whole of it out
+/// ([`store`](Self::store)). In the simulator it holds the `M * N` elements row after row.
+pub struct Accumulator<const M: usize, const N: usize> {
+    /// Element (i, j) at `i * N + j`.
+    elems: Box<[f32]>,
+}
+
+impl<const M: usize, const N: usize> fmt::Debug for Accumulator<M, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Accumulator")
+            .field("m", &M)
+            .field("n", &N)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const M: usize, const N: usize> Accumulator<M, N> {
+    /// An accumulator with every element 0.0 (on the GPU, its registers zeroed).
+    pub fn zero() -> Self {
+        Accumulator {
+            elems: vec![0.0; M * N].into_boxed_slice(),
+        }
+    }
+
+    /// `self += a · bᵀ`: `a` is `M` × `K` and `b` is `N` × `K`, both row-major (each row `K`
+    /// contiguous elements), so that element (i, j) gains the sum over `k` of
+    /// `a[i][k] * b[j][k]`. The tiles are typically the two halves of a received stage,
+    /// `acc.mma(&stage.0, &stage.1).await`.
+    ///
+    /// On the GPU the call issues the asynchronous `wgmma.mma_async` instructions that read both
+    /// tiles from shared memory, and awaiting the returned [`Mma`] waits for them to complete
+    /// (`wgmma.wait_group`). Until then the future borrows the accumulator mutably and both
+    /// tiles, so rustc rejects reading the accumulator, or releasing a tile's slot, while the
+    /// mma may still be running. The simulator computes the whole product at the call, and the
+    /// future is ready at once.
+    ///
+    /// # Accumulation order
+    /// The simulator's result is defined exactly. Each input is converted to f32 (`to_f32`,
+    /// exact), so each product `a[i][k] * b[j][k]` is an f32 multiplication, exact for `f16`
+    /// inputs and for `bf16` ones unless it leaves f32's range. For each element (i, j), the `K`
+    /// columns are taken in steps of 16 (`k0 = 0, 16, 32, ...`; a last step of fewer when `K` is
+    /// not a multiple of 16). Within a step, the products are summed in increasing `k` in f32,
+    /// starting from 0.0, a multiplication then an addition each rounded to nearest (`sum += a *
+    /// b`, not a fused multiply-add); then the step's sum is added to the element (`elem +=
+    /// sum`), before the next step begins.
+    ///
+    /// The tensor cores add in an order and a precision of their own, so the GPU's result agrees
+    /// with the simulator's within a tolerance, not bit for bit.
+    ///
+    /// ```compile_fail,E0502
+    /// use gpu_async::device::{bf16, Accumulator, Payload, Tile};
+    /// let (a, b) = <(Tile<bf16, 64, 16>, Tile<bf16, 32, 16>) as Payload>::zeroed();
+    /// let mut acc = Accumulator::<64, 32>::zero();
+    /// let pending = acc.mma(&a, &b);
+    /// acc.store(&mut [0.0f32; 64 * 32][..], 32, [0, 0]); // the mma still borrows `acc`
+    /// drop(pending);
+    /// ```
+    pub fn mma<'a, T: MmaScalar, const K: usize>(
+        &'a mut self,
+        a: &'a Tile<T, M, K>,
+        b: &'a Tile<T, N, K>,
+    ) -> Mma<'a> {
+        for (a_row, acc_row) in a.iter().zip(self.elems.chunks_exact_mut(N.max(1))) {
+            for (b_row, elem) in b.iter().zip(acc_row.iter_mut()) {
+                for (a_step, b_step) in a_row.chunks(K_STEP).zip(b_row.chunks(K_STEP)) {
+                    let mut sum = 0.0f32;
+                    for (&x, &y) in a_step.iter().zip(b_step) {
+                        sum += x.widen() * y.widen();
+                    }
+                    *elem += sum;
+                }
+            }
+        }
+        Mma {
+            _borrows: PhantomData,
+        }
+    }
+
+    /// Writes the accumulator, converted to `T` (see [`MmaOutput`]), into the row-major matrix
+    /// `out` whose rows are `cols` elements long (`out.len() / cols` whole rows; none when
+    /// `cols` is 0): element (i, j) goes to `out[(at[0] + i) * cols + at[1] + j]` when `at[0] +
+    /// i` is a row of `out` and `at[1] + j < cols`. Elements past those edges are not written,
+    /// so a ragged last tile needs no special case; nothing else of `out` changes.
+    ///
+    /// On the GPU each thread writes the elements of its accumulator fragments, converted
+    /// (`cvt.rn`), to global memory, skipping those past the edges; the simulator writes them
+    /// at the call.
+    pub fn store<T: MmaOutput>(&self, out: &mut [T], cols: usize, at: [usize; 2]) {
+        let rows = out.len().checked_div(cols).unwrap_or(0);
+        for (i, acc_row) in self.elems.chunks_exact(N.max(1)).enumerate() {
+            let Some(row) = at[0].checked_add(i).filter(|&r| r < rows) else {
+                break;
+            };
+            for (j, &x) in acc_row.iter().enumerate() {
+                let Some(col) = at[1].checked_add(j).filter(|&c| c < cols) else {
+                    break;
+                };
+                // row < out.len() / cols and col < cols: in bounds, without overflow.
+                out[row * cols + col] = T::narrow(x);
+            }
+        }
+    }
+}
+
+/// The future of [`Accumulator::mma`]: the mma is issued, and awaiting it waits for it to
+/// complete (on the GPU, `wgmma.wait_group`; in the simulator it is ready at once). It borrows
+/// the accumulator mutably and both tiles until it is awaited or dropped.
+#[must_use = "mma() must be awaited before the accumulator or its tiles are used again"]
+#[derive(Debug)]
+pub struct Mma<'a> {
+    _borrows: PhantomData<&'a mut ()>,
+}
+
+impl Future for Mma<'_> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::Payload;
+    use crate::executor::block_on;
+
+    /// A tile whose element (r, c) is `f(r, c)`.
+    fn tile<T: TileScalar, const R: usize, const C: usize>(
+        f: impl Fn(usize, usize) -> T,
+    ) -> Tile<T, R, C> {
+        let mut t = <Tile<T, R, C> as Payload>::zeroed();
+        for (r, row) in t.iter_mut().enumerate() {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = f(r, c);
+            }
+        }
+        t
+    }
+
+    /// The accumulator's elements, row after row, as f32.
+    fn elems<const M: usize, const N: usize>(acc: &Accumulator<M, N>) -> Vec<f32> {
+        let mut out = vec![f32::NAN; M * N];
+        acc.store(&mut out, N, [0, 0]);
+        out
+    }
+
+    fn bits(xs: &[f32]) -> Vec<u32> {
+        xs.iter().map(|x| x.to_bits()).collect()
+    }
+
+    const TINY: f32 = 1.0 / 4096.0; // 2^-12: a product of two is 2^-24, half an ulp of 1.0
+
+    #[test]
+    fn mma_adds_steps_of_16_each_summed_in_increasing_k() {
+        let bf = bf16::from_f32;
+        let a = tile::<_, 2, 32>(|i, k| match (i, k) {
+            (0, 0) => bf(1.0),
+            (0, _) => bf(TINY),
+            (_, k) => bf(if k < 16 { 0.0 } else { 3.0 }),
+        });
+        let b = tile::<_, 3, 32>(|j, k| match (j, k) {
+            (0, 0) => bf(1.0),
+            (0, _) | (1, _) => bf(TINY),
+            (_, k) => bf(if k < 16 { -1.0 } else { 0.5 }),
+        });
+        let mut acc = Accumulator::<2, 3>::zero();
+        block_on(acc.mma(&a, &b));
+        let ulp = f32::EPSILON; // 2^-23
+        let expected = [
+            // Step 0: 1.0, then 15 products of 2^-24, each a tie that rounds back to 1.0;
+            // step 1: 16 * 2^-24 = 8 ulps. (Summed in one run: 1.0; in decreasing k within
+            // a step, or exactly: 1 + 16 ulps.)
+            1.0 + 8.0 * ulp,
+            4127.0 / 16_777_216.0, // 2^-12 + 31 * 2^-24, exact
+            -1.0 - 7.0 * TINY,     // -1 - 15 * 2^-12, then + 16 * 2^-13
+            16.0 * 3.0 * TINY,
+            16.0 * 3.0 * TINY,
+            24.0,
+        ];
+        assert_eq!(bits(&elems(&acc)), bits(&expected));
+        assert_ne!(expected[0], 1.0);
+        assert_ne!(expected[0], 1.0 + 16.0 * ulp);
+    }
+
+    #[test]
+    fn each_product_is_rounded_before_it_is_added() {
+        // bf16 products can leave f32's range: 2^-75 * 2^-75 = 2^-150, half the least
+        // subnormal, rounds to 0 (a tie, to even). A fused multiply-add would keep it, and
+        // 2^-149 + 2^-150 would round to 2^-148.
+        let a = tile::<_, 1, 16>(|_, k| {
+            bf16::from_f32([2f32.powi(-74), 2f32.powi(-75), 0.0][k.min(2)])
+        });
+        let b = tile::<_, 1, 16>(|_, k| bf16::from_f32(if k < 2 { 2f32.powi(-75) } else { 0.0 }));
+        let mut acc = Accumulator::<1, 1>::zero();
+        block_on(acc.mma(&a, &b));
+        assert_eq!(bits(&elems(&acc)), [1]); // 2^-149
+    }
+
+    #[test]
+    fn zero_is_zero_and_a_second_mma_adds_each_step_in_turn() {
+        let acc = Accumulator::<3, 2>::zero();
+        assert_eq!(bits(&elems(&acc)), [0; 6]);
+        assert_eq!(format!("{acc:?}"), "Accumulator { m: 3, n: 2, .. }");
+
+        let mut acc = Accumulator::<1, 1>::zero();
+        let one = tile::<_, 1, 32>(|_, k| f16::from_f32(if k == 0 { 1.0 } else { 0.0 }));
+        block_on(acc.mma(&one, &one));
+        assert_eq!(elems(&acc), [1.0]);
+        // 2^-24 in each step: each is a tie added to 1.0 on its own, so 1.0 stays (their sum
+        // added at once would make 1 + 2^-23).
+        let tiny = tile::<_, 1, 32>(|_, k| f16::from_f32(if k % 16 == 0 { TINY } else { 0.0 }));
+        block_on(acc.mma(&tiny, &tiny));
+        assert_eq!(elems(&acc), [1.0]);
+        block_on(acc.mma(&one, &one));
+        assert_eq!(elems(&acc), [2.0]);
+    }
+
+    /// A 2 x 3 accumulator with element (i, j) = 10 i + j + 1.
+    fn numbered() -> Accumulator<2, 3> {
+        let a = tile::<_, 2, 16>(|i, k| bf16::from_f32([10.0 * i as f32, 1.0, 0.0][k.min(2)]));
+        let b = tile::<_, 3, 16>(|j, k| bf16::from_f32([1.0, j as f32 + 1.0, 0.0][k.min(2)]));
+        let mut acc = Accumulator::zero();
+        block_on(acc.mma(&a, &b));
+        acc
+    }
+
+    #[test]
+    fn store_writes_only_the_elements_inside_both_edges() {
+        let acc = numbered();
+        assert_eq!(elems(&acc), [1.0, 2.0, 3.0, 11.0, 12.0, 13.0]);
+        // 5 rows of 7 (and 2 extra elements, not a whole row): only (4, 5) and (4, 6).
+        let mut out = vec![-1.0f32; 37];
+        acc.store(&mut out, 7, [4, 5]);
+        for (n, &x) in out.iter().enumerate() {
+            let want = match n {
+                33 => 1.0,
+                34 => 2.0,
+                _ => -1.0,
+            };
+            assert_eq!(x, want, "element {n}");
+        }
+        let before = out.clone();
+        acc.store(&mut out, 7, [5, 0]);
+        acc.store(&mut out, 7, [0, 7]);
+        acc.store(&mut out, 7, [usize::MAX, usize::MAX]);
+        assert_eq!(out, before);
+    }
+
+    #[test]
+    fn store_with_no_columns_stores_nothing() {
+        let acc = numbered();
+        let mut out = [5.0f32; 4];
+        acc.store(&mut out, 0, [0, 0]);
+        assert_eq!(out, [5.0; 4]);
+        acc.store(&mut [] as &mut [f32], 3, [0, 0]);
+    }
+
+    #[test]
+    fn store_rounds_to_16_bits_to_nearest_even() {
+        let h = 1.0 / 256.0; // 2^-8: half an ulp of 1.0 in bf16
+        let a = tile::<_, 1, 16>(|_, k| bf16::from_f32([1.0, h, 2.0 * h, 0.0][k.min(3)]));
+        let b = tile::<_, 2, 16>(|j, k| bf16::from_f32([1.0, 1.0, j as f32, 0.0][k.min(3)]));
+        let mut acc = Accumulator::<1, 2>::zero();
+        block_on(acc.mma(&a, &b));
+        assert_eq!(elems(&acc), [1.0 + h, 1.0 + 3.0 * h]);
+        let mut out = [bf16::ZERO; 2];
+        acc.store(&mut out, 2, [0, 0]);
+        // 1 + 2^-8 ties down to 1.0; 1 + 3 * 2^-8 ties up to 1 + 2^-6 (even mantissa).
+        assert_eq!(out.map(bf16::to_bits), [0x3F80, 0x3F82]);
+        let mut out = [f16::ZERO; 2];
+        acc.store(&mut out, 2, [0, 0]);
+        assert_eq!(out.map(f16::to_f32), [1.0 + h, 1.0 + 3.0 * h]);
+    }
+}
