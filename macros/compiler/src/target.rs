@@ -7,7 +7,7 @@
 pub const PTX_VERSION: &str = "8.0";
 /// The target architecture.
 pub const PTX_TARGET: &str = "sm_90";
-/// The target of kernels that use sm_90a-only instructions (`setmaxnreg`).
+/// The target of kernels that use sm_90a-only instructions (`setmaxnreg`, `wgmma`).
 pub const PTX_TARGET_BUDGETS: &str = "sm_90a";
 
 /// The most warps a block can have (1024 threads).

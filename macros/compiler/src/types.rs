@@ -89,6 +89,27 @@ impl ChanElem {
     }
 }
 
+/// The bytes of a tile row the mma reads: 128, the span of the swizzle its descriptors name.
+pub const MMA_ROW_BYTES: u32 = 128;
+
+/// The K of one tensor-core instruction for 16-bit inputs.
+pub const MMA_K_STEP: u32 = 16;
+
+/// Why `M` x `N` is not an accumulator shape, if it is not one.
+pub fn accumulator_shape_error(m: u64, n: u64) -> Option<String> {
+    if m == 0 || m % 64 != 0 || m > 256 {
+        return Some(format!(
+            "an accumulator has 64 rows per warpgroup of the role that runs its mmas (64, 128, 192 or 256); found M = {m}"
+        ));
+    }
+    if n == 0 || n % 8 != 0 || n > 256 {
+        return Some(format!(
+            "an accumulator's columns are the tensor cores' N: a multiple of 8 from 8 to 256; found N = {n}"
+        ));
+    }
+    None
+}
+
 /// The bytes of a tile of `rows` x `cols` elements of `elem`: what one tile load copies.
 pub fn tile_bytes(elem: Scalar, rows: u32, cols: u32) -> u64 {
     u64::from(rows) * u64::from(cols) * u64::from(elem.size())
@@ -384,6 +405,17 @@ pub enum Ty {
     /// `slot[r]` of a tile slot, or `stage.0[r]` of tile `part` of a pair: a row, indexed again
     /// (`slot[r][c]`).
     TileRow(ChanTy, u32),
+    /// `Accumulator<M, N>`: an `M` x `N` block of `f32` in the registers of the role's
+    /// warpgroups (64 rows each), which tensor-core mmas accumulate into.
+    Accumulator {
+        /// Rows: 64 per warpgroup of the role.
+        m: u32,
+        /// Columns: a multiple of 8 from 8 to 256.
+        n: u32,
+    },
+    /// `Mma`, the future of `acc.mma(&a, &b)`: an issued mma, which its await (or its drop)
+    /// waits for; a local may keep it.
+    PendingMma,
     /// `(Sender, Receiver)` from `channel()`.
     ChanPair(ChanTy),
     /// `Sender<[T; N], D>`.
@@ -460,6 +492,7 @@ impl Ty {
                 | Ty::SendSlot(_)
                 | Ty::OptRecvSlot(_)
                 | Ty::OptSendSlot(_)
+                | Ty::PendingMma
         )
     }
 }
@@ -507,6 +540,8 @@ impl fmt::Display for Ty {
             Ty::OptRecvSlot(c) => write!(f, "Option<RecvSlot<{c}>>"),
             Ty::OptSendSlot(c) => write!(f, "Option<SendSlot<{c}>>"),
             Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
+            Ty::Accumulator { m, n } => write!(f, "Accumulator<{m}, {n}>"),
+            Ty::PendingMma => f.write_str("Mma"),
             Ty::TileRow(c, part) => match c.elem.tile_part(*part) {
                 Some((elem, _, cols)) => write!(f, "[{elem}; {cols}]"),
                 None => write!(f, "{}", c.elem),

@@ -733,6 +733,32 @@ fn tile_args(
 
 /// A constant generic argument as an expression: `N` in `[T; N]`-like positions is written as
 /// a literal or block (`Const`) or as a bare path (`TILE`, which syn parses as a type).
+/// The `M` and `N` of `Accumulator<M, N>` (the type's path segment), each reported where it
+/// is not an accumulator's.
+pub(crate) fn accumulator_args(
+    seg: &syn::PathSegment,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) -> Option<(u32, u32)> {
+    let example = "name its rows and columns: `Accumulator::<128, 256>`";
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+        diags.error_at(seg, example);
+        return None;
+    };
+    let dims: Vec<syn::Expr> = args.args.iter().filter_map(const_arg).collect();
+    if dims.len() != 2 || args.args.len() != 2 {
+        diags.error_at(args, example);
+        return None;
+    }
+    let m = eval_usize(&dims[0], &scope.consts, diags)?;
+    let n = eval_usize(&dims[1], &scope.consts, diags)?;
+    if let Some(message) = crate::types::accumulator_shape_error(m, n) {
+        diags.error_at(args, message);
+        return None;
+    }
+    Some((m as u32, n as u32))
+}
+
 fn const_arg(a: &syn::GenericArgument) -> Option<syn::Expr> {
     match a {
         syn::GenericArgument::Const(e) => Some(e.clone()),

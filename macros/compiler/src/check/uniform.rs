@@ -475,6 +475,15 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
             col,
         } => vec![slot, matrix, row, col],
         K::MatrixDim(m, _) => vec![m],
+        K::AccumulatorZero => vec![],
+        K::Mma { acc, a, b } => vec![acc, a, b],
+        K::AccumulatorStore {
+            acc,
+            out,
+            cols,
+            row,
+            col,
+        } => vec![acc, out, cols, row, col],
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
         K::IfLetSome {
             scrutinee, else_, ..

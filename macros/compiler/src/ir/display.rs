@@ -635,6 +635,41 @@ impl Kernel {
             | Inst::CloseRecv { .. }
             | Inst::SelectRecv { .. }
             | Inst::Release { .. } => {}
+            Inst::Mma {
+                acc,
+                a,
+                b,
+                n,
+                elem,
+                k_steps,
+            } => {
+                let (first, last) = (acc.first().copied(), acc.last().copied());
+                write!(
+                    f,
+                    "mma.m64n{n}k16.{elem} x{k_steps} acc [{}..{}], a_desc {}, b_desc {}",
+                    first.map_or_else(String::new, |v| self.val(v).to_string()),
+                    last.map_or_else(String::new, |v| self.val(v).to_string()),
+                    self.val(*a),
+                    self.val(*b)
+                )?
+            }
+            Inst::MmaWait => write!(f, "mma_wait")?,
+            Inst::AccStore {
+                acc,
+                elem,
+                addr,
+                row_bytes,
+                rows_left,
+                cols_left,
+            } => write!(
+                f,
+                "acc_store.{elem} {} values -> global [{}], row bytes {}, inside {} x {}",
+                acc.len(),
+                self.val(*addr),
+                self.val(*row_bytes),
+                self.val(*rows_left),
+                self.val(*cols_left)
+            )?,
             Inst::RoleBarrier { site } => write!(f, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(f, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(f, "oneshot_signal o{oneshot}")?,

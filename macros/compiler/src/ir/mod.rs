@@ -140,6 +140,15 @@ impl Kernel {
             .nth(k as usize)
     }
 
+    /// Whether a role issues tensor-core mmas (`wgmma`, an sm_90a instruction).
+    pub fn uses_mma(&self) -> bool {
+        let mut found = false;
+        for r in &self.roles {
+            for_each_inst(&r.body, &mut |i| found |= matches!(i, Inst::Mma { .. }));
+        }
+        found
+    }
+
     /// The type of `v`.
     pub fn ty(&self, v: Value) -> Scalar {
         self.values[v.0 as usize].ty
@@ -293,6 +302,10 @@ impl Inst {
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
             | Inst::CopyOut { .. } => WAIT_COST,
+            // One line of PTX per step naming every accumulator register, about 1 KB each.
+            Inst::Mma { k_steps, .. } => PAR_INST_COST * *k_steps as usize,
+            // Two versions of a store of each value, about 150 B of PTX per value.
+            Inst::AccStore { acc, .. } => 3 * acc.len(),
             _ if in_par => PAR_INST_COST,
             _ => 1,
         }
@@ -644,6 +657,39 @@ pub enum Inst {
         row: Value,
         col: Value,
     },
+    /// `acc.mma(&a, &b)` on the tensor cores, by every thread of a warpgroup: `wgmma.fence`,
+    /// then `k_steps` instructions `wgmma.mma_async` of shape m64n`n`k16 on `elem` inputs, the
+    /// `s`-th reading its operands `32 s` bytes on from the shared addresses `a` (the
+    /// warpgroup's 64 rows of the A tile) and `b` (the N rows of the B tile), `u32`s of tiles
+    /// whose 128-byte rows are stored with the 128-byte swizzle (the writer makes their
+    /// shared-memory matrix descriptors), then `wgmma.commit_group`. `acc` (the thread's
+    /// `n / 2` `f32` values of the warpgroup's 64 x `n` fragment) is read and written; the
+    /// values are only complete after [`Inst::MmaWait`].
+    Mma {
+        acc: Vec<Value>,
+        a: Value,
+        b: Value,
+        n: u32,
+        elem: Scalar,
+        k_steps: u32,
+    },
+    /// `wgmma.wait_group 0`: every mma the warpgroup issued has completed, and its accumulator
+    /// values are written.
+    MmaWait,
+    /// `acc.store(..)`: each thread of the role stores its own accumulator values, converted to
+    /// `elem`, to a row-major matrix in global memory whose rows are `row_bytes` apart: value
+    /// `4 j + 2 h + e` (of the fragment layout, see [`Inst::Mma`]) goes `8 h` rows and `8 j + e`
+    /// columns after the thread's first element, at the global address `addr`, when that row is
+    /// below `rows_left` and that column below `cols_left` (`usize`s: what of the matrix lies
+    /// from the thread's first element on; `addr` is only used for the elements inside).
+    AccStore {
+        acc: Vec<Value>,
+        elem: Scalar,
+        addr: Value,
+        row_bytes: Value,
+        rows_left: Value,
+        cols_left: Value,
+    },
     /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
     /// of the 16-byte-aligned part, `bulk` bytes as for [`Inst::CopyIn`], by one thread of the
     /// role, the rest by the role's threads).
@@ -838,8 +884,10 @@ impl Inst {
     /// role's threads): the warps of a role of several warps cannot do it inside a `join!`
     /// branch, which each warp runs on its own schedule.
     pub fn meets_role_threads(&self) -> bool {
-        matches!(self, Inst::RoleBarrier { .. })
-            || matches!(self, Inst::ParFor(p) if p.reduce.is_some())
+        matches!(
+            self,
+            Inst::RoleBarrier { .. } | Inst::Mma { .. } | Inst::MmaWait
+        ) || matches!(self, Inst::ParFor(p) if p.reduce.is_some())
     }
 
     /// The values this instruction itself writes (not those of nested blocks; a parallel loop's
@@ -865,6 +913,7 @@ impl Inst {
             | Inst::Shuffle { dst, .. }
             | Inst::Vote { dst, .. } => vec![*dst],
             Inst::Reserve { some, .. } => some.iter().copied().collect(),
+            Inst::Mma { acc, .. } => acc.clone(),
             Inst::Atomic { dst, .. } => dst.iter().copied().collect(),
             Inst::Recv { some, slot, .. } => std::iter::once(*some).chain(*slot).collect(),
             Inst::SelectRecv { chosen, some, .. } => vec![*chosen, *some],
@@ -888,6 +937,8 @@ impl Inst {
             | Inst::RoleStore { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
+            | Inst::MmaWait
+            | Inst::AccStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }

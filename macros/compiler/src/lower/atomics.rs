@@ -17,8 +17,12 @@ impl Lowerer<'_> {
     /// (PTX's `red`).
     pub(super) fn discarded(&mut self, e: &Expr) {
         self.result_unused = matches!(e.kind, ExprKind::Atomic(..));
-        self.expr(e);
+        let v = self.expr(e);
         self.result_unused = false;
+        // A temporary that holds something (an issued mma) is dropped at the statement's end.
+        if matches!(v, Val::PendingMma) {
+            self.drop_value(&v, e.span);
+        }
     }
 
     /// `atomics[index]`: the element's global address, or a shared array's atomic element.

@@ -35,6 +35,13 @@ impl Lowerer<'_> {
                 row,
                 col,
             } => self.tile_load(slot, matrix, (row, col), inner.span),
+            ExprKind::Mma { acc, a, b } => {
+                if let Val::PendingMma = self.mma_issue(acc, a, b, inner.span) {
+                    self.emit(Inst::MmaWait);
+                }
+                Val::Unit
+            }
+            ExprKind::Local(id) => self.await_local(*id, inner.span),
             _ => Val::Unit,
         }
     }

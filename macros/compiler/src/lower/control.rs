@@ -38,7 +38,12 @@ impl Lowerer<'_> {
                     }
                 }
             }
-            LetPattern::Ignore => {}
+            // `let _ = value;` drops the value at once (an issued mma: its wait).
+            LetPattern::Ignore => {
+                if matches!(v, Val::PendingMma) {
+                    self.drop_value(&v, init.span);
+                }
+            }
             LetPattern::Pair(a, b) => match v {
                 Val::SlicePair(first, second) => {
                     self.bind(*a, *first, init.span);

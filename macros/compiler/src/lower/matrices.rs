@@ -16,7 +16,7 @@ use gpu_async_wire::TileBox;
 
 /// The slot expression of a tile (`slot`, or `stage` of `stage.1`) and which tile of the payload
 /// it is.
-fn tile_of(tile: &Expr) -> (&Expr, u32) {
+pub(super) fn tile_of(tile: &Expr) -> (&Expr, u32) {
     match &tile.kind {
         ExprKind::TupleField(slot, part) if matches!(tile.ty, Ty::TilePart { .. }) => (slot, *part),
         _ => (tile, 0),

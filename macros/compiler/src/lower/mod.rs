@@ -27,6 +27,7 @@ mod layout;
 mod loops;
 mod math;
 mod matrices;
+mod mma;
 mod operators;
 mod options;
 mod ownership;

@@ -94,6 +94,7 @@ impl Lowerer<'_> {
                 | Val::RecvSlot(_)
                 | Val::SendSlot(_)
                 | Val::OptRecvSlot { .. }
+                | Val::PendingMma
         );
         self.frame().locals.insert(local, v);
         if owned {
@@ -232,6 +233,9 @@ impl Lowerer<'_> {
     /// The drop of value `v` (a sender, a receiver, a received slot or its `Option`).
     pub(super) fn drop_value(&mut self, v: &Val, span: Span) {
         match *v {
+            // Dropped unawaited, an issued mma is waited for all the same: its tiles' slots
+            // and its accumulator are free again after the drop, in Rust's borrows as here.
+            Val::PendingMma => self.emit(Inst::MmaWait),
             Val::Sender(c) => {
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(

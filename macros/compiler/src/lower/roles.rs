@@ -155,7 +155,7 @@ impl Lowerer<'_> {
         });
         for (meet, span) in meets.into_iter().zip(self.joins.clone()) {
             if meet {
-                self.diags.error(span, format!("a branch of this `join!` makes the {warps} warps of role `{role}` meet (a reduction over the role's threads, or a parallel loop whose results other threads read next); the warps of a role run `join!` branches each on its own schedule, so they cannot meet inside one: move that code out of the `join!`, or give the role one warp"));
+                self.diags.error(span, format!("a branch of this `join!` makes the {warps} warps of role `{role}` meet (a reduction over the role's threads, a parallel loop whose results other threads read next, or an mma, which a warpgroup's warps issue together); the warps of a role run `join!` branches each on its own schedule, so they cannot meet inside one: move that code out of the `join!`, or give the role one warp"));
             }
         }
     }

@@ -105,6 +105,11 @@ pub(super) enum Val {
     AtomicRef(Value),
     /// A local array in registers (indexed by constants only): one value per element.
     Array(Vec<Value>),
+    /// An `Accumulator<M, N>`: the thread's `N / 2` `f32` values of its warpgroup's fragment.
+    Acc(Vec<Value>),
+    /// An issued mma not yet awaited (`let pending = acc.mma(&a, &b);`): its await, or its
+    /// drop, waits for it.
+    PendingMma,
     /// A `static` table of the module, in constant memory.
     ConstTable(u32),
     /// A tuple of scalars.

@@ -31,6 +31,7 @@ mod insts;
 mod join;
 mod kernel;
 mod memory;
+mod mma;
 mod parallel;
 mod reduce;
 mod scan;
@@ -257,9 +258,10 @@ impl<'k> Writer<'k> {
         )?;
         writeln!(out, "//")?;
         writeln!(out, ".version {PTX_VERSION}")?;
-        let target = match k.registers {
-            Some(_) => PTX_TARGET_BUDGETS,
-            None => PTX_TARGET,
+        let target = if k.registers.is_some() || k.uses_mma() {
+            PTX_TARGET_BUDGETS
+        } else {
+            PTX_TARGET
         };
         writeln!(out, ".target {target}")?;
         writeln!(out, ".address_size 64")?;

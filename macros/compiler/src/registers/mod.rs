@@ -46,14 +46,21 @@ fn blocks_that_fit(warps: u32, shared_bytes: u32) -> (u32, u32) {
 }
 
 /// The `.minnctapersm` of `k`: the user's `min_blocks_per_sm = N` when it wrote one and an SM can
-/// hold N blocks of `k` (its warps and its shared memory), else [`min_blocks_per_sm`]'s. `None`
-/// when N cannot be honoured; the errors are reported.
+/// hold N blocks of `k` (its warps and its shared memory), else [`min_blocks_per_sm`]'s (none
+/// for a kernel of tensor-core mmas). `None` when N cannot be honoured; the errors are
+/// reported.
 pub fn occupancy(
     k: &Kernel,
     attr: Option<MinBlocksAttr>,
     diags: &mut Diagnostics,
 ) -> Option<Option<u32>> {
     let Some(MinBlocksAttr { blocks, span }) = attr else {
+        // A kernel of tensor-core mmas holds its accumulators in registers, half an N-wide
+        // row per thread and mma: a bound from shared memory alone could leave it too few
+        // (ptxas stops at the mma that does not fit), so it gets none.
+        if k.uses_mma() {
+            return Some(None);
+        }
         return Some(min_blocks_per_sm(k.warps, k.shared_bytes));
     };
     let (by_warps, by_shared) = blocks_that_fit(k.warps, k.shared_bytes);
@@ -144,8 +151,8 @@ pub fn setmaxnreg(b: &RegisterBudgets, role: usize) -> Option<String> {
 }
 
 /// Whether `r` only moves data: channel operations, bulk copies, waits, control flow and integer
-/// arithmetic; no parallel loop (its vector steps keep elements in registers) and no float
-/// arithmetic.
+/// arithmetic; no parallel loop (its vector steps keep elements in registers), no float
+/// arithmetic and no tensor-core mma (its accumulator is registers).
 pub fn moves_data_only(k: &Kernel, r: &Role) -> bool {
     let float = |v: &Value| !k.ty(*v).is_int() && k.ty(*v) != Scalar::Bool;
     let mut only = true;
@@ -155,7 +162,8 @@ pub fn moves_data_only(k: &Kernel, r: &Role) -> bool {
             | Inst::Fma { .. }
             | Inst::Atomic { .. }
             | Inst::Shuffle { .. }
-            | Inst::Vote { .. } => false,
+            | Inst::Vote { .. }
+            | Inst::Mma { .. } => false,
             Inst::Unary { dst, src, .. } | Inst::Cast { dst, src } => !float(dst) && !float(src),
             Inst::Binary { dst, lhs, rhs, .. } => !float(dst) && !float(lhs) && !float(rhs),
             _ => true,

@@ -533,6 +533,33 @@ pub enum ExprKind {
     },
     /// `matrix.rows()` (`false`) or `matrix.cols()` (`true`).
     MatrixDim(Box<Expr>, bool),
+    /// `Accumulator::<M, N>::zero()`
+    AccumulatorZero,
+    /// `acc.mma(&a, &b)`: a future that adds `a · bᵀ` to the accumulator; `a` and `b` are
+    /// tiles of received slots (a slot, or `stage.0` of a pair).
+    Mma {
+        /// The accumulator, a local.
+        acc: Box<Expr>,
+        /// The `M` x `K` tile.
+        a: Box<Expr>,
+        /// The `N` x `K` tile.
+        b: Box<Expr>,
+    },
+    /// `acc.store(out, cols, [row, col])`: the accumulator, converted to `out`'s element type,
+    /// into the row-major matrix `out` of `cols` columns at (`row`, `col`), clipped at its
+    /// edges.
+    AccumulatorStore {
+        /// The accumulator.
+        acc: Box<Expr>,
+        /// The `&mut [T]`.
+        out: Box<Expr>,
+        /// The matrix's columns.
+        cols: Box<Expr>,
+        /// The row of the accumulator's top-left element.
+        row: Box<Expr>,
+        /// Its column.
+        col: Box<Expr>,
+    },
     /// `slot.copy_to(dst)` of a received slot
     CopyTo(Box<Expr>, Box<Expr>),
     /// `slot.send()`

@@ -47,6 +47,11 @@ pub enum VerifyError {
         param: u32,
         map: u32,
     },
+    /// A tensor-core mma outside role code of whole warpgroups, or in a parallel loop.
+    MmaOutsideWarpgroups,
+    /// An mma whose N is not a `wgmma` shape, whose accumulator is not `n / 2` values, or whose
+    /// inputs are not 16-bit floats.
+    MmaShape { n: u32, values: usize },
 
     // The sites and values instructions name.
     /// A site of the wrong kind.
@@ -210,6 +215,13 @@ impl fmt::Display for VerifyError {
             E::ChannelOutsideShared { channel } => {
                 write!(f, "channel {} lies outside the shared memory", channel.0)
             }
+            E::MmaOutsideWarpgroups => f.write_str(
+                "a tensor-core mma outside role code of whole warpgroups, or in a parallel loop",
+            ),
+            E::MmaShape { n, values } => write!(
+                f,
+                "an mma of shape m64n{n}k16 with {values} accumulator values, which is not a wgmma shape on 16-bit floats"
+            ),
             E::SiteKind {
                 site,
                 found,

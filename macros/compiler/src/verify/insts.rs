@@ -63,6 +63,74 @@ impl Verifier<'_> {
             | Inst::BarrierWait { .. }
             | Inst::RoleBarrier { .. } => self.sync_inst(inst, role, in_par),
             Inst::ParFor(p) => self.par_for(p, role, in_par),
+            Inst::Mma { .. } | Inst::MmaWait | Inst::AccStore { .. } => {
+                self.mma_inst(inst, role, in_par)
+            }
+        }
+    }
+
+    /// Tensor-core mmas: in role code of a role of whole warpgroups, outside parallel loops;
+    /// the accumulator `n / 2` `f32`s, the descriptors `u64`s, the shape one `wgmma` has.
+    fn mma_inst(&mut self, inst: &Inst, role: Option<RoleId>, in_par: bool) {
+        let warps = role
+            .and_then(|r| self.k.roles.get(r.0 as usize))
+            .map(|x| (x.first_warp, x.end_warp));
+        if in_par || !warps.is_some_and(|(a, b)| a % 4 == 0 && b % 4 == 0) {
+            self.errors.push(E::MmaOutsideWarpgroups);
+        }
+        if let Inst::AccStore {
+            acc,
+            elem,
+            addr,
+            row_bytes,
+            rows_left,
+            cols_left,
+        } = inst
+        {
+            for &v in acc {
+                self.use_(v);
+                self.expect_ty(v, Scalar::F32, "a stored accumulator value");
+            }
+            for v in [*addr, *row_bytes, *rows_left, *cols_left] {
+                self.use_(v);
+                self.expect_ty(v, Scalar::Usize, "an accumulator store's address or extent");
+            }
+            if acc.len() % 4 != 0 || !matches!(elem, Scalar::F32 | Scalar::Bf16 | Scalar::F16) {
+                self.errors.push(E::MmaShape {
+                    n: 2 * acc.len() as u32,
+                    values: acc.len(),
+                });
+            }
+        }
+        if let Inst::Mma {
+            acc,
+            a,
+            b,
+            n,
+            elem,
+            k_steps,
+        } = inst
+        {
+            for &v in acc {
+                self.use_(v);
+                self.expect_ty(v, Scalar::F32, "an mma's accumulator");
+                self.def(v);
+            }
+            for d in [*a, *b] {
+                self.use_(d);
+                self.expect_ty(d, Scalar::U32, "an mma's tile address");
+            }
+            let shape_ok = *n % 8 == 0
+                && (8..=256).contains(n)
+                && acc.len() as u32 == *n / 2
+                && matches!(elem, Scalar::Bf16 | Scalar::F16)
+                && *k_steps > 0;
+            if !shape_ok {
+                self.errors.push(E::MmaShape {
+                    n: *n,
+                    values: acc.len(),
+                });
+            }
         }
     }
 

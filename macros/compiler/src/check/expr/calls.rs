@@ -42,6 +42,12 @@ impl Checker<'_> {
         if segments.len() == 2 && (first == "f32" || first == "f64") && name == "from_bits" {
             return self.float_from_bits(&first, c, span);
         }
+        if let Some(acc) = p.path.segments.iter().rev().nth(1) {
+            if acc.ident == "Accumulator" {
+                let acc = acc.clone();
+                return self.accumulator_new(c, &acc, &name, span);
+            }
+        }
         let ours =
             segments.len() == 1 || segments.iter().rev().nth(1).is_some_and(|s| s == "device");
         if !ours {

@@ -221,6 +221,8 @@ impl Checker<'_> {
         }
         match inner.ty.clone() {
             Ty::Future(out) => mk(ExprKind::Await(Box::new(inner)), *out, span),
+            // An issued mma (kept in a local, or awaited where it is issued).
+            Ty::PendingMma => mk(ExprKind::Await(Box::new(inner)), Ty::Unit, span),
             Ty::Error => err(span),
             other => {
                 self.diags.error(inner.span, format!("`{other}` is not a future: only channel operations, `copy_from`, async helper calls and `join!` can be awaited"));

@@ -81,7 +81,7 @@ impl Checker<'_> {
     }
 
     /// The corner of a tile load, `[row, col]` or a local `[usize; 2]`: its row and column.
-    fn tile_corner(&mut self, arg: &mut syn::Expr) -> Option<(Expr, Expr)> {
+    pub(super) fn tile_corner(&mut self, arg: &mut syn::Expr) -> Option<(Expr, Expr)> {
         let usize_ty = Ty::Scalar(Scalar::Usize);
         let at_span = super::span_of(arg);
         let syn::Expr::Array(at) = arg else {

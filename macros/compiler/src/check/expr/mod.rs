@@ -32,6 +32,7 @@ mod macros;
 mod math;
 mod matrices;
 mod methods;
+mod mma;
 mod operators;
 mod parallel;
 mod places;

@@ -1,0 +1,241 @@
+//! Tensor-core matrix multiply-accumulate in role code: an `Accumulator<M, N>` is the thread's
+//! part of its warpgroup's 64 x N fragment in registers, `acc.mma(&a, &b).await` issues the
+//! `wgmma` instructions that add `a · bᵀ` and waits for them, and `acc.store(out, cols, [row,
+//! col])` writes the fragment to global memory.
+//!
+//! The fragment's layout is the `wgmma` one for an f32 accumulator of shape m64nN: warp `w` of
+//! the warpgroup holds rows `16 w .. 16 w + 16`; lane `l` holds, for each 8 columns `j`, the
+//! values `4 j .. 4 j + 4`: row `l / 4` at columns `8 j + 2 (l % 4)` and the next, then the same
+//! columns of row `l / 4 + 8`. A role of several warpgroups splits the rows: warpgroup `g`
+//! holds rows `64 g .. 64 g + 64` of the accumulator, and reads those rows of the A tile.
+
+use proc_macro2::Span;
+
+use super::matrices::tile_of;
+use super::values::Val;
+use super::Lowerer;
+use crate::ir::{BinOp, Imm, Inst, Special, Value};
+use crate::tir::{Expr, LocalId};
+use crate::types::{Scalar, Ty, MMA_K_STEP, MMA_ROW_BYTES};
+
+/// Rows of the accumulator one warpgroup holds.
+const WARPGROUP_ROWS: u32 = 64;
+
+impl Lowerer<'_> {
+    /// The warp range of the role being lowered, if the accumulator's `m` rows are 64 per
+    /// warpgroup of it; otherwise reported at `span`.
+    fn mma_role(&mut self, m: u32, span: Span) -> bool {
+        let Some((name, start, end)) = self
+            .warp_owners
+            .last()
+            .cloned()
+            .filter(|_| self.role.is_some())
+        else {
+            self.diags.error(
+                span,
+                "an accumulator belongs to role code: make it in the role that runs its mmas",
+            );
+            return false;
+        };
+        let warps = end - start;
+        if start % 4 != 0 || warps % 4 != 0 {
+            let first = start.div_ceil(4) * 4;
+            self.diags.error(
+                span,
+                format!("role `{name}` runs on warps {start}..{end}, and a tensor-core mma is issued by whole warpgroups (4 warps from a multiple of 4): give it `on_warpgroups(..)`, or a warp range such as `on_warps({first}..{})`", first + warps.div_ceil(4) * 4),
+            );
+            return false;
+        }
+        if m != WARPGROUP_ROWS * warps / 4 {
+            self.diags.error(
+                span,
+                format!("role `{name}` runs on {} warpgroup{}, each holding 64 rows of an accumulator, so its accumulators have M = {}; found M = {m}", warps / 4, if warps == 4 { "" } else { "s" }, WARPGROUP_ROWS * warps / 4),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `Accumulator::<M, N>::zero()`: `N / 2` registers of `0.0`.
+    pub(super) fn accumulator_zero(&mut self, ty: &Ty, span: Span) -> Val {
+        let Ty::Accumulator { m, n } = *ty else {
+            return Val::Unit;
+        };
+        if !self.mma_role(m, span) {
+            return Val::Unit;
+        }
+        Val::Acc(
+            (0..n / 2)
+                .map(|_| self.konst(Scalar::F32, Imm::F32(0.0)))
+                .collect(),
+        )
+    }
+
+    /// The shared address of an mma operand's tile (`tile` or `stage.0`), its element type,
+    /// rows and columns.
+    fn mma_tile(&mut self, tile: &Expr, span: Span) -> Option<(Value, Scalar, u32, u32)> {
+        let (slot, part) = tile_of(tile);
+        self.check_not_copied(slot, span);
+        let s = self.expr(slot);
+        let (chan, _) = self.slot_parts(&s)?;
+        let ty = &self.channels[chan.0 as usize].ty;
+        let (elem, rows, cols) = ty.elem.tile_part(part)?;
+        let offset = ty.part_offsets().get(part as usize).copied().unwrap_or(0);
+        let key = self.slot_key(chan);
+        self.access(key);
+        let (_, mut addr) = self.slot_addr(&s)?;
+        if offset != 0 {
+            let at = self.konst(Scalar::U32, Imm::Int(offset));
+            addr = self.binary(BinOp::Add, addr, at);
+        }
+        Some((addr, elem, rows, cols))
+    }
+
+    /// The thread's warp in its role (a `u32`).
+    fn role_warp(&mut self) -> Value {
+        let dst = self.new_value(Scalar::U32, None);
+        self.emit(Inst::Special {
+            dst,
+            reg: Special::RoleWarp,
+        });
+        dst
+    }
+
+    /// `acc.mma(&a, &b)`: the warpgroup's mma over its 64 rows of `a` and all of `b`, issued;
+    /// the pending mma, which its await or its drop waits for.
+    pub(super) fn mma_issue(&mut self, acc: &Expr, a: &Expr, b: &Expr, span: Span) -> Val {
+        let Ty::Accumulator { m, n } = acc.ty else {
+            return Val::Unit;
+        };
+        let Val::Acc(values) = self.expr(acc) else {
+            return Val::Unit;
+        };
+        if !self.mma_role(m, span) {
+            return Val::Unit;
+        }
+        let (Some((a_addr, elem, _, cols)), Some((b_addr, _, _, _))) =
+            (self.mma_tile(a, span), self.mma_tile(b, span))
+        else {
+            return Val::Unit;
+        };
+        // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each.
+        let warp = self.role_warp();
+        let two = self.konst(Scalar::U32, Imm::Int(2));
+        let group = self.binary(BinOp::Shr, warp, two);
+        let rows_bytes = self.konst(
+            Scalar::U32,
+            Imm::Int(u64::from(WARPGROUP_ROWS * MMA_ROW_BYTES)),
+        );
+        let offset = self.binary(BinOp::Mul, group, rows_bytes);
+        let a_rows = self.binary(BinOp::Add, a_addr, offset);
+        self.emit(Inst::Mma {
+            acc: values,
+            a: a_rows,
+            b: b_addr,
+            n,
+            elem,
+            k_steps: cols / MMA_K_STEP,
+        });
+        Val::PendingMma
+    }
+
+    /// `pending.await` of a local holding an issued mma: the wait; the local is used up.
+    pub(super) fn await_local(&mut self, id: LocalId, span: Span) -> Val {
+        if let Val::PendingMma = self.local_value(id) {
+            self.emit(Inst::MmaWait);
+            self.mark_moved(id, span);
+        }
+        Val::Unit
+    }
+
+    /// `acc.store(out, cols, [row, col])`: each thread stores its fragment's values, converted
+    /// to `out`'s element type, those inside the matrix (`out.len() / cols` rows of `cols`).
+    pub(super) fn accumulator_store(
+        &mut self,
+        acc: &Expr,
+        out: &Expr,
+        cols: &Expr,
+        (row, col): (&Expr, &Expr),
+    ) -> Val {
+        let Val::Acc(values) = self.expr(acc) else {
+            return Val::Unit;
+        };
+        let Val::Slice { ptr, len, elem, .. } = self.expr(out) else {
+            return Val::Unit;
+        };
+        let (cols, row, col) = (self.scalar(cols), self.scalar(row), self.scalar(col));
+        // `out.len() / cols` rows, none when `cols` is 0.
+        let zero = self.usize_const(0);
+        let one = self.usize_const(1);
+        let empty = self.binary(BinOp::Eq, cols, zero);
+        let divisor = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Select {
+            dst: divisor,
+            cond: empty,
+            if_true: one,
+            if_false: cols,
+        });
+        let quotient = self.binary(BinOp::Div, len, divisor);
+        let rows = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Select {
+            dst: rows,
+            cond: empty,
+            if_true: zero,
+            if_false: quotient,
+        });
+        // The thread's first row and column: warpgroup g, warp w of it, lane l.
+        let warp32 = self.role_warp();
+        let lane32 = self.new_value(Scalar::U32, None);
+        self.emit(Inst::Special {
+            dst: lane32,
+            reg: Special::LaneId,
+        });
+        let widen = |l: &mut Self, v: Value| {
+            let dst = l.new_value(Scalar::Usize, None);
+            l.emit(Inst::Cast { dst, src: v });
+            dst
+        };
+        let (warp, lane) = (widen(self, warp32), widen(self, lane32));
+        let sixteen = self.usize_const(16);
+        let four = self.usize_const(4);
+        let two = self.usize_const(2);
+        // Warp w of the role holds rows 16 w.. (warpgroup g's warps 4 g.. hold rows 64 g..).
+        let warp_rows = self.binary(BinOp::Mul, warp, sixteen);
+        let lane_row = self.binary(BinOp::Div, lane, four);
+        let lane_quad = self.binary(BinOp::Rem, lane, four);
+        let lane_col = self.binary(BinOp::Mul, lane_quad, two);
+        let r = self.binary(BinOp::Add, row, warp_rows);
+        let first_row = self.binary(BinOp::Add, r, lane_row);
+        let first_col = self.binary(BinOp::Add, col, lane_col);
+        // What of the matrix lies from the thread's first element on (none past its edges).
+        let left = |l: &mut Self, extent: Value, first: Value| {
+            let inside = l.binary(BinOp::Gt, extent, first);
+            let rest = l.binary(BinOp::Sub, extent, first);
+            let dst = l.new_value(Scalar::Usize, None);
+            l.emit(Inst::Select {
+                dst,
+                cond: inside,
+                if_true: rest,
+                if_false: zero,
+            });
+            dst
+        };
+        let rows_left = left(self, rows, first_row);
+        let cols_left = left(self, cols, first_col);
+        let size = self.usize_const(u64::from(elem.size()));
+        let row_bytes = self.binary(BinOp::Mul, cols, size);
+        let at = self.binary(BinOp::Mul, first_row, cols);
+        let index = self.binary(BinOp::Add, at, first_col);
+        let bytes = self.binary(BinOp::Mul, index, size);
+        let addr = self.binary(BinOp::Add, ptr, bytes);
+        self.emit(Inst::AccStore {
+            acc: values,
+            elem,
+            addr,
+            row_bytes,
+            rows_left,
+            cols_left,
+        });
+        Val::Unit
+    }
+}

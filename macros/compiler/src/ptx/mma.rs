@@ -1,0 +1,183 @@
+//! Tensor-core mmas: `wgmma.mma_async` over shared-memory matrix descriptors, fenced before and
+//! committed as one group after, and the wait for the group.
+//!
+//! Every thread of the warpgroup executes these (`.sync.aligned`): the lowering puts them in
+//! role code of roles made of whole warpgroups, never under a per-thread condition.
+
+use super::error::WriteResult;
+use super::types::Class;
+use super::Writer;
+use crate::ir::Value;
+use crate::types::Scalar;
+
+/// The bytes one K step of 16 advances a descriptor by (16 16-bit elements of a row), in the
+/// descriptor's units of 16 bytes.
+const K_STEP_UNITS: u64 = 32 >> 4;
+
+/// The bits of a shared-memory matrix descriptor besides the start address: the leading byte
+/// offset (16 bytes, unused by a swizzled K-major operand), the stride byte offset (1024: 8
+/// rows of 128 bytes, the swizzle's repeat), each in units of 16 bytes, and the 128-byte
+/// swizzle (mode 1 in bits 62..64).
+const DESCRIPTOR_FIELDS: u64 = (16 >> 4) << 16 | (1024 >> 4) << 32 | 1 << 62;
+
+impl Writer<'_> {
+    /// `wgmma.fence`, `k_steps` mmas m64n`n`k16, `wgmma.commit_group`.
+    pub(super) fn mma(
+        &mut self,
+        acc: &[Value],
+        (a, b): (Value, Value),
+        n: u32,
+        elem: Scalar,
+        k_steps: u32,
+    ) -> WriteResult {
+        let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
+        let regs = regs.join(",");
+        let (a, b) = (self.descriptor(a)?, self.descriptor(b)?);
+        let input = match elem {
+            Scalar::F16 => "f16",
+            _ => "bf16",
+        };
+        // The descriptors of each K step, computed before the fence so that the mmas issue
+        // back to back.
+        let mut steps = Vec::new();
+        for s in 0..u64::from(k_steps) {
+            if s == 0 {
+                steps.push((a.clone(), b.clone()));
+                continue;
+            }
+            let (sa, sb) = (self.tmp(Class::B64), self.tmp(Class::B64));
+            self.line(format!("add.s64 {sa}, {a}, {};", s * K_STEP_UNITS))?;
+            self.line(format!("add.s64 {sb}, {b}, {};", s * K_STEP_UNITS))?;
+            steps.push((sa, sb));
+        }
+        let scale = self.tmp(Class::Pred);
+        self.line(format!("setp.ne.b32 {scale}, 1, 0;"))?;
+        self.line("wgmma.fence.sync.aligned;")?;
+        for (sa, sb) in steps {
+            self.line(format!(
+                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} {{{regs}}}, {sa}, {sb}, {scale}, 1, 1, 0, 0;"
+            ))?;
+        }
+        self.line("wgmma.commit_group.sync.aligned;")
+    }
+
+    /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).
+    /// Where the warpgroup's whole 16-row, `2 acc.len()`-column block of the thread's rows lies
+    /// inside the matrix, the stores go unchecked (and as pairs, `st.global.v2.f32`, where
+    /// `f32` pairs are 8-byte aligned); otherwise each is predicated on its row and column.
+    ///
+    /// [`Inst::AccStore`]: crate::ir::Inst::AccStore
+    pub(super) fn acc_store(
+        &mut self,
+        acc: &[Value],
+        elem: Scalar,
+        addr: Value,
+        row_bytes: Value,
+        (rows_left, cols_left): (Value, Value),
+    ) -> WriteResult {
+        let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
+        let (a, stride) = (self.reg(addr), self.reg(row_bytes));
+        let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
+        let size = u64::from(elem.size());
+        let width = 2 * acc.len() as u64;
+        // The values as stored: converted to `elem` where it is not `f32`.
+        let class = if elem == Scalar::F32 {
+            Class::F32
+        } else {
+            Class::B16
+        };
+        let rnd = if elem == Scalar::Bf16 { "bf16" } else { "f16" };
+        let mut out = Vec::with_capacity(regs.len());
+        for r in &regs {
+            if elem == Scalar::F32 {
+                out.push(r.clone());
+            } else {
+                let t = self.tmp(class);
+                self.line(format!("cvt.rn.{rnd}.f32 {t}, {r};"))?;
+                out.push(t);
+            }
+        }
+        let ty = if elem == Scalar::F32 { "f32" } else { "b16" };
+        // The second row of each value pair, 8 rows on.
+        let lower = self.tmp(Class::B64);
+        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
+        let row_base = [a.clone(), lower];
+        let (full, p, q) = (
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        let slow = self.label("acc_store_checked");
+        let done = self.label("acc_store_done");
+        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
+        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
+        self.line(format!("@!{full} bra {slow};"))?;
+        let pairs = elem == Scalar::F32;
+        let aligned = self.tmp(Class::B64);
+        let scalar = self.label("acc_store_single");
+        if pairs {
+            self.line(format!("or.b64 {aligned}, {a}, {stride};"))?;
+            self.line(format!("and.b64 {aligned}, {aligned}, 7;"))?;
+            self.line(format!("setp.ne.u64 {p}, {aligned}, 0;"))?;
+            self.line(format!("@{p} bra {scalar};"))?;
+            for (k, pair) in out.chunks(2).enumerate() {
+                let k = k as u64;
+                let (j, h) = (k / 2, k % 2);
+                let base = &row_base[h as usize];
+                self.line(format!(
+                    "st.global.v2.f32 [{base}+{}], {{{}, {}}};",
+                    8 * j * size,
+                    pair[0],
+                    pair[1]
+                ))?;
+            }
+            self.line(format!("bra.uni {done};"))?;
+        }
+        self.place_label(&scalar)?;
+        for (k, v) in out.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            let base = &row_base[h as usize];
+            self.line(format!(
+                "st.global.{ty} [{base}+{}], {v};",
+                (8 * j + e) * size
+            ))?;
+        }
+        self.line(format!("bra.uni {done};"))?;
+        self.place_label(&slow)?;
+        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
+        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
+        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        for (k, v) in out.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            let base = &row_base[h as usize];
+            self.line(format!(
+                "setp.gt.and.u64 {q}, {cols}, {}, {};",
+                8 * j + e,
+                row_ok[h as usize]
+            ))?;
+            self.line(format!(
+                "@{q} st.global.{ty} [{base}+{}], {v};",
+                (8 * j + e) * size
+            ))?;
+        }
+        self.place_label(&done)
+    }
+
+    /// The shared-memory matrix descriptor of the tile at shared address `addr`: bits 4..18 of
+    /// the address, then [`DESCRIPTOR_FIELDS`].
+    fn descriptor(&mut self, addr: Value) -> WriteResult<String> {
+        let a = self.reg(addr);
+        let (t, d) = (self.tmp(Class::B32), self.tmp(Class::B64));
+        self.line(format!("bfe.u32 {t}, {a}, 4, 14;"))?;
+        self.line(format!("cvt.u64.u32 {d}, {t};"))?;
+        self.line(format!("or.b64 {d}, {d}, {DESCRIPTOR_FIELDS};"))?;
+        Ok(d)
+    }
+
+    /// `wgmma.wait_group 0`.
+    pub(super) fn mma_wait(&mut self) -> WriteResult {
+        self.line("wgmma.wait_group.sync.aligned 0;")
+    }
+}
