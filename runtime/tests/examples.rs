@@ -33,6 +33,10 @@ mod transpose;
 mod tile_copy;
 
 #[allow(dead_code)]
+#[path = "../../examples/gemm.rs"]
+mod gemm;
+
+#[allow(dead_code)]
 #[path = "../../examples/scan.rs"]
 mod scan;
 
@@ -222,6 +226,54 @@ fn tile_copy_on_the_gpu() -> gpu_async::Result<()> {
         let grid = tile_copy::grid_for(&dev, 4)?;
         let bad = tile_copy::run_and_check(&dev, grid, rows, cols, rows as u64)?;
         assert_eq!(bad, 0, "tile copy: {rows} x {cols}");
+    }
+    Ok(())
+}
+
+/// The GEMM's shapes: whole tiles, ragged M, N and K (K not a multiple of the stage's 64), a
+/// single row, and more tiles than blocks.
+const GEMM_SHAPES: [(usize, usize, usize); 5] = [
+    (128, 256, 64),
+    (200, 300, 136),
+    (1, 8, 8),
+    (130, 520, 72),
+    (384, 512, 192),
+];
+
+#[test]
+fn gemm_on_the_simulator() -> gpu_async::Result<()> {
+    let dev = Device::simulator();
+    for (i, shape) in GEMM_SHAPES.into_iter().enumerate() {
+        let (m, n, k) = shape;
+        let (a, b) = gemm::inputs(m, n, k, i as u64);
+        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
+        let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, 0..m);
+        assert_eq!(bad, 0, "gemm {m} x {n} x {k}");
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn gemm_on_the_gpu_agrees_with_the_exact_product_and_the_simulator() -> gpu_async::Result<()> {
+    let dev = devices::gpu();
+    let sim = Device::simulator();
+    for (i, shape) in GEMM_SHAPES.into_iter().enumerate() {
+        let (m, n, k) = shape;
+        let (a, b) = gemm::inputs(m, n, k, i as u64);
+        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
+        let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, 0..m);
+        assert_eq!(bad, 0, "gemm {m} x {n} x {k} against the exact product");
+        let simulated = gemm::run(&sim, gemm::grid_for(&sim)?, shape, &a, &b)?;
+        let apart = gemm::mismatches_between(shape, &a, &b, &c, &simulated);
+        assert_eq!(apart, 0, "gemm {m} x {n} x {k} against the simulator");
+    }
+    // Larger and ragged, on sampled rows.
+    for shape in [(1000, 3000, 520), (2048, 2048, 4096)] {
+        let (m, n, k) = shape;
+        let (a, b) = gemm::inputs(m, n, k, 9);
+        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
+        let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, gemm::sampled_rows(m));
+        assert_eq!(bad, 0, "gemm {m} x {n} x {k}");
     }
     Ok(())
 }

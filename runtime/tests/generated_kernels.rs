@@ -114,6 +114,10 @@ mod transpose;
 #[path = "../../examples/scan.rs"]
 mod scan;
 
+#[allow(dead_code)]
+#[path = "../../examples/gemm.rs"]
+mod gemm;
+
 #[allow(dead_code, clippy::all)]
 #[path = "common/edges.rs"]
 mod edges;
@@ -343,6 +347,12 @@ fn kernels() -> Vec<Generated> {
             spec: &shared_arrays::blocks::scans::SPEC,
         },
         Generated {
+            name: "gemm",
+            ptx: gemm::gemm::gemm::PTX,
+            ir: gemm::gemm::gemm::IR,
+            spec: &gemm::gemm::gemm::SPEC,
+        },
+        Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
             ir: language::language::control::IR,
@@ -528,6 +538,24 @@ fn ptx_snapshots_with_ptxas_report() {
         );
         insta::assert_snapshot!(format!("{}.ptx", k.name), format!("{header}\n{}", k.ptx));
     }
+}
+
+/// The GEMM example's `wgmma`s issue back to back: ptxas neither serializes them ("wgmma.mma_async
+/// instructions are serialized") nor injects waits where other code would touch the
+/// accumulator's registers while an mma may be writing them ("warpgroup.wait is injected").
+#[needs_ptxas]
+fn the_gemm_wgmmas_are_not_serialized() {
+    let ptxas = ptxas();
+    let report = gpu_async_compiler::ptxas::assemble(&ptxas, "gemm", gemm::gemm::gemm::PTX)
+        .unwrap_or_else(|log| panic!("ptxas rejected `gemm`:\n{log}"));
+    for sign in ["serialized", "is injected"] {
+        assert!(!report.log.contains(sign), "{}", report.log);
+    }
+    assert!(
+        report.resources.contains("0 bytes spill stores"),
+        "{}",
+        report.resources
+    );
 }
 
 /// The effect of register budgets in ptxas's report: the evaluator of `budgets::poly` keeps 208
