@@ -340,3 +340,63 @@ fn accumulators_belong_to_role_code_and_store_to_float_slices() {
     );
     assert_error(k, "an accumulator has `mma(&a, &b)` and `store(out, cols, [row, col])`; `get` is not one of its methods");
 }
+
+#[test]
+fn an_accumulator_zeroed_in_its_loop_zeroes_its_own_registers() {
+    // One loop over every stage, storing and zeroing the accumulator after each tile's last:
+    // the loop starts at the ring's first slot and is written once per slot (2), each copy
+    // zeroing the accumulator's own registers, not copying new ones into them.
+    let k = one(mma_kernel(
+        8,
+        quote!(4..8),
+        (64, 256),
+        quote! {
+            let mut acc = Accumulator::<64, 256>::zero();
+            let mut i = 0usize;
+            while let Some(stage) = rx.recv().await {
+                acc.mma(&stage.0, &stage.1).await;
+                drop(stage);
+                if i % 4 == 3 {
+                    acc.store(c, 256, [i / 4 * 64, 0]);
+                    acc = Accumulator::<64, 256>::zero();
+                }
+                i += 1;
+            }
+        },
+    ));
+    assert_eq!(k.ptx.matches("wgmma.fence.sync.aligned;").count(), 2);
+    let wgmma = k
+        .ptx
+        .lines()
+        .find(|l| l.contains("wgmma.mma_async"))
+        .unwrap_or_default();
+    // Every copy names the same 128 registers.
+    let regs = &wgmma[wgmma.find('{').unwrap_or(0)..wgmma.find('}').unwrap_or(0)];
+    assert!(k
+        .ptx
+        .lines()
+        .filter(|l| l.contains("wgmma.mma_async"))
+        .all(|l| l.contains(regs)));
+    // The zeroing writes those registers (128 at the start, 128 per copy), nothing else.
+    let zeros = k.ptx.matches("mov.f32 %f0, 0f00000000;").count();
+    assert_eq!(zeros, 3, "%f0 zeroed at the start and once per copy");
+}
+
+#[test]
+fn an_accumulator_is_assigned_only_from_one_of_its_shape() {
+    let k = mma_kernel(
+        8,
+        quote!(4..8),
+        (64, 64),
+        quote! {
+            let mut acc = Accumulator::<64, 64>::zero();
+            acc = Accumulator::<64, 128>::zero();
+            acc.store(c, 64, [0, 0]);
+            drop(rx);
+        },
+    );
+    assert_error(
+        k,
+        "expected `Accumulator<64, 64>`, found `Accumulator<64, 128>`",
+    );
+}

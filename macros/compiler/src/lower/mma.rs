@@ -15,7 +15,7 @@ use super::matrices::tile_of;
 use super::values::Val;
 use super::Lowerer;
 use crate::ir::{BinOp, Imm, Inst, Special, Value};
-use crate::tir::{Expr, LocalId};
+use crate::tir::{Expr, ExprKind, LocalId};
 use crate::types::{Scalar, Ty, MMA_K_STEP, MMA_ROW_BYTES};
 
 /// Rows of the accumulator one warpgroup holds.
@@ -69,6 +69,31 @@ impl Lowerer<'_> {
                 .map(|_| self.konst(Scalar::F32, Imm::F32(0.0)))
                 .collect(),
         )
+    }
+
+    /// `acc = Accumulator::<M, N>::zero();`: the new values into the accumulator's registers,
+    /// which the mmas of its loop read and write.
+    pub(super) fn assign_accumulator(&mut self, place: &Expr, value: &Expr) -> Val {
+        let Val::Acc(dst) = self.expr(place) else {
+            return Val::Unit;
+        };
+        // A zero goes straight into the registers (half the code of zeroing new ones and
+        // copying them, which matters to a loop that would be unrolled by its ring's depth).
+        if let ExprKind::AccumulatorZero = value.kind {
+            for d in dst {
+                self.emit(Inst::Const {
+                    dst: d,
+                    imm: Imm::F32(0.0),
+                });
+            }
+            return Val::Unit;
+        }
+        if let Val::Acc(src) = self.expr(value) {
+            for (d, s) in dst.into_iter().zip(src) {
+                self.emit(Inst::Copy { dst: d, src: s });
+            }
+        }
+        Val::Unit
     }
 
     /// The shared address of an mma operand's tile (`tile` or `stage.0`), its element type,

@@ -23,6 +23,9 @@ impl Lowerer<'_> {
             self.assign_slot(*id, value, place.span);
             return Val::Unit;
         }
+        if let (ExprKind::Local(_), Ty::Accumulator { .. }) = (&place.kind, &place.ty) {
+            return self.assign_accumulator(place, value);
+        }
         if matches!(value.ty, Ty::Array(..)) && matches!(place.kind, ExprKind::StructArray(..)) {
             self.assign_struct_array(place, value)
         } else if matches!(value.ty, Ty::Array(..)) {

@@ -51,12 +51,13 @@ impl Checker<'_> {
                         | Ty::Enum(..)
                         | Ty::RecvSlot(_)
                         | Ty::OptRecvSlot(_)
+                        | Ty::Accumulator { .. }
                         | Ty::Error
                 ) {
                     self.diags.error(
                         span,
                         format!(
-                            "only scalars, arrays, structs, tuples and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
+                            "only scalars, arrays, structs, tuples, accumulators and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
                     );
