@@ -400,3 +400,38 @@ fn an_accumulator_is_assigned_only_from_one_of_its_shape() {
         "expected `Accumulator<64, 64>`, found `Accumulator<64, 128>`",
     );
 }
+
+#[test]
+fn a_register_budget_that_cannot_hold_the_accumulator() {
+    let kernel = |budget: usize| {
+        quote! {
+            mod kernels {
+                use gpu_async::device::*;
+                #[kernel(warpgroups = 3, registers(load = 40, compute = #budget))]
+                pub async fn k(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
+                    let (tx, rx) = channel::<(Tile<bf16, 128, 64>, Tile<bf16, 256, 64>), 2>();
+                    join!(on_warpgroups(0..1, load(a, b, tx)), on_warpgroups(1..3, compute(rx, c))).await;
+                }
+                async fn load(a: &Matrix<bf16>, b: &Matrix<bf16>, mut tx: Sender<(Tile<bf16, 128, 64>, Tile<bf16, 256, 64>), 2>) {
+                    let Some(mut stage) = tx.reserve().await else { return };
+                    stage.0.load(a, [0, 0]).await;
+                    stage.1.load(b, [0, 0]).await;
+                    stage.send();
+                }
+                async fn compute(mut rx: Receiver<(Tile<bf16, 128, 64>, Tile<bf16, 256, 64>), 2>, c: &mut [f32]) {
+                    let mut acc = Accumulator::<128, 256>::zero();
+                    while let Some(stage) = rx.recv().await {
+                        acc.mma(&stage.0, &stage.1).await;
+                    }
+                    acc.store(c, 256, [0, 0]);
+                }
+            }
+        }
+    };
+    assert_error(
+        kernel(152),
+        "role `compute` holds 128 accumulator registers per thread (the `f32` values of its accumulators: N / 2 for each), and its budget is 152 registers: ptxas could not keep them; give it at least 160",
+    );
+    let k = one(kernel(232));
+    assert!(k.ptx.contains("setmaxnreg.inc.sync.aligned.u32 232;"));
+}

@@ -172,6 +172,23 @@ pub fn moves_data_only(k: &Kernel, r: &Role) -> bool {
     only
 }
 
+/// Registers per thread an mma role needs besides its accumulators: the tiles' addresses and
+/// descriptors, its loop's counters and the ring's positions (the GEMM example's compute role
+/// uses about 30).
+const MMA_OTHER_REGISTERS: u32 = 32;
+
+/// The `f32` registers per thread that role `r`'s accumulators hold: every value an mma of it
+/// reads and writes, counted once.
+fn accumulator_registers(r: &Role) -> u32 {
+    let mut values = std::collections::HashSet::new();
+    for_each_inst(&r.body, &mut |i| {
+        if let Inst::Mma { acc, .. } = i {
+            values.extend(acc.iter().copied());
+        }
+    });
+    values.len() as u32
+}
+
 /// Warpgroups of role `r`.
 fn groups(r: &Role) -> u32 {
     (r.end_warp - r.first_warp) / WARPGROUP
@@ -363,6 +380,34 @@ fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
         return Plan::Invalid;
     }
     let roles: Vec<u32> = given.iter().map(|g| g.or(share).unwrap_or(entry)).collect();
+    let mut fits = true;
+    for ((r, &n), g) in k.roles.iter().zip(&roles).zip(&given) {
+        let held = accumulator_registers(r);
+        let needed = (held + MMA_OTHER_REGISTERS).div_ceil(8) * 8;
+        if held > 0 && n < needed {
+            let at = attr
+                .budgets
+                .iter()
+                .find(|b| b.role == r.name)
+                .map_or(attr.span, |b| b.span);
+            let whose = if g.is_some() {
+                "its budget"
+            } else {
+                "the share it is left"
+            };
+            diags.error(
+                at,
+                format!(
+                    "role `{}` holds {held} accumulator registers per thread (the `f32` values of its accumulators: N / 2 for each), and {whose} is {n} registers: ptxas could not keep them; give it at least {needed}",
+                    r.name
+                ),
+            );
+            fits = false;
+        }
+    }
+    if !fits {
+        return Plan::Invalid;
+    }
     if roles.iter().all(|&n| n == entry) {
         return Plan::Uniform(format!(
             "every role's budget is the {entry} registers per thread it has at the entry"
