@@ -435,3 +435,33 @@ fn a_register_budget_that_cannot_hold_the_accumulator() {
     let k = one(kernel(232));
     assert!(k.ptx.contains("setmaxnreg.inc.sync.aligned.u32 232;"));
 }
+
+#[test]
+fn an_accumulator_is_not_passed_to_helpers() {
+    let k = quote! {
+        mod kernels {
+            use gpu_async::device::*;
+            #[kernel(warps = 8, idle_warps)]
+            pub async fn k(a: &Matrix<bf16>, c: &mut [f32]) {
+                let (tx, rx) = channel::<Tile<bf16, 64, 64>, 2>();
+                join!(on_warps(0..1, load(a, tx)), on_warps(4..8, compute(rx, c))).await;
+            }
+            async fn load(a: &Matrix<bf16>, mut tx: Sender<Tile<bf16, 64, 64>, 2>) {
+                let Some(mut slot) = tx.reserve().await else { return };
+                slot.load(a, [0, 0]).await;
+                slot.send();
+            }
+            fn finish(acc: &Accumulator<64, 64>, c: &mut [f32]) {
+                acc.store(c, 64, [0, 0]);
+            }
+            async fn compute(mut rx: Receiver<Tile<bf16, 64, 64>, 2>, c: &mut [f32]) {
+                let mut x = Accumulator::<64, 64>::zero();
+                let Some(t) = rx.recv().await else { return };
+                x.mma(&t, &t).await;
+                finish(&x, c);
+            }
+        }
+    };
+    assert_error(k.clone(), "a helper fn cannot take or return one yet");
+    assert_error(k, "an accumulator is not passed on");
+}

@@ -421,6 +421,13 @@ pub(crate) fn parse_type(ty: &syn::Type, scope: &ModuleScope, diags: &mut Diagno
 }
 
 fn unsupported_type(ty: &syn::Type, diags: &mut Diagnostics) -> Ty {
+    if names_accumulator(ty) {
+        diags.error_at(
+            ty,
+            "an accumulator stays in the role code that makes it: a helper fn cannot take or return one yet; call `mma` and `store` on it in the role",
+        );
+        return Ty::Error;
+    }
     diags.error_at(
         ty,
         "this type is not in the kernel language: use a scalar (bool, i8..i64, u8..u64, isize, usize, f32, f64), `&[T]`, `&mut [T]`, `&[AtomicU32]`, `Sender<[T; N], D>` or `Receiver<[T; N], D>`",
@@ -768,6 +775,19 @@ fn const_arg(a: &syn::GenericArgument) -> Option<syn::Expr> {
             path: p.path.clone(),
         })),
         _ => None,
+    }
+}
+
+/// Whether `ty` is `Accumulator<..>`, or a reference to one.
+fn names_accumulator(ty: &syn::Type) -> bool {
+    match ty {
+        syn::Type::Reference(r) => names_accumulator(&r.elem),
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Accumulator"),
+        _ => false,
     }
 }
 

@@ -552,6 +552,10 @@ impl Checker<'_> {
                 span,
             ),
             Ty::Error => err(span),
+            Ty::Accumulator { .. } => {
+                self.diags.error(span, "an accumulator is not passed on: call `mma` and `store` on it in the role code that makes it");
+                err(span)
+            }
             _ => {
                 self.diags.error(span, "references are supported to slices and shared values only, as in `&x[range]`: pass scalars by value");
                 err(span)
