@@ -98,3 +98,39 @@ fn a_match_whose_arms_all_diverge_is_a_value_of_no_type() {
     let outcome = expand(source);
     assert_eq!(outcome.errors, 0, "{:?}", outcome.messages);
 }
+
+#[test]
+fn a_receive_awaited_through_a_block_is_the_receive() {
+    // `{ rx.recv() }.await` lowered to no value: the slot bound by its `let .. else` was
+    // nothing, and the loop that read it compared floats with indices (the verifier's "bad
+    // operand types").
+    let source = "mod m {
+    use gpu_async::device::*;
+    #[kernel(warps = 2)]
+    pub async fn k(x: &[f32], y: &mut [f32]) {
+        let (tx, rx) = channel::<[f32; 64], 2>();
+        join!(on_warps(0..1, load(x, tx)), on_warps(1..2, store(rx, y))).await;
+    }
+    async fn load(x: &[f32], mut tx: Sender<[f32; 64], 2>) {
+        let Some(mut slot) = tx.reserve().await else { return };
+        slot.copy_from(&x[0..64]).await;
+        slot.send();
+    }
+    async fn store(mut rx: Receiver<[f32; 64], 2>, y: &mut [f32]) {
+        let Some(slot) = { rx.recv() }.await else { return };
+        y[0..64].par_iter_mut().zip(slot.par_iter()).for_each(|(o, v)| *o = *v * 2.0);
+    }
+}";
+    let outcome = expand(source);
+    assert_eq!(outcome.errors, 0, "{:?}", outcome.messages);
+    let with_statements = source.replace("{ rx.recv() }.await", "{ let _z = 1; rx.recv() }.await");
+    let outcome = expand(&with_statements);
+    assert!(
+        outcome
+            .messages
+            .iter()
+            .any(|m| m.contains("`.await` of a block")),
+        "{:?}",
+        outcome.messages
+    );
+}

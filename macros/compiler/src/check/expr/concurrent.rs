@@ -192,10 +192,24 @@ impl Checker<'_> {
             return self.async_block(block, span);
         }
         self.await_base = matches!(&*a.base, syn::Expr::MethodCall(_));
-        let inner = self.expr(&mut a.base, None);
+        let mut inner = self.expr(&mut a.base, None);
         self.await_base = false;
         if inner.ty == Ty::Error {
             return err(span);
+        }
+        // `{ f }.await` is `f.await`; a block with statements before its future is not
+        // awaited as a whole.
+        while let ExprKind::Block(b) = &inner.kind {
+            match (&b.stmts[..], &b.tail) {
+                ([], Some(tail)) => inner = (**tail).clone(),
+                _ => {
+                    if matches!(inner.ty, Ty::Future(_) | Ty::PendingMma) {
+                        self.diags.error(inner.span, "`.await` of a block: await the future where it is made, after the block's statements (`{ a; f }.await` is `a; f.await`)");
+                        return err(span);
+                    }
+                    break;
+                }
+            }
         }
         if let ExprKind::Warp(..) = inner.kind {
             // A warp operation: checked (and typed as its result) by `lane_method`.
