@@ -112,7 +112,13 @@ fn compile_module(
                 kernel.registers = Some(b);
                 None
             }
-            registers::Plan::Uniform(why) => Some(why),
+            registers::Plan::Uniform(why) => {
+                if let Err(message) = registers::accumulators_fit(&kernel) {
+                    diags.error(f.span, message);
+                    continue;
+                }
+                Some(why)
+            }
             registers::Plan::Invalid => continue,
         };
         let verified = match verify::verify(&kernel) {

@@ -465,3 +465,21 @@ fn an_accumulator_is_not_passed_to_helpers() {
     assert_error(k.clone(), "a helper fn cannot take or return one yet");
     assert_error(k, "an accumulator is not passed on");
 }
+
+#[test]
+fn a_block_whose_threads_cannot_hold_the_accumulator() {
+    // 16 warps leave each thread 128 registers; three warpgroups of 64 x 256 accumulators need
+    // 128 for the accumulator alone.
+    let k = one(mma_kernel(
+        12,
+        quote!(4..12),
+        (128, 256),
+        accumulate(128, 256),
+    ));
+    assert!(k.ptx.contains("wgmma"));
+    let k = mma_kernel(16, quote!(4..16), (192, 256), accumulate(192, 256));
+    assert_error(
+        k,
+        "role `compute` holds 128 accumulator registers per thread (the `f32` values of its accumulators: N / 2 for each), and a block of 512 threads leaves each thread 128",
+    );
+}

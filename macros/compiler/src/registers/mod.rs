@@ -189,6 +189,35 @@ fn accumulator_registers(r: &Role) -> u32 {
     values.len() as u32
 }
 
+/// Why a kernel without register budgets cannot hold a role's accumulators, if it cannot: each
+/// thread has the registers of the entry (the register file over the block's threads), or over
+/// `min_blocks_per_sm` blocks' threads, and a role of mmas needs its accumulators' plus
+/// [`MMA_OTHER_REGISTERS`].
+pub fn accumulators_fit(k: &Kernel) -> Result<(), String> {
+    let threads = 32 * k.warps.max(1);
+    let (have, source) = match k.min_blocks_per_sm {
+        Some(b) if b > 1 => (
+            (REGISTER_FILE / (b * threads) / 8 * 8).min(MAX_ENTRY),
+            format!("{b} blocks of {threads} threads per SM (`min_blocks_per_sm = {b}`)"),
+        ),
+        _ => (
+            entry_registers(k.warps),
+            format!("a block of {threads} threads"),
+        ),
+    };
+    for r in &k.roles {
+        let held = accumulator_registers(r);
+        let needed = (held + MMA_OTHER_REGISTERS).div_ceil(8) * 8;
+        if held > 0 && have < needed {
+            return Err(format!(
+                "role `{}` holds {held} accumulator registers per thread (the `f32` values of its accumulators: N / 2 for each), and {source} leaves each thread {have} ({REGISTER_FILE} over them, in multiples of 8): ptxas could not keep them; it needs at least {needed}: give the kernel fewer warps, or its accumulators fewer columns",
+                r.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Warpgroups of role `r`.
 fn groups(r: &Role) -> u32 {
     (r.end_warp - r.first_warp) / WARPGROUP
