@@ -177,16 +177,18 @@ pub fn moves_data_only(k: &Kernel, r: &Role) -> bool {
 /// uses about 30).
 const MMA_OTHER_REGISTERS: u32 = 32;
 
-/// The `f32` registers per thread that role `r`'s accumulators hold: every value an mma of it
-/// reads and writes, counted once.
-fn accumulator_registers(r: &Role) -> u32 {
+/// For a role of mmas: the `f32` registers per thread its accumulators hold (every value an mma
+/// of it reads and writes, counted once), and the registers it needs at least, with
+/// [`MMA_OTHER_REGISTERS`], in multiples of 8. `None` for a role without mmas.
+fn accumulator_need(r: &Role) -> Option<(u32, u32)> {
     let mut values = std::collections::HashSet::new();
     for_each_inst(&r.body, &mut |i| {
         if let Inst::Mma { acc, .. } = i {
             values.extend(acc.iter().copied());
         }
     });
-    values.len() as u32
+    let held = values.len() as u32;
+    (held > 0).then(|| (held, (held + MMA_OTHER_REGISTERS).div_ceil(8) * 8))
 }
 
 /// Why a kernel without register budgets cannot hold a role's accumulators, if it cannot: each
@@ -206,9 +208,10 @@ pub fn accumulators_fit(k: &Kernel) -> Result<(), String> {
         ),
     };
     for r in &k.roles {
-        let held = accumulator_registers(r);
-        let needed = (held + MMA_OTHER_REGISTERS).div_ceil(8) * 8;
-        if held > 0 && have < needed {
+        let Some((held, needed)) = accumulator_need(r) else {
+            continue;
+        };
+        if have < needed {
             return Err(format!(
                 "role `{}` holds {held} accumulator registers per thread (the `f32` values of its accumulators: N / 2 for each), and {source} leaves each thread {have} ({REGISTER_FILE} over them, in multiples of 8): ptxas could not keep them; it needs at least {needed}: give the kernel fewer warps, or its accumulators fewer columns",
                 r.name
@@ -411,9 +414,10 @@ fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
     let roles: Vec<u32> = given.iter().map(|g| g.or(share).unwrap_or(entry)).collect();
     let mut fits = true;
     for ((r, &n), g) in k.roles.iter().zip(&roles).zip(&given) {
-        let held = accumulator_registers(r);
-        let needed = (held + MMA_OTHER_REGISTERS).div_ceil(8) * 8;
-        if held > 0 && n < needed {
+        let Some((held, needed)) = accumulator_need(r) else {
+            continue;
+        };
+        if n < needed {
             let at = attr
                 .budgets
                 .iter()
