@@ -282,15 +282,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ours_ms = median_of(3, 20, || {
         timing.time_launch(|| gemm::gemm::launch(&dev, grid, (ma, mb, &mut dc)))
     })?;
-    let mut peer_runs = Vec::new();
-    for run in 0..23 {
-        let ms = peer.run_ms()?;
-        if run >= 3 {
-            peer_runs.push(ms);
-        }
-    }
-    peer_runs.sort_by(f64::total_cmp);
-    let peer_ms = peer_runs[peer_runs.len() / 2];
+    let peer_ms = median_of(3, 20, || {
+        peer.run_ms().map_err(|message| gpu_async::Error::Cuda {
+            call: "the cuBLAS peer",
+            message,
+        })
+    })?;
     let (ours, theirs) = (tflops(shape, ours_ms), tflops(shape, peer_ms));
     println!(
         "time: gemm {ours_ms:.3} ms ({ours:.0} TFLOP/s), cuBLAS {peer_ms:.3} ms ({theirs:.0} TFLOP/s), ratio {:.3}",

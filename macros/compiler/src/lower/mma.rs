@@ -14,7 +14,7 @@ use proc_macro2::Span;
 use super::matrices::tile_of;
 use super::values::Val;
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Special, Value};
+use crate::ir::{BinOp, Imm, Inst, Value};
 use crate::tir::{Expr, ExprKind, LocalId};
 use crate::types::{Scalar, Ty, MMA_K_STEP, MMA_ROW_BYTES};
 
@@ -116,16 +116,6 @@ impl Lowerer<'_> {
         Some((addr, elem, rows, cols))
     }
 
-    /// The thread's warp in its role (a `u32`).
-    fn role_warp(&mut self) -> Value {
-        let dst = self.new_value(Scalar::U32, None);
-        self.emit(Inst::Special {
-            dst,
-            reg: Special::RoleWarp,
-        });
-        dst
-    }
-
     /// `acc.mma(&a, &b)`: the warpgroup's mma over its 64 rows of `a` and all of `b`, issued;
     /// the pending mma, which its await or its drop waits for.
     pub(super) fn mma_issue(&mut self, acc: &Expr, a: &Expr, b: &Expr, span: Span) -> Val {
@@ -144,7 +134,7 @@ impl Lowerer<'_> {
             return Val::Unit;
         };
         // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each.
-        let warp = self.role_warp();
+        let warp = self.lane_register(true);
         let two = self.konst(Scalar::U32, Imm::Int(2));
         let group = self.binary(BinOp::Shr, warp, two);
         let rows_bytes = self.konst(
@@ -209,12 +199,8 @@ impl Lowerer<'_> {
             if_false: quotient,
         });
         // The thread's first row and column: warpgroup g, warp w of it, lane l.
-        let warp32 = self.role_warp();
-        let lane32 = self.new_value(Scalar::U32, None);
-        self.emit(Inst::Special {
-            dst: lane32,
-            reg: Special::LaneId,
-        });
+        let warp32 = self.lane_register(true);
+        let lane32 = self.lane_register(false);
         let widen = |l: &mut Self, v: Value| {
             let dst = l.new_value(Scalar::Usize, None);
             l.emit(Inst::Cast { dst, src: v });

@@ -17,6 +17,11 @@ pub(super) const LANE_COUNT_MESSAGE: &str =
 impl Lowerer<'_> {
     /// `lane.id()`, or (`warp`) `lane.warp()`.
     pub(super) fn lane_position(&mut self, warp: bool) -> Val {
+        Val::Scalar(self.lane_register(warp))
+    }
+
+    /// The thread's lane in its warp, or (`warp`) its warp's number in the role: a `u32`.
+    pub(super) fn lane_register(&mut self, warp: bool) -> Value {
         let dst = self.new_value(Scalar::U32, None);
         let reg = if warp {
             Special::RoleWarp
@@ -24,7 +29,7 @@ impl Lowerer<'_> {
             Special::LaneId
         };
         self.emit(Inst::Special { dst, reg });
-        Val::Scalar(dst)
+        dst
     }
 
     /// A warp operation of a lane loop: one shuffle or vote, or for `sum`/`min`/`max` the
