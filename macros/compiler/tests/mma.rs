@@ -81,7 +81,21 @@ fn an_mma_is_four_wgmmas_per_stage_between_a_fence_and_one_wait() {
         "K = 64 is four k16 steps"
     );
     assert_eq!(count("wgmma.commit_group.sync.aligned;"), copies);
-    assert_eq!(count("wgmma.wait_group.sync.aligned 0;"), copies);
+    // One wait per copy, and one on the role's way out when the kernel aborts (without it
+    // ptxas would add one to every branch there, in the loop too).
+    assert_eq!(count("wgmma.wait_group.sync.aligned 0;"), copies + 1);
+    let abort = k
+        .ptx
+        .find("$abort_1:")
+        .expect("the compute role's abort path");
+    assert!(
+        k.ptx[abort..]
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .contains("wgmma.wait_group"),
+        "the abort path starts with the wait"
+    );
     // The 128-byte swizzle's descriptor: leading offset 16, stride 1024, mode 1.
     let fields: u64 = 1 << 16 | 64 << 32 | 1 << 62;
     assert!(
@@ -137,6 +151,34 @@ fn a_kept_mma_is_waited_for_at_its_await_or_its_drop() {
         commits.iter().all(|&c| c < first_wait),
         "both mmas issue before a wait"
     );
+    // The first await leaves the second mma running; the second waits for it.
+    let waits = |ptx: &str| -> Vec<String> {
+        ptx.lines()
+            .filter(|l| l.contains("wgmma.wait_group"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        waits(ptx)[..2],
+        [
+            "wgmma.wait_group.sync.aligned 1;",
+            "wgmma.wait_group.sync.aligned 0;"
+        ]
+    );
+    // Awaited newest first, the first wait is for both, and the second waits for nothing more.
+    let k = one(mma_kernel(
+        8,
+        quote!(4..8),
+        (64, 64),
+        body(quote!(q.await; p.await;)),
+    ));
+    assert_eq!(
+        waits(&k.ptx)[..2],
+        [
+            "wgmma.wait_group.sync.aligned 0;",
+            "wgmma.wait_group.sync.aligned 0;"
+        ]
+    );
     // Dropped without an await, each is waited for all the same, before its stage is released.
     let k = one(mma_kernel(
         8,
@@ -144,7 +186,13 @@ fn a_kept_mma_is_waited_for_at_its_await_or_its_drop() {
         (64, 64),
         body(quote!(drop(p); drop(q);)),
     ));
-    assert_eq!(k.ptx.matches("wgmma.wait_group.sync.aligned 0;").count(), 2);
+    assert_eq!(
+        waits(&k.ptx)[..2],
+        [
+            "wgmma.wait_group.sync.aligned 1;",
+            "wgmma.wait_group.sync.aligned 0;"
+        ]
+    );
     // A statement that issues an mma and drops it waits at once.
     let k = one(mma_kernel(
         8,
@@ -157,13 +205,136 @@ fn a_kept_mma_is_waited_for_at_its_await_or_its_drop() {
             x.store(c, 64, [0, 0]);
         },
     ));
-    assert_eq!(k.ptx.matches("wgmma.wait_group.sync.aligned 0;").count(), 1);
+    // One wait there, one on the role's way out when the kernel aborts.
+    assert_eq!(k.ptx.matches("wgmma.wait_group.sync.aligned 0;").count(), 2);
+}
+
+/// The body that takes 8 stages with `mma_stages`, then stores.
+fn accumulate_stages(m: usize, n: usize) -> TokenStream {
+    quote! {
+        let mut acc = Accumulator::<#m, #n>::zero();
+        if !acc.mma_stages(&rx, 8).await {
+            return;
+        }
+        acc.store(c, #n, [0, 0]);
+    }
+}
+
+#[test]
+fn mma_stages_keeps_one_stage_in_flight() {
+    let k = one(mma_kernel(
+        12,
+        quote!(4..12),
+        (128, 256),
+        accumulate_stages(128, 256),
+    ));
+    assert!(k.ir_text.contains("mma_wait pending 1"), "{}", k.ir_text);
+    let lines: Vec<&str> = k.ptx.lines().map(str::trim).collect();
+    let count = |needle: &str| lines.iter().filter(|l| l.starts_with(needle)).count();
+    // The first stage's mma before the loop, every other one in it.
+    assert_eq!(count("wgmma.fence.sync.aligned;"), 2);
+    assert_eq!(count("wgmma.commit_group.sync.aligned;"), 2);
+    // In the loop: the stage's mma is committed, the wait leaves it running, and then the
+    // previous stage is released; after the loop, the last wait and release.
+    let commit = lines
+        .iter()
+        .rposition(|l| l.starts_with("wgmma.commit_group"))
+        .unwrap_or(0);
+    assert_eq!(lines[commit + 1], "wgmma.wait_group.sync.aligned 1;");
+    let release = |from: usize| {
+        lines[from..from + 6]
+            .iter()
+            .any(|l| l.contains("mbarrier.arrive.release"))
+    };
+    assert!(release(commit + 2), "{:#?}", &lines[commit..commit + 8]);
+    let last = lines
+        .iter()
+        .position(|l| *l == "wgmma.wait_group.sync.aligned 0;")
+        .unwrap_or(0);
+    assert!(
+        last > commit && release(last + 1),
+        "{:#?}",
+        &lines[last..last + 8]
+    );
+}
+
+#[test]
+fn mma_stages_takes_a_channel_of_tile_pairs_it_can_hold_two_of() {
+    // A channel of single tiles.
+    assert_error(
+        quote! {
+            mod kernels {
+                use gpu_async::device::*;
+                #[kernel(warps = 8, idle_warps)]
+                pub async fn k(a: &Matrix<bf16>, c: &mut [f32]) {
+                    let (tx, rx) = channel::<Tile<bf16, 64, 64>, 2>();
+                    join!(on_warps(0..1, load(a, tx)), on_warps(4..8, compute(rx, c))).await;
+                }
+                async fn load(a: &Matrix<bf16>, mut tx: Sender<Tile<bf16, 64, 64>, 2>) {
+                    let Some(mut s) = tx.reserve().await else { return };
+                    s.load(a, [0, 0]).await;
+                    s.send();
+                }
+                async fn compute(rx: Receiver<Tile<bf16, 64, 64>, 2>, c: &mut [f32]) {
+                    let mut acc = Accumulator::<64, 64>::zero();
+                    acc.mma_stages(&rx, 1).await;
+                    acc.store(c, 64, [0, 0]);
+                }
+            }
+        },
+        "`mma_stages` takes stages that are pairs of tiles",
+    );
+    // Tiles of another shape than the accumulator's.
+    assert_error(
+        mma_kernel(8, quote!(4..8), (64, 128), accumulate_stages(64, 64)),
+        "the B tile has 128 rows, and the accumulator's columns (N) are 64",
+    );
+    // A stage held while `mma_stages` needs two of the ring's two slots.
+    assert_error(
+        mma_kernel(
+            8,
+            quote!(4..8),
+            (64, 64),
+            quote! {
+                let mut acc = Accumulator::<64, 64>::zero();
+                let Some(first) = rx.recv().await else { return };
+                acc.mma(&first.0, &first.1).await;
+                acc.mma_stages(&rx, 4).await;
+                acc.store(c, 64, [0, 0]);
+            },
+        ),
+        "this receive waits while the role holds 1 slot of channel",
+    );
+    // The receiver by value.
+    assert_error(
+        mma_kernel(
+            8,
+            quote!(4..8),
+            (64, 64),
+            quote! {
+                let mut acc = Accumulator::<64, 64>::zero();
+                acc.mma_stages(rx, 4).await;
+                acc.store(c, 64, [0, 0]);
+            },
+        ),
+        "pass the receiver by reference",
+    );
 }
 
 #[needs_ptxas]
 fn a_gemm_assembles_without_spills_or_serialized_wgmmas() {
-    for (warps, roles, m) in [(12, quote!(4..12), 128), (8, quote!(4..8), 64)] {
-        let k = one(mma_kernel(warps, roles, (m, 256), accumulate(m, 256)));
+    let gemms = [
+        (12, quote!(4..12), 128, false),
+        (8, quote!(4..8), 64, false),
+        (12, quote!(4..12), 128, true),
+    ];
+    for (warps, roles, m, stages) in gemms {
+        let body = if stages {
+            accumulate_stages(m, 256)
+        } else {
+            accumulate(m, 256)
+        };
+        let k = one(mma_kernel(warps, roles, (m, 256), body));
         let ptxas = gpu_async_compiler::ptxas::locate().unwrap_or_else(|e| panic!("{e}"));
         let report = gpu_async_compiler::ptxas::assemble(&ptxas, &k.name, &k.ptx)
             .unwrap_or_else(|log| panic!("ptxas rejected `{}`:\n{log}", k.name));
@@ -338,7 +509,7 @@ fn accumulators_belong_to_role_code_and_store_to_float_slices() {
             c[0] = acc.get(0);
         },
     );
-    assert_error(k, "an accumulator has `mma(&a, &b)` and `store(out, cols, [row, col])`; `get` is not one of its methods");
+    assert_error(k, "an accumulator has `mma(&a, &b)`, `mma_stages(&rx, count)` and `store(out, cols, [row, col])`; `get` is not one of its methods");
 }
 
 #[test]

@@ -416,9 +416,15 @@ impl<T: Payload, const DEPTH: usize> Receiver<T, DEPTH> {
     /// the sender, which waits for a slot to be released.
     #[track_caller]
     pub fn recv(&self) -> Recv<'_, T, DEPTH> {
+        self.recv_at(Location::caller())
+    }
+
+    /// [`Receiver::recv`] reported, should it wait forever, at `at` (the user's call of a
+    /// library operation that receives).
+    pub(crate) fn recv_at(&self, at: &'static Location<'static>) -> Recv<'_, T, DEPTH> {
         Recv {
             receiver: Some(self),
-            at: Location::caller(),
+            at,
             polled: false,
         }
     }

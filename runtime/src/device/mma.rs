@@ -13,11 +13,13 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use half::{bf16, f16};
 
+use super::channel::{Payload, Receiver};
 use super::matrix::Tile;
 use crate::matrix::TileScalar;
 
@@ -165,6 +167,55 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         }
         Mma {
             _borrows: PhantomData,
+        }
+    }
+
+    /// Receives the next `count` stages of `rx`, each a pair of tiles `(a, b)`, and adds each
+    /// `a · bᵀ` to the accumulator as [`Accumulator::mma`] does, in the order they come; each
+    /// stage is released after its product. The output is whether all `count` came: `false`
+    /// when the channel ended first (the stages that came are accumulated all the same).
+    ///
+    /// This is the main loop of a GEMM's compute role, written so that the tensor cores never
+    /// wait for it: on the GPU one stage's mma keeps running while the next stage is received
+    /// and its mma issued, and a stage is released as soon as its mma has completed
+    /// (`wgmma.wait_group 1`); the last one is waited for before the future completes. It holds
+    /// two stages at a time, so the channel's ring needs two slots or more (a compile error
+    /// otherwise). The future borrows the accumulator mutably and the receiver.
+    ///
+    /// ```ignore
+    /// let mut acc = Accumulator::<128, 256>::zero();
+    /// if !acc.mma_stages(&rx, k_tiles).await {
+    ///     return; // the loader ended early
+    /// }
+    /// acc.store(c, n, [row, col]);
+    /// ```
+    ///
+    /// ```compile_fail,E0502
+    /// use gpu_async::device::{bf16, channel, Accumulator, Tile};
+    /// let (_tx, rx) = channel::<(Tile<bf16, 64, 64>, Tile<bf16, 32, 64>), 2>();
+    /// let mut acc = Accumulator::<64, 32>::zero();
+    /// let stages = acc.mma_stages(&rx, 1);
+    /// acc.store(&mut [0.0f32; 64 * 32][..], 32, [0, 0]); // the future still borrows `acc`
+    /// drop(stages);
+    /// ```
+    #[track_caller]
+    pub fn mma_stages<'a, T: MmaScalar, const K: usize, const D: usize>(
+        &'a mut self,
+        rx: &'a Receiver<(Tile<T, M, K>, Tile<T, N, K>), D>,
+        count: usize,
+    ) -> impl Future<Output = bool> + 'a
+    where
+        (Tile<T, M, K>, Tile<T, N, K>): Payload,
+    {
+        let at = Location::caller();
+        async move {
+            for _ in 0..count {
+                let Some(stage) = rx.recv_at(at).await else {
+                    return false;
+                };
+                self.mma(&stage.0, &stage.1).await;
+            }
+            true
         }
     }
 

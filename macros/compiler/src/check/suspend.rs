@@ -73,6 +73,7 @@ fn suspends(
                 }
                 ExprKind::Reserve(_) => waits(e, "waits for a free slot (`reserve()`)"),
                 ExprKind::Recv(_) => waits(e, "waits for an item (`recv()`)"),
+                ExprKind::MmaStages { .. } => waits(e, "waits for items (`mma_stages()`)"),
                 ExprKind::CopyFrom(..) | ExprKind::CopyTo(..) => {
                     waits(e, "copies a slot (`copy_from`/`copy_to`)")
                 }

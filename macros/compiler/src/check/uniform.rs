@@ -477,6 +477,7 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         K::MatrixDim(m, _) => vec![m],
         K::AccumulatorZero => vec![],
         K::Mma { acc, a, b } => vec![acc, a, b],
+        K::MmaStages { acc, rx, count } => vec![acc, rx, count],
         K::AccumulatorStore {
             acc,
             out,

@@ -653,7 +653,8 @@ impl Kernel {
                     self.val(*b)
                 )?
             }
-            Inst::MmaWait => write!(f, "mma_wait")?,
+            Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
+            Inst::MmaWait { pending } => write!(f, "mma_wait pending {pending}")?,
             Inst::AccStore {
                 acc,
                 elem,

@@ -673,9 +673,9 @@ pub enum Inst {
         elem: Scalar,
         k_steps: u32,
     },
-    /// `wgmma.wait_group 0`: every mma the warpgroup issued has completed, and its accumulator
-    /// values are written.
-    MmaWait,
+    /// `wgmma.wait_group pending`: every mma the warpgroup issued has completed but the
+    /// `pending` it issued last, and the accumulator values of the completed ones are written.
+    MmaWait { pending: u32 },
     /// `acc.store(..)`: each thread of the role stores its own accumulator values, converted to
     /// `elem`, to a row-major matrix in global memory whose rows are `row_bytes` apart: value
     /// `4 j + 2 h + e` (of the fragment layout, see [`Inst::Mma`]) goes `8 h` rows and `8 j + e`
@@ -886,7 +886,7 @@ impl Inst {
     pub fn meets_role_threads(&self) -> bool {
         matches!(
             self,
-            Inst::RoleBarrier { .. } | Inst::Mma { .. } | Inst::MmaWait
+            Inst::RoleBarrier { .. } | Inst::Mma { .. } | Inst::MmaWait { .. }
         ) || matches!(self, Inst::ParFor(p) if p.reduce.is_some())
     }
 
@@ -937,7 +937,7 @@ impl Inst {
             | Inst::RoleStore { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
-            | Inst::MmaWait
+            | Inst::MmaWait { .. }
             | Inst::AccStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }

@@ -20,7 +20,7 @@ impl Lowerer<'_> {
         let v = self.expr(e);
         self.result_unused = false;
         // A temporary that holds something (an issued mma) is dropped at the statement's end.
-        if matches!(v, Val::PendingMma) {
+        if matches!(v, Val::PendingMma(_)) {
             self.drop_value(&v, e.span);
         }
     }

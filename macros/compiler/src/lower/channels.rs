@@ -36,11 +36,12 @@ impl Lowerer<'_> {
                 col,
             } => self.tile_load(slot, matrix, (row, col), inner.span),
             ExprKind::Mma { acc, a, b } => {
-                if let Val::PendingMma = self.mma_issue(acc, a, b, inner.span) {
-                    self.emit(Inst::MmaWait);
+                if let Val::PendingMma(group) = self.mma_issue(acc, a, b, inner.span) {
+                    self.mma_wait_for(group);
                 }
                 Val::Unit
             }
+            ExprKind::MmaStages { acc, rx, count } => self.mma_stages(acc, rx, count, inner.span),
             ExprKind::Local(id) => self.await_local(*id, inner.span),
             _ => Val::Unit,
         }
@@ -97,7 +98,7 @@ impl Lowerer<'_> {
                     format!("`recv()` on channel `{name}`"),
                     span,
                 );
-                self.check_held(c, rx, span);
+                self.check_held(c, rx, 1, span);
                 let at = self
                     .holds_implicit_slot(c, rx)
                     .then(|| self.new_value(Scalar::U32, None));

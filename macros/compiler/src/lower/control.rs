@@ -40,7 +40,7 @@ impl Lowerer<'_> {
             }
             // `let _ = value;` drops the value at once (an issued mma: its wait).
             LetPattern::Ignore => {
-                if matches!(v, Val::PendingMma) {
+                if matches!(v, Val::PendingMma(_)) {
                     self.drop_value(&v, init.span);
                 }
             }

@@ -102,6 +102,7 @@ impl Lowerer<'_> {
             },
             ExprKind::Reserve(_)
             | ExprKind::Recv(_)
+            | ExprKind::MmaStages { .. }
             | ExprKind::CopyFrom(..)
             | ExprKind::TileLoad { .. }
             | ExprKind::CopyTo(..)

@@ -56,6 +56,18 @@ impl Lowerer<'_> {
         true
     }
 
+    /// The registers and the `N` of accumulator `acc`, which an mma at `span` of the current
+    /// role writes (if the role can: see [`Lowerer::mma_role`]).
+    pub(super) fn role_accumulator(&mut self, acc: &Expr, span: Span) -> Option<(Vec<Value>, u32)> {
+        let Ty::Accumulator { m, n } = acc.ty else {
+            return None;
+        };
+        let Val::Acc(values) = self.expr(acc) else {
+            return None;
+        };
+        self.mma_role(m, span).then_some((values, n))
+    }
+
     /// `Accumulator::<M, N>::zero()`: `N / 2` registers of `0.0`.
     pub(super) fn accumulator_zero(&mut self, ty: &Ty, span: Span) -> Val {
         let Ty::Accumulator { m, n } = *ty else {
@@ -102,13 +114,18 @@ impl Lowerer<'_> {
         let (slot, part) = tile_of(tile);
         self.check_not_copied(slot, span);
         let s = self.expr(slot);
-        let (chan, _) = self.slot_parts(&s)?;
+        self.slot_tile(&s, part)
+    }
+
+    /// The shared address of tile `part` of slot `s`, its element type, rows and columns.
+    pub(super) fn slot_tile(&mut self, s: &Val, part: u32) -> Option<(Value, Scalar, u32, u32)> {
+        let (chan, _) = self.slot_parts(s)?;
         let ty = &self.channels[chan.0 as usize].ty;
         let (elem, rows, cols) = ty.elem.tile_part(part)?;
         let offset = ty.part_offsets().get(part as usize).copied().unwrap_or(0);
         let key = self.slot_key(chan);
         self.access(key);
-        let (_, mut addr) = self.slot_addr(&s)?;
+        let (_, mut addr) = self.slot_addr(s)?;
         if offset != 0 {
             let at = self.konst(Scalar::U32, Imm::Int(offset));
             addr = self.binary(BinOp::Add, addr, at);
@@ -119,20 +136,28 @@ impl Lowerer<'_> {
     /// `acc.mma(&a, &b)`: the warpgroup's mma over its 64 rows of `a` and all of `b`, issued;
     /// the pending mma, which its await or its drop waits for.
     pub(super) fn mma_issue(&mut self, acc: &Expr, a: &Expr, b: &Expr, span: Span) -> Val {
-        let Ty::Accumulator { m, n } = acc.ty else {
+        let Some((values, n)) = self.role_accumulator(acc, span) else {
             return Val::Unit;
         };
-        let Val::Acc(values) = self.expr(acc) else {
+        let (Some(a), Some(b)) = (self.mma_tile(a, span), self.mma_tile(b, span)) else {
             return Val::Unit;
         };
-        if !self.mma_role(m, span) {
-            return Val::Unit;
-        }
-        let (Some((a_addr, elem, _, cols)), Some((b_addr, _, _, _))) =
-            (self.mma_tile(a, span), self.mma_tile(b, span))
-        else {
-            return Val::Unit;
-        };
+        self.emit_mma(values, a, b.0, n);
+        let group = self.mma_issued;
+        self.mma_issued += 1;
+        self.mma_groups.push(group);
+        Val::PendingMma(group)
+    }
+
+    /// The mma of the warpgroup's rows of the A tile `(a_addr, elem, rows, cols)` and the B tile
+    /// at `b_addr` into the accumulator `values` of `n` columns.
+    pub(super) fn emit_mma(
+        &mut self,
+        values: Vec<Value>,
+        (a_addr, elem, _, cols): (Value, Scalar, u32, u32),
+        b_addr: Value,
+        n: u32,
+    ) {
         // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each.
         let warp = self.lane_register(true);
         let two = self.konst(Scalar::U32, Imm::Int(2));
@@ -151,16 +176,39 @@ impl Lowerer<'_> {
             elem,
             k_steps: cols / MMA_K_STEP,
         });
-        Val::PendingMma
     }
 
     /// `pending.await` of a local holding an issued mma: the wait; the local is used up.
     pub(super) fn await_local(&mut self, id: LocalId, span: Span) -> Val {
-        if let Val::PendingMma = self.local_value(id) {
-            self.emit(Inst::MmaWait);
+        if let Val::PendingMma(group) = self.local_value(id) {
+            self.mma_wait_for(group);
             self.mark_moved(id, span);
         }
         Val::Unit
+    }
+
+    /// The wait for issued mma `group`: `wgmma.wait_group` with the number of mmas issued after
+    /// it that may still run, which it leaves running. Mmas issued and waited for in nested code
+    /// are not counted, which only makes the wait wait for more.
+    pub(super) fn mma_wait_for(&mut self, group: u32) {
+        match self.mma_groups.iter().position(|&g| g == group) {
+            Some(at) => {
+                let pending = (self.mma_groups.len() - at - 1) as u32;
+                self.emit(Inst::MmaWait { pending });
+                // The mmas issued before it complete with it.
+                self.mma_groups.drain(..=at);
+            }
+            // Completed on every path to here already.
+            None => self.emit(Inst::MmaWait { pending: 0 }),
+        }
+    }
+
+    /// After nested code, the mmas that may still run: those that may on the path around it
+    /// (`before`) or through it.
+    pub(super) fn merge_mma_groups(&mut self, before: Vec<u32>) {
+        self.mma_groups.extend(before);
+        self.mma_groups.sort_unstable();
+        self.mma_groups.dedup();
     }
 
     /// `acc.store(out, cols, [row, col])`: each thread stores its fragment's values, converted

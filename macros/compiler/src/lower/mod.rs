@@ -28,6 +28,7 @@ mod loops;
 mod math;
 mod matrices;
 mod mma;
+mod mma_stages;
 mod operators;
 mod options;
 mod ownership;
@@ -150,6 +151,10 @@ struct Lowerer<'p> {
     ended: HashSet<(ChannelId, u32)>,
     /// The receivers the current role has closed: `recv` answers `None`.
     closed_rx: HashSet<(ChannelId, u32)>,
+    /// The issued mmas (see [`values::Val::PendingMma`]) that may still be running where the
+    /// code being lowered is, oldest first; and the number the next one gets.
+    mma_groups: Vec<u32>,
+    mma_issued: u32,
     /// The current role's receivers: for each channel, the subscriptions it took, in the order
     /// of its arguments (their index is which of the role's receivers of the channel each is).
     role_receivers: HashMap<ChannelId, Vec<u32>>,
@@ -290,6 +295,8 @@ impl<'p> Lowerer<'p> {
             closing: HashSet::new(),
             ended: HashSet::new(),
             closed_rx: HashSet::new(),
+            mma_groups: Vec::new(),
+            mma_issued: 0,
             role_receivers: HashMap::new(),
             subscriptions: HashMap::new(),
             claimed: HashSet::new(),
@@ -428,7 +435,9 @@ impl Lowerer<'_> {
             return Block::default();
         }
         self.blocks.push(Vec::new());
+        let before = self.mma_groups.clone();
         f(self);
+        self.merge_mma_groups(before);
         Block(self.blocks.pop().unwrap_or_default())
     }
 

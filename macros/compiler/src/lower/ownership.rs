@@ -94,7 +94,7 @@ impl Lowerer<'_> {
                 | Val::RecvSlot(_)
                 | Val::SendSlot(_)
                 | Val::OptRecvSlot { .. }
-                | Val::PendingMma
+                | Val::PendingMma(_)
         );
         self.frame().locals.insert(local, v);
         if owned {
@@ -155,14 +155,15 @@ impl Lowerer<'_> {
         (n, implicit)
     }
 
-    /// A `recv` of receiver `(chan, rx)` while the role holds as many of its slots as the ring
-    /// has would wait forever (the sender needs one of them back): an error at the receive.
-    pub(super) fn check_held(&mut self, chan: ChannelId, rx: u32, span: Span) {
+    /// A receive of receiver `(chan, rx)` that holds `taking` of its slots at once, while the
+    /// role holds so many that the ring has fewer left, would wait forever (the sender needs
+    /// one of them back): an error at the receive.
+    pub(super) fn check_held(&mut self, chan: ChannelId, rx: u32, taking: u32, span: Span) {
         let (held, _) = self.held_slots(chan, rx);
         let depth = self.channels[chan.0 as usize].ty.depth;
-        if held >= depth {
+        if held + taking > depth {
             let name = self.channels[chan.0 as usize].name.clone();
-            self.diags.error(span, format!("this receive waits while the role holds {held} slot{} of channel `{name}`, whose ring has {depth}: the sender needs one of them back before it can send, so it would wait forever; make the ring deeper (`channel::<_, {}>()`) or release a slot first", if held == 1 { "" } else { "s" }, held + 1));
+            self.diags.error(span, format!("this receive waits while the role holds {held} slot{} of channel `{name}`, whose ring has {depth}: the sender needs one of them back before it can send, so it would wait forever; make the ring deeper (`channel::<_, {}>()`) or release a slot first", if held == 1 { "" } else { "s" }, held + taking));
         }
     }
 
@@ -235,7 +236,7 @@ impl Lowerer<'_> {
         match *v {
             // Dropped unawaited, an issued mma is waited for all the same: its tiles' slots
             // and its accumulator are free again after the drop, in Rust's borrows as here.
-            Val::PendingMma => self.emit(Inst::MmaWait),
+            Val::PendingMma(group) => self.mma_wait_for(group),
             Val::Sender(c) => {
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(

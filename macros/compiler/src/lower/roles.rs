@@ -82,6 +82,7 @@ impl Lowerer<'_> {
         self.role_stores.clear();
         self.ended.clear();
         self.closed_rx.clear();
+        self.mma_groups.clear();
         self.role_receivers.clear();
         let name = self.prog.function(*fid).name.clone();
         let mut body = self.sub_block(|l| {

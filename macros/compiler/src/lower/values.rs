@@ -107,9 +107,9 @@ pub(super) enum Val {
     Array(Vec<Value>),
     /// An `Accumulator<M, N>`: the thread's `N / 2` `f32` values of its warpgroup's fragment.
     Acc(Vec<Value>),
-    /// An issued mma not yet awaited (`let pending = acc.mma(&a, &b);`): its await, or its
-    /// drop, waits for it.
-    PendingMma,
+    /// An issued mma not yet awaited (`let pending = acc.mma(&a, &b);`), by its number in the
+    /// role: its await, or its drop, waits for it (and for those issued before it).
+    PendingMma(u32),
     /// A `static` table of the module, in constant memory.
     ConstTable(u32),
     /// A tuple of scalars.

@@ -321,14 +321,21 @@ impl Writer<'_> {
             self.line(format!("not.pred {}, {some};", ring.closed))?;
         }
         let key = (chan, rx);
-        match (slot, self.unroll.as_mut()) {
+        // In a copy of an unrolled loop the ring's slot is a constant, not its register.
+        let constant = self
+            .unroll
+            .as_ref()
+            .and_then(|u| u.slots.get(&key).copied());
+        match (slot, constant) {
             // A slot of its own: the held register stays with the slot it holds.
-            (Some(dst), _) => self.line(format!("mov.u32 {dst}, {};", ring.slot))?,
-            (None, Some(u)) if u.slots.contains_key(&key) => {
-                let at = u.slots.get(&key).copied().unwrap_or(0);
-                u.held.insert(key, at);
+            (Some(dst), Some(at)) => self.line(format!("mov.u32 {dst}, {at};"))?,
+            (Some(dst), None) => self.line(format!("mov.u32 {dst}, {};", ring.slot))?,
+            (None, Some(at)) => {
+                if let Some(u) = self.unroll.as_mut() {
+                    u.held.insert(key, at);
+                }
             }
-            _ => self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?,
+            (None, None) => self.line(format!("mov.u32 {}, {};", ring.held, ring.slot))?,
         }
         self.advance(key, ring, c.ty.depth)
     }

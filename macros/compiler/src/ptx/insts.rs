@@ -112,7 +112,7 @@ impl Writer<'_> {
                 elem,
                 k_steps,
             } => self.mma(acc, (*a, *b), *n, *elem, *k_steps),
-            Inst::MmaWait => self.mma_wait(),
+            Inst::MmaWait { pending } => self.mma_wait(*pending),
             Inst::AccStore {
                 acc,
                 elem,

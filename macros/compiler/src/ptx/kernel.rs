@@ -476,6 +476,10 @@ impl Writer<'_> {
             ends_leave,
         });
         self.abort_label = format!("$abort_{index}");
+        let mut role_issues_mmas = false;
+        crate::ir::for_each_inst(&r.body, &mut |i| {
+            role_issues_mmas |= matches!(i, Inst::Mma { .. })
+        });
         self.trace_role_start()?;
         self.block(&r.body)?;
         if copies_out {
@@ -488,6 +492,11 @@ impl Writer<'_> {
         self.line("bra $exit;")?;
         let abort_label = std::mem::replace(&mut self.abort_label, "$exit".to_string());
         self.place_label(&abort_label)?;
+        if role_issues_mmas {
+            // Mmas may be in flight where a wait branches here; without this wait ptxas adds
+            // one on every such branch, in the loops too, to keep their registers.
+            self.mma_wait(0)?;
+        }
         self.trace_role_end()?;
         self.line("exit;")?;
         let stubs = std::mem::take(&mut self.stubs);

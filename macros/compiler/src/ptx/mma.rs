@@ -176,8 +176,8 @@ impl Writer<'_> {
         Ok(d)
     }
 
-    /// `wgmma.wait_group 0`.
-    pub(super) fn mma_wait(&mut self) -> WriteResult {
-        self.line("wgmma.wait_group.sync.aligned 0;")
+    /// `wgmma.wait_group pending`: all but the last `pending` mma groups have completed.
+    pub(super) fn mma_wait(&mut self, pending: u32) -> WriteResult {
+        self.line(format!("wgmma.wait_group.sync.aligned {pending};"))
     }
 }

@@ -545,6 +545,17 @@ pub enum ExprKind {
         /// The `N` x `K` tile.
         b: Box<Expr>,
     },
+    /// `acc.mma_stages(&rx, count)`: a future that receives the next `count` stages of `rx`,
+    /// each a pair of tiles `(a, b)`, and adds each `a · bᵀ` to the accumulator; its output is
+    /// whether all `count` came (`false` when the channel ended first).
+    MmaStages {
+        /// The accumulator, a local.
+        acc: Box<Expr>,
+        /// The receiver, a local.
+        rx: Box<Expr>,
+        /// The number of stages, a `usize`.
+        count: Box<Expr>,
+    },
     /// `acc.store(out, cols, [row, col])`: the accumulator, converted to `out`'s element type,
     /// into the row-major matrix `out` of `cols` columns at (`row`, `col`), clipped at its
     /// edges.

@@ -63,7 +63,7 @@ impl Verifier<'_> {
             | Inst::BarrierWait { .. }
             | Inst::RoleBarrier { .. } => self.sync_inst(inst, role, in_par),
             Inst::ParFor(p) => self.par_for(p, role, in_par),
-            Inst::Mma { .. } | Inst::MmaWait | Inst::AccStore { .. } => {
+            Inst::Mma { .. } | Inst::MmaWait { .. } | Inst::AccStore { .. } => {
                 self.mma_inst(inst, role, in_par)
             }
         }

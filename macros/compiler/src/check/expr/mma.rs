@@ -60,14 +60,7 @@ impl Checker<'_> {
         };
         match name {
             "mma" if self.want_args(m, 2) => {
-                if !self.no_channel_ops_in_par(span, "mma") {
-                    return err(span);
-                }
-                if !matches!(receiver.kind, ExprKind::Local(_)) {
-                    self.diags.error(
-                        receiver.span,
-                        "an mma accumulates into an accumulator held in a local: `acc.mma(&a, &b)` with `let mut acc = Accumulator::<M, N>::zero();`",
-                    );
+                if !self.mma_in_role_code(&receiver, "mma(&a, &b)", span) {
                     return err(span);
                 }
                 let a = self.mma_operand(&mut m.args[0], "A", rows);
@@ -92,12 +85,15 @@ impl Checker<'_> {
                     span,
                 )
             }
+            "mma_stages" if self.want_args(m, 2) => {
+                self.accumulator_stages(receiver, m, (rows, cols), span)
+            }
             "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, span),
-            "mma" | "store" => err(span),
+            "mma" | "mma_stages" | "store" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_stages(&rx, count)` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }
@@ -154,13 +150,28 @@ impl Checker<'_> {
                 return None;
             }
         };
-        let (elem, tile_rows, tile_cols) = chan.elem.tile_part(part)?;
+        let (elem, _, tile_cols) = chan.elem.tile_part(part)?;
+        if !self.mma_tile_fits(arg_span, which, chan.elem.tile_part(part)?, rows) {
+            return None;
+        }
+        Some((tile, elem, tile_cols))
+    }
+
+    /// Whether a tile of `elem`, `tile_rows` x `tile_cols` can be the `which` operand of an mma
+    /// whose operand has `rows` rows; if not, says why at `arg_span`.
+    fn mma_tile_fits(
+        &mut self,
+        arg_span: Span,
+        which: &str,
+        (elem, tile_rows, tile_cols): (Scalar, u32, u32),
+        rows: u32,
+    ) -> bool {
         if !matches!(elem, Scalar::Bf16 | Scalar::F16) {
             self.diags.error(
                 arg_span,
                 format!("the tensor cores' mma takes tiles of `bf16` or `f16` (accumulating in `f32`); the {which} tile holds `{elem}`"),
             );
-            return None;
+            return false;
         }
         if tile_rows != rows {
             let (dim, what) = if which == "A" {
@@ -172,16 +183,106 @@ impl Checker<'_> {
                 arg_span,
                 format!("the {which} tile has {tile_rows} rows, and the accumulator's {what} ({dim}) are {rows}: an mma of an `Accumulator<M, N>` takes an M x K tile A and an N x K tile B (it adds A · Bᵀ)"),
             );
-            return None;
+            return false;
         }
         if tile_cols * elem.size() != MMA_ROW_BYTES {
             self.diags.error(
                 arg_span,
                 format!("the {which} tile's rows are {} bytes ({tile_cols} `{elem}`s): an mma reads tiles whose rows are 128 bytes (K = 64 for `{elem}`), laid out with the 128-byte swizzle its descriptors name; load K in steps of 64", tile_cols * elem.size()),
             );
-            return None;
+            return false;
         }
-        Some((tile, elem, tile_cols))
+        true
+    }
+
+    /// Whether an mma (`acc.call`) is outside parallel loops and into an accumulator held in
+    /// a local; if not, says so.
+    fn mma_in_role_code(&mut self, acc: &Expr, call: &str, span: Span) -> bool {
+        let name = call.split('(').next().unwrap_or(call);
+        if !self.no_channel_ops_in_par(span, name) {
+            return false;
+        }
+        if !matches!(acc.kind, ExprKind::Local(_)) {
+            self.diags.error(
+                acc.span,
+                format!("an mma accumulates into an accumulator held in a local: `acc.{call}` with `let mut acc = Accumulator::<M, N>::zero();`"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// `acc.mma_stages(&rx, count)`: `rx` a receiver of pairs of tiles that are the A (`rows` x
+    /// K) and B (`cols` x K) operands of an mma into the accumulator.
+    fn accumulator_stages(
+        &mut self,
+        acc: Expr,
+        m: &mut syn::ExprMethodCall,
+        (rows, cols): (u32, u32),
+        span: Span,
+    ) -> Expr {
+        if !self.mma_in_role_code(&acc, "mma_stages(&rx, count)", span) {
+            return err(span);
+        }
+        let arg_span = super::span_of(&m.args[0]);
+        let syn::Expr::Reference(r) = &mut m.args[0] else {
+            self.diags.error(
+                arg_span,
+                "pass the receiver by reference: `acc.mma_stages(&rx, count)`",
+            );
+            self.expr(&mut m.args[0], None);
+            return err(span);
+        };
+        let rx = self.expr(&mut r.expr, None);
+        let chan = match &rx.ty {
+            Ty::Receiver(c) if matches!(rx.kind, ExprKind::Local(_)) => c.clone(),
+            Ty::Error => return err(span),
+            other => {
+                self.diags.error(
+                    rx.span,
+                    format!("`mma_stages` receives from a channel's receiver held in a local, `&rx`; found `{other}`"),
+                );
+                return err(span);
+            }
+        };
+        let tiles = chan.elem.tiles();
+        let [a, b] = tiles[..] else {
+            self.diags.error(
+                rx.span,
+                format!("`mma_stages` takes stages that are pairs of tiles, `(Tile<T, M, K>, Tile<T, N, K>)` (A and B of each mma); this channel carries `{}`", Ty::Receiver(chan.clone())),
+            );
+            return err(span);
+        };
+        if !self.mma_tile_fits(rx.span, "A", a, rows) || !self.mma_tile_fits(rx.span, "B", b, cols)
+        {
+            return err(span);
+        }
+        if a.0 != b.0 || a.2 != b.2 {
+            self.diags.error(
+                rx.span,
+                format!("the two tiles of an mma have one element type and one K (their columns): A is {} columns of `{}`, B {} columns of `{}`", a.2, a.0, b.2, b.0),
+            );
+            return err(span);
+        }
+        if chan.depth < 2 {
+            self.diags.error(
+                rx.span,
+                "`mma_stages` holds two stages at a time (one whose mma runs while the next is received): give the channel a ring of 2 slots or more (`channel::<_, 4>()`)",
+            );
+            return err(span);
+        }
+        let usize_ty = Ty::Scalar(Scalar::Usize);
+        let mut count = self.expr(&mut m.args[1], Some(&usize_ty));
+        self.expect(&mut count, &usize_ty);
+        mk(
+            ExprKind::MmaStages {
+                acc: Box::new(acc),
+                rx: Box::new(rx),
+                count: Box::new(count),
+            },
+            Ty::Future(Box::new(Ty::Scalar(Scalar::Bool))),
+            span,
+        )
     }
 
     /// `acc.store(out, cols, [row, col])`.
