@@ -3,7 +3,8 @@
 //! grouped order (16 tile rows take their tiles column by column, so that their A and B tiles
 //! stay in L2); in each block one warp loads a 128 x 64 tile of A and a 256 x 64 tile of B per
 //! stage with tile loads (the TMA on the GPU) into a 4-stage ring, and two warpgroups accumulate
-//! them with `wgmma` (each 64 rows of the tile), then store their rows of C. Any shape works:
+//! them with `wgmma` (each 64 rows of the tile), one stage's mma running while the next is
+//! received (`mma_stages`), then store their rows of C. Any shape works:
 //! tiles past the edges load zeros and the stores stop at the edges.
 //!
 //! The loader is one warp, and the other three warps of its warpgroup idle (they leave at the
@@ -88,7 +89,7 @@ pub mod gemm {
     async fn compute(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
-        mut rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), 4>,
+        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), 4>,
         c: &mut [f32],
     ) {
         let tiles_m = (a.rows() + BM - 1) / BM;
@@ -98,11 +99,9 @@ pub mod gemm {
         while t < tiles_m * tiles_n {
             let (row, col) = tile_corner(t, tiles_m, tiles_n);
             let mut acc = Accumulator::<BM, BN>::zero();
-            for _ in 0..steps {
-                let Some(stage) = rx.recv().await else {
-                    return;
-                };
-                acc.mma(&stage.0, &stage.1).await;
+            // One stage's mma runs while the next is received and issued.
+            if !acc.mma_stages(&rx, steps).await {
+                return;
             }
             acc.store(c, b.rows(), [row, col]);
             t += block_count();
