@@ -43,8 +43,6 @@ impl Lowerer<'_> {
             format!("`mma_stages()` receiving from channel `{name}`"),
             span,
         );
-        let key = self.slot_key(chan);
-        self.access(key);
         self.emit(Inst::Const {
             dst: ok,
             imm: Imm::Bool(true),
