@@ -133,13 +133,17 @@ fn a_kept_mma_is_waited_for_at_its_await_or_its_drop() {
             y.store(c, 128, [0, 64]);
         }
     };
+    // The kernel with `wait` in place of the waits, and its first two `wgmma.wait_group`s.
+    let compiled = |wait: TokenStream| one(mma_kernel(8, quote!(4..8), (64, 64), body(wait)));
+    let first_waits = |ptx: &str| -> Vec<String> {
+        ptx.lines()
+            .filter(|l| l.contains("wgmma.wait_group"))
+            .map(|l| l.trim().to_string())
+            .take(2)
+            .collect()
+    };
     // Two in flight, then their awaits: both issued before the first wait.
-    let k = one(mma_kernel(
-        8,
-        quote!(4..8),
-        (64, 64),
-        body(quote!(p.await; q.await;)),
-    ));
+    let k = compiled(quote!(p.await; q.await;));
     let ptx = &k.ptx;
     let commits: Vec<usize> = ptx
         .match_indices("wgmma.commit_group")
@@ -152,46 +156,23 @@ fn a_kept_mma_is_waited_for_at_its_await_or_its_drop() {
         "both mmas issue before a wait"
     );
     // The first await leaves the second mma running; the second waits for it.
-    let waits = |ptx: &str| -> Vec<String> {
-        ptx.lines()
-            .filter(|l| l.contains("wgmma.wait_group"))
-            .map(|l| l.trim().to_string())
-            .collect()
-    };
-    assert_eq!(
-        waits(ptx)[..2],
+    let (older_first, both) = (
         [
             "wgmma.wait_group.sync.aligned 1;",
-            "wgmma.wait_group.sync.aligned 0;"
-        ]
-    );
-    // Awaited newest first, the first wait is for both, and the second waits for nothing more.
-    let k = one(mma_kernel(
-        8,
-        quote!(4..8),
-        (64, 64),
-        body(quote!(q.await; p.await;)),
-    ));
-    assert_eq!(
-        waits(&k.ptx)[..2],
+            "wgmma.wait_group.sync.aligned 0;",
+        ],
         [
             "wgmma.wait_group.sync.aligned 0;",
-            "wgmma.wait_group.sync.aligned 0;"
-        ]
+            "wgmma.wait_group.sync.aligned 0;",
+        ],
     );
+    assert_eq!(first_waits(ptx), older_first);
+    // Awaited newest first, the first wait is for both, and the second waits for nothing more.
+    assert_eq!(first_waits(&compiled(quote!(q.await; p.await;)).ptx), both);
     // Dropped without an await, each is waited for all the same, before its stage is released.
-    let k = one(mma_kernel(
-        8,
-        quote!(4..8),
-        (64, 64),
-        body(quote!(drop(p); drop(q);)),
-    ));
     assert_eq!(
-        waits(&k.ptx)[..2],
-        [
-            "wgmma.wait_group.sync.aligned 1;",
-            "wgmma.wait_group.sync.aligned 0;"
-        ]
+        first_waits(&compiled(quote!(drop(p); drop(q);)).ptx),
+        older_first
     );
     // A statement that issues an mma and drops it waits at once.
     let k = one(mma_kernel(
