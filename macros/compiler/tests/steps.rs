@@ -1,7 +1,7 @@
 //! How the PTX writer meets a role's threads and spreads index loops over them: the role
 //! barrier of a kernel's only role is `bar.sync 0` (a role of some warps keeps its mbarrier),
 //! and a loop over a few whole steps of indices issues every step's loads before the first
-//! step's store.
+//! step's store, computing the later steps' addresses from the first step's.
 
 use gpu_async_compiler::compile;
 use proc_macro2::TokenStream;
@@ -85,5 +85,40 @@ fn index_steps_issue_every_load_before_the_first_shared_store() {
         let first_store = ptx.find("st.shared.f32").expect("the tile's stores");
         let loads_before = ptx[..first_store].matches("ld.global.f32").count();
         assert_eq!(loads_before, steps, "{warps} warps:\n{ptx}");
+    }
+}
+
+#[test]
+fn later_steps_compute_their_addresses_from_the_first_steps() {
+    for warps in [2usize, 4, 8] {
+        let ptx = ptx(transpose(warps));
+        let steps = 1024 / (32 * warps);
+        let loads: Vec<&str> = ptx
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("ld.global.f32 "))
+            .map(|l| l.split(['[', ']']).nth(1).expect("a load's address"))
+            .collect();
+        assert_eq!(loads.len(), steps, "{warps} warps:\n{ptx}");
+        // Step k's address is step 0's plus k * (32 * warps / 32) rows of n floats: one `mad`
+        // by the parameter `n`, not the index arithmetic again.
+        for (k, addr) in loads.iter().enumerate().skip(1) {
+            let def = ptx
+                .lines()
+                .map(str::trim)
+                .find(|l| l.split([' ', ',']).nth(1) == Some(*addr))
+                .unwrap_or_else(|| panic!("no definition of {addr}:\n{ptx}"));
+            let rows = k * warps * 4;
+            assert!(
+                def.starts_with(&format!("mad.lo.u64 {addr}, %rd"))
+                    && def.ends_with(&format!(", {rows}, {};", loads[0])),
+                "{warps} warps, step {k}: {def}\n{ptx}"
+            );
+        }
+        // The index divided by the tile's width in step 0 only.
+        // (`i / 32` is in the tile's row and in the source's row.)
+        let start = ptx.find("// par_for").expect("the first loop");
+        let end = ptx.find("st.shared.f32").expect("the tile's stores");
+        let shifts = ptx[start..end].matches("shr.u64").count();
+        assert_eq!(shifts, 2, "{warps} warps:\n{ptx}");
     }
 }

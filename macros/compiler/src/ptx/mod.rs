@@ -35,6 +35,7 @@ mod mma;
 mod parallel;
 mod reduce;
 mod scan;
+mod step_deltas;
 mod tiles;
 mod trace;
 mod types;

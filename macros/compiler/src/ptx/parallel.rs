@@ -3,15 +3,22 @@
 //! accesses, [`UNROLL`] groups per step, and a scalar loop for the tail; loops over a constant
 //! count that the threads cover in one pass, without a loop.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::error::WriteResult;
+use super::step_deltas::stepped_def;
 use super::types::{bits_ty, mem_ty, space_name, Class};
 use super::Writer;
 use crate::ir::{Block, Inst, ParFor, Space, Value};
 
 /// Groups of four elements each thread handles per step of an unrolled vector loop.
 pub(super) const UNROLL: u32 = 4;
+
+/// The most steps of a loop over indices alone written as straight-line code: each step keeps
+/// its loaded values in registers of its own until the step's stores (a 64 x 64 transpose tile
+/// on 8 warps, 16 steps, uses 58 registers).
+const MAX_INDEX_STEPS: u64 = 16;
 
 impl Writer<'_> {
     pub(super) fn par_for(&mut self, p: &ParFor) -> WriteResult {
@@ -47,7 +54,10 @@ impl Writer<'_> {
             // A loop over a few whole steps of indices alone (a tile of `(0..1024)` over 256
             // threads): straight-line steps, so that ptxas can issue every step's loads first.
             let steps = n / u64::from(threads.max(1));
-            if p.sources.is_empty() && n % u64::from(threads.max(1)) == 0 && steps <= 8 {
+            if p.sources.is_empty()
+                && n % u64::from(threads.max(1)) == 0
+                && steps <= MAX_INDEX_STEPS
+            {
                 return self.par_index_steps(p, steps as u32, threads);
             }
             // Slots (and their field arrays) start 16-byte aligned: whole groups of four.
@@ -244,6 +254,9 @@ impl Writer<'_> {
                 .into_iter()
                 .chain(p.body.0.iter().flat_map(Inst::defs))
                 .collect();
+            let deltas = self.step_deltas(&p.body, p.index, u64::from(threads));
+            // Step 0's register of each value with a delta.
+            let mut firsts: HashMap<Value, String> = HashMap::new();
             let before = std::mem::take(&mut self.body);
             // units[k][j]: step `k`'s text of the body's instruction `j` (unit 0: its index).
             let mut units: Vec<Vec<String>> = Vec::new();
@@ -259,7 +272,24 @@ impl Writer<'_> {
                 }
                 let mut step = vec![std::mem::take(&mut self.body)];
                 for inst in &p.body.0 {
-                    self.inst(inst)?;
+                    let from_first = match stepped_def(inst)
+                        .and_then(|d| Some((d, deltas.get(&d)?)))
+                    {
+                        Some((dst, &delta)) if k > 0 => match firsts.get(&dst).cloned() {
+                            Some(first) => self.write_step_value(dst, &first, delta, k.into())?,
+                            None => false,
+                        },
+                        _ => false,
+                    };
+                    if !from_first {
+                        self.inst(inst)?;
+                    }
+                    if k == 0 {
+                        if let Some(dst) = stepped_def(inst).filter(|d| deltas.contains_key(d)) {
+                            let r = self.reg(dst);
+                            firsts.insert(dst, r);
+                        }
+                    }
                     step.push(std::mem::take(&mut self.body));
                 }
                 units.push(step);
