@@ -183,7 +183,7 @@ fn softmax_on_the_gpu() -> gpu_async::Result<()> {
 #[test]
 fn transpose_on_the_simulator() -> gpu_async::Result<()> {
     let dev = Device::simulator();
-    for n in [32, 64, 160] {
+    for n in [64, 128, 192] {
         let bad = transpose::run_and_check(&dev, transpose::tile_grid(n), n, n as u64)?;
         assert_eq!(bad, 0, "transpose: n = {n}");
     }
@@ -193,7 +193,7 @@ fn transpose_on_the_simulator() -> gpu_async::Result<()> {
 #[needs_gpu]
 fn transpose_on_the_gpu() -> gpu_async::Result<()> {
     let dev = devices::gpu();
-    for n in [32, 96, 1024, 4096] {
+    for n in [64, 192, 1024, 4096] {
         let bad = transpose::run_and_check(&dev, transpose::tile_grid(n), n, n as u64)?;
         assert_eq!(bad, 0, "transpose: n = {n}");
     }
