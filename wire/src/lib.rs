@@ -271,6 +271,29 @@ impl TileBox {
             _ => None,
         }
     }
+
+    /// The column blocks a tile of this shape is stored as in shared memory, for elements of
+    /// `elem_bytes`: a row longer than 128 bytes that is a whole number of 128-byte lines is
+    /// split into lines, and the tile is that many blocks of `rows` × 128 bytes one after
+    /// another (block `b` holds columns `b * 128 / elem_bytes ..`), each with the 128-byte
+    /// swizzle: the layout the tensor cores read for a K of more than 64 16-bit elements, and
+    /// for an operand whose rows run along N. Any other tile is one block.
+    pub const fn column_blocks(self, elem_bytes: u32) -> u32 {
+        match self.cols.checked_mul(elem_bytes) {
+            Some(bytes) if bytes > 128 && bytes % 128 == 0 => bytes / 128,
+            _ => 1,
+        }
+    }
+
+    /// The box one copy of a tile of this shape moves: the tile itself, or one of its
+    /// [`column_blocks`](Self::column_blocks); a tile load copies each block with the same
+    /// tensor map.
+    pub const fn load_box(self, elem_bytes: u32) -> TileBox {
+        TileBox {
+            rows: self.rows,
+            cols: self.cols / self.column_blocks(elem_bytes),
+        }
+    }
 }
 
 /// What happens at a reportable place of the user's source.
@@ -405,6 +428,20 @@ mod tests {
         assert_eq!(tile(64, 128).swizzle_bytes(2), None);
         assert_eq!(tile(64, 8).swizzle_bytes(2), None);
         assert_eq!(tile(1, u32::MAX).swizzle_bytes(4), None);
+    }
+
+    #[test]
+    fn rows_of_whole_128_byte_lines_are_stored_as_column_blocks() {
+        let tile = |rows, cols| TileBox { rows, cols };
+        assert_eq!(tile(64, 256).column_blocks(2), 4);
+        assert_eq!(tile(64, 256).load_box(2), tile(64, 64));
+        assert_eq!(tile(128, 128).load_box(2), tile(128, 64));
+        assert_eq!(tile(8, 64).load_box(4), tile(8, 32));
+        assert_eq!(tile(64, 64).load_box(2), tile(64, 64));
+        assert_eq!(tile(4, 96).column_blocks(2), 1);
+        assert_eq!(tile(4, 12).load_box(4), tile(4, 12));
+        assert_eq!(tile(1, u32::MAX).column_blocks(4), 1);
+        assert_eq!(tile(64, 256).load_box(2).swizzle_bytes(2), Some(128));
     }
 
     #[test]

@@ -123,10 +123,21 @@ fn tile_align(elem: Scalar, cols: u32) -> u64 {
 
 /// The swizzle span in bytes (128, 64 or 32) of a tile whose rows are `cols` elements of
 /// `elem`, or `None` (rows stored plainly): a row of exactly a span's bytes takes that span's
-/// swizzle, as the tensor cores' operand layouts do. It is the runtime's rule
-/// (`TileBox::swizzle_bytes`), which encodes the tensor map the load uses.
+/// swizzle, as the tensor cores' operand layouts do, and so do the 128-byte column blocks of a
+/// row of several 128-byte lines. It is the runtime's rule (`TileBox::load_box` and
+/// `TileBox::swizzle_bytes`), which encodes the tensor map the load uses.
 pub fn tile_swizzle_bytes(elem: Scalar, cols: u32) -> Option<u32> {
-    gpu_async_wire::TileBox { rows: 1, cols }.swizzle_bytes(elem.size())
+    let size = elem.size();
+    gpu_async_wire::TileBox { rows: 1, cols }
+        .load_box(size)
+        .swizzle_bytes(size)
+}
+
+/// The column blocks a tile of `cols` columns of `elem` is stored as, and the columns of each
+/// (see [`gpu_async_wire::TileBox::column_blocks`]).
+pub fn tile_column_blocks(elem: Scalar, cols: u32) -> (u32, u32) {
+    let blocks = gpu_async_wire::TileBox { rows: 1, cols }.column_blocks(elem.size());
+    (blocks, cols / blocks)
 }
 
 /// The element types a matrix parameter and a tile hold: the tensor cores' 16-bit floats, and

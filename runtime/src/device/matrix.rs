@@ -173,11 +173,24 @@ fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize
         rows: u32::try_from(rows).unwrap_or(u32::MAX),
         cols: u32::try_from(cols).unwrap_or(u32::MAX),
     };
-    let spec = tile_map_spec(T::ELEM, m.rows, m.cols, tile, 0);
-    match load_box(m.name, &m.data, &spec, row as u64, col as u64) {
-        Ok(elems) => elems,
-        Err(err) => panic!("load: {err}"),
+    // The box of one copy: the tile, or one of its column blocks (as the GPU copies it).
+    let block = tile.load_box(T::ELEM.size_bytes() as u32);
+    let spec = tile_map_spec(T::ELEM, m.rows, m.cols, block, 0);
+    let block_cols = block.cols as usize;
+    let mut elems = vec![T::default(); rows * cols];
+    for b in 0..cols / block_cols.max(1) {
+        let from = (col + b * block_cols) as u64;
+        match load_box(m.name, &m.data, &spec, row as u64, from) {
+            Ok(part) => {
+                for (r, part_row) in part.chunks_exact(block_cols).enumerate() {
+                    let at = r * cols + b * block_cols;
+                    elems[at..at + block_cols].copy_from_slice(part_row);
+                }
+            }
+            Err(err) => panic!("load: {err}"),
+        }
     }
+    elems
 }
 
 /// A pair of tiles, as a channel payload: `channel::<(Tile<bf16, 128, 64>, Tile<bf16, 256,
@@ -255,6 +268,25 @@ mod tests {
         assert_eq!(corner.elems()[..5], [409.0, 410.0, 411.0, 412.0, 0.0]);
         assert_eq!(*load_tile::<2, 4>(&m, [6, 0]), [[0.0; 4]; 2]);
         assert_eq!(*load_tile::<2, 4>(&m, [MAX_COORD, MAX_COORD]), [[0.0; 4]; 2]);
+    }
+
+    #[test]
+    fn a_tile_of_column_blocks_reads_as_one_box() {
+        // Rows of 64 f32 (256 bytes) are two column blocks of 32; the second runs past the
+        // matrix's 80 columns.
+        let m = matrix(4, 80);
+        let tile = load_tile::<3, 64>(&m, [2, 30]);
+        for (r, row) in tile.iter().enumerate() {
+            for (c, &x) in row.iter().enumerate() {
+                let (i, j) = (2 + r, 30 + c);
+                let want = if i < 4 && j < 80 {
+                    (100 * i + j + 1) as f32
+                } else {
+                    0.0
+                };
+                assert_eq!(x, want, "({r}, {c})");
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::values::Val;
 use super::Lowerer;
 use crate::ir::{self, BinOp, Imm, Inst, Space, Value};
 use crate::tir::{Expr, ExprKind};
-use crate::types::{tile_swizzle_bytes, Scalar, Ty};
+use crate::types::{tile_column_blocks, tile_swizzle_bytes, Scalar, Ty};
 use gpu_async_wire::TileBox;
 
 /// The slot expression of a tile (`slot`, or `stage` of `stage.1`) and which tile of the payload
@@ -77,7 +77,8 @@ impl Lowerer<'_> {
             });
             corner[k] = narrow;
         }
-        let tile = TileBox { rows, cols };
+        // A tile of several column blocks is loaded a block at a time through one map.
+        let tile = TileBox { rows, cols }.load_box(elem.size());
         let boxes = self.matrix_boxes.entry(param).or_default();
         let map = match boxes.iter().position(|b| *b == tile) {
             Some(k) => k,
@@ -138,12 +139,25 @@ impl Lowerer<'_> {
             dst
         };
         let (r32, c32) = (narrow(self, r), narrow(self, c));
-        let row_bytes = self.konst(Scalar::U32, Imm::Int(u64::from(cols * size)));
+        // Column `c` lies in column block `c / block_cols`, `rows` lines of the block's row
+        // bytes apart (one block, the whole row, unless the rows are several 128-byte lines).
+        let (blocks, block_cols) = tile_column_blocks(elem, cols);
+        let (c32, block_off) = if blocks > 1 {
+            let width = self.konst(Scalar::U32, Imm::Int(u64::from(block_cols)));
+            let block = self.binary(BinOp::Div, c32, width);
+            let within = self.binary(BinOp::Rem, c32, width);
+            let block_bytes =
+                self.konst(Scalar::U32, Imm::Int(u64::from(rows * block_cols * size)));
+            (within, Some(self.binary(BinOp::Mul, block, block_bytes)))
+        } else {
+            (c32, None)
+        };
+        let row_bytes = self.konst(Scalar::U32, Imm::Int(u64::from(block_cols * size)));
         let esize = self.konst(Scalar::U32, Imm::Int(u64::from(size)));
         let row_off = self.binary(BinOp::Mul, r32, row_bytes);
         let col_off = self.binary(BinOp::Mul, c32, esize);
         let mut off = self.binary(BinOp::Add, row_off, col_off);
-        // The swizzle applies within the tile, which starts on its pattern's repeat.
+        // The swizzle applies within the block, which starts on its pattern's repeat.
         if let Some(span_bytes) = tile_swizzle_bytes(elem, cols) {
             // The 16-byte chunk's index (bits 4 and up) XOR the 128-byte line's (bits 7 and
             // up), over the span's chunks: the placement the tensor map's swizzle gives.
@@ -153,6 +167,9 @@ impl Lowerer<'_> {
             let mask = self.konst(Scalar::U32, Imm::Int(mask));
             let bits = self.binary(BinOp::And, line, mask);
             off = self.binary(BinOp::Xor, off, bits);
+        }
+        if let Some(block_off) = block_off {
+            off = self.binary(BinOp::Add, off, block_off);
         }
         if part_offset != 0 {
             let at = self.konst(Scalar::U32, Imm::Int(part_offset));

@@ -1,6 +1,7 @@
 //! Tile loads: a reserved `Tile<T, R, C>` slot filled from a matrix parameter by one
-//! `cp.async.bulk.tensor.2d` (the TMA), issued by the role's elected thread through the tensor
-//! map of the tile's shape, completing on the slot's `full` barrier.
+//! `cp.async.bulk.tensor.2d` (the TMA) per column block of the tile, issued by the role's
+//! elected thread through the tensor map of the block's shape, completing on the slot's `full`
+//! barrier.
 //!
 //! The tensor map is a 128-byte kernel parameter (`.param .align 128 .b8 ..[128]`, as nvcc
 //! passes a `__grid_constant__ CUtensorMap`); the copy takes its generic address (`cvta.param`).
@@ -13,7 +14,7 @@ use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
 use crate::ir::{ChannelId, ParamKind, Value};
-use crate::types::tile_bytes;
+use crate::types::{tile_bytes, tile_column_blocks};
 use gpu_async_wire::trace::TraceEvent;
 
 impl Writer<'_> {
@@ -57,10 +58,27 @@ impl Writer<'_> {
         self.line(format!(
             "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {bytes};"
         ))?;
-        // The box's coordinates run innermost first: the column, then the row.
-        self.line(format!(
-            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{dst}], [{tmap}, {{{col}, {row}}}], [{full}];"
-        ))?;
+        // The box's coordinates run innermost first: the column, then the row. A tile of
+        // several column blocks takes one copy per block, the next block's columns into the
+        // next `rows` lines.
+        let (blocks, block_cols) = tile_column_blocks(elem, cols);
+        let block_bytes = tile_bytes(elem, rows, block_cols);
+        for b in 0..blocks {
+            let (into, from) = if b == 0 {
+                (dst.clone(), col.clone())
+            } else {
+                let (into, from) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                self.line(format!(
+                    "add.u32 {into}, {dst}, {};",
+                    u64::from(b) * block_bytes
+                ))?;
+                self.line(format!("add.u32 {from}, {col}, {};", b * block_cols))?;
+                (into, from)
+            };
+            self.line(format!(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{into}], [{tmap}, {{{from}, {row}}}], [{full}];"
+            ))?;
+        }
         self.place_label(&skip)?;
         self.trace_copy(TraceEvent::CopyInEnd, chan)
     }

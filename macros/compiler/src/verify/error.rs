@@ -209,7 +209,7 @@ impl fmt::Display for VerifyError {
                 map,
             } => write!(
                 f,
-                "tile load into channel {} through map {map} of parameter {param}, which is not a tensor map of the tile's shape",
+                "tile load into channel {} through map {map} of parameter {param}, which is not a tensor map of the shape of the tile's column blocks",
                 channel.0
             ),
             E::ChannelOutsideShared { channel } => {

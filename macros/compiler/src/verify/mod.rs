@@ -261,10 +261,9 @@ impl Verifier<'_> {
         let matrix = self.k.params.get(param as usize).map(|p| &p.kind);
         let fits = match (tile, matrix) {
             (Some((elem, rows, cols)), Some(ParamKind::Matrix { elem: e, boxes, .. })) => {
-                *e == elem
-                    && boxes
-                        .get(map as usize)
-                        .is_some_and(|b| b.rows == rows && b.cols == cols)
+                // One copy per column block of the tile, each of the block's shape.
+                let block = gpu_async_wire::TileBox { rows, cols }.load_box(elem.size());
+                *e == elem && boxes.get(map as usize) == Some(&block)
             }
             _ => false,
         };
