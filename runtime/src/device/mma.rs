@@ -170,6 +170,44 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         }
     }
 
+    /// `self += a · b`: `a` is `M` × `K` and `b` is `K` × `N`, both row-major (`b`'s rows run
+    /// along N), so that element (i, j) gains the sum over `k` of `a[i][k] * b[k][j]`: the
+    /// product of row-major A and B as they are, without a transposed copy of B. The sum is
+    /// taken in the order of [`mma`](Self::mma) (steps of 16 in increasing `k`), and the future
+    /// borrows as `mma`'s does.
+    ///
+    /// On the GPU `b`'s rows are whole 128-byte lines (N a multiple of 64), stored as column
+    /// blocks of 64 columns, and the tensor cores read it transposed (`imm-trans-b`).
+    ///
+    /// ```compile_fail,E0502
+    /// use gpu_async::device::{bf16, Accumulator, Payload, Tile};
+    /// let (a, b) = <(Tile<bf16, 64, 64>, Tile<bf16, 64, 64>) as Payload>::zeroed();
+    /// let mut acc = Accumulator::<64, 64>::zero();
+    /// let pending = acc.mma_kn(&a, &b);
+    /// acc.store(&mut [0.0f32; 64 * 64][..], 64, [0, 0]); // the mma still borrows `acc`
+    /// drop(pending);
+    /// ```
+    pub fn mma_kn<'a, T: MmaScalar, const K: usize>(
+        &'a mut self,
+        a: &'a Tile<T, M, K>,
+        b: &'a Tile<T, K, N>,
+    ) -> Mma<'a> {
+        for (a_row, acc_row) in a.iter().zip(self.elems.chunks_exact_mut(N.max(1))) {
+            for (j, elem) in acc_row.iter_mut().enumerate() {
+                for (step, a_step) in a_row.chunks(K_STEP).enumerate() {
+                    let mut sum = 0.0f32;
+                    for (dk, &x) in a_step.iter().enumerate() {
+                        sum += x.widen() * b[step * K_STEP + dk][j].widen();
+                    }
+                    *elem += sum;
+                }
+            }
+        }
+        Mma {
+            _borrows: PhantomData,
+        }
+    }
+
     /// Receives the next `count` stages of `rx`, each a pair of tiles `(a, b)`, and adds each
     /// `a · bᵀ` to the accumulator as [`Accumulator::mma`] does, in the order they come; each
     /// stage is released after its product. The output is whether all `count` came: `false`
@@ -214,6 +252,38 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
                     return false;
                 };
                 self.mma(&stage.0, &stage.1).await;
+            }
+            true
+        }
+    }
+
+    /// [`mma_stages`](Self::mma_stages) over stages whose B tile is `K` × `N`: each stage
+    /// `(a, b)` adds `a · b` ([`mma_kn`](Self::mma_kn)).
+    ///
+    /// ```ignore
+    /// let (tx, rx) = channel::<(Tile<bf16, 128, 64>, Tile<bf16, 64, 256>), 4>();
+    /// // loader: stage.0.load(a, [row, k]), stage.1.load(b, [k, col])
+    /// let mut acc = Accumulator::<128, 256>::zero();
+    /// if !acc.mma_stages_kn(&rx, k_tiles).await {
+    ///     return;
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn mma_stages_kn<'a, T: MmaScalar, const K: usize, const D: usize>(
+        &'a mut self,
+        rx: &'a Receiver<(Tile<T, M, K>, Tile<T, K, N>), D>,
+        count: usize,
+    ) -> impl Future<Output = bool> + 'a
+    where
+        (Tile<T, M, K>, Tile<T, K, N>): Payload,
+    {
+        let at = Location::caller();
+        async move {
+            for _ in 0..count {
+                let Some(stage) = rx.recv_at(at).await else {
+                    return false;
+                };
+                self.mma_kn(&stage.0, &stage.1).await;
             }
             true
         }
@@ -292,6 +362,23 @@ mod tests {
     }
 
     const TINY: f32 = 1.0 / 4096.0; // 2^-12: a product of two is 2^-24, half an ulp of 1.0
+
+    #[test]
+    fn mma_kn_is_mma_of_the_transposed_b_bit_for_bit() {
+        let value = |x: usize| bf16::from_f32((x % 23) as f32 / 8.0 - 1.375);
+        let a = tile::<bf16, 64, 40>(|i, k| value(i * 7 + k * 3));
+        let b = tile::<bf16, 40, 24>(|k, j| value(k * 5 + j * 11 + 1));
+        let b_t = tile::<bf16, 24, 40>(|j, k| b[k][j]);
+        let (mut kn, mut nt) = (Accumulator::<64, 24>::zero(), Accumulator::<64, 24>::zero());
+        block_on(kn.mma_kn(&a, &b));
+        block_on(nt.mma(&a, &b_t));
+        assert_eq!(bits(&elems(&kn)), bits(&elems(&nt)));
+        // Element (3, 5) is the sum over k of a[3][k] * b[k][5].
+        let exact: f64 = (0..40)
+            .map(|k| f64::from(a[3][k].to_f32()) * f64::from(b[k][5].to_f32()))
+            .sum();
+        assert!((f64::from(elems(&kn)[3 * 24 + 5]) - exact).abs() < 1e-4);
+    }
 
     #[test]
     fn mma_adds_steps_of_16_each_summed_in_increasing_k() {

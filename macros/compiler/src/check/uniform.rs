@@ -476,8 +476,8 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         } => vec![slot, matrix, row, col],
         K::MatrixDim(m, _) => vec![m],
         K::AccumulatorZero => vec![],
-        K::Mma { acc, a, b } => vec![acc, a, b],
-        K::MmaStages { acc, rx, count } => vec![acc, rx, count],
+        K::Mma { acc, a, b, .. } => vec![acc, a, b],
+        K::MmaStages { acc, rx, count, .. } => vec![acc, rx, count],
         K::AccumulatorStore {
             acc,
             out,

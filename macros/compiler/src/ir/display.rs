@@ -642,15 +642,19 @@ impl Kernel {
                 n,
                 elem,
                 k_steps,
+                a_layout,
+                b_layout,
             } => {
                 let (first, last) = (acc.first().copied(), acc.last().copied());
                 write!(
                     f,
-                    "mma.m64n{n}k16.{elem} x{k_steps} acc [{}..{}], a_desc {}, b_desc {}",
+                    "mma.m64n{n}k16.{elem} x{k_steps} acc [{}..{}], a_desc {}{}, b_desc {}{}",
                     first.map_or_else(String::new, |v| self.val(v).to_string()),
                     last.map_or_else(String::new, |v| self.val(v).to_string()),
                     self.val(*a),
-                    self.val(*b)
+                    layout_note(*a_layout, *k_steps),
+                    self.val(*b),
+                    layout_note(*b_layout, *k_steps)
                 )?
             }
             Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
@@ -736,5 +740,15 @@ fn receiver(rx: u32) -> String {
         String::new()
     } else {
         format!(" rx{rx}")
+    }
+}
+
+/// How an mma operand's K steps leave a column block, when they do: nothing for a K-major tile
+/// of one block (K up to 64), the blocks' distance otherwise.
+fn layout_note(layout: MmaLayout, k_steps: u32) -> String {
+    match layout {
+        MmaLayout::KMajor { .. } if k_steps <= 4 => String::new(),
+        MmaLayout::KMajor { block } => format!(" (K blocks {block} B apart)"),
+        MmaLayout::NMajor { block } => format!(" (N-major, N blocks {block} B apart)"),
     }
 }

@@ -445,6 +445,21 @@ impl BinOp {
     }
 }
 
+/// How the tile of an mma operand lies in shared memory (16-bit elements in 128-byte lines with
+/// the 128-byte swizzle, in column blocks of 64 elements: see `TileBox::column_blocks`), which
+/// its descriptor names and its K steps follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MmaLayout {
+    /// K contiguous: the tile's rows are the operand's rows (M of A, N of B) and its columns
+    /// are K, in column blocks `block` bytes apart; K step `s` is `32 (s % 4)` bytes into block
+    /// `s / 4`.
+    KMajor { block: u32 },
+    /// N contiguous (a B tile of K rows and N columns): its column blocks of 64 N columns are
+    /// `block` bytes apart (the descriptor's leading byte offset), and K step `s` is the 16
+    /// rows from row `16 s`, `2048 s` bytes on; the mma reads it transposed (`imm-trans-b`).
+    NMajor { block: u32 },
+}
+
 /// A constant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Imm {
@@ -659,9 +674,9 @@ pub enum Inst {
     },
     /// `acc.mma(&a, &b)` on the tensor cores, by every thread of a warpgroup: `wgmma.fence`,
     /// then `k_steps` instructions `wgmma.mma_async` of shape m64n`n`k16 on `elem` inputs, the
-    /// `s`-th reading its operands `32 s` bytes on from the shared addresses `a` (the
-    /// warpgroup's 64 rows of the A tile) and `b` (the N rows of the B tile), `u32`s of tiles
-    /// whose 128-byte rows are stored with the 128-byte swizzle (the writer makes their
+    /// `s`-th reading K step `s` of its operands at the shared addresses `a` (the warpgroup's
+    /// 64 rows of the A tile) and `b` (the B tile), `u32`s of tiles stored in 128-byte lines
+    /// with the 128-byte swizzle, as `a_layout` and `b_layout` say (the writer makes their
     /// shared-memory matrix descriptors), then `wgmma.commit_group`. `acc` (the thread's
     /// `n / 2` `f32` values of the warpgroup's 64 x `n` fragment) is read and written; the
     /// values are only complete after [`Inst::MmaWait`].
@@ -672,6 +687,8 @@ pub enum Inst {
         n: u32,
         elem: Scalar,
         k_steps: u32,
+        a_layout: MmaLayout,
+        b_layout: MmaLayout,
     },
     /// `wgmma.wait_group pending`: every mma the warpgroup issued has completed but the
     /// `pending` it issued last, and the accumulator values of the completed ones are written.

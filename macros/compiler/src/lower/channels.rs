@@ -35,13 +35,18 @@ impl Lowerer<'_> {
                 row,
                 col,
             } => self.tile_load(slot, matrix, (row, col), inner.span),
-            ExprKind::Mma { acc, a, b } => {
-                if let Val::PendingMma(group) = self.mma_issue(acc, a, b, inner.span) {
+            ExprKind::Mma { acc, a, b, b_kn } => {
+                if let Val::PendingMma(group) = self.mma_issue(acc, a, (b, *b_kn), inner.span) {
                     self.mma_wait_for(group);
                 }
                 Val::Unit
             }
-            ExprKind::MmaStages { acc, rx, count } => self.mma_stages(acc, rx, count, inner.span),
+            ExprKind::MmaStages {
+                acc,
+                rx,
+                count,
+                b_kn,
+            } => self.mma_stages(acc, rx, count, *b_kn, inner.span),
             ExprKind::Local(id) => self.await_local(*id, inner.span),
             _ => Val::Unit,
         }

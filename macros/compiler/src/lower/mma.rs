@@ -14,7 +14,7 @@ use proc_macro2::Span;
 use super::matrices::tile_of;
 use super::values::Val;
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Value};
+use crate::ir::{BinOp, Imm, Inst, MmaLayout, Value};
 use crate::tir::{Expr, ExprKind, LocalId};
 use crate::types::{Scalar, Ty, MMA_K_STEP, MMA_ROW_BYTES};
 
@@ -133,32 +133,39 @@ impl Lowerer<'_> {
         Some((addr, elem, rows, cols))
     }
 
-    /// `acc.mma(&a, &b)`: the warpgroup's mma over its 64 rows of `a` and all of `b`, issued;
-    /// the pending mma, which its await or its drop waits for.
-    pub(super) fn mma_issue(&mut self, acc: &Expr, a: &Expr, b: &Expr, span: Span) -> Val {
+    /// `acc.mma(&a, &b)` (`b_kn`: `acc.mma_kn(&a, &b)`): the warpgroup's mma over its 64 rows
+    /// of `a` and all of `b`, issued; the pending mma, which its await or its drop waits for.
+    pub(super) fn mma_issue(
+        &mut self,
+        acc: &Expr,
+        a: &Expr,
+        (b, b_kn): (&Expr, bool),
+        span: Span,
+    ) -> Val {
         let Some((values, n)) = self.role_accumulator(acc, span) else {
             return Val::Unit;
         };
         let (Some(a), Some(b)) = (self.mma_tile(a, span), self.mma_tile(b, span)) else {
             return Val::Unit;
         };
-        self.emit_mma(values, a, b.0, n);
+        self.emit_mma(values, a, (b, b_kn), n);
         let group = self.mma_issued;
         self.mma_issued += 1;
         self.mma_groups.push(group);
         Val::PendingMma(group)
     }
 
-    /// The mma of the warpgroup's rows of the A tile `(a_addr, elem, rows, cols)` and the B tile
-    /// at `b_addr` into the accumulator `values` of `n` columns.
+    /// The mma of the warpgroup's rows of the A tile `(a_addr, elem, rows, cols)` and the B
+    /// tile (`b_kn`: of K rows and N columns) into the accumulator `values` of `n` columns.
+    /// Both tiles are stored in 128-byte lines, in column blocks of `rows` lines each.
     pub(super) fn emit_mma(
         &mut self,
         values: Vec<Value>,
-        (a_addr, elem, _, cols): (Value, Scalar, u32, u32),
-        b_addr: Value,
+        (a_addr, elem, a_rows, a_cols): (Value, Scalar, u32, u32),
+        ((b_addr, _, b_rows, _), b_kn): ((Value, Scalar, u32, u32), bool),
         n: u32,
     ) {
-        // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each.
+        // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each into every block.
         let warp = self.lane_register(true);
         let two = self.konst(Scalar::U32, Imm::Int(2));
         let group = self.binary(BinOp::Shr, warp, two);
@@ -167,14 +174,23 @@ impl Lowerer<'_> {
             Imm::Int(u64::from(WARPGROUP_ROWS * MMA_ROW_BYTES)),
         );
         let offset = self.binary(BinOp::Mul, group, rows_bytes);
-        let a_rows = self.binary(BinOp::Add, a_addr, offset);
+        let a_rows_addr = self.binary(BinOp::Add, a_addr, offset);
+        let b_block = b_rows * MMA_ROW_BYTES;
         self.emit(Inst::Mma {
             acc: values,
-            a: a_rows,
+            a: a_rows_addr,
             b: b_addr,
             n,
             elem,
-            k_steps: cols / MMA_K_STEP,
+            k_steps: a_cols / MMA_K_STEP,
+            a_layout: MmaLayout::KMajor {
+                block: a_rows * MMA_ROW_BYTES,
+            },
+            b_layout: if b_kn {
+                MmaLayout::NMajor { block: b_block }
+            } else {
+                MmaLayout::KMajor { block: b_block }
+            },
         });
     }
 

@@ -20,7 +20,14 @@ use crate::types::Scalar;
 impl Lowerer<'_> {
     /// `acc.mma_stages(&rx, count).await`: whether all `count` stages came (`false` when the
     /// channel ended first; the stages that came are accumulated all the same).
-    pub(super) fn mma_stages(&mut self, acc: &Expr, rx: &Expr, count: &Expr, span: Span) -> Val {
+    pub(super) fn mma_stages(
+        &mut self,
+        acc: &Expr,
+        rx: &Expr,
+        count: &Expr,
+        b_kn: bool,
+        span: Span,
+    ) -> Val {
         let Some((values, n)) = self.role_accumulator(acc, span) else {
             return Val::Unit;
         };
@@ -50,6 +57,7 @@ impl Lowerer<'_> {
         let stages = Stages {
             values,
             n,
+            b_kn,
             chan,
             rx,
             site,
@@ -151,7 +159,7 @@ impl Lowerer<'_> {
             at: Some(at),
         });
         if let (Some(a), Some(b)) = (self.slot_tile(&slot, 0), self.slot_tile(&slot, 1)) {
-            self.emit_mma(s.values.clone(), a, b.0, s.n);
+            self.emit_mma(s.values.clone(), a, (b, s.b_kn), s.n);
         }
     }
 
@@ -169,6 +177,8 @@ impl Lowerer<'_> {
 struct Stages {
     values: Vec<Value>,
     n: u32,
+    /// Each stage's B is K x N (`mma_stages_kn`).
+    b_kn: bool,
     chan: ChannelId,
     rx: u32,
     site: SiteId,

@@ -111,7 +111,9 @@ impl Writer<'_> {
                 n,
                 elem,
                 k_steps,
-            } => self.mma(acc, (*a, *b), *n, *elem, *k_steps),
+                a_layout,
+                b_layout,
+            } => self.mma(acc, ((*a, *a_layout), (*b, *b_layout)), *n, *elem, *k_steps),
             Inst::MmaWait { pending } => self.mma_wait(*pending),
             Inst::AccStore {
                 acc,

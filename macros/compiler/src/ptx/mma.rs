@@ -7,55 +7,92 @@
 use super::error::WriteResult;
 use super::types::Class;
 use super::Writer;
-use crate::ir::Value;
+use crate::ir::{MmaLayout, Value};
 use crate::types::Scalar;
 
-/// The bytes one K step of 16 advances a descriptor by (16 16-bit elements of a row), in the
-/// descriptor's units of 16 bytes.
-const K_STEP_UNITS: u64 = 32 >> 4;
+/// The bytes one K step of 16 advances a K-major operand by within a 128-byte line (16 16-bit
+/// elements of a row).
+const K_STEP_BYTES: u64 = 32;
 
-/// The bits of a shared-memory matrix descriptor besides the start address: the leading byte
-/// offset (16 bytes, unused by a swizzled K-major operand), the stride byte offset (1024: 8
-/// rows of 128 bytes, the swizzle's repeat), each in units of 16 bytes, and the 128-byte
-/// swizzle (mode 1 in bits 62..64).
-const DESCRIPTOR_FIELDS: u64 = (16 >> 4) << 16 | (1024 >> 4) << 32 | 1 << 62;
+/// The bytes one K step of 16 advances an N-major operand by: 16 of its 128-byte rows.
+const N_MAJOR_STEP_BYTES: u64 = 16 * 128;
+
+/// K steps in one 128-byte line of a K-major operand (64 16-bit elements).
+const STEPS_PER_LINE: u64 = 4;
+
+/// The bits of a shared-memory matrix descriptor besides the start address and the leading
+/// byte offset: the stride byte offset (1024: 8 rows of 128 bytes, the swizzle's repeat), in
+/// units of 16 bytes, and the 128-byte swizzle (mode 1 in bits 62..64).
+const DESCRIPTOR_FIELDS: u64 = (1024 >> 4) << 32 | 1 << 62;
+
+/// The leading byte offset of a K-major operand with the 128-byte swizzle, which it does not
+/// use (16 bytes, 1 unit, as nvcc writes it).
+const K_MAJOR_LEADING: u64 = 16;
+
+/// The descriptor bits of an operand laid out as `layout`, besides its start address.
+fn descriptor_fields(layout: MmaLayout) -> u64 {
+    let leading = match layout {
+        MmaLayout::KMajor { .. } => K_MAJOR_LEADING,
+        // The next 64 N columns, the next column block.
+        MmaLayout::NMajor { block } => u64::from(block),
+    };
+    (leading >> 4) << 16 | DESCRIPTOR_FIELDS
+}
+
+/// The byte offset of K step `s` of an operand laid out as `layout`.
+fn step_offset(layout: MmaLayout, s: u64) -> u64 {
+    match layout {
+        MmaLayout::KMajor { block } => {
+            s / STEPS_PER_LINE * u64::from(block) + s % STEPS_PER_LINE * K_STEP_BYTES
+        }
+        MmaLayout::NMajor { .. } => s * N_MAJOR_STEP_BYTES,
+    }
+}
 
 impl Writer<'_> {
-    /// `wgmma.fence`, `k_steps` mmas m64n`n`k16, `wgmma.commit_group`.
+    /// `wgmma.fence`, `k_steps` mmas m64n`n`k16, `wgmma.commit_group`: the operands at the
+    /// shared addresses `a` and `b`, laid out as their layouts say.
     pub(super) fn mma(
         &mut self,
         acc: &[Value],
-        (a, b): (Value, Value),
+        ((a, a_layout), (b, b_layout)): ((Value, MmaLayout), (Value, MmaLayout)),
         n: u32,
         elem: Scalar,
         k_steps: u32,
     ) -> WriteResult {
         let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
         let regs = regs.join(",");
-        let (a, b) = (self.descriptor(a)?, self.descriptor(b)?);
+        let (a, b) = (self.descriptor(a, a_layout)?, self.descriptor(b, b_layout)?);
         let input = match elem {
             Scalar::F16 => "f16",
             _ => "bf16",
         };
-        // The descriptors of each K step, computed before the fence so that the mmas issue
-        // back to back.
+        // An N-major B is read transposed.
+        let trans_b = u32::from(matches!(b_layout, MmaLayout::NMajor { .. }));
+        // The descriptors of each K step (the start address is in units of 16 bytes), computed
+        // before the fence so that the mmas issue back to back.
         let mut steps = Vec::new();
         for s in 0..u64::from(k_steps) {
-            if s == 0 {
-                steps.push((a.clone(), b.clone()));
-                continue;
+            let mut step = Vec::new();
+            for (desc, layout) in [(&a, a_layout), (&b, b_layout)] {
+                let offset = step_offset(layout, s) >> 4;
+                if offset == 0 {
+                    step.push(desc.clone());
+                } else {
+                    let d = self.tmp(Class::B64);
+                    self.line(format!("add.s64 {d}, {desc}, {offset};"))?;
+                    step.push(d);
+                }
             }
-            let (sa, sb) = (self.tmp(Class::B64), self.tmp(Class::B64));
-            self.line(format!("add.s64 {sa}, {a}, {};", s * K_STEP_UNITS))?;
-            self.line(format!("add.s64 {sb}, {b}, {};", s * K_STEP_UNITS))?;
-            steps.push((sa, sb));
+            steps.push(step);
         }
         let scale = self.tmp(Class::Pred);
         self.line(format!("setp.ne.b32 {scale}, 1, 0;"))?;
         self.line("wgmma.fence.sync.aligned;")?;
-        for (sa, sb) in steps {
+        for step in steps {
             self.line(format!(
-                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} {{{regs}}}, {sa}, {sb}, {scale}, 1, 1, 0, 0;"
+                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} {{{regs}}}, {}, {}, {scale}, 1, 1, 0, {trans_b};",
+                step[0], step[1]
             ))?;
         }
         self.line("wgmma.commit_group.sync.aligned;")
@@ -165,14 +202,14 @@ impl Writer<'_> {
         self.place_label(&done)
     }
 
-    /// The shared-memory matrix descriptor of the tile at shared address `addr`: bits 4..18 of
-    /// the address, then [`DESCRIPTOR_FIELDS`].
-    fn descriptor(&mut self, addr: Value) -> WriteResult<String> {
+    /// The shared-memory matrix descriptor of the tile at shared address `addr` laid out as
+    /// `layout`: bits 4..18 of the address, then [`descriptor_fields`].
+    fn descriptor(&mut self, addr: Value, layout: MmaLayout) -> WriteResult<String> {
         let a = self.reg(addr);
         let (t, d) = (self.tmp(Class::B32), self.tmp(Class::B64));
         self.line(format!("bfe.u32 {t}, {a}, 4, 14;"))?;
         self.line(format!("cvt.u64.u32 {d}, {t};"))?;
-        self.line(format!("or.b64 {d}, {d}, {DESCRIPTOR_FIELDS};"))?;
+        self.line(format!("or.b64 {d}, {d}, {};", descriptor_fields(layout)))?;
         Ok(d)
     }
 

@@ -535,19 +535,22 @@ pub enum ExprKind {
     MatrixDim(Box<Expr>, bool),
     /// `Accumulator::<M, N>::zero()`
     AccumulatorZero,
-    /// `acc.mma(&a, &b)`: a future that adds `a · bᵀ` to the accumulator; `a` and `b` are
-    /// tiles of received slots (a slot, or `stage.0` of a pair).
+    /// `acc.mma(&a, &b)`: a future that adds `a · bᵀ` to the accumulator (`acc.mma_kn(&a,
+    /// &b)`: `a · b`); `a` and `b` are tiles of received slots (a slot, or `stage.0` of a pair).
     Mma {
         /// The accumulator, a local.
         acc: Box<Expr>,
         /// The `M` x `K` tile.
         a: Box<Expr>,
-        /// The `N` x `K` tile.
+        /// The `N` x `K` tile, or with `b_kn` the `K` x `N` one.
         b: Box<Expr>,
+        /// `mma_kn`: B is `K` x `N`.
+        b_kn: bool,
     },
     /// `acc.mma_stages(&rx, count)`: a future that receives the next `count` stages of `rx`,
-    /// each a pair of tiles `(a, b)`, and adds each `a · bᵀ` to the accumulator; its output is
-    /// whether all `count` came (`false` when the channel ended first).
+    /// each a pair of tiles `(a, b)`, and adds each `a · bᵀ` to the accumulator (with `b_kn`,
+    /// `mma_stages_kn`: each `a · b`); its output is whether all `count` came (`false` when the
+    /// channel ended first).
     MmaStages {
         /// The accumulator, a local.
         acc: Box<Expr>,
@@ -555,6 +558,8 @@ pub enum ExprKind {
         rx: Box<Expr>,
         /// The number of stages, a `usize`.
         count: Box<Expr>,
+        /// `mma_stages_kn`: each stage's B is `K` x `N`.
+        b_kn: bool,
     },
     /// `acc.store(out, cols, [row, col])`: the accumulator, converted to `out`'s element type,
     /// into the row-major matrix `out` of `cols` columns at (`row`, `col`), clipped at its

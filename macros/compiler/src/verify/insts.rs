@@ -4,7 +4,7 @@
 
 use super::{Verifier, VerifyError as E};
 use crate::ir::{
-    BinOp, Inst, LoopId, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp, VoteMode,
+    BinOp, Inst, LoopId, MmaLayout, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp, VoteMode,
 };
 use crate::types::Scalar;
 
@@ -109,6 +109,8 @@ impl Verifier<'_> {
             n,
             elem,
             k_steps,
+            a_layout,
+            b_layout,
         } = inst
         {
             for &v in acc {
@@ -124,7 +126,14 @@ impl Verifier<'_> {
                 && (8..=256).contains(n)
                 && acc.len() as u32 == *n / 2
                 && matches!(elem, Scalar::Bf16 | Scalar::F16)
-                && *k_steps > 0;
+                && *k_steps > 0
+                // A is K-major; the column blocks of a K of more than 64 lie somewhere; an
+                // N-major B comes in blocks of 64 columns.
+                && matches!(a_layout, MmaLayout::KMajor { .. })
+                && [a_layout, b_layout].into_iter().all(|l| match *l {
+                    MmaLayout::KMajor { block } => *k_steps <= 4 || block > 0,
+                    MmaLayout::NMajor { block } => block > 0 && *n % 64 == 0,
+                });
             if !shape_ok {
                 self.errors.push(E::MmaShape {
                     n: *n,

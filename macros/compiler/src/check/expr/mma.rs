@@ -1,6 +1,8 @@
 //! Tensor-core matrix multiply-accumulate: `Accumulator::<M, N>::zero()`, the future
-//! `acc.mma(&a, &b)` that adds `a · bᵀ` (two tiles of received slots) to it, and
-//! `acc.store(out, cols, [row, col])`, the epilogue that writes it to a row-major matrix.
+//! `acc.mma(&a, &b)` that adds `a · bᵀ` (two tiles of received slots) to it, `acc.mma_kn(&a,
+//! &b)` that adds `a · b` (B given as K x N), their loops over a channel's stages
+//! (`mma_stages`, `mma_stages_kn`), and `acc.store(out, cols, [row, col])`, the epilogue that
+//! writes it to a row-major matrix.
 //!
 //! What the types alone decide is checked here: the shapes the tensor cores take, the tiles'
 //! element types and layout, the output's element type. That `M` is 64 rows per warpgroup of the
@@ -59,20 +61,18 @@ impl Checker<'_> {
             return err(span);
         };
         match name {
-            "mma" if self.want_args(m, 2) => {
-                if !self.mma_in_role_code(&receiver, "mma(&a, &b)", span) {
+            "mma" | "mma_kn" if self.want_args(m, 2) => {
+                let kn = name == "mma_kn";
+                let call = if kn { "mma_kn(&a, &b)" } else { "mma(&a, &b)" };
+                if !self.mma_in_role_code(&receiver, call, span) {
                     return err(span);
                 }
-                let a = self.mma_operand(&mut m.args[0], "A", rows);
-                let b = self.mma_operand(&mut m.args[1], "B", cols);
+                let a = self.mma_operand(&mut m.args[0], Operand::A, rows, kn);
+                let b = self.mma_operand(&mut m.args[1], Operand::B, cols, kn);
                 let (Some((a, a_elem, a_k)), Some((b, b_elem, b_k))) = (a, b) else {
                     return err(span);
                 };
-                if a_elem != b_elem || a_k != b_k {
-                    self.diags.error(
-                        m.args.span(),
-                        format!("the two tiles of an mma have one element type and one K (their columns): A is {a_k} columns of `{a_elem}`, B {b_k} columns of `{b_elem}`"),
-                    );
+                if !self.same_k(m.args.span(), (a_elem, a_k), (b_elem, b_k), kn) {
                     return err(span);
                 }
                 mk(
@@ -80,34 +80,57 @@ impl Checker<'_> {
                         acc: Box::new(receiver),
                         a: Box::new(a),
                         b: Box::new(b),
+                        b_kn: kn,
                     },
                     Ty::PendingMma,
                     span,
                 )
             }
-            "mma_stages" if self.want_args(m, 2) => {
-                self.accumulator_stages(receiver, m, (rows, cols), span)
+            "mma_stages" | "mma_stages_kn" if self.want_args(m, 2) => {
+                let kn = name == "mma_stages_kn";
+                self.accumulator_stages(receiver, m, (rows, cols), kn, span)
             }
             "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, span),
-            "mma" | "mma_stages" | "store" => err(span),
+            "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_stages(&rx, count)` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }
         }
     }
 
+    /// Whether the A and B tiles of an mma (`kn`: of `mma_kn`) have one element type and one
+    /// K; if not, says so at `span`.
+    fn same_k(
+        &mut self,
+        span: Span,
+        (a_elem, a_k): (Scalar, u32),
+        (b_elem, b_k): (Scalar, u32),
+        kn: bool,
+    ) -> bool {
+        if a_elem == b_elem && a_k == b_k {
+            return true;
+        }
+        let b_k_is = if kn { "rows" } else { "columns" };
+        self.diags.error(
+            span,
+            format!("the two tiles of an mma have one element type and one K (A's columns, B's {b_k_is}): A is {a_k} columns of `{a_elem}`, B {b_k} {b_k_is} of `{b_elem}`"),
+        );
+        false
+    }
+
     /// An operand of an mma, `&tile`: a received tile slot or `stage.0` of a received pair,
-    /// whose rows are `rows` (the accumulator's `M` for A, `N` for B) and each 128 bytes of
-    /// `bf16` or `f16`. Its expression without the `&`, element type and columns.
+    /// that fits the operand (see [`Checker::mma_tile_fits`]). Its expression without the `&`,
+    /// element type and K.
     fn mma_operand(
         &mut self,
         arg: &mut syn::Expr,
-        which: &str,
-        rows: u32,
+        which: Operand,
+        extent: u32,
+        kn: bool,
     ) -> Option<(Expr, Scalar, u32)> {
         let arg_span = super::span_of(arg);
         let syn::Expr::Reference(r) = arg else {
@@ -150,49 +173,64 @@ impl Checker<'_> {
                 return None;
             }
         };
-        let (elem, _, tile_cols) = chan.elem.tile_part(part)?;
-        if !self.mma_tile_fits(arg_span, which, chan.elem.tile_part(part)?, rows) {
-            return None;
-        }
-        Some((tile, elem, tile_cols))
+        let shape = chan.elem.tile_part(part)?;
+        let k = self.mma_tile_fits(arg_span, which, shape, extent, kn)?;
+        Some((tile, shape.0, k))
     }
 
-    /// Whether a tile of `elem`, `tile_rows` x `tile_cols` can be the `which` operand of an mma
-    /// whose operand has `rows` rows; if not, says why at `arg_span`.
+    /// The K of a tile of `elem`, `tile_rows` x `tile_cols`, as the `which` operand of an mma
+    /// (`kn`: of `mma_kn`) whose operand has `extent` rows (A: the accumulator's M; B: its N),
+    /// if the tile fits it; if not, says why at `arg_span`. A K-major tile (A, or B of `mma`)
+    /// is `extent` x K, a B tile of `mma_kn` is K x `extent`; either has rows of whole 128-byte
+    /// lines, the 128-byte swizzle the descriptors name.
     fn mma_tile_fits(
         &mut self,
         arg_span: Span,
-        which: &str,
+        which: Operand,
         (elem, tile_rows, tile_cols): (Scalar, u32, u32),
-        rows: u32,
-    ) -> bool {
+        extent: u32,
+        kn: bool,
+    ) -> Option<u32> {
         if !matches!(elem, Scalar::Bf16 | Scalar::F16) {
             self.diags.error(
                 arg_span,
                 format!("the tensor cores' mma takes tiles of `bf16` or `f16` (accumulating in `f32`); the {which} tile holds `{elem}`"),
             );
-            return false;
+            return None;
         }
-        if tile_rows != rows {
-            let (dim, what) = if which == "A" {
-                ("M", "rows")
+        let takes = if kn {
+            "`mma_kn` of an `Accumulator<M, N>` takes an M x K tile A and a K x N tile B (it adds A · B)"
+        } else {
+            "an mma of an `Accumulator<M, N>` takes an M x K tile A and an N x K tile B (it adds A · Bᵀ)"
+        };
+        let n_major = kn && which == Operand::B;
+        let (dim, along, found, k) = match (which, n_major) {
+            (Operand::A, _) => ("M", "rows", tile_rows, tile_cols),
+            (Operand::B, false) => ("N", "rows", tile_rows, tile_cols),
+            (Operand::B, true) => ("N", "columns", tile_cols, tile_rows),
+        };
+        if found != extent {
+            self.diags.error(
+                arg_span,
+                format!("the {which} tile has {found} {along}, and the accumulator's {} ({dim}) are {extent}: {takes}", if dim == "M" { "rows" } else { "columns" }),
+            );
+            return None;
+        }
+        let row_bytes = tile_cols * elem.size();
+        if row_bytes % MMA_ROW_BYTES != 0 {
+            let per_line = MMA_ROW_BYTES / elem.size();
+            let (what, fix) = if n_major {
+                ("N", format!("make N a multiple of {per_line}"))
             } else {
-                ("N", "columns")
+                ("K", format!("load K in steps of {per_line}"))
             };
             self.diags.error(
                 arg_span,
-                format!("the {which} tile has {tile_rows} rows, and the accumulator's {what} ({dim}) are {rows}: an mma of an `Accumulator<M, N>` takes an M x K tile A and an N x K tile B (it adds A · Bᵀ)"),
+                format!("the {which} tile's rows are {row_bytes} bytes ({tile_cols} `{elem}`s): an mma reads tiles whose rows are whole 128-byte lines ({what} a multiple of {per_line} for `{elem}`), laid out with the 128-byte swizzle its descriptors name; {fix}"),
             );
-            return false;
+            return None;
         }
-        if tile_cols * elem.size() != MMA_ROW_BYTES {
-            self.diags.error(
-                arg_span,
-                format!("the {which} tile's rows are {} bytes ({tile_cols} `{elem}`s): an mma reads tiles whose rows are 128 bytes (K = 64 for `{elem}`), laid out with the 128-byte swizzle its descriptors name; load K in steps of 64", tile_cols * elem.size()),
-            );
-            return false;
-        }
-        true
+        Some(k)
     }
 
     /// Whether an mma (`acc.call`) is outside parallel loops and into an accumulator held in
@@ -212,62 +250,73 @@ impl Checker<'_> {
         true
     }
 
-    /// `acc.mma_stages(&rx, count)`: `rx` a receiver of pairs of tiles that are the A (`rows` x
-    /// K) and B (`cols` x K) operands of an mma into the accumulator.
+    /// `acc.mma_stages(&rx, count)` (`kn`: `mma_stages_kn`): `rx` a receiver of pairs of
+    /// tiles that are the A (`rows` x K) and B (`cols` x K, or K x `cols`) operands of an mma
+    /// into the accumulator.
     fn accumulator_stages(
         &mut self,
         acc: Expr,
         m: &mut syn::ExprMethodCall,
         (rows, cols): (u32, u32),
+        kn: bool,
         span: Span,
     ) -> Expr {
-        if !self.mma_in_role_code(&acc, "mma_stages(&rx, count)", span) {
+        let call = if kn {
+            "mma_stages_kn(&rx, count)"
+        } else {
+            "mma_stages(&rx, count)"
+        };
+        if !self.mma_in_role_code(&acc, call, span) {
             return err(span);
         }
         let arg_span = super::span_of(&m.args[0]);
         let syn::Expr::Reference(r) = &mut m.args[0] else {
             self.diags.error(
                 arg_span,
-                "pass the receiver by reference: `acc.mma_stages(&rx, count)`",
+                format!("pass the receiver by reference: `acc.{call}`"),
             );
             self.expr(&mut m.args[0], None);
             return err(span);
         };
         let rx = self.expr(&mut r.expr, None);
+        let name = call.split('(').next().unwrap_or(call);
         let chan = match &rx.ty {
             Ty::Receiver(c) if matches!(rx.kind, ExprKind::Local(_)) => c.clone(),
             Ty::Error => return err(span),
             other => {
                 self.diags.error(
                     rx.span,
-                    format!("`mma_stages` receives from a channel's receiver held in a local, `&rx`; found `{other}`"),
+                    format!("`{name}` receives from a channel's receiver held in a local, `&rx`; found `{other}`"),
                 );
                 return err(span);
             }
         };
         let tiles = chan.elem.tiles();
         let [a, b] = tiles[..] else {
+            let pair = if kn {
+                "(Tile<T, M, K>, Tile<T, K, N>)"
+            } else {
+                "(Tile<T, M, K>, Tile<T, N, K>)"
+            };
             self.diags.error(
                 rx.span,
-                format!("`mma_stages` takes stages that are pairs of tiles, `(Tile<T, M, K>, Tile<T, N, K>)` (A and B of each mma); this channel carries `{}`", Ty::Receiver(chan.clone())),
+                format!("`{name}` takes stages that are pairs of tiles, `{pair}` (A and B of each mma); this channel carries `{}`", Ty::Receiver(chan.clone())),
             );
             return err(span);
         };
-        if !self.mma_tile_fits(rx.span, "A", a, rows) || !self.mma_tile_fits(rx.span, "B", b, cols)
-        {
+        let Some(a_k) = self.mma_tile_fits(rx.span, Operand::A, a, rows, kn) else {
             return err(span);
-        }
-        if a.0 != b.0 || a.2 != b.2 {
-            self.diags.error(
-                rx.span,
-                format!("the two tiles of an mma have one element type and one K (their columns): A is {} columns of `{}`, B {} columns of `{}`", a.2, a.0, b.2, b.0),
-            );
+        };
+        let Some(b_k) = self.mma_tile_fits(rx.span, Operand::B, b, cols, kn) else {
+            return err(span);
+        };
+        if !self.same_k(rx.span, (a.0, a_k), (b.0, b_k), kn) {
             return err(span);
         }
         if chan.depth < 2 {
             self.diags.error(
                 rx.span,
-                "`mma_stages` holds two stages at a time (one whose mma runs while the next is received): give the channel a ring of 2 slots or more (`channel::<_, 4>()`)",
+                format!("`{name}` holds two stages at a time (one whose mma runs while the next is received): give the channel a ring of 2 slots or more (`channel::<_, 4>()`)"),
             );
             return err(span);
         }
@@ -279,6 +328,7 @@ impl Checker<'_> {
                 acc: Box::new(acc),
                 rx: Box::new(rx),
                 count: Box::new(count),
+                b_kn: kn,
             },
             Ty::Future(Box::new(Ty::Scalar(Scalar::Bool))),
             span,
@@ -322,5 +372,21 @@ impl Checker<'_> {
             Ty::Unit,
             span,
         )
+    }
+}
+
+/// Which operand of an mma a tile is, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    A,
+    B,
+}
+
+impl std::fmt::Display for Operand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Operand::A => "A",
+            Operand::B => "B",
+        })
     }
 }

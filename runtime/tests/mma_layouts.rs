@@ -1,0 +1,130 @@
+//! Tiles stored as column blocks, on both backends: `mma_kn` and `mma_stages_kn` (B given as K
+//! x N, four column blocks read transposed), mmas whose tiles hold a K of 128 (two blocks), and
+//! element reads of a tile of three blocks. The mma inputs are small integers, so every product
+//! and sum is exact and the GPU's tensor cores agree with the exact result bit for bit.
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/mma_layouts.rs"]
+mod mma_layouts;
+
+use gpu_async::device::bf16;
+use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::on_each_device;
+
+use mma_layouts::mma_layouts::{
+    kn_once, kn_stages, read_blocks, wide_k, COLS, K, M, N, ROWS, WIDE_K, WIDE_N,
+};
+
+/// A `rows` x `cols` row-major matrix of integers in -2..=2.
+fn integers(rows: usize, cols: usize, seed: usize) -> Vec<bf16> {
+    (0..rows * cols)
+        .map(|i| bf16::from_f32(((i * 7 + i / cols * 3 + seed * 13) % 5) as f32 - 2.0))
+        .collect()
+}
+
+/// `a · b` over the first `k` columns of `a` (`m` x `a_cols`) and rows of `b` (.. x `n`).
+fn product_kn(a: &[bf16], b: &[bf16], (m, n, a_cols): (usize, usize, usize), k: usize) -> Vec<f32> {
+    let mut c = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k)
+                .map(|kk| a[i * a_cols + kk].to_f32() * b[kk * n + j].to_f32())
+                .sum();
+        }
+    }
+    c
+}
+
+#[on_each_device]
+fn mma_stages_kn_adds_a_times_b_as_given(dev: Device) -> gpu_async::Result<()> {
+    let (a, b) = (integers(M, 3 * K, 1), integers(3 * K, N, 2));
+    let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+    for stages in [1, 3] {
+        let mut c = dev.upload(&vec![f32::NAN; M * N])?;
+        block_on(kn_stages::launch(
+            &dev,
+            Grid::blocks(1),
+            (
+                da.as_matrix(M, 3 * K)?,
+                db.as_matrix(3 * K, N)?,
+                stages,
+                &mut c,
+            ),
+        ))?;
+        let want = product_kn(&a, &b, (M, N, 3 * K), stages * K);
+        assert_eq!(c.download()?, want, "on {dev}: {stages} stages");
+    }
+    Ok(())
+}
+
+#[on_each_device]
+fn one_mma_kn_adds_a_times_b_as_given(dev: Device) -> gpu_async::Result<()> {
+    let (a, b) = (integers(M, K, 3), integers(K, N, 4));
+    let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+    let mut c = dev.upload(&vec![f32::NAN; M * N])?;
+    block_on(kn_once::launch(
+        &dev,
+        Grid::blocks(1),
+        (da.as_matrix(M, K)?, db.as_matrix(K, N)?, &mut c),
+    ))?;
+    assert_eq!(c.download()?, product_kn(&a, &b, (M, N, K), K), "on {dev}");
+    Ok(())
+}
+
+#[on_each_device]
+fn mmas_of_tiles_of_two_k_blocks_add_every_column(dev: Device) -> gpu_async::Result<()> {
+    let cols = 2 * WIDE_K;
+    let (a, b) = (integers(M, cols, 5), integers(WIDE_N, cols, 6));
+    let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+    let mut c = dev.upload(&vec![f32::NAN; M * WIDE_N])?;
+    block_on(wide_k::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            da.as_matrix(M, cols)?,
+            db.as_matrix(WIDE_N, cols)?,
+            2,
+            &mut c,
+        ),
+    ))?;
+    let mut want = vec![0.0f32; M * WIDE_N];
+    for i in 0..M {
+        for j in 0..WIDE_N {
+            want[i * WIDE_N + j] = (0..cols)
+                .map(|k| a[i * cols + k].to_f32() * b[j * cols + k].to_f32())
+                .sum();
+        }
+    }
+    assert_eq!(c.download()?, want, "on {dev}");
+    Ok(())
+}
+
+#[on_each_device]
+fn a_tile_of_three_column_blocks_reads_element_by_element(dev: Device) -> gpu_async::Result<()> {
+    let (rows, cols) = (20, 100);
+    let value = |r: usize, c: usize| (1000 * r + c + 1) as f32;
+    let data: Vec<f32> = (0..rows * cols)
+        .map(|i| value(i / cols, i % cols))
+        .collect();
+    let a = dev.upload(&data)?;
+    for (row, col) in [(0, 0), (14, 40), (3, 97)] {
+        let mut y = dev.upload(&vec![f32::NAN; ROWS * COLS])?;
+        block_on(read_blocks::launch(
+            &dev,
+            Grid::blocks(1),
+            (a.as_matrix(rows, cols)?, row, col, &mut y),
+        ))?;
+        let want: Vec<f32> = (0..ROWS * COLS)
+            .map(|i| {
+                let (r, c) = (row + i / COLS, col + i % COLS);
+                if r < rows && c < cols {
+                    value(r, c)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        assert_eq!(y.download()?, want, "on {dev}: the tile at ({row}, {col})");
+    }
+    Ok(())
+}
