@@ -1,5 +1,6 @@
 //! Checks the cuBLAS peer of the bf16 GEMM benchmark (`peers/cublas_gemm.rs`): C = A · Bᵀ, with
-//! A (M x K) and B (N x K) row-major bf16 and C (M x N) row-major f32, for 256 x 256 x 256 and
+//! A (M x K) and B (N x K) row-major bf16 and C (M x N) row-major f32, and C = A · B with the
+//! same values given as the K x N matrix, for 256 x 256 x 256 and
 //! for a shape whose three dimensions differ (so that a mix-up of M, N, K or of a leading
 //! dimension cannot pass), element by element against a CPU reference, and prints the median
 //! time of cuBLAS's runs.
@@ -14,7 +15,7 @@
 #[path = "peers/cublas_gemm.rs"]
 mod cublas_gemm;
 
-use cublas_gemm::CublasGemm;
+use cublas_gemm::{BLayout, CublasGemm};
 use gpu_async::bench::random_f32;
 use gpu_async::half::bf16;
 use gpu_async::{BackendKind, Device};
@@ -40,11 +41,16 @@ fn reference(m: usize, n: usize, k: usize, a: &[bf16], b: &[bf16]) -> Vec<f64> {
     c
 }
 
-fn check(m: usize, n: usize, k: usize, seed: u64) -> AnyResult<()> {
+fn check(m: usize, n: usize, k: usize, seed: u64, layout: BLayout) -> AnyResult<()> {
     let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
     let a = to_bf16(random_f32(m * k, seed));
     let b = to_bf16(random_f32(n * k, seed + 1));
-    let mut gemm = CublasGemm::new(0, m, n, k, &a, &b)?;
+    // B as the peer takes it: N x K as it is, or its transpose, K x N.
+    let given = match layout {
+        BLayout::NK => b.clone(),
+        BLayout::KN => (0..k * n).map(|i| b[(i % n) * k + i / n]).collect(),
+    };
+    let mut gemm = CublasGemm::new(0, (m, n, k), &a, (&given, layout))?;
     gemm.run_ms()?;
     let c = gemm.c()?;
     let expected = reference(m, n, k, &a, &b);
@@ -65,7 +71,7 @@ fn check(m: usize, n: usize, k: usize, seed: u64) -> AnyResult<()> {
         });
     if worst > tolerance {
         return Err(format!(
-            "{m} x {n} x {k}: C[{}][{}] = {}, the CPU says {} (error {worst:.3e} > {tolerance:.1e})",
+            "{m} x {n} x {k}, B given {layout:?}: C[{}][{}] = {}, the CPU says {} (error {worst:.3e} > {tolerance:.1e})",
             at / n,
             at % n,
             c[at],
@@ -80,7 +86,7 @@ fn check(m: usize, n: usize, k: usize, seed: u64) -> AnyResult<()> {
     let ms = times[RUNS / 2];
     let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
     println!(
-        "{m} x {n} x {k}: matches the CPU (largest error {worst:.2e}); \
+        "{m} x {n} x {k}, B given {layout:?}: matches the CPU (largest error {worst:.2e}); \
          time: {ms:.4} ms (median of {RUNS}), {tflops:.2} TFLOP/s"
     );
     Ok(())
@@ -93,7 +99,9 @@ fn main() -> AnyResult<()> {
         return Ok(());
     }
     println!("backend: {device}");
-    check(256, 256, 256, 1)?;
-    check(192, 320, 128, 3)?;
+    for layout in [BLayout::NK, BLayout::KN] {
+        check(256, 256, 256, 1, layout)?;
+        check(192, 320, 128, 3, layout)?;
+    }
     Ok(())
 }

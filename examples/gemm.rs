@@ -25,7 +25,7 @@ mod cublas_gemm;
 
 use gpu_async::bench::{arg, median_of, random_f32, Timing};
 use gpu_async::half::bf16;
-use gpu_async::{gpu_async, BackendKind, Device, Grid};
+use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView};
 
 #[gpu_async]
 pub mod gemm {
@@ -107,6 +107,65 @@ pub mod gemm {
             t += block_count();
         }
     }
+
+    /// `c = a · b`: `a` is M x K, `b` is K x N (its rows run along N), `c` the M x N result,
+    /// row-major. The same schedule and stages as [`gemm`], with B's stage tile K x N: four
+    /// column blocks of 64 columns that the tensor cores read transposed (`mma_stages_kn`).
+    #[kernel(warps = 12, idle_warps)]
+    pub async fn gemm_kn(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
+        let (tx, rx) = channel::<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>();
+        join!(
+            on_warps(0..1, load_kn(a, b, tx)),
+            on_warps(4..12, compute_kn(a, b, rx, c))
+        )
+        .await;
+    }
+
+    /// Loads the stages of the block's output tiles, B's as K x N tiles.
+    async fn load_kn(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        mut tx: Sender<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>,
+    ) {
+        let tiles_m = (a.rows() + BM - 1) / BM;
+        let tiles_n = (b.cols() + BN - 1) / BN;
+        let steps = (a.cols() + BK - 1) / BK;
+        let mut t = block_index();
+        while t < tiles_m * tiles_n {
+            let (row, col) = tile_corner(t, tiles_m, tiles_n);
+            for k in 0..steps {
+                let Some(mut stage) = tx.reserve().await else {
+                    return;
+                };
+                stage.0.load(a, [row, k * BK]).await;
+                stage.1.load(b, [k * BK, col]).await;
+                stage.send();
+            }
+            t += block_count();
+        }
+    }
+
+    /// Accumulates each of the block's output tiles over its stages of `a · b`, then stores it.
+    async fn compute_kn(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>,
+        c: &mut [f32],
+    ) {
+        let tiles_m = (a.rows() + BM - 1) / BM;
+        let tiles_n = (b.cols() + BN - 1) / BN;
+        let steps = (a.cols() + BK - 1) / BK;
+        let mut t = block_index();
+        while t < tiles_m * tiles_n {
+            let (row, col) = tile_corner(t, tiles_m, tiles_n);
+            let mut acc = Accumulator::<BM, BN>::zero();
+            if !acc.mma_stages_kn(&rx, steps).await {
+                return;
+            }
+            acc.store(c, b.cols(), [row, col]);
+            t += block_count();
+        }
+    }
 }
 
 /// One block per multiprocessor on the GPU (each holds 192 KiB of stages, so one fits), a few
@@ -127,22 +186,84 @@ pub fn inputs(m: usize, n: usize, k: usize, seed: u64) -> (Vec<bf16>, Vec<bf16>)
     )
 }
 
-/// C = A · Bᵀ computed by the kernel on `grid`; C is poisoned with NaNs first, so that an
-/// element the kernel misses shows.
+/// The product a run computes, and how it is given B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Product {
+    /// C = A · Bᵀ, B given as N x K ([`gemm::gemm`]).
+    ABt,
+    /// C = A · B, B given as K x N ([`gemm::gemm_kn`]).
+    AB,
+}
+
+impl Product {
+    /// The product named `abt` or `ab` on the command line.
+    pub fn parse(name: &str) -> Option<Product> {
+        match name {
+            "abt" => Some(Product::ABt),
+            "ab" => Some(Product::AB),
+            _ => None,
+        }
+    }
+}
+
+/// `x` (`rows` x `cols`, row-major) transposed: `cols` x `rows`.
+pub fn transposed(x: &[bf16], rows: usize, cols: usize) -> Vec<bf16> {
+    let mut t = vec![bf16::ZERO; rows * cols];
+    for (i, row) in x.chunks(cols.max(1)).enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            t[j * rows + i] = v;
+        }
+    }
+    t
+}
+
+/// The launch of `product` on `grid`: `a` is M x K, `b` is as the product takes it (N x K for
+/// [`Product::ABt`], K x N for [`Product::AB`]), `c` is M x N.
+pub fn launch<'a>(
+    dev: &'a Device,
+    grid: Grid,
+    product: Product,
+    (a, b): (MatrixView<'a, bf16>, MatrixView<'a, bf16>),
+    c: &'a mut DeviceBuffer<f32>,
+) -> Launch<'a> {
+    match product {
+        Product::ABt => gemm::gemm::launch(dev, grid, (a, b, c)),
+        Product::AB => gemm::gemm_kn::launch(dev, grid, (a, b, c)),
+    }
+}
+
+/// The matrix views of `a` (M x K) and `b` as `product` takes it.
+pub fn views<'a>(
+    product: Product,
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&'a DeviceBuffer<bf16>, &'a DeviceBuffer<bf16>),
+) -> gpu_async::Result<(MatrixView<'a, bf16>, MatrixView<'a, bf16>)> {
+    let b = match product {
+        Product::ABt => b.as_matrix(n, k)?,
+        Product::AB => b.as_matrix(k, n)?,
+    };
+    Ok((a.as_matrix(m, k)?, b))
+}
+
+/// C = A · Bᵀ computed by the kernel of `product` on `grid`, with `b` given as N x K (for
+/// [`Product::AB`] it is uploaded transposed, K x N, so that both products are the same); C is
+/// poisoned with NaNs first, so that an element the kernel misses shows.
 pub fn run(
     dev: &Device,
     grid: Grid,
+    product: Product,
     (m, n, k): (usize, usize, usize),
     a: &[bf16],
     b: &[bf16],
 ) -> gpu_async::Result<Vec<f32>> {
-    let (da, db) = (dev.upload(a)?, dev.upload(b)?);
+    let da = dev.upload(a)?;
+    let db = match product {
+        Product::ABt => dev.upload(b)?,
+        Product::AB => dev.upload(&transposed(b, n, k))?,
+    };
     let mut c = dev.upload(&vec![f32::NAN; m * n])?;
-    gpu_async::block_on(gemm::gemm::launch(
-        dev,
-        grid,
-        (da.as_matrix(m, k)?, db.as_matrix(n, k)?, &mut c),
-    ))?;
+    let ab = views(product, (m, n, k), (&da, &db))?;
+    gpu_async::block_on(launch(dev, grid, product, ab, &mut c))?;
     c.download()
 }
 
@@ -243,15 +364,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let m: usize = arg(1, "m", if gpu { 4096 } else { 200 })?;
     let n: usize = arg(2, "n", if gpu { 4096 } else { 300 })?;
     let k: usize = arg(3, "k", if gpu { 4096 } else { 136 })?;
+    let product_name: String = arg(
+        4,
+        "the product, abt (A · Bᵀ) or ab (A · B)",
+        "abt".to_string(),
+    )?;
+    let product = Product::parse(&product_name).ok_or_else(|| {
+        format!("the product is `abt` (A · Bᵀ) or `ab` (A · B), not `{product_name}`")
+    })?;
     let shape = (m, n, k);
     println!("backend: {dev}");
     let grid = grid_for(&dev)?;
+    // B as N x K; the A · B run takes it transposed, so both have one exact product.
     let (a, b) = inputs(m, n, k, 7);
-    let c = run(&dev, grid, shape, &a, &b)?;
+    let c = run(&dev, grid, product, shape, &a, &b)?;
     let rows = sampled_rows(m);
     let bad = mismatches_in_rows(shape, &a, &b, &c, rows.iter().copied());
+    let what = match product {
+        Product::ABt => "A · Bᵀ",
+        Product::AB => "A · B",
+    };
     println!(
-        "check: {m} x {n} x {k}, {} blocks, {} sampled rows against the exact product: {bad} mismatches",
+        "check: {what}, {m} x {n} x {k}, {} blocks, {} sampled rows against the exact product: {bad} mismatches",
         grid.block_count(),
         rows.len()
     );
@@ -261,7 +395,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !gpu {
         return Ok(());
     }
-    let mut peer = cublas_gemm::CublasGemm::new(0, m, n, k, &a, &b)?;
+    let b_given = match product {
+        Product::ABt => b.clone(),
+        Product::AB => transposed(&b, n, k),
+    };
+    let layout = match product {
+        Product::ABt => cublas_gemm::BLayout::NK,
+        Product::AB => cublas_gemm::BLayout::KN,
+    };
+    let mut peer = cublas_gemm::CublasGemm::new(0, (m, n, k), &a, (&b_given, layout))?;
     peer.run_ms()?;
     let reference = peer.c()?;
     let bad = mismatches_in_rows(shape, &a, &b, &reference, rows.iter().copied());
@@ -274,12 +416,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     // Both timed alike: a flush of the L2 cache, then events around one call (the host's work
     // for the call overlaps the flush); the median of 20 after 3 untimed.
-    let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
-    let (ma, mb) = (da.as_matrix(m, k)?, db.as_matrix(n, k)?);
+    let (da, db) = (dev.upload(&a)?, dev.upload(&b_given)?);
     let mut dc = dev.alloc::<f32>(m * n)?;
     let mut timing = Timing::new(&dev)?;
+    let ab = views(product, shape, (&da, &db))?;
     let ours_ms = median_of(3, 20, || {
-        timing.time_launch(|| gemm::gemm::launch(&dev, grid, (ma, mb, &mut dc)))
+        timing.time_launch(|| launch(&dev, grid, product, ab, &mut dc))
     })?;
     let peer_ms = median_of(3, 20, || {
         peer.run_ms().map_err(|message| gpu_async::Error::Cuda {
@@ -288,8 +430,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     })?;
     let (ours, theirs) = (tflops(shape, ours_ms), tflops(shape, peer_ms));
+    let name = match product {
+        Product::ABt => "gemm",
+        Product::AB => "gemm_kn",
+    };
     println!(
-        "time: gemm {ours_ms:.3} ms ({ours:.0} TFLOP/s), cuBLAS {peer_ms:.3} ms ({theirs:.0} TFLOP/s), ratio {:.3}",
+        "time: {name} {ours_ms:.3} ms ({ours:.0} TFLOP/s), cuBLAS {peer_ms:.3} ms ({theirs:.0} TFLOP/s), ratio {:.3}",
         ours / theirs
     );
     Ok(())

@@ -23,6 +23,15 @@ use gpu_async::half::bf16;
 /// than the L2 cache holds.
 pub const FLUSH_BYTES: usize = gpu_async::bench::Timing::FLUSH_BYTES;
 
+/// How the peer is given B.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BLayout {
+    /// B is N x K, row-major, and C = A · Bᵀ.
+    NK,
+    /// B is K x N, row-major, and C = A · B.
+    KN,
+}
+
 /// C (M x N, f32, row-major) = A (M x K, bf16, row-major) · Bᵀ where B is N x K (bf16,
 /// row-major), through `cublasGemmEx` (bf16 inputs, f32 output, f32 compute:
 /// `CUBLAS_COMPUTE_32F`, `CUBLAS_GEMM_DEFAULT`), on CUDA device `ordinal` through cudarc's
@@ -36,6 +45,10 @@ pub const FLUSH_BYTES: usize = gpu_async::bench::Timing::FLUSH_BYTES;
 /// buffer of A (row-major M x K) is the column-major Aᵀ (K x M, leading dimension K): taken as
 /// it is (`CUBLAS_OP_N`), the second operand. So the call is
 /// `cublasGemmEx(OP_T, OP_N, n, m, k, 1, B, k, A, k, 0, C, n)`.
+///
+/// With B given as K x N ([`BLayout::KN`], C = A · B), its buffer is the column-major Bᵀ (N x
+/// K, leading dimension N), Cᵀ = Bᵀ·Aᵀ takes it as it is, and the call is
+/// `cublasGemmEx(OP_N, OP_N, n, m, k, 1, B, n, A, k, 0, C, n)`.
 pub struct CublasGemm {
     blas: CudaBlas,
     stream: Arc<CudaStream>,
@@ -50,6 +63,7 @@ pub struct CublasGemm {
     m: i32,
     n: i32,
     k: i32,
+    layout: BLayout,
 }
 
 /// Turns an error of the call `call` into the `String` this module returns.
@@ -63,17 +77,15 @@ fn dim(value: usize, what: &str) -> Result<i32, String> {
 }
 
 impl CublasGemm {
-    /// Uploads A (`m` x `k`, row-major) and B (`n` x `k`, row-major) to device `ordinal` and
-    /// allocates C (`m` x `n`, zeroed). Fails when a slice's length is not its shape's, when
-    /// `libcublas` cannot be loaded (the message says to put it on `LD_LIBRARY_PATH`), and when
-    /// a CUDA or cuBLAS call fails (the message names it).
+    /// Uploads A (`m` x `k`, row-major) and B (row-major, `n` x `k` or `k` x `n` as `layout`
+    /// says) to device `ordinal` and allocates C (`m` x `n`, zeroed). Fails when a slice's
+    /// length is not its shape's, when `libcublas` cannot be loaded (the message says to put it
+    /// on `LD_LIBRARY_PATH`), and when a CUDA or cuBLAS call fails (the message names it).
     pub fn new(
         ordinal: usize,
-        m: usize,
-        n: usize,
-        k: usize,
+        (m, n, k): (usize, usize, usize),
         a: &[bf16],
-        b: &[bf16],
+        (b, layout): (&[bf16], BLayout),
     ) -> Result<Self, String> {
         if Some(a.len()) != m.checked_mul(k) {
             return Err(format!("A has {} elements, not {m} x {k}", a.len()));
@@ -140,6 +152,7 @@ impl CublasGemm {
             m,
             n,
             k,
+            layout,
         })
     }
 
@@ -165,16 +178,23 @@ impl CublasGemm {
             let (a, _a_done) = self.a.device_ptr(&self.stream);
             let (b, _b_done) = self.b.device_ptr(&self.stream);
             let (c, _c_done) = self.c.device_ptr_mut(&self.stream);
+            // B's operation and leading dimension (see the type's comment).
+            let (op_b, ld_b) = match self.layout {
+                BLayout::NK => (cublasOperation_t::CUBLAS_OP_T, k),
+                BLayout::KN => (cublasOperation_t::CUBLAS_OP_N, n),
+            };
             // SAFETY: the handle is live and set to `self.stream`; `b` holds n x k and `a` m x k
-            // bf16 values (checked in `new`), so with OP_T on the first operand (k x n, leading
-            // dimension k) and OP_N on the second (k x m, leading dimension k) every read is in
-            // bounds, and `c` holds m x n f32 values written with leading dimension n. `alpha`
-            // and `beta` are host f32s (the handle's default pointer mode, f32 compute), read
-            // before the call returns. The guards order the buffers' later uses after the call.
+            // bf16 values (checked in `new`), so with B's operation and leading dimension (OP_T
+            // on a k x n column-major buffer with leading dimension k, or OP_N on an n x k one
+            // with leading dimension n) and OP_N on A (k x m, leading dimension k) every read is
+            // in bounds, and `c` holds m x n f32 values written with leading dimension n.
+            // `alpha` and `beta` are host f32s (the handle's default pointer mode, f32 compute),
+            // read before the call returns. The guards order the buffers' later uses after the
+            // call.
             unsafe {
                 cublasGemmEx(
                     *self.blas.handle(),
-                    cublasOperation_t::CUBLAS_OP_T,
+                    op_b,
                     cublasOperation_t::CUBLAS_OP_N,
                     n,
                     m,
@@ -182,7 +202,7 @@ impl CublasGemm {
                     (&alpha as *const f32).cast(),
                     b as *const std::ffi::c_void,
                     cudaDataType_t::CUDA_R_16BF,
-                    k,
+                    ld_b,
                     a as *const std::ffi::c_void,
                     cudaDataType_t::CUDA_R_16BF,
                     k,

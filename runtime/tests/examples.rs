@@ -240,15 +240,32 @@ const GEMM_SHAPES: [(usize, usize, usize); 5] = [
     (384, 512, 192),
 ];
 
+/// The shapes of the A · B product: the same but a ragged N that is a multiple of 8 (B's rows
+/// are N elements, whose 16-byte multiple its tensor map needs).
+const GEMM_KN_SHAPES: [(usize, usize, usize); 5] = [
+    (128, 256, 64),
+    (200, 296, 136),
+    (1, 8, 8),
+    (130, 520, 72),
+    (384, 512, 192),
+];
+
+/// Each product with its shapes.
+fn gemm_cases() -> impl Iterator<Item = (gemm::Product, (usize, usize, usize))> {
+    let abt = GEMM_SHAPES.map(|s| (gemm::Product::ABt, s));
+    let ab = GEMM_KN_SHAPES.map(|s| (gemm::Product::AB, s));
+    abt.into_iter().chain(ab)
+}
+
 #[test]
 fn gemm_on_the_simulator() -> gpu_async::Result<()> {
     let dev = Device::simulator();
-    for (i, shape) in GEMM_SHAPES.into_iter().enumerate() {
+    for (i, (product, shape)) in gemm_cases().enumerate() {
         let (m, n, k) = shape;
         let (a, b) = gemm::inputs(m, n, k, i as u64);
-        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
+        let c = gemm::run(&dev, gemm::grid_for(&dev)?, product, shape, &a, &b)?;
         let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, 0..m);
-        assert_eq!(bad, 0, "gemm {m} x {n} x {k}");
+        assert_eq!(bad, 0, "gemm {product:?} {m} x {n} x {k}");
     }
     Ok(())
 }
@@ -257,23 +274,31 @@ fn gemm_on_the_simulator() -> gpu_async::Result<()> {
 fn gemm_on_the_gpu_agrees_with_the_exact_product_and_the_simulator() -> gpu_async::Result<()> {
     let dev = devices::gpu();
     let sim = Device::simulator();
-    for (i, shape) in GEMM_SHAPES.into_iter().enumerate() {
+    for (i, (product, shape)) in gemm_cases().enumerate() {
         let (m, n, k) = shape;
         let (a, b) = gemm::inputs(m, n, k, i as u64);
-        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
+        let c = gemm::run(&dev, gemm::grid_for(&dev)?, product, shape, &a, &b)?;
         let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, 0..m);
-        assert_eq!(bad, 0, "gemm {m} x {n} x {k} against the exact product");
-        let simulated = gemm::run(&sim, gemm::grid_for(&sim)?, shape, &a, &b)?;
+        assert_eq!(
+            bad, 0,
+            "gemm {product:?} {m} x {n} x {k} against the exact product"
+        );
+        let simulated = gemm::run(&sim, gemm::grid_for(&sim)?, product, shape, &a, &b)?;
         let apart = gemm::mismatches_between(shape, &a, &b, &c, &simulated);
-        assert_eq!(apart, 0, "gemm {m} x {n} x {k} against the simulator");
+        assert_eq!(
+            apart, 0,
+            "gemm {product:?} {m} x {n} x {k} against the simulator"
+        );
     }
     // Larger and ragged, on sampled rows.
-    for shape in [(1000, 3000, 520), (2048, 2048, 4096)] {
-        let (m, n, k) = shape;
-        let (a, b) = gemm::inputs(m, n, k, 9);
-        let c = gemm::run(&dev, gemm::grid_for(&dev)?, shape, &a, &b)?;
-        let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, gemm::sampled_rows(m));
-        assert_eq!(bad, 0, "gemm {m} x {n} x {k}");
+    for product in [gemm::Product::ABt, gemm::Product::AB] {
+        for shape in [(1000, 3000, 520), (2048, 2048, 4096)] {
+            let (m, n, k) = shape;
+            let (a, b) = gemm::inputs(m, n, k, 9);
+            let c = gemm::run(&dev, gemm::grid_for(&dev)?, product, shape, &a, &b)?;
+            let bad = gemm::mismatches_in_rows(shape, &a, &b, &c, gemm::sampled_rows(m));
+            assert_eq!(bad, 0, "gemm {product:?} {m} x {n} x {k}");
+        }
     }
     Ok(())
 }

@@ -352,6 +352,13 @@ fn kernels() -> Vec<Generated> {
             ir: gemm::gemm::gemm::IR,
             spec: &gemm::gemm::gemm::SPEC,
         },
+        // The A · B GEMM: B's stage tile is four column blocks, read transposed.
+        Generated {
+            name: "gemm_kn",
+            ptx: gemm::gemm::gemm_kn::PTX,
+            ir: gemm::gemm::gemm_kn::IR,
+            spec: &gemm::gemm::gemm_kn::SPEC,
+        },
         Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
@@ -540,22 +547,28 @@ fn ptx_snapshots_with_ptxas_report() {
     }
 }
 
-/// The GEMM example's `wgmma`s issue back to back: ptxas neither serializes them ("wgmma.mma_async
-/// instructions are serialized") nor injects waits where other code would touch the
-/// accumulator's registers while an mma may be writing them ("warpgroup.wait is injected").
+/// The GEMM example's `wgmma`s (both products) issue back to back: ptxas neither serializes
+/// them ("wgmma.mma_async instructions are serialized") nor injects waits where other code would
+/// touch the accumulator's registers while an mma may be writing them ("warpgroup.wait is
+/// injected").
 #[needs_ptxas]
 fn the_gemm_wgmmas_are_not_serialized() {
     let ptxas = ptxas();
-    let report = gpu_async_compiler::ptxas::assemble(&ptxas, "gemm", gemm::gemm::gemm::PTX)
-        .unwrap_or_else(|log| panic!("ptxas rejected `gemm`:\n{log}"));
-    for sign in ["serialized", "is injected"] {
-        assert!(!report.log.contains(sign), "{}", report.log);
+    for (name, ptx) in [
+        ("gemm", gemm::gemm::gemm::PTX),
+        ("gemm_kn", gemm::gemm::gemm_kn::PTX),
+    ] {
+        let report = gpu_async_compiler::ptxas::assemble(&ptxas, name, ptx)
+            .unwrap_or_else(|log| panic!("ptxas rejected `{name}`:\n{log}"));
+        for sign in ["serialized", "is injected"] {
+            assert!(!report.log.contains(sign), "{name}: {}", report.log);
+        }
+        assert!(
+            report.resources.contains("0 bytes spill stores"),
+            "{name}: {}",
+            report.resources
+        );
     }
-    assert!(
-        report.resources.contains("0 bytes spill stores"),
-        "{}",
-        report.resources
-    );
 }
 
 /// The effect of register budgets in ptxas's report: the evaluator of `budgets::poly` keeps 208
