@@ -107,7 +107,7 @@ fn a_tile_of_three_column_blocks_reads_element_by_element(dev: Device) -> gpu_as
         .map(|i| value(i / cols, i % cols))
         .collect();
     let a = dev.upload(&data)?;
-    for (row, col) in [(0, 0), (14, 40), (3, 97)] {
+    for (row, col) in [(0, 0), (14, 40), (3, 96)] {
         let mut y = dev.upload(&vec![f32::NAN; ROWS * COLS])?;
         block_on(read_blocks::launch(
             &dev,
@@ -126,5 +126,35 @@ fn a_tile_of_three_column_blocks_reads_element_by_element(dev: Device) -> gpu_as
             .collect();
         assert_eq!(y.download()?, want, "on {dev}: the tile at ({row}, {col})");
     }
+    Ok(())
+}
+
+#[on_each_device]
+fn a_tile_load_at_a_column_off_16_bytes_panics(dev: Device) -> gpu_async::Result<()> {
+    let a = dev.upload(&vec![1.0f32; 20 * 100])?;
+    let mut y = dev.upload(&vec![f32::NAN; ROWS * COLS])?;
+    // Column 97 of f32 is 388 bytes into the row: a TMA copy cannot start there (on the H200
+    // the copy is an illegal instruction, which would end the context).
+    let got = block_on(read_blocks::launch(
+        &dev,
+        Grid::blocks(1),
+        (a.as_matrix(20, 100)?, 3, 97, &mut y),
+    ));
+    match got {
+        Err(gpu_async::Error::KernelPanic { message, .. }) => assert!(
+            message.contains(
+                "load: the column of the tile's corner is not a multiple of 4 (16 bytes)"
+            ),
+            "on {dev}: {message}"
+        ),
+        other => panic!("on {dev}: expected the load's panic, got {other:?}"),
+    }
+    // The device still works.
+    block_on(read_blocks::launch(
+        &dev,
+        Grid::blocks(1),
+        (a.as_matrix(20, 100)?, 3, 96, &mut y),
+    ))?;
+    assert!(y.download()?.iter().all(|v| !v.is_nan()), "on {dev}");
     Ok(())
 }

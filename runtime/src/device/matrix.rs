@@ -116,6 +116,13 @@ impl<T: TileScalar, const R: usize, const C: usize> DerefMut for Tile<T, R, C> {
 /// The largest coordinate of a TMA load: coordinates are 32-bit signed.
 const MAX_COORD: usize = i32::MAX as usize;
 
+/// The panic of a load whose corner's column is not a multiple of `per` elements (16 bytes), on
+/// both backends: a TMA copy starts each row on a 16-byte boundary, and on the GPU one that
+/// does not stops the kernel with an illegal instruction.
+fn tile_column_message(per: usize) -> String {
+    format!("load: the column of the tile's corner is not a multiple of {per} (16 bytes): a TMA copy starts each row on a 16-byte boundary")
+}
+
 /// The panic of a load whose corner is past [`MAX_COORD`], on both backends.
 const TILE_CORNER_PAST: &str =
     "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
@@ -132,7 +139,9 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> SendSlot<'_,
     /// sent.
     ///
     /// # Panics
-    /// If a coordinate is `2^31` or more (TMA coordinates are 32-bit signed), or if the matrix
+    /// If a coordinate is `2^31` or more (TMA coordinates are 32-bit signed), if the column is
+    /// not a multiple of 16 bytes of `T` (8 `bf16`s, 4 `f32`s: a TMA copy starts each row on a
+    /// 16-byte boundary), or if the matrix
     /// and the box break a rule of tensor maps ([`TileMapSpec::check`]; a launch checks the
     /// boxes the kernel declares first and fails with [`Error::TensorMap`] instead): device
     /// panics on the GPU.
@@ -167,8 +176,10 @@ impl<T: TileScalar, const R: usize, const C: usize> Tile<T, R, C> {
 #[track_caller]
 fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize) -> Vec<T> {
     let [row, col] = at;
-    // The GPU's message, word for word (its panics carry no formatted values).
+    // The GPU's messages, word for word (its panics carry no formatted values).
     assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
+    let per = 16 / T::ELEM.size_bytes() as usize;
+    assert!(col % per == 0, "{}", tile_column_message(per));
     let tile = TileBox {
         rows: u32::try_from(rows).unwrap_or(u32::MAX),
         cols: u32::try_from(cols).unwrap_or(u32::MAX),
@@ -253,8 +264,8 @@ mod tests {
         // 6 x 12 f32: rows of 48 bytes, a multiple of 16.
         let m = matrix(6, 12);
         assert_eq!((m.rows(), m.cols()), (6, 12));
-        let inside = load_tile::<2, 4>(&m, [1, 3]);
-        assert_eq!(*inside, [[104.0, 105.0, 106.0, 107.0], [204.0, 205.0, 206.0, 207.0]]);
+        let inside = load_tile::<2, 4>(&m, [1, 4]);
+        assert_eq!(*inside, [[105.0, 106.0, 107.0, 108.0], [205.0, 206.0, 207.0, 208.0]]);
         let corner = load_tile::<4, 8>(&m, [4, 8]);
         assert_eq!(
             *corner,
@@ -267,7 +278,7 @@ mod tests {
         );
         assert_eq!(corner.elems()[..5], [409.0, 410.0, 411.0, 412.0, 0.0]);
         assert_eq!(*load_tile::<2, 4>(&m, [6, 0]), [[0.0; 4]; 2]);
-        assert_eq!(*load_tile::<2, 4>(&m, [MAX_COORD, MAX_COORD]), [[0.0; 4]; 2]);
+        assert_eq!(*load_tile::<2, 4>(&m, [MAX_COORD, MAX_COORD - 3]), [[0.0; 4]; 2]);
     }
 
     #[test]
@@ -275,10 +286,10 @@ mod tests {
         // Rows of 64 f32 (256 bytes) are two column blocks of 32; the second runs past the
         // matrix's 80 columns.
         let m = matrix(4, 80);
-        let tile = load_tile::<3, 64>(&m, [2, 30]);
+        let tile = load_tile::<3, 64>(&m, [2, 28]);
         for (r, row) in tile.iter().enumerate() {
             for (c, &x) in row.iter().enumerate() {
-                let (i, j) = (2 + r, 30 + c);
+                let (i, j) = (2 + r, 28 + c);
                 let want = if i < 4 && j < 80 {
                     (100 * i + j + 1) as f32
                 } else {
@@ -296,6 +307,15 @@ mod tests {
         assert_eq!(tile.elems(), [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0, 0.0]);
         tile.elems_mut()[3] = 1.0;
         assert_eq!(tile[0], [0.0, 0.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "load: the column of the tile's corner is not a multiple of 4 (16 \
+                               bytes): a TMA copy starts each row on a 16-byte boundary"
+    )]
+    fn a_column_off_16_bytes_panics() {
+        load_tile::<2, 4>(&matrix(6, 12), [0, 2]);
     }
 
     #[test]

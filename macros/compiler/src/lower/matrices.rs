@@ -26,6 +26,12 @@ pub(super) fn tile_of(tile: &Expr) -> (&Expr, u32) {
 /// The largest tile coordinate: the tensor map's coordinates are signed 32-bit integers.
 const MAX_TILE_COORD: u64 = (1 << 31) - 1;
 
+/// The panic of a tile load whose corner's column is not a multiple of `per` elements (16
+/// bytes): the runtime's `tile_column_message`, word for word.
+fn tile_column_message(per: u64) -> String {
+    format!("load: the column of the tile's corner is not a multiple of {per} (16 bytes): a TMA copy starts each row on a 16-byte boundary")
+}
+
 impl Lowerer<'_> {
     /// `m.rows()` or `m.cols()`.
     pub(super) fn matrix_dim(&mut self, m: &Expr, cols: bool) -> Val {
@@ -60,8 +66,10 @@ impl Lowerer<'_> {
             return Val::Unit;
         }
         let mut corner = [Value(0); 2];
+        let mut wide = [Value(0); 2];
         for (k, e) in [row, col].into_iter().enumerate() {
             let v = self.scalar(e);
+            wide[k] = v;
             let limit = self.usize_const(MAX_TILE_COORD);
             let past = self.binary(BinOp::Gt, v, limit);
             // The simulator's message, word for word.
@@ -77,6 +85,15 @@ impl Lowerer<'_> {
             });
             corner[k] = narrow;
         }
+        // A TMA copy starts each row on a 16-byte boundary: on the H200 a column whose bytes
+        // are not a multiple of 16 stops the kernel with an illegal instruction, which would
+        // end the whole context. The simulator's message, word for word.
+        let per = u64::from(16 / elem.size());
+        let per_v = self.usize_const(per);
+        let rest = self.binary(BinOp::Rem, wide[1], per_v);
+        let zero = self.usize_const(0);
+        let misaligned = self.binary(BinOp::Ne, rest, zero);
+        self.panic_if(misaligned, &tile_column_message(per), span);
         // A tile of several column blocks is loaded a block at a time through one map.
         let tile = TileBox { rows, cols }.load_box(elem.size());
         let boxes = self.matrix_boxes.entry(param).or_default();
