@@ -1,6 +1,6 @@
 //! A bf16 GEMM on the tensor cores, C = A · Bᵀ with f32 accumulation: A is M x K, B is N x K, C
 //! is M x N, all row-major. One block per multiprocessor walks the 128 x 256 output tiles in a
-//! grouped order (16 tile rows take their tiles column by column, so that their A and B tiles
+//! grouped order (4 tile rows take their tiles column by column, so that their A and B tiles
 //! stay in L2); in each block one warp loads a 128 x 64 tile of A and a 256 x 64 tile of B per
 //! stage with tile loads (the TMA on the GPU) into a 4-stage ring, and two warpgroups accumulate
 //! them with `wgmma` (each 64 rows of the tile), one stage's mma running while the next is
@@ -37,8 +37,10 @@ pub mod gemm {
     pub const BN: usize = 256;
     /// K per stage: 64 `bf16`s, a 128-byte row, the swizzle the tensor cores read.
     pub const BK: usize = 64;
-    /// Tile rows that walk their columns together, so that their A and B tiles stay in L2.
-    pub const GROUP_M: usize = 16;
+    /// Tile rows that walk their columns together, so that their A and B tiles stay in L2. On
+    /// the H200, at 4096^3 (16 tile columns), 4 rows ran 4% faster than 16 or 8 and 1-2% faster
+    /// than 1, 2 or 32; at 8192^3, 0.8% slower than 16 (`docs/benchmarks.md`).
+    pub const GROUP_M: usize = 4;
 
     /// `c = a · bᵀ`: `a` is M x K, `b` is N x K, `c` the M x N result, row-major.
     #[kernel(warps = 12, idle_warps)]
