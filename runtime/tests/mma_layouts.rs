@@ -158,3 +158,49 @@ fn a_tile_load_at_a_column_off_16_bytes_panics(dev: Device) -> gpu_async::Result
     assert!(y.download()?.iter().all(|v| !v.is_nan()), "on {dev}");
     Ok(())
 }
+
+#[on_each_device]
+fn an_accumulator_rounded_to_bf16_is_the_a_operand_of_the_next_mma(
+    dev: Device,
+) -> gpu_async::Result<()> {
+    use mma_layouts::chained::{chain, T};
+    // Entries in -1..=1, so every element of s = a · bᵀ is an integer of at most 64 in
+    // magnitude, exact in bf16, and every product after it is exact in f32.
+    let small = |seed: usize| -> Vec<bf16> {
+        (0..T * T)
+            .map(|i| bf16::from_f32(((i * 7 + i / T * 5 + seed * 3) % 3) as f32 - 1.0))
+            .collect()
+    };
+    let (a, b, v) = (small(1), small(2), integers(T, T, 3));
+    let f = |x: &[bf16], i: usize| x[i].to_f32();
+    let mut s = vec![0.0f32; T * T];
+    for i in 0..T {
+        for j in 0..T {
+            s[i * T + j] = (0..T).map(|k| f(&a, i * T + k) * f(&b, j * T + k)).sum();
+        }
+    }
+    let (mut o_want, mut w_want) = (vec![0.0f32; T * T], vec![0.0f32; T * T]);
+    for i in 0..T {
+        for j in 0..T {
+            o_want[i * T + j] = (0..T).map(|k| s[i * T + k] * f(&v, k * T + j)).sum();
+            w_want[i * T + j] = (0..T).map(|k| s[i * T + k] * f(&v, j * T + k)).sum();
+        }
+    }
+    let (da, db, dv) = (dev.upload(&a)?, dev.upload(&b)?, dev.upload(&v)?);
+    let mut o = dev.upload(&vec![f32::NAN; T * T])?;
+    let mut w = dev.upload(&vec![f32::NAN; T * T])?;
+    block_on(chain::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            da.as_matrix(T, T)?,
+            db.as_matrix(T, T)?,
+            dv.as_matrix(T, T)?,
+            &mut o,
+            &mut w,
+        ),
+    ))?;
+    assert_eq!(o.download()?, o_want, "on {dev}: p · v");
+    assert_eq!(w.download()?, w_want, "on {dev}: p · vᵀ");
+    Ok(())
+}

@@ -416,6 +416,16 @@ pub enum Ty {
     /// `slot[r]` of a tile slot, or `stage.0[r]` of tile `part` of a pair: a row, indexed again
     /// (`slot[r][c]`).
     TileRow(ChanTy, u32),
+    /// `Fragment<T, M, K>`: an accumulator rounded to `T` (`bf16` or `f16`) in the registers of
+    /// the role's warpgroups, the A operand of a later mma (`acc.to_bf16()`).
+    Fragment {
+        /// `bf16` or `f16`.
+        elem: Scalar,
+        /// Rows: 64 per warpgroup of the role.
+        m: u32,
+        /// Columns, the mma's K: the accumulator's N.
+        k: u32,
+    },
     /// `Accumulator<M, N>`: an `M` x `N` block of `f32` in the registers of the role's
     /// warpgroups (64 rows each), which tensor-core mmas accumulate into.
     Accumulator {
@@ -552,6 +562,7 @@ impl fmt::Display for Ty {
             Ty::OptSendSlot(c) => write!(f, "Option<SendSlot<{c}>>"),
             Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
             Ty::Accumulator { m, n } => write!(f, "Accumulator<{m}, {n}>"),
+            Ty::Fragment { elem, m, k } => write!(f, "Fragment<{elem}, {m}, {k}>"),
             Ty::PendingMma => f.write_str("Mma"),
             Ty::TileRow(c, part) => match c.elem.tile_part(*part) {
                 Some((elem, _, cols)) => write!(f, "[{elem}; {cols}]"),

@@ -195,3 +195,89 @@ fn an_a_times_b_gemm_assembles_without_spills_or_serialized_wgmmas() {
         assert!(!report.log.contains(sign), "{}", report.log);
     }
 }
+
+/// A kernel whose compute role computes `s = a · bᵀ` from one stage, then `body` (with `s`,
+/// `stage`, `c`).
+fn chained(n: usize, body: TokenStream) -> TokenStream {
+    kn_kernel(
+        64,
+        (64, 64),
+        quote! {
+            let mut rx = rx;
+            let Some(stage) = rx.recv().await else { return };
+            let mut s = Accumulator::<64, #n>::zero();
+            #body
+        },
+    )
+}
+
+#[test]
+fn a_fragment_is_the_register_a_operand_of_an_mma() {
+    let k = one(chained(
+        64,
+        quote! {
+            s.mma_kn(&stage.0, &stage.1).await;
+            let p = s.to_bf16();
+            let mut o = Accumulator::<64, 64>::zero();
+            o.mma_kn(&p, &stage.1).await;
+            o.store(c, 64, [0, 0]);
+        },
+    ));
+    // 32 accumulator values packed into 16 pairs, the low half the lower column.
+    let packs: Vec<&str> = k
+        .ptx
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("cvt.rn.bf16x2.f32"))
+        .collect();
+    assert_eq!(packs.len(), 16, "{}", k.ptx);
+    assert!(packs[0].ends_with(", %f1, %f0;"), "{}", packs[0]);
+    let mmas = wgmmas(&k.ptx);
+    assert_eq!(mmas.len(), 8, "{}", k.ptx);
+    // The register form: four `u32`s per K step, B's descriptor, then scale-d and the three
+    // immediates (no transpose flag for A).
+    for m in &mmas[4..] {
+        assert!(m.contains("}, {%r"), "{m}");
+        assert!(m.ends_with(", 1, 1, 1;"), "{m}");
+    }
+}
+
+#[test]
+fn fragments_an_mma_cannot_take() {
+    assert_error(
+        chained(
+            64,
+            quote! {
+                s.mma_kn(&stage.0, &stage.1).await;
+                let p = s.to_bf16();
+                let mut o = Accumulator::<64, 64>::zero();
+                o.mma(&stage.0, &p).await;
+            },
+        ),
+        "the B operand of an mma is a tile in shared memory: a fragment in registers is an A operand",
+    );
+    assert_error(
+        chained(
+            8,
+            quote! {
+                let p = s.to_bf16();
+            },
+        ),
+        "a fragment is the A operand of mmas of K = 16 each: its accumulator's N is a multiple of 16; found N = 8",
+    );
+}
+
+#[needs_ptxas]
+fn a_register_operand_mma_assembles_without_warnings() {
+    let k = one(chained(
+        64,
+        quote! {
+            s.mma_kn(&stage.0, &stage.1).await;
+            let p = s.to_bf16();
+            let mut o = Accumulator::<64, 64>::zero();
+            o.mma_kn(&p, &stage.1).await;
+            o.store(c, 64, [0, 0]);
+        },
+    ));
+    assert_assembles_without_spills(&k);
+}

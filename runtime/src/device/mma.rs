@@ -88,6 +88,58 @@ impl MmaOutput for f32 {}
 impl MmaOutput for bf16 {}
 impl MmaOutput for f16 {}
 
+/// An `M` × `K` matrix of `T` (`bf16` or `f16`) in registers: the A operand of an mma taken
+/// from an accumulator ([`Accumulator::to_bf16`], [`Accumulator::to_f16`]) rather than from a
+/// tile, as attention's second product takes P from the first's result.
+///
+/// On the GPU each thread holds its rows' values packed in pairs (`K / 4` 32-bit registers), the
+/// accumulator's fragment layout, so the conversion needs no data movement between threads. In
+/// the simulator it holds the `M * K` elements row after row.
+pub struct Fragment<T: MmaScalar, const M: usize, const K: usize> {
+    /// Element (i, k) at `i * K + k`.
+    elems: Box<[T]>,
+}
+
+impl<T: MmaScalar, const M: usize, const K: usize> fmt::Debug for Fragment<T, M, K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fragment")
+            .field("m", &M)
+            .field("k", &K)
+            .finish_non_exhaustive()
+    }
+}
+
+mod operand {
+    pub trait Sealed {}
+}
+
+/// The A operand of an mma: a [`Tile`] in shared memory or a [`Fragment`] in registers, `M` ×
+/// `K` of `T`. Sealed: implemented for those two only.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not the A operand of an mma",
+    label = "not a `Tile<T, M, K>` or a `Fragment<T, M, K>`",
+    note = "the A operand of an mma is an M x K tile of a received slot, or a fragment from `Accumulator::to_bf16()`"
+)]
+pub trait MmaOperandA<T: MmaScalar, const M: usize, const K: usize>: operand::Sealed {
+    /// Element (i, k).
+    #[doc(hidden)]
+    fn at(&self, i: usize, k: usize) -> T;
+}
+
+impl<T: MmaScalar, const M: usize, const K: usize> operand::Sealed for Tile<T, M, K> {}
+impl<T: MmaScalar, const M: usize, const K: usize> MmaOperandA<T, M, K> for Tile<T, M, K> {
+    fn at(&self, i: usize, k: usize) -> T {
+        self[i][k]
+    }
+}
+
+impl<T: MmaScalar, const M: usize, const K: usize> operand::Sealed for Fragment<T, M, K> {}
+impl<T: MmaScalar, const M: usize, const K: usize> MmaOperandA<T, M, K> for Fragment<T, M, K> {
+    fn at(&self, i: usize, k: usize) -> T {
+        self.elems[i * K + k]
+    }
+}
+
 /// An `M` × `N` matrix of f32, the accumulator of tensor-core matrix multiply-accumulates.
 ///
 /// On the GPU it lives in registers, spread over the threads of the role's warpgroups as the
@@ -116,10 +168,40 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         }
     }
 
+    /// The accumulator rounded to `bf16` (to nearest, ties to even, as `cvt.rn` does): the A
+    /// operand of a later mma, in registers (`acc2.mma(&p, &b)`), with `K` = `N`.
+    ///
+    /// On the GPU each thread packs its own values in pairs; no value moves between threads.
+    /// An mma that reads the fragment borrows it until it is awaited, so the registers an mma
+    /// may still read are not overwritten:
+    ///
+    /// ```compile_fail,E0506
+    /// use gpu_async::device::{bf16, Accumulator, Payload, Tile};
+    /// let v = <Tile<bf16, 64, 64> as Payload>::zeroed();
+    /// let (s, mut o) = (Accumulator::<64, 64>::zero(), Accumulator::<64, 64>::zero());
+    /// let mut p = s.to_bf16();
+    /// let pending = o.mma_kn(&p, &v);
+    /// p = s.to_bf16(); // the mma still reads `p`
+    /// drop(pending);
+    /// ```
+    pub fn to_bf16(&self) -> Fragment<bf16, M, N> {
+        Fragment {
+            elems: self.elems.iter().map(|&x| bf16::from_f32(x)).collect(),
+        }
+    }
+
+    /// The accumulator rounded to `f16`, as [`to_bf16`](Self::to_bf16) rounds to `bf16`.
+    pub fn to_f16(&self) -> Fragment<f16, M, N> {
+        Fragment {
+            elems: self.elems.iter().map(|&x| f16::from_f32(x)).collect(),
+        }
+    }
+
     /// `self += a · bᵀ`: `a` is `M` × `K` and `b` is `N` × `K`, both row-major (each row `K`
     /// contiguous elements), so that element (i, j) gains the sum over `k` of
     /// `a[i][k] * b[j][k]`. The tiles are typically the two halves of a received stage,
-    /// `acc.mma(&stage.0, &stage.1).await`.
+    /// `acc.mma(&stage.0, &stage.1).await`; `a` may also be a [`Fragment`] in registers
+    /// ([`to_bf16`](Self::to_bf16) of another accumulator).
     ///
     /// On the GPU the call issues the asynchronous `wgmma.mma_async` instructions that read both
     /// tiles from shared memory, and awaiting the returned [`Mma`] waits for them to complete
@@ -149,24 +231,34 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
     /// acc.store(&mut [0.0f32; 64 * 32][..], 32, [0, 0]); // the mma still borrows `acc`
     /// drop(pending);
     /// ```
-    pub fn mma<'a, T: MmaScalar, const K: usize>(
+    pub fn mma<'a, T: MmaScalar, A: MmaOperandA<T, M, K>, const K: usize>(
         &'a mut self,
-        a: &'a Tile<T, M, K>,
+        a: &'a A,
         b: &'a Tile<T, N, K>,
     ) -> Mma<'a> {
-        for (a_row, acc_row) in a.iter().zip(self.elems.chunks_exact_mut(N.max(1))) {
-            for (b_row, elem) in b.iter().zip(acc_row.iter_mut()) {
-                for (a_step, b_step) in a_row.chunks(K_STEP).zip(b_row.chunks(K_STEP)) {
+        self.accumulate(a, |k, j| b[j][k]);
+        Mma {
+            _borrows: PhantomData,
+        }
+    }
+
+    /// `self += a · b` where `b(k, j)` is element (k, j) of the `K` × `N` product operand, in
+    /// the documented order (see [`mma`](Self::mma)).
+    fn accumulate<T: MmaScalar, A: MmaOperandA<T, M, K>, const K: usize>(
+        &mut self,
+        a: &A,
+        b: impl Fn(usize, usize) -> T,
+    ) {
+        for (i, acc_row) in self.elems.chunks_exact_mut(N.max(1)).enumerate() {
+            for (j, elem) in acc_row.iter_mut().enumerate() {
+                for k0 in (0..K).step_by(K_STEP) {
                     let mut sum = 0.0f32;
-                    for (&x, &y) in a_step.iter().zip(b_step) {
-                        sum += x.widen() * y.widen();
+                    for k in k0..(k0 + K_STEP).min(K) {
+                        sum += a.at(i, k).widen() * b(k, j).widen();
                     }
                     *elem += sum;
                 }
             }
-        }
-        Mma {
-            _borrows: PhantomData,
         }
     }
 
@@ -187,22 +279,12 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
     /// acc.store(&mut [0.0f32; 64 * 64][..], 64, [0, 0]); // the mma still borrows `acc`
     /// drop(pending);
     /// ```
-    pub fn mma_kn<'a, T: MmaScalar, const K: usize>(
+    pub fn mma_kn<'a, T: MmaScalar, A: MmaOperandA<T, M, K>, const K: usize>(
         &'a mut self,
-        a: &'a Tile<T, M, K>,
+        a: &'a A,
         b: &'a Tile<T, K, N>,
     ) -> Mma<'a> {
-        for (a_row, acc_row) in a.iter().zip(self.elems.chunks_exact_mut(N.max(1))) {
-            for (j, elem) in acc_row.iter_mut().enumerate() {
-                for (step, a_step) in a_row.chunks(K_STEP).enumerate() {
-                    let mut sum = 0.0f32;
-                    for (dk, &x) in a_step.iter().enumerate() {
-                        sum += x.widen() * b[step * K_STEP + dk][j].widen();
-                    }
-                    *elem += sum;
-                }
-            }
-        }
+        self.accumulate(a, |k, j| b[k][j]);
         Mma {
             _borrows: PhantomData,
         }
@@ -362,6 +444,24 @@ mod tests {
     }
 
     const TINY: f32 = 1.0 / 4096.0; // 2^-12: a product of two is 2^-24, half an ulp of 1.0
+
+    #[test]
+    fn a_fragment_is_the_accumulator_rounded_and_multiplies_as_a_tile_of_it() {
+        let value = |x: usize| bf16::from_f32((x % 29) as f32 / 7.0 - 2.0);
+        let a = tile::<bf16, 64, 32>(|i, k| value(i * 3 + k * 5));
+        let b = tile::<bf16, 48, 32>(|j, k| value(j * 11 + k + 2));
+        let mut s = Accumulator::<64, 48>::zero();
+        block_on(s.mma(&a, &b));
+        let p = s.to_bf16();
+        let as_tile = tile::<bf16, 64, 48>(|i, j| bf16::from_f32(elems(&s)[i * 48 + j]));
+        let v = tile::<bf16, 16, 48>(|j, k| value(j + k * 13));
+        let (mut x, mut y) = (Accumulator::<64, 16>::zero(), Accumulator::<64, 16>::zero());
+        block_on(x.mma(&p, &v));
+        block_on(y.mma(&as_tile, &v));
+        assert_eq!(bits(&elems(&x)), bits(&elems(&y)));
+        let h = s.to_f16();
+        assert_eq!(h.at(5, 7), f16::from_f32(elems(&s)[5 * 48 + 7]));
+    }
 
     #[test]
     fn mma_kn_is_mma_of_the_transposed_b_bit_for_bit() {

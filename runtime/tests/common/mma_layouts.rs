@@ -160,3 +160,73 @@ pub mod mma_layouts {
         }
     }
 }
+
+#[gpu_async]
+pub mod chained {
+    use gpu_async::device::*;
+
+    /// Rows, columns and K of every tile of [`chain`].
+    pub const T: usize = 64;
+
+    /// `s = a · bᵀ` (all T x T), then `p = s` rounded to bf16 in registers, then
+    /// `o = p · v` (`mma_kn`, `v` given as K x N) and `w = p · vᵀ` (`mma`).
+    #[kernel(warps = 8, idle_warps)]
+    pub async fn chain(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        v: &Matrix<bf16>,
+        o: &mut [f32],
+        w: &mut [f32],
+    ) {
+        let (tx, rx) = channel::<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>();
+        let (vtx, vrx) = channel::<Tile<bf16, T, T>, 2>();
+        join!(
+            on_warps(0..1, load(a, b, v, tx, vtx)),
+            on_warps(4..8, compute(rx, vrx, o, w))
+        )
+        .await;
+    }
+
+    async fn load(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        v: &Matrix<bf16>,
+        mut tx: Sender<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>,
+        mut vtx: Sender<Tile<bf16, T, T>, 2>,
+    ) {
+        let Some(mut stage) = tx.reserve().await else {
+            return;
+        };
+        stage.0.load(a, [0, 0]).await;
+        stage.1.load(b, [0, 0]).await;
+        stage.send();
+        let Some(mut slot) = vtx.reserve().await else {
+            return;
+        };
+        slot.load(v, [0, 0]).await;
+        slot.send();
+    }
+
+    async fn compute(
+        mut rx: Receiver<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>,
+        mut vrx: Receiver<Tile<bf16, T, T>, 2>,
+        o: &mut [f32],
+        w: &mut [f32],
+    ) {
+        let Some(stage) = rx.recv().await else {
+            return;
+        };
+        let mut s = Accumulator::<T, T>::zero();
+        s.mma(&stage.0, &stage.1).await;
+        let p = s.to_bf16();
+        let Some(vt) = vrx.recv().await else {
+            return;
+        };
+        let mut out = Accumulator::<T, T>::zero();
+        out.mma_kn(&p, &vt).await;
+        out.store(o, T, [0, 0]);
+        let mut out_t = Accumulator::<T, T>::zero();
+        out_t.mma(&p, &vt).await;
+        out_t.store(w, T, [0, 0]);
+    }
+}

@@ -642,21 +642,41 @@ impl Kernel {
                 n,
                 elem,
                 k_steps,
-                a_layout,
                 b_layout,
             } => {
                 let (first, last) = (acc.first().copied(), acc.last().copied());
+                let a = match a {
+                    MmaA::Tile { addr, layout } => {
+                        format!(
+                            "a_desc {}{}",
+                            self.val(*addr),
+                            layout_note(*layout, *k_steps)
+                        )
+                    }
+                    MmaA::Registers(regs) => format!(
+                        "a_regs [{}..{}]",
+                        regs.first()
+                            .map_or_else(String::new, |v| self.val(*v).to_string()),
+                        regs.last()
+                            .map_or_else(String::new, |v| self.val(*v).to_string())
+                    ),
+                };
                 write!(
                     f,
-                    "mma.m64n{n}k16.{elem} x{k_steps} acc [{}..{}], a_desc {}{}, b_desc {}{}",
+                    "mma.m64n{n}k16.{elem} x{k_steps} acc [{}..{}], {a}, b_desc {}{}",
                     first.map_or_else(String::new, |v| self.val(v).to_string()),
                     last.map_or_else(String::new, |v| self.val(v).to_string()),
-                    self.val(*a),
-                    layout_note(*a_layout, *k_steps),
                     self.val(*b),
                     layout_note(*b_layout, *k_steps)
                 )?
             }
+            Inst::PackPair { dst, lo, hi, elem } => write!(
+                f,
+                "{} = pack.{elem}x2 {}, {}",
+                def(*dst),
+                self.val(*lo),
+                self.val(*hi)
+            )?,
             Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
             Inst::MmaWait { pending } => write!(f, "mma_wait pending {pending}")?,
             Inst::AccStore {

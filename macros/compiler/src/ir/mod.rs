@@ -460,6 +460,17 @@ pub enum MmaLayout {
     NMajor { block: u32 },
 }
 
+/// The A operand of an mma.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MmaA {
+    /// A tile at the shared address `addr` (a `u32`: the warpgroup's 64 rows), laid out as
+    /// `layout` (K-major).
+    Tile { addr: Value, layout: MmaLayout },
+    /// Registers: for each K step, the 4 `u32`s of packed pairs the thread holds (the
+    /// accumulator fragment's layout: step `s` is its values `8 s .. 8 s + 8`, pairwise).
+    Registers(Vec<Value>),
+}
+
 /// A constant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Imm {
@@ -682,13 +693,20 @@ pub enum Inst {
     /// values are only complete after [`Inst::MmaWait`].
     Mma {
         acc: Vec<Value>,
-        a: Value,
+        a: MmaA,
         b: Value,
         n: u32,
         elem: Scalar,
         k_steps: u32,
-        a_layout: MmaLayout,
         b_layout: MmaLayout,
+    },
+    /// `dst` (a `u32`) = the `f32` values `lo` and `hi` rounded to `elem` (`bf16` or `f16`, to
+    /// nearest even), `lo` in the low 16 bits: a pair of a register A operand of an mma.
+    PackPair {
+        dst: Value,
+        lo: Value,
+        hi: Value,
+        elem: Scalar,
     },
     /// `wgmma.wait_group pending`: every mma the warpgroup issued has completed but the
     /// `pending` it issued last, and the accumulator values of the completed ones are written.
@@ -923,6 +941,7 @@ impl Inst {
             | Inst::ArrayAddr { dst, .. }
             | Inst::Select { dst, .. }
             | Inst::Bitcast { dst, .. }
+            | Inst::PackPair { dst, .. }
             | Inst::Special { dst, .. }
             | Inst::Load { dst, .. }
             | Inst::SlotAddr { dst, .. }

@@ -37,6 +37,7 @@ impl Lowerer<'_> {
             ExprKind::Index(base, index) => self.index(base, index, e.span),
             ExprKind::MatrixDim(m, cols) => self.matrix_dim(m, *cols),
             ExprKind::AccumulatorZero => self.accumulator_zero(&e.ty, e.span),
+            ExprKind::AccumulatorToOperand { acc, elem } => self.accumulator_to_operand(acc, *elem),
             ExprKind::Mma { acc, a, b, b_kn } => self.mma_issue(acc, a, (b, *b_kn), e.span),
             ExprKind::AccumulatorStore {
                 acc,

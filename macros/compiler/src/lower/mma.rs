@@ -14,7 +14,7 @@ use proc_macro2::Span;
 use super::matrices::tile_of;
 use super::values::Val;
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, MmaLayout, Value};
+use crate::ir::{BinOp, Imm, Inst, MmaA, MmaLayout, Value};
 use crate::tir::{Expr, ExprKind, LocalId};
 use crate::types::{Scalar, Ty, MMA_K_STEP, MMA_ROW_BYTES};
 
@@ -134,7 +134,8 @@ impl Lowerer<'_> {
     }
 
     /// `acc.mma(&a, &b)` (`b_kn`: `acc.mma_kn(&a, &b)`): the warpgroup's mma over its 64 rows
-    /// of `a` and all of `b`, issued; the pending mma, which its await or its drop waits for.
+    /// of `a` (a tile, or a fragment in registers) and all of `b`, issued; the pending mma,
+    /// which its await or its drop waits for.
     pub(super) fn mma_issue(
         &mut self,
         acc: &Expr,
@@ -145,7 +146,14 @@ impl Lowerer<'_> {
         let Some((values, n)) = self.role_accumulator(acc, span) else {
             return Val::Unit;
         };
-        let (Some(a), Some(b)) = (self.mma_tile(a, span), self.mma_tile(b, span)) else {
+        let a = match a.ty {
+            Ty::Fragment { elem, k, .. } => match self.expr(a) {
+                Val::Frag(regs) => Some(OperandA::Registers(regs, elem, k)),
+                _ => None,
+            },
+            _ => self.mma_tile(a, span).map(OperandA::Tile),
+        };
+        let (Some(a), Some(b)) = (a, self.mma_tile(b, span)) else {
             return Val::Unit;
         };
         self.emit_mma(values, a, (b, b_kn), n);
@@ -155,43 +163,74 @@ impl Lowerer<'_> {
         Val::PendingMma(group)
     }
 
-    /// The mma of the warpgroup's rows of the A tile `(a_addr, elem, rows, cols)` and the B
-    /// tile (`b_kn`: of K rows and N columns) into the accumulator `values` of `n` columns.
-    /// Both tiles are stored in 128-byte lines, in column blocks of `rows` lines each.
+    /// The mma of the warpgroup's rows of the A operand and the B tile (`b_kn`: of K rows and
+    /// N columns) into the accumulator `values` of `n` columns. Tiles are stored in 128-byte
+    /// lines, in column blocks of `rows` lines each.
     pub(super) fn emit_mma(
         &mut self,
         values: Vec<Value>,
-        (a_addr, elem, a_rows, a_cols): (Value, Scalar, u32, u32),
+        a: OperandA,
         ((b_addr, _, b_rows, _), b_kn): ((Value, Scalar, u32, u32), bool),
         n: u32,
     ) {
-        // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each into every block.
-        let warp = self.lane_register(true);
-        let two = self.konst(Scalar::U32, Imm::Int(2));
-        let group = self.binary(BinOp::Shr, warp, two);
-        let rows_bytes = self.konst(
-            Scalar::U32,
-            Imm::Int(u64::from(WARPGROUP_ROWS * MMA_ROW_BYTES)),
-        );
-        let offset = self.binary(BinOp::Mul, group, rows_bytes);
-        let a_rows_addr = self.binary(BinOp::Add, a_addr, offset);
+        let (a, elem, k) = match a {
+            OperandA::Tile((a_addr, elem, a_rows, a_cols)) => {
+                // Warpgroup g reads rows 64 g.. of A: 64 rows of 128 bytes each into every
+                // block.
+                let warp = self.lane_register(true);
+                let two = self.konst(Scalar::U32, Imm::Int(2));
+                let group = self.binary(BinOp::Shr, warp, two);
+                let rows_bytes = self.konst(
+                    Scalar::U32,
+                    Imm::Int(u64::from(WARPGROUP_ROWS * MMA_ROW_BYTES)),
+                );
+                let offset = self.binary(BinOp::Mul, group, rows_bytes);
+                let addr = self.binary(BinOp::Add, a_addr, offset);
+                let layout = MmaLayout::KMajor {
+                    block: a_rows * MMA_ROW_BYTES,
+                };
+                (MmaA::Tile { addr, layout }, elem, a_cols)
+            }
+            OperandA::Registers(regs, elem, k) => (MmaA::Registers(regs), elem, k),
+        };
         let b_block = b_rows * MMA_ROW_BYTES;
         self.emit(Inst::Mma {
             acc: values,
-            a: a_rows_addr,
+            a,
             b: b_addr,
             n,
             elem,
-            k_steps: a_cols / MMA_K_STEP,
-            a_layout: MmaLayout::KMajor {
-                block: a_rows * MMA_ROW_BYTES,
-            },
+            k_steps: k / MMA_K_STEP,
             b_layout: if b_kn {
                 MmaLayout::NMajor { block: b_block }
             } else {
                 MmaLayout::KMajor { block: b_block }
             },
         });
+    }
+
+    /// `acc.to_bf16()` (`elem` `bf16`) or `acc.to_f16()`: the accumulator's values rounded and
+    /// packed in pairs, the register A operand of a later mma. Value `2 p` goes to the low half
+    /// of register `p`: the accumulator fragment's values `8 s .. 8 s + 8` are K step `s` of the
+    /// A fragment, pairwise, with no value moving between threads.
+    pub(super) fn accumulator_to_operand(&mut self, acc: &Expr, elem: Scalar) -> Val {
+        let Val::Acc(values) = self.expr(acc) else {
+            return Val::Unit;
+        };
+        let packed = values
+            .chunks_exact(2)
+            .map(|pair| {
+                let dst = self.new_value(Scalar::U32, None);
+                self.emit(Inst::PackPair {
+                    dst,
+                    lo: pair[0],
+                    hi: pair[1],
+                    elem,
+                });
+                dst
+            })
+            .collect();
+        Val::Frag(packed)
     }
 
     /// `pending.await` of a local holding an issued mma: the wait; the local is used up.
@@ -313,4 +352,12 @@ impl Lowerer<'_> {
         });
         Val::Unit
     }
+}
+
+/// The A operand of an mma as the lowering has it.
+pub(super) enum OperandA {
+    /// A tile: its shared address, element type, rows and columns.
+    Tile((Value, Scalar, u32, u32)),
+    /// A fragment: its packed registers (4 per K step of 16), element type and K.
+    Registers(Vec<Value>, Scalar, u32),
 }

@@ -11,6 +11,7 @@
 
 use proc_macro2::Span;
 
+use super::mma::OperandA;
 use super::values::{SlotRef, Val};
 use super::Lowerer;
 use crate::ir::{BinOp, ChannelId, Imm, Inst, SiteId, SiteKind, UnOp, Value};
@@ -159,7 +160,7 @@ impl Lowerer<'_> {
             at: Some(at),
         });
         if let (Some(a), Some(b)) = (self.slot_tile(&slot, 0), self.slot_tile(&slot, 1)) {
-            self.emit_mma(s.values.clone(), a, (b, s.b_kn), s.n);
+            self.emit_mma(s.values.clone(), OperandA::Tile(a), (b, s.b_kn), s.n);
         }
     }
 

@@ -107,6 +107,8 @@ pub(super) enum Val {
     Array(Vec<Value>),
     /// An `Accumulator<M, N>`: the thread's `N / 2` `f32` values of its warpgroup's fragment.
     Acc(Vec<Value>),
+    /// A fragment (`acc.to_bf16()`): the thread's packed `u32` pairs, 4 per K step of 16.
+    Frag(Vec<Value>),
     /// An issued mma not yet awaited (`let pending = acc.mma(&a, &b);`), by its number in the
     /// role: its await, or its drop, waits for it (and for those issued before it).
     PendingMma(u32),

@@ -111,9 +111,9 @@ impl Writer<'_> {
                 n,
                 elem,
                 k_steps,
-                a_layout,
                 b_layout,
-            } => self.mma(acc, ((*a, *a_layout), (*b, *b_layout)), *n, *elem, *k_steps),
+            } => self.mma(acc, (a, (*b, *b_layout)), *n, *elem, *k_steps),
+            Inst::PackPair { dst, lo, hi, elem } => self.pack_pair(*dst, (*lo, *hi), *elem),
             Inst::MmaWait { pending } => self.mma_wait(*pending),
             Inst::AccStore {
                 acc,

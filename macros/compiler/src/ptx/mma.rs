@@ -4,10 +4,11 @@
 //! Every thread of the warpgroup executes these (`.sync.aligned`): the lowering puts them in
 //! role code of roles made of whole warpgroups, never under a per-thread condition.
 
+use super::error::WriteError;
 use super::error::WriteResult;
 use super::types::Class;
 use super::Writer;
-use crate::ir::{MmaLayout, Value};
+use crate::ir::{MmaA, MmaLayout, Value};
 use crate::types::Scalar;
 
 /// The bytes one K step of 16 advances a K-major operand by within a 128-byte line (16 16-bit
@@ -50,52 +51,100 @@ fn step_offset(layout: MmaLayout, s: u64) -> u64 {
 }
 
 impl Writer<'_> {
-    /// `wgmma.fence`, `k_steps` mmas m64n`n`k16, `wgmma.commit_group`: the operands at the
-    /// shared addresses `a` and `b`, laid out as their layouts say.
+    /// `wgmma.fence`, `k_steps` mmas m64n`n`k16, `wgmma.commit_group`: A a tile laid out as its
+    /// layout says or registers, B the tile at the shared address `b` laid out as `b_layout`.
     pub(super) fn mma(
         &mut self,
         acc: &[Value],
-        ((a, a_layout), (b, b_layout)): ((Value, MmaLayout), (Value, MmaLayout)),
+        (a, (b, b_layout)): (&MmaA, (Value, MmaLayout)),
         n: u32,
         elem: Scalar,
         k_steps: u32,
     ) -> WriteResult {
         let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
         let regs = regs.join(",");
-        let (a, b) = (self.descriptor(a, a_layout)?, self.descriptor(b, b_layout)?);
+        let a_desc = match a {
+            MmaA::Tile { addr, layout } => Some(self.descriptor(*addr, *layout)?),
+            MmaA::Registers(_) => None,
+        };
+        let b_desc = self.descriptor(b, b_layout)?;
         let input = match elem {
             Scalar::F16 => "f16",
             _ => "bf16",
         };
         // An N-major B is read transposed.
         let trans_b = u32::from(matches!(b_layout, MmaLayout::NMajor { .. }));
-        // The descriptors of each K step (the start address is in units of 16 bytes), computed
-        // before the fence so that the mmas issue back to back.
+        // The operands of each K step (a descriptor's start address is in units of 16 bytes),
+        // computed before the fence so that the mmas issue back to back.
         let mut steps = Vec::new();
         for s in 0..u64::from(k_steps) {
-            let mut step = Vec::new();
-            for (desc, layout) in [(&a, a_layout), (&b, b_layout)] {
-                let offset = step_offset(layout, s) >> 4;
-                if offset == 0 {
-                    step.push(desc.clone());
-                } else {
-                    let d = self.tmp(Class::B64);
-                    self.line(format!("add.s64 {d}, {desc}, {offset};"))?;
-                    step.push(d);
+            let a_step = match a {
+                MmaA::Tile { layout, .. } => {
+                    let desc = a_desc.clone().unwrap_or_default();
+                    self.step_descriptor(&desc, *layout, s)?
                 }
-            }
-            steps.push(step);
+                MmaA::Registers(values) => {
+                    let at = 4 * s as usize;
+                    let four: Vec<String> = values
+                        .get(at..at + 4)
+                        .ok_or_else(|| {
+                            WriteError::inconsistent(
+                                "4 register A values per K step",
+                                format!("{} values for {k_steps} steps", values.len()),
+                            )
+                        })?
+                        .iter()
+                        .map(|v| self.reg(*v))
+                        .collect();
+                    format!("{{{}}}", four.join(", "))
+                }
+            };
+            let b_step = self.step_descriptor(&b_desc, b_layout, s)?;
+            steps.push((a_step, b_step));
         }
         let scale = self.tmp(Class::Pred);
         self.line(format!("setp.ne.b32 {scale}, 1, 0;"))?;
         self.line("wgmma.fence.sync.aligned;")?;
-        for step in steps {
+        // The register-A form has no transpose flag for A.
+        let flags = if a_desc.is_some() {
+            format!("1, 1, 0, {trans_b}")
+        } else {
+            format!("1, 1, {trans_b}")
+        };
+        for (a_step, b_step) in steps {
             self.line(format!(
-                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} {{{regs}}}, {}, {}, {scale}, 1, 1, 0, {trans_b};",
-                step[0], step[1]
+                "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{input}.{input} {{{regs}}}, {a_step}, {b_step}, {scale}, {flags};"
             ))?;
         }
         self.line("wgmma.commit_group.sync.aligned;")
+    }
+
+    /// The descriptor of K step `s` of an operand laid out as `layout` whose step 0 is `desc`.
+    fn step_descriptor(&mut self, desc: &str, layout: MmaLayout, s: u64) -> WriteResult<String> {
+        let offset = step_offset(layout, s) >> 4;
+        if offset == 0 {
+            return Ok(desc.to_string());
+        }
+        let d = self.tmp(Class::B64);
+        self.line(format!("add.s64 {d}, {desc}, {offset};"))?;
+        Ok(d)
+    }
+
+    /// `dst` = `lo` and `hi` rounded to `elem`, packed (`cvt.rn.bf16x2.f32` takes the high
+    /// half first).
+    pub(super) fn pack_pair(
+        &mut self,
+        dst: Value,
+        (lo, hi): (Value, Value),
+        elem: Scalar,
+    ) -> WriteResult {
+        let (d, l, h) = (self.reg(dst), self.reg(lo), self.reg(hi));
+        let to = if elem == Scalar::F16 {
+            "f16x2"
+        } else {
+            "bf16x2"
+        };
+        self.line(format!("cvt.rn.{to}.f32 {d}, {h}, {l};"))
     }
 
     /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).

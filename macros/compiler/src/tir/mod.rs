@@ -535,6 +535,14 @@ pub enum ExprKind {
     MatrixDim(Box<Expr>, bool),
     /// `Accumulator::<M, N>::zero()`
     AccumulatorZero,
+    /// `acc.to_bf16()` or `acc.to_f16()` (`elem`): the accumulator rounded, the register A
+    /// operand of a later mma.
+    AccumulatorToOperand {
+        /// The accumulator, a local.
+        acc: Box<Expr>,
+        /// `bf16` or `f16`.
+        elem: Scalar,
+    },
     /// `acc.mma(&a, &b)`: a future that adds `a · bᵀ` to the accumulator (`acc.mma_kn(&a,
     /// &b)`: `a · b`); `a` and `b` are tiles of received slots (a slot, or `stage.0` of a pair).
     Mma {

@@ -4,7 +4,8 @@
 
 use super::{Verifier, VerifyError as E};
 use crate::ir::{
-    BinOp, Inst, LoopId, MmaLayout, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp, VoteMode,
+    BinOp, Inst, LoopId, MmaA, MmaLayout, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp,
+    VoteMode,
 };
 use crate::types::Scalar;
 
@@ -29,6 +30,7 @@ impl Verifier<'_> {
             | Inst::Fma { .. }
             | Inst::Select { .. }
             | Inst::Bitcast { .. }
+            | Inst::PackPair { .. }
             | Inst::Cast { .. } => self.value_inst(inst),
             Inst::Atomic { .. }
             | Inst::Load { .. }
@@ -109,7 +111,6 @@ impl Verifier<'_> {
             n,
             elem,
             k_steps,
-            a_layout,
             b_layout,
         } = inst
         {
@@ -118,10 +119,27 @@ impl Verifier<'_> {
                 self.expect_ty(v, Scalar::F32, "an mma's accumulator");
                 self.def(v);
             }
-            for d in [*a, *b] {
-                self.use_(d);
-                self.expect_ty(d, Scalar::U32, "an mma's tile address");
-            }
+            self.use_(*b);
+            self.expect_ty(*b, Scalar::U32, "an mma's tile address");
+            let a_layout = match a {
+                MmaA::Tile { addr, layout } => {
+                    self.use_(*addr);
+                    self.expect_ty(*addr, Scalar::U32, "an mma's tile address");
+                    Some(*layout)
+                }
+                MmaA::Registers(regs) => {
+                    for &v in regs {
+                        self.use_(v);
+                        self.expect_ty(v, Scalar::U32, "an mma's register A operand");
+                    }
+                    None
+                }
+            };
+            // Registers: 4 per K step.
+            let a_regs_ok = match a {
+                MmaA::Registers(regs) => regs.len() as u32 == 4 * *k_steps,
+                MmaA::Tile { .. } => true,
+            };
             let shape_ok = *n % 8 == 0
                 && (8..=256).contains(n)
                 && acc.len() as u32 == *n / 2
@@ -129,8 +147,9 @@ impl Verifier<'_> {
                 && *k_steps > 0
                 // A is K-major; the column blocks of a K of more than 64 lie somewhere; an
                 // N-major B comes in blocks of 64 columns.
-                && matches!(a_layout, MmaLayout::KMajor { .. })
-                && [a_layout, b_layout].into_iter().all(|l| match *l {
+                && a_regs_ok
+                && a_layout.is_none_or(|l| matches!(l, MmaLayout::KMajor { .. }))
+                && a_layout.iter().chain([b_layout]).all(|l| match *l {
                     MmaLayout::KMajor { block } => *k_steps <= 4 || block > 0,
                     MmaLayout::NMajor { block } => block > 0 && *n % 64 == 0,
                 });
@@ -245,6 +264,17 @@ impl Verifier<'_> {
                 if self.ty(*if_true) != ty || self.ty(*if_false) != ty {
                     self.errors.push(E::SelectTypes { dst: *dst });
                 }
+                self.def(*dst);
+            }
+            Inst::PackPair { dst, lo, hi, elem } => {
+                for v in [*lo, *hi] {
+                    self.use_(v);
+                    self.expect_ty(v, Scalar::F32, "a packed pair's value");
+                }
+                if !matches!(elem, Scalar::Bf16 | Scalar::F16) {
+                    self.errors.push(E::MmaShape { n: 0, values: 0 });
+                }
+                self.expect_ty(*dst, Scalar::U32, "a packed pair");
                 self.def(*dst);
             }
             Inst::Bitcast { dst, src } => {

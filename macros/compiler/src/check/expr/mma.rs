@@ -91,11 +91,42 @@ impl Checker<'_> {
                 self.accumulator_stages(receiver, m, (rows, cols), kn, span)
             }
             "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, span),
-            "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" => err(span),
+            "to_bf16" | "to_f16" if self.want_args(m, 0) => {
+                if !self.mma_in_role_code(&receiver, &format!("{name}()"), span) {
+                    return err(span);
+                }
+                let elem = if name == "to_bf16" {
+                    Scalar::Bf16
+                } else {
+                    Scalar::F16
+                };
+                if cols % 16 != 0 {
+                    self.diags.error(
+                        m.method.span(),
+                        format!("a fragment is the A operand of mmas of K = 16 each: its accumulator's N is a multiple of 16; found N = {cols}"),
+                    );
+                    return err(span);
+                }
+                mk(
+                    ExprKind::AccumulatorToOperand {
+                        acc: Box::new(receiver),
+                        elem,
+                    },
+                    Ty::Fragment {
+                        elem,
+                        m: rows,
+                        k: cols,
+                    },
+                    span,
+                )
+            }
+            "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "to_bf16" | "to_f16" => {
+                err(span)
+            }
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }
@@ -150,6 +181,30 @@ impl Checker<'_> {
         // Reported on the tile itself (a span cannot join the `&` to it on stable Rust).
         let arg_span = super::span_of(&r.expr);
         let tile = self.expr(&mut r.expr, None);
+        if let Ty::Fragment { elem, m, k } = tile.ty {
+            if which == Operand::B {
+                self.diags.error(
+                    arg_span,
+                    "the B operand of an mma is a tile in shared memory: a fragment in registers is an A operand",
+                );
+                return None;
+            }
+            if m != extent {
+                self.diags.error(
+                    arg_span,
+                    format!("the A fragment has {m} rows, and the accumulator's rows (M) are {extent}: the fragment of an `Accumulator<M, K>` is the A operand of an mma into an `Accumulator<M, N>`"),
+                );
+                return None;
+            }
+            if !matches!(tile.kind, ExprKind::Local(_)) {
+                self.diags.error(
+                    arg_span,
+                    "an mma reads a fragment held in a local: `let p = acc.to_bf16();`, then `&p`",
+                );
+                return None;
+            }
+            return Some((tile, elem, k));
+        }
         let (chan, part) = match &tile.ty {
             Ty::RecvSlot(c) if c.elem.tile().is_some() => (c.clone(), 0),
             Ty::TilePart {
