@@ -267,6 +267,31 @@ fn fragments_an_mma_cannot_take() {
     );
 }
 
+#[test]
+fn a_fragment_local_is_reassigned_in_its_registers() {
+    let k = one(chained(
+        64,
+        quote! {
+            s.mma_kn(&stage.0, &stage.1).await;
+            let mut p = s.to_bf16();
+            let mut o = Accumulator::<64, 64>::zero();
+            o.mma_kn(&p, &stage.1).await;
+            s.mma_kn(&stage.0, &stage.1).await;
+            p = s.to_bf16();
+            o.mma_kn(&p, &stage.1).await;
+            o.store(c, 64, [0, 0]);
+        },
+    ));
+    // Both mmas of `o` read the same four registers in their first K step.
+    let mmas = wgmmas(&k.ptx);
+    let first_regs = |m: &str| {
+        m.split("}, {")
+            .nth(1)
+            .map(|r| r.split('}').next().unwrap_or("").to_string())
+    };
+    assert_eq!(first_regs(mmas[4]), first_regs(mmas[12]), "{}", k.ptx);
+}
+
 #[needs_ptxas]
 fn a_register_operand_mma_assembles_without_warnings() {
     let k = one(chained(

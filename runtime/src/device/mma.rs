@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 
 use half::{bf16, f16};
 
-use super::channel::{Payload, Receiver};
+use super::channel::{Payload, Receiver, RecvSlot};
 use super::matrix::Tile;
 use crate::matrix::TileScalar;
 
@@ -113,8 +113,8 @@ mod operand {
     pub trait Sealed {}
 }
 
-/// The A operand of an mma: a [`Tile`] in shared memory or a [`Fragment`] in registers, `M` ×
-/// `K` of `T`. Sealed: implemented for those two only.
+/// The A operand of an mma: a [`Tile`] in shared memory (or the received slot that holds one)
+/// or a [`Fragment`] in registers, `M` × `K` of `T`. Sealed: implemented for those only.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not the A operand of an mma",
     label = "not a `Tile<T, M, K>` or a `Fragment<T, M, K>`",
@@ -128,6 +128,19 @@ pub trait MmaOperandA<T: MmaScalar, const M: usize, const K: usize>: operand::Se
 
 impl<T: MmaScalar, const M: usize, const K: usize> operand::Sealed for Tile<T, M, K> {}
 impl<T: MmaScalar, const M: usize, const K: usize> MmaOperandA<T, M, K> for Tile<T, M, K> {
+    fn at(&self, i: usize, k: usize) -> T {
+        self[i][k]
+    }
+}
+
+/// A received tile slot, `acc.mma(&slot, &b)`: the tile it holds.
+impl<T: MmaScalar, const M: usize, const K: usize, const D: usize> operand::Sealed
+    for RecvSlot<'_, Tile<T, M, K>, D>
+{
+}
+impl<T: MmaScalar, const M: usize, const K: usize, const D: usize> MmaOperandA<T, M, K>
+    for RecvSlot<'_, Tile<T, M, K>, D>
+{
     fn at(&self, i: usize, k: usize) -> T {
         self[i][k]
     }

@@ -108,6 +108,17 @@ impl Lowerer<'_> {
         Val::Unit
     }
 
+    /// `p = acc.to_bf16();` into a fragment local: the new values into its registers.
+    pub(super) fn assign_fragment(&mut self, place: &Expr, value: &Expr) -> Val {
+        let (Val::Frag(dst), Val::Frag(src)) = (self.expr(place), self.expr(value)) else {
+            return Val::Unit;
+        };
+        for (d, s) in dst.into_iter().zip(src) {
+            self.emit(Inst::Copy { dst: d, src: s });
+        }
+        Val::Unit
+    }
+
     /// The shared address of an mma operand's tile (`tile` or `stage.0`), its element type,
     /// rows and columns.
     fn mma_tile(&mut self, tile: &Expr, span: Span) -> Option<(Value, Scalar, u32, u32)> {

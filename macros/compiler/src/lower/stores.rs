@@ -26,6 +26,9 @@ impl Lowerer<'_> {
         if let (ExprKind::Local(_), Ty::Accumulator { .. }) = (&place.kind, &place.ty) {
             return self.assign_accumulator(place, value);
         }
+        if let (ExprKind::Local(_), Ty::Fragment { .. }) = (&place.kind, &place.ty) {
+            return self.assign_fragment(place, value);
+        }
         if matches!(value.ty, Ty::Array(..)) && matches!(place.kind, ExprKind::StructArray(..)) {
             self.assign_struct_array(place, value)
         } else if matches!(value.ty, Ty::Array(..)) {

@@ -52,12 +52,13 @@ impl Checker<'_> {
                         | Ty::RecvSlot(_)
                         | Ty::OptRecvSlot(_)
                         | Ty::Accumulator { .. }
+                        | Ty::Fragment { .. }
                         | Ty::Error
                 ) {
                     self.diags.error(
                         span,
                         format!(
-                            "only scalars, arrays, structs, tuples, accumulators and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
+                            "only scalars, arrays, structs, tuples, accumulators, fragments and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
                     );
