@@ -31,8 +31,9 @@ mod sealed {
     pub trait Input {
         fn widen(self) -> f32;
     }
-    pub trait Output {
+    pub trait Output: Copy {
         fn narrow(x: f32) -> Self;
+        fn wide(self) -> f32;
     }
     impl Input for half::bf16 {
         fn widen(self) -> f32 {
@@ -48,15 +49,24 @@ mod sealed {
         fn narrow(x: f32) -> f32 {
             x
         }
+        fn wide(self) -> f32 {
+            self
+        }
     }
     impl Output for half::bf16 {
         fn narrow(x: f32) -> Self {
             half::bf16::from_f32(x)
         }
+        fn wide(self) -> f32 {
+            self.to_f32()
+        }
     }
     impl Output for half::f16 {
         fn narrow(x: f32) -> Self {
             half::f16::from_f32(x)
+        }
+        fn wide(self) -> f32 {
+            self.to_f32()
         }
     }
 }
@@ -394,6 +404,45 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
     /// (`cvt.rn`), to global memory, skipping those past the edges; the simulator writes them
     /// at the call.
     pub fn store<T: MmaOutput>(&self, out: &mut [T], cols: usize, at: [usize; 2]) {
+        self.store_with(out, cols, at, |x, _| x);
+    }
+
+    /// The epilogue of a GEMM `C = alpha · A · B + beta · C`: as [`store`](Self::store), each
+    /// element written being `alpha` times the accumulator's plus `beta` times the element
+    /// already there, converted to `T`. With `beta` 0 the elements there are not read (a
+    /// destination of NaNs is overwritten), as BLAS does.
+    ///
+    /// The arithmetic is defined: `alpha * x` rounded to f32, then, unless `beta` is 0,
+    /// `beta.mul_add(old, that)` (one rounding; `old` widened exactly from `T`), then the
+    /// conversion to `T`: the GPU's `mul.rn`, `fma.rn` and `cvt.rn`, bit for bit.
+    pub fn store_scaled<T: MmaOutput>(
+        &self,
+        out: &mut [T],
+        cols: usize,
+        at: [usize; 2],
+        alpha: f32,
+        beta: f32,
+    ) {
+        self.store_with(out, cols, at, |x, old: T| {
+            let t = alpha * x;
+            if beta != 0.0 {
+                beta.mul_add(old.wide(), t)
+            } else {
+                t
+            }
+        });
+    }
+
+    /// Writes `value(x, old)` for each element `x` inside `out`'s edges (see [`store`]).
+    ///
+    /// [`store`]: Self::store
+    fn store_with<T: MmaOutput>(
+        &self,
+        out: &mut [T],
+        cols: usize,
+        at: [usize; 2],
+        value: impl Fn(f32, T) -> f32,
+    ) {
         let rows = out.len().checked_div(cols).unwrap_or(0);
         for (i, acc_row) in self.elems.chunks_exact(N.max(1)).enumerate() {
             let Some(row) = at[0].checked_add(i).filter(|&r| r < rows) else {
@@ -404,7 +453,8 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
                     break;
                 };
                 // row < out.len() / cols and col < cols: in bounds, without overflow.
-                out[row * cols + col] = T::narrow(x);
+                let at = row * cols + col;
+                out[at] = T::narrow(value(x, out[at]));
             }
         }
     }

@@ -485,7 +485,14 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
             cols,
             row,
             col,
-        } => vec![acc, out, cols, row, col],
+            scale,
+        } => {
+            let mut parts = vec![&**acc, out, cols, row, col];
+            if let Some((alpha, beta)) = scale {
+                parts.extend([&**alpha, &**beta]);
+            }
+            parts
+        }
         K::If(c, _, else_) => std::iter::once(&**c).chain(else_.as_deref()).collect(),
         K::IfLetSome {
             scrutinee, else_, ..

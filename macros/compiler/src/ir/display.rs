@@ -686,15 +686,21 @@ impl Kernel {
                 row_bytes,
                 rows_left,
                 cols_left,
-            } => write!(
-                f,
-                "acc_store.{elem} {} values -> global [{}], row bytes {}, inside {} x {}",
-                acc.len(),
-                self.val(*addr),
-                self.val(*row_bytes),
-                self.val(*rows_left),
-                self.val(*cols_left)
-            )?,
+                scale,
+            } => {
+                write!(
+                    f,
+                    "acc_store.{elem} {} values -> global [{}], row bytes {}, inside {} x {}",
+                    acc.len(),
+                    self.val(*addr),
+                    self.val(*row_bytes),
+                    self.val(*rows_left),
+                    self.val(*cols_left)
+                )?;
+                if let Some((alpha, beta)) = scale {
+                    write!(f, ", alpha {}, beta {}", self.val(*alpha), self.val(*beta))?;
+                }
+            }
             Inst::RoleBarrier { site } => write!(f, "role_barrier {site}")?,
             Inst::BarrierWait { barrier, site } => write!(f, "barrier_wait b{barrier} {site}")?,
             Inst::OneshotSignal { oneshot } => write!(f, "oneshot_signal o{oneshot}")?,

@@ -716,7 +716,10 @@ pub enum Inst {
     /// `4 j + 2 h + e` (of the fragment layout, see [`Inst::Mma`]) goes `8 h` rows and `8 j + e`
     /// columns after the thread's first element, at the global address `addr`, when that row is
     /// below `rows_left` and that column below `cols_left` (`usize`s: what of the matrix lies
-    /// from the thread's first element on; `addr` is only used for the elements inside).
+    /// from the thread's first element on; `addr` is only used for the elements inside). With
+    /// `scale` (`alpha`, `beta`, `f32`s), each value stored is `alpha * v + beta * old`, `old`
+    /// the element there (`mul`, then one `fma`), or `alpha * v` without reading it when `beta`
+    /// is 0.
     AccStore {
         acc: Vec<Value>,
         elem: Scalar,
@@ -724,6 +727,7 @@ pub enum Inst {
         row_bytes: Value,
         rows_left: Value,
         cols_left: Value,
+        scale: Option<(Value, Value)>,
     },
     /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
     /// of the 16-byte-aligned part, `bulk` bytes as for [`Inst::CopyIn`], by one thread of the

@@ -278,17 +278,20 @@ impl Lowerer<'_> {
     }
 
     /// `acc.store(out, cols, [row, col])`: each thread stores its fragment's values, converted
-    /// to `out`'s element type, those inside the matrix (`out.len() / cols` rows of `cols`).
+    /// to `out`'s element type, those inside the matrix (`out.len() / cols` rows of `cols`);
+    /// `acc.store_scaled(.., alpha, beta)` (`scale`) stores `alpha` times each value plus `beta`
+    /// times the element there.
     pub(super) fn accumulator_store(
         &mut self,
         acc: &Expr,
-        out: &Expr,
-        cols: &Expr,
+        (out, cols): (&Expr, &Expr),
         (row, col): (&Expr, &Expr),
+        scale: Option<&(Box<Expr>, Box<Expr>)>,
     ) -> Val {
         let Val::Acc(values) = self.expr(acc) else {
             return Val::Unit;
         };
+        let scale = scale.map(|(alpha, beta)| (self.scalar(alpha), self.scalar(beta)));
         let Val::Slice { ptr, len, elem, .. } = self.expr(out) else {
             return Val::Unit;
         };
@@ -360,6 +363,7 @@ impl Lowerer<'_> {
             row_bytes,
             rows_left,
             cols_left,
+            scale,
         });
         Val::Unit
     }

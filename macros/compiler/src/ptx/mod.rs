@@ -20,6 +20,7 @@
 //! (parallel loops), `reduce` (reductions), `bulk` (bulk copies) and `trace` (the events of a
 //! traced kernel, written only by [`write_kernel_traced`]).
 
+mod acc_store;
 mod arithmetic;
 mod atomics;
 mod barriers;

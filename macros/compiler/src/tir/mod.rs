@@ -583,6 +583,9 @@ pub enum ExprKind {
         row: Box<Expr>,
         /// Its column.
         col: Box<Expr>,
+        /// `acc.store_scaled(.., alpha, beta)`: each element written is `alpha` times the
+        /// accumulator's plus `beta` times the one there (not read when `beta` is 0), `f32`s.
+        scale: Option<(Box<Expr>, Box<Expr>)>,
     },
     /// `slot.copy_to(dst)` of a received slot
     CopyTo(Box<Expr>, Box<Expr>),

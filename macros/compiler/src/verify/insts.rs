@@ -87,8 +87,13 @@ impl Verifier<'_> {
             row_bytes,
             rows_left,
             cols_left,
+            scale,
         } = inst
         {
+            for v in scale.iter().flat_map(|(a, b)| [*a, *b]) {
+                self.use_(v);
+                self.expect_ty(v, Scalar::F32, "a scaled store's alpha or beta");
+            }
             for &v in acc {
                 self.use_(v);
                 self.expect_ty(v, Scalar::F32, "a stored accumulator value");

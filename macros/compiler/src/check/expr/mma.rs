@@ -90,7 +90,10 @@ impl Checker<'_> {
                 let kn = name == "mma_stages_kn";
                 self.accumulator_stages(receiver, m, (rows, cols), kn, span)
             }
-            "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, span),
+            "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, false, span),
+            "store_scaled" if self.want_args(m, 5) => {
+                self.accumulator_store(receiver, m, true, span)
+            }
             "to_bf16" | "to_f16" if self.want_args(m, 0) => {
                 if !self.mma_in_role_code(&receiver, &format!("{name}()"), span) {
                     return err(span);
@@ -120,13 +123,12 @@ impl Checker<'_> {
                     span,
                 )
             }
-            "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "to_bf16" | "to_f16" => {
-                err(span)
-            }
+            "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "store_scaled"
+            | "to_bf16" | "to_f16" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()` and `store(out, cols, [row, col])`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }
@@ -390,8 +392,15 @@ impl Checker<'_> {
         )
     }
 
-    /// `acc.store(out, cols, [row, col])`.
-    fn accumulator_store(&mut self, acc: Expr, m: &mut syn::ExprMethodCall, span: Span) -> Expr {
+    /// `acc.store(out, cols, [row, col])`, or with `scaled` `acc.store_scaled(out, cols, [row,
+    /// col], alpha, beta)`.
+    fn accumulator_store(
+        &mut self,
+        acc: Expr,
+        m: &mut syn::ExprMethodCall,
+        scaled: bool,
+        span: Span,
+    ) -> Expr {
         let usize_ty = Ty::Scalar(Scalar::Usize);
         let out = self.expr(&mut m.args[0], None);
         match out.ty {
@@ -413,7 +422,17 @@ impl Checker<'_> {
         let Some((row, col)) = self.tile_corner(&mut m.args[2]) else {
             return err(span);
         };
-        if !self.no_channel_ops_in_par(span, "store") {
+        let scale = if scaled {
+            let f32_ty = Ty::Scalar(Scalar::F32);
+            let mut alpha = self.expr(&mut m.args[3], Some(&f32_ty));
+            self.expect(&mut alpha, &f32_ty);
+            let mut beta = self.expr(&mut m.args[4], Some(&f32_ty));
+            self.expect(&mut beta, &f32_ty);
+            Some((Box::new(alpha), Box::new(beta)))
+        } else {
+            None
+        };
+        if !self.no_channel_ops_in_par(span, if scaled { "store_scaled" } else { "store" }) {
             return err(span);
         }
         mk(
@@ -423,6 +442,7 @@ impl Checker<'_> {
                 cols: Box::new(cols),
                 row: Box::new(row),
                 col: Box::new(col),
+                scale,
             },
             Ty::Unit,
             span,

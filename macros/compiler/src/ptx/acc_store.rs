@@ -1,0 +1,212 @@
+//! The epilogue of tensor-core mmas: `acc.store(..)` and `acc.store_scaled(..)`, each thread's
+//! accumulator values to a row-major matrix in global memory, in the fragment's layout.
+
+use super::error::WriteResult;
+use super::types::{half_name, Class};
+use super::Writer;
+use crate::ir::Value;
+use crate::types::Scalar;
+
+impl Writer<'_> {
+    /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).
+    /// Where the warpgroup's whole 16-row, `2 acc.len()`-column block of the thread's rows lies
+    /// inside the matrix, the stores go unchecked (and as pairs, `st.global.v2.f32`, where
+    /// `f32` pairs are 8-byte aligned); otherwise each is predicated on its row and column.
+    ///
+    /// [`Inst::AccStore`]: crate::ir::Inst::AccStore
+    pub(super) fn acc_store(
+        &mut self,
+        acc: &[Value],
+        elem: Scalar,
+        (addr, row_bytes): (Value, Value),
+        (rows_left, cols_left): (Value, Value),
+        scale: Option<(Value, Value)>,
+    ) -> WriteResult {
+        if let Some(scale) = scale {
+            return self.acc_store_scaled(
+                acc,
+                elem,
+                (addr, row_bytes),
+                (rows_left, cols_left),
+                scale,
+            );
+        }
+        let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
+        let (a, stride) = (self.reg(addr), self.reg(row_bytes));
+        let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
+        let size = u64::from(elem.size());
+        let width = 2 * acc.len() as u64;
+        // The values as stored: converted to `elem` where it is not `f32`.
+        let class = if elem == Scalar::F32 {
+            Class::F32
+        } else {
+            Class::B16
+        };
+        let rnd = if elem == Scalar::Bf16 { "bf16" } else { "f16" };
+        let mut out = Vec::with_capacity(regs.len());
+        for r in &regs {
+            if elem == Scalar::F32 {
+                out.push(r.clone());
+            } else {
+                let t = self.tmp(class);
+                self.line(format!("cvt.rn.{rnd}.f32 {t}, {r};"))?;
+                out.push(t);
+            }
+        }
+        let ty = if elem == Scalar::F32 { "f32" } else { "b16" };
+        // The second row of each value pair, 8 rows on.
+        let lower = self.tmp(Class::B64);
+        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
+        let row_base = [a.clone(), lower];
+        let (full, p, q) = (
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+            self.tmp(Class::Pred),
+        );
+        let slow = self.label("acc_store_checked");
+        let done = self.label("acc_store_done");
+        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
+        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
+        self.line(format!("@!{full} bra {slow};"))?;
+        let pairs = elem == Scalar::F32;
+        let aligned = self.tmp(Class::B64);
+        let scalar = self.label("acc_store_single");
+        if pairs {
+            self.line(format!("or.b64 {aligned}, {a}, {stride};"))?;
+            self.line(format!("and.b64 {aligned}, {aligned}, 7;"))?;
+            self.line(format!("setp.ne.u64 {p}, {aligned}, 0;"))?;
+            self.line(format!("@{p} bra {scalar};"))?;
+            for (k, pair) in out.chunks(2).enumerate() {
+                let k = k as u64;
+                let (j, h) = (k / 2, k % 2);
+                let base = &row_base[h as usize];
+                self.line(format!(
+                    "st.global.v2.f32 [{base}+{}], {{{}, {}}};",
+                    8 * j * size,
+                    pair[0],
+                    pair[1]
+                ))?;
+            }
+            self.line(format!("bra.uni {done};"))?;
+        }
+        self.place_label(&scalar)?;
+        for (k, v) in out.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            let base = &row_base[h as usize];
+            self.line(format!(
+                "st.global.{ty} [{base}+{}], {v};",
+                (8 * j + e) * size
+            ))?;
+        }
+        self.line(format!("bra.uni {done};"))?;
+        self.place_label(&slow)?;
+        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
+        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
+        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        for (k, v) in out.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            let base = &row_base[h as usize];
+            self.line(format!(
+                "setp.gt.and.u64 {q}, {cols}, {}, {};",
+                8 * j + e,
+                row_ok[h as usize]
+            ))?;
+            self.line(format!(
+                "@{q} st.global.{ty} [{base}+{}], {v};",
+                (8 * j + e) * size
+            ))?;
+        }
+        self.place_label(&done)
+    }
+
+    /// `acc.store_scaled(.., alpha, beta)`: as [`Writer::acc_store`], each value stored being
+    /// `alpha * v` (`mul.rn`), plus `beta` times the element there (`fma.rn`, one rounding) when
+    /// `beta` is not 0 (a NaN `beta` reads it too, as the simulator's `beta != 0.0` does); a
+    /// `beta` of 0 reads nothing, so a destination of NaNs is overwritten. One value at a time,
+    /// no pairs: each is a load, an `fma` and a store.
+    fn acc_store_scaled(
+        &mut self,
+        acc: &[Value],
+        elem: Scalar,
+        (addr, row_bytes): (Value, Value),
+        (rows_left, cols_left): (Value, Value),
+        (alpha, beta): (Value, Value),
+    ) -> WriteResult {
+        let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
+        let (a, stride) = (self.reg(addr), self.reg(row_bytes));
+        let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
+        let (alpha, beta) = (self.reg(alpha), self.reg(beta));
+        let size = u64::from(elem.size());
+        let width = 2 * acc.len() as u64;
+        let lower = self.tmp(Class::B64);
+        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
+        let row_base = [a.clone(), lower];
+        let (full, reads) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
+        self.line(format!("setp.neu.f32 {reads}, {beta}, 0f00000000;"))?;
+        let slow = self.label("acc_store_checked");
+        let done = self.label("acc_store_done");
+        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
+        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
+        self.line(format!("@!{full} bra {slow};"))?;
+        for (k, v) in regs.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            let at = format!("{}+{}", row_base[h as usize], (8 * j + e) * size);
+            self.scaled_value(v, elem, &at, (&alpha, &beta), (&reads, None))?;
+        }
+        self.line(format!("bra.uni {done};"))?;
+        self.place_label(&slow)?;
+        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
+        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
+        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        let (q, qr) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
+        for (k, v) in regs.iter().enumerate() {
+            let k = k as u64;
+            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+            self.line(format!(
+                "setp.gt.and.u64 {q}, {cols}, {}, {};",
+                8 * j + e,
+                row_ok[h as usize]
+            ))?;
+            self.line(format!("and.pred {qr}, {q}, {reads};"))?;
+            let at = format!("{}+{}", row_base[h as usize], (8 * j + e) * size);
+            self.scaled_value(v, elem, &at, (&alpha, &beta), (&qr, Some(&q)))?;
+        }
+        self.place_label(&done)
+    }
+
+    /// One value of a scaled store: `alpha * v`, plus `beta` times the element at `at` where
+    /// `reads` holds, converted to `elem` and stored (where `inside` holds, when given).
+    fn scaled_value(
+        &mut self,
+        v: &str,
+        elem: Scalar,
+        at: &str,
+        (alpha, beta): (&str, &str),
+        (reads, inside): (&str, Option<&str>),
+    ) -> WriteResult {
+        let t = self.tmp(Class::F32);
+        self.line(format!("mul.rn.f32 {t}, {alpha}, {v};"))?;
+        let old = self.tmp(Class::F32);
+        if elem == Scalar::F32 {
+            self.line(format!("@{reads} ld.global.f32 {old}, [{at}];"))?;
+        } else {
+            let bits = self.tmp(Class::B16);
+            self.line(format!("@{reads} ld.global.b16 {bits}, [{at}];"))?;
+            self.line(format!(
+                "@{reads} cvt.f32.{} {old}, {bits};",
+                half_name(elem)
+            ))?;
+        }
+        self.line(format!("@{reads} fma.rn.f32 {t}, {beta}, {old}, {t};"))?;
+        let guard = inside.map_or_else(String::new, |q| format!("@{q} "));
+        if elem == Scalar::F32 {
+            return self.line(format!("{guard}st.global.f32 [{at}], {t};"));
+        }
+        let narrow = self.tmp(Class::B16);
+        self.line(format!("cvt.rn.{}.f32 {narrow}, {t};", half_name(elem)))?;
+        self.line(format!("{guard}st.global.b16 [{at}], {narrow};"))
+    }
+}

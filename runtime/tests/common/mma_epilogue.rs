@@ -1,0 +1,67 @@
+//! The GEMM epilogue `C = alpha · A · Bᵀ + beta · C`: one stage's product stored with
+//! `store_scaled` into `f32` and `bf16` outputs.
+
+use gpu_async::gpu_async;
+
+#[gpu_async]
+pub mod epilogue {
+    use gpu_async::device::*;
+
+    /// Rows, columns and K of the product.
+    pub const T: usize = 64;
+
+    /// `c = alpha · a · bᵀ + beta · c` and `h = alpha · a · bᵀ + beta · h` (`h` in `bf16`), the
+    /// product stored at (`row`, `col`) of matrices of `cols` columns (clipped at their edges).
+    #[allow(clippy::too_many_arguments)]
+    #[kernel(warps = 8, idle_warps)]
+    pub async fn scaled(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        row: usize,
+        col: usize,
+        cols: usize,
+        alpha: f32,
+        beta: f32,
+        c: &mut [f32],
+        h: &mut [bf16],
+    ) {
+        let (tx, rx) = channel::<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>();
+        join!(
+            on_warps(0..1, load(a, b, tx)),
+            on_warps(4..8, compute(rx, row, col, cols, alpha, beta, c, h))
+        )
+        .await;
+    }
+
+    async fn load(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        mut tx: Sender<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>,
+    ) {
+        let Some(mut stage) = tx.reserve().await else {
+            return;
+        };
+        stage.0.load(a, [0, 0]).await;
+        stage.1.load(b, [0, 0]).await;
+        stage.send();
+    }
+
+    async fn compute(
+        mut rx: Receiver<(Tile<bf16, T, T>, Tile<bf16, T, T>), 2>,
+        row: usize,
+        col: usize,
+        cols: usize,
+        alpha: f32,
+        beta: f32,
+        c: &mut [f32],
+        h: &mut [bf16],
+    ) {
+        let Some(stage) = rx.recv().await else {
+            return;
+        };
+        let mut acc = Accumulator::<T, T>::zero();
+        acc.mma(&stage.0, &stage.1).await;
+        acc.store_scaled(c, cols, [row, col], alpha, beta);
+        acc.store_scaled(h, cols, [row, col], alpha, beta);
+    }
+}

@@ -1,0 +1,112 @@
+//! `store_scaled`, the epilogue of `C = alpha · A · Bᵀ + beta · C`, on both backends: the
+//! simulator against the defined arithmetic in plain Rust, the GPU against the simulator bit
+//! for bit (the products are of small integers, so the mma is exact on both), into `f32` and
+//! `bf16` matrices, inside and clipped at their edges, and with `beta` 0 over NaNs.
+
+#[allow(dead_code, clippy::all)]
+#[path = "common/mma_epilogue.rs"]
+mod mma_epilogue;
+
+use gpu_async::device::bf16;
+use gpu_async::{block_on, Device, Grid};
+use gpu_async_testing::on_each_device;
+
+use mma_epilogue::epilogue::{scaled, T};
+
+/// A T x T matrix of integers in -2..=2.
+fn integers(seed: usize) -> Vec<bf16> {
+    (0..T * T)
+        .map(|i| bf16::from_f32(((i * 7 + i / T * 3 + seed * 13) % 5) as f32 - 2.0))
+        .collect()
+}
+
+/// The destination's starting values: varied, with fractions, so that rounding shows.
+fn start(len: usize, nan: bool) -> Vec<f32> {
+    (0..len)
+        .map(|i| {
+            if nan {
+                f32::NAN
+            } else {
+                (i % 37) as f32 * 0.3 - 5.0
+            }
+        })
+        .collect()
+}
+
+/// What `store_scaled` writes: `alpha * x`, then `beta.mul_add(old, ..)` unless `beta` is 0.
+fn expected(
+    (a, b): (&[bf16], &[bf16]),
+    (at, cols): ([usize; 2], usize),
+    (alpha, beta): (f32, f32),
+    old: &[f32],
+    round: impl Fn(f32) -> f32,
+) -> Vec<f32> {
+    let rows = old.len() / cols;
+    let mut out = old.to_vec();
+    for i in 0..T {
+        for j in 0..T {
+            let (r, c) = (at[0] + i, at[1] + j);
+            if r >= rows || c >= cols {
+                continue;
+            }
+            let x: f32 = (0..T)
+                .map(|k| a[i * T + k].to_f32() * b[j * T + k].to_f32())
+                .sum();
+            let t = alpha * x;
+            let v = if beta != 0.0 {
+                beta.mul_add(old[r * cols + c], t)
+            } else {
+                t
+            };
+            out[r * cols + c] = round(v);
+        }
+    }
+    out
+}
+
+#[on_each_device]
+fn store_scaled_writes_alpha_times_the_product_plus_beta_times_c(
+    dev: Device,
+) -> gpu_async::Result<()> {
+    let (a, b) = (integers(1), integers(2));
+    let (da, db) = (dev.upload(&a)?, dev.upload(&b)?);
+    // (corner, columns, rows, alpha, beta, NaNs in the destination)
+    let cases = [
+        ([0, 0], 64, 64, 0.75f32, -1.5f32, false),
+        ([8, 16], 72, 80, -2.0, 0.3, false),
+        ([0, 40], 96, 50, 1.0, 0.0, true),
+        ([30, 0], 64, 64, 0.1, 1.0, false),
+    ];
+    for (at, cols, rows, alpha, beta, nan) in cases {
+        let old = start(rows * cols, nan);
+        let old_h: Vec<bf16> = old.iter().map(|&v| bf16::from_f32(v)).collect();
+        let mut c = dev.upload(&old)?;
+        let mut h = dev.upload(&old_h)?;
+        block_on(scaled::launch(
+            &dev,
+            Grid::blocks(1),
+            (
+                da.as_matrix(T, T)?,
+                db.as_matrix(T, T)?,
+                at[0],
+                at[1],
+                cols,
+                alpha,
+                beta,
+                &mut c,
+                &mut h,
+            ),
+        ))?;
+        let want = expected((&a, &b), (at, cols), (alpha, beta), &old, |v| v);
+        let old_wide: Vec<f32> = old_h.iter().map(|v| v.to_f32()).collect();
+        let want_h = expected((&a, &b), (at, cols), (alpha, beta), &old_wide, |v| {
+            bf16::from_f32(v).to_f32()
+        });
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let got_h: Vec<f32> = h.download()?.iter().map(|v| v.to_f32()).collect();
+        let case = format!("on {dev}: at {at:?}, {rows} x {cols}, alpha {alpha}, beta {beta}");
+        assert_eq!(bits(&c.download()?), bits(&want), "{case}: f32");
+        assert_eq!(bits(&got_h), bits(&want_h), "{case}: bf16");
+    }
+    Ok(())
+}
