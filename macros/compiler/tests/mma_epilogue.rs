@@ -39,8 +39,14 @@ fn epilogue(out: TokenStream, store: TokenStream) -> TokenStream {
 
 #[test]
 fn store_scaled_reads_the_destination_only_when_beta_is_not_zero() {
-    for (out, load) in [(quote!(f32), "ld.global.f32"), (quote!(bf16), "ld.global.b16")] {
-        let k = one(epilogue(out, quote!(acc.store_scaled(c, 64, [0, 0], alpha, beta);)));
+    for (out, load) in [
+        (quote!(f32), "ld.global.f32"),
+        (quote!(bf16), "ld.global.b16"),
+    ] {
+        let k = one(epilogue(
+            out,
+            quote!(acc.store_scaled(c, 64, [0, 0], alpha, beta);),
+        ));
         // `beta != 0`, unordered so that a NaN beta reads too (the simulator's `!=`).
         assert!(k.ptx.contains("setp.neu.f32"), "{}", k.ptx);
         // 32 values, in the unchecked and the checked path each.
@@ -49,14 +55,20 @@ fn store_scaled_reads_the_destination_only_when_beta_is_not_zero() {
         // Every load is predicated.
         let loads: Vec<&str> = k.ptx.lines().filter(|l| l.contains(load)).collect();
         assert_eq!(loads.len(), 64, "{}", k.ptx);
-        assert!(loads.iter().all(|l| l.trim_start().starts_with('@')), "{loads:?}");
+        assert!(
+            loads.iter().all(|l| l.trim_start().starts_with('@')),
+            "{loads:?}"
+        );
     }
 }
 
 #[test]
 fn store_scaled_takes_f32_factors() {
     assert_error(
-        epilogue(quote!(f32), quote!(acc.store_scaled(c, 64, [0, 0], 2, beta);)),
+        epilogue(
+            quote!(f32),
+            quote!(acc.store_scaled(c, 64, [0, 0], 2, beta);),
+        ),
         "expected `f32`",
     );
     assert_error(
