@@ -490,7 +490,7 @@ fn accumulators_belong_to_role_code_and_store_to_float_slices() {
             c[0] = acc.get(0);
         },
     );
-    assert_error(k, "an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()` and `store(out, cols, [row, col])`; `get` is not one of its methods");
+    assert_error(k, "and `store_scaled(out, cols, [row, col], alpha, beta)`; `get` is not one of its methods (its elements are spread over the role's registers)");
 }
 
 #[test]
