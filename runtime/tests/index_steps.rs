@@ -36,9 +36,11 @@ fn two_warps_want(x: &[u64], n: usize, k: u32) -> Outputs {
         .collect();
     let narrow = (0..ITEMS)
         .map(|i| {
+            let wraps = (i as u32).wrapping_sub(100) >> 4;
             ((i as u32).wrapping_mul(k))
                 .wrapping_sub(7)
                 .wrapping_add((i * 3) as u32 >> 2)
+                .wrapping_add(wraps)
         })
         .collect();
     let signed = (0..ITEMS)

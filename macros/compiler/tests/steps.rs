@@ -122,3 +122,26 @@ fn later_steps_compute_their_addresses_from_the_first_steps() {
         assert_eq!(shifts, 2, "{warps} warps:\n{ptx}");
     }
 }
+
+#[test]
+fn a_shift_of_a_value_that_wraps_between_steps_is_computed_in_every_step() {
+    // `i - 100` is below zero (wrapped) in thread t's first steps while t + 64 k < 100, and
+    // not in the later ones: step k's shift is not step 0's plus a constant.
+    let ptx = ptx(quote! {
+        mod m {
+            use gpu_async::device::*;
+            #[kernel(warps = 2)]
+            pub async fn k(y: &mut [u32]) {
+                join!(on_warps(0..2, r(y))).await;
+            }
+            async fn r(y: &mut [u32]) {
+                assert!(y.len() == 1024, "y holds 1024 items");
+                (0..1024usize).into_par_iter().for_each(|i| {
+                    y[i] = (i as u32).wrapping_sub(100) >> 4;
+                });
+            }
+        }
+    });
+    let start = ptx.find("// par_for").expect("the loop");
+    assert_eq!(ptx[start..].matches("shr.u32").count(), 16, "{ptx}");
+}

@@ -2,7 +2,7 @@
 //! bodies mix the index arithmetic the PTX writer computes from the first step (`(i / 32) * n`,
 //! `i % 32`, products with a parameter, narrowing casts) with arithmetic it must compute in every
 //! step (a shift or mask by more than the step's multiple, signed division, widening casts of a
-//! changing value, `xor`).
+//! changing value, `xor`, a shift of a value that wraps between steps).
 
 use gpu_async::gpu_async;
 
@@ -62,7 +62,10 @@ pub mod index_steps {
             wide[i] = (a as u64).wrapping_mul(1 << 20) + b as u64;
         });
         (0..ITEMS).into_par_iter().for_each(|i| {
-            narrow[i] = ((i as u32) * k).wrapping_sub(7) + ((i * 3) as u32 >> 2);
+            // `i - 100` wraps below zero in the first steps of some threads and not in later
+            // ones: its shift is computed in every step.
+            let wraps = (i as u32).wrapping_sub(100) >> 4;
+            narrow[i] = ((i as u32) * k).wrapping_sub(7) + ((i * 3) as u32 >> 2) + wraps;
         });
         (0..ITEMS).into_par_iter().for_each(|i| {
             let s = i as i64 - 500;

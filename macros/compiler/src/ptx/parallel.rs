@@ -254,7 +254,8 @@ impl Writer<'_> {
                 .into_iter()
                 .chain(p.body.0.iter().flat_map(Inst::defs))
                 .collect();
-            let deltas = self.step_deltas(&p.body, p.index, u64::from(threads));
+            let items = u64::from(steps) * u64::from(threads);
+            let deltas = self.step_deltas(&p.body, p.index, (u64::from(threads), items));
             // Step 0's register of each value with a delta.
             let mut firsts: HashMap<Value, String> = HashMap::new();
             let before = std::mem::take(&mut self.body);

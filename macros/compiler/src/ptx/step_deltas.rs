@@ -11,9 +11,13 @@
 //! 0.64x a device copy). Its address in step `k` is the step-0 address plus `k * 32 * n`.
 //!
 //! Every rule holds in the wrapping arithmetic of 32- and 64-bit registers, which is the
-//! kernel language's: `(b + k*d) >> s == (b >> s) + k*(d >> s)` and `(b + k*d) & (2^s - 1) ==
-//! b & (2^s - 1)` when `2^s` divides `d`, for unsigned `b` and a wrap-free `d` below `2^64`;
-//! narrowing keeps a step's low bits. Narrower integers (kept normalized in 32-bit registers),
+//! kernel language's: `(b + k*d) & (2^s - 1) == b & (2^s - 1)` when `2^s` divides `d`, and
+//! narrowing keeps a step's low bits. `(b + k*d) >> s == (b >> s) + k*(d >> s)` when `2^s`
+//! divides `d` holds only while `b + k*d` does not wrap, so the shift and the division take it
+//! only for values with a known bound in every step (the index is below the loop's count, and
+//! sums, products, shifts and masks of bounded values are bounded while below `2^width`): a
+//! value such as `(i as u32).wrapping_sub(100) >> 4` crosses zero between steps, and is written
+//! per step. Narrower integers (kept normalized in 32-bit registers),
 //! signed division, shifts right and remainders, widening casts of a changing value, loads and
 //! everything else have no delta and are written per step as before.
 
@@ -66,15 +70,18 @@ impl Writer<'_> {
         &self,
         body: &Block,
         index: Option<Value>,
-        stride: u64,
+        (stride, items): (u64, u64),
     ) -> HashMap<Value, Delta> {
         let defined: HashSet<Value> = index
             .into_iter()
             .chain(body.0.iter().flat_map(Inst::defs))
             .collect();
         let mut deltas: HashMap<Value, Delta> = HashMap::new();
+        // Exclusive bounds of values in every step, where known: the index is below `items`.
+        let mut bounds: HashMap<Value, u128> = HashMap::new();
         if let Some(i) = index {
             deltas.insert(i, Delta::Const(stride));
+            bounds.insert(i, u128::from(items));
         }
         let delta_of = |deltas: &HashMap<Value, Delta>, v: Value| -> Option<Delta> {
             if defined.contains(&v) {
@@ -100,8 +107,9 @@ impl Writer<'_> {
                     (*dst, delta)
                 }
                 Inst::Binary { dst, op, lhs, rhs } => {
+                    let bounded = self.bound(&bounds, &defined, *lhs).is_some();
                     let d = match (delta_of(&deltas, *lhs), delta_of(&deltas, *rhs)) {
-                        (Some(a), Some(b)) => self.binary_delta(*op, (*lhs, a), (*rhs, b)),
+                        (Some(a), Some(b)) => self.binary_delta(*op, (*lhs, a, bounded), (*rhs, b)),
                         _ => None,
                     };
                     (*dst, d)
@@ -113,6 +121,9 @@ impl Writer<'_> {
                     continue;
                 }
             };
+            if let Some(b) = self.bound_of(inst, &bounds, &defined) {
+                bounds.insert(dst, b);
+            }
             let ty = self.k.ty(dst);
             match delta {
                 Some(d) if register_int(ty) || d == Delta::Const(0) => {
@@ -126,8 +137,74 @@ impl Writer<'_> {
         deltas
     }
 
-    /// The delta of `lhs op rhs` given its operands' deltas.
-    fn binary_delta(&self, op: BinOp, lhs: (Value, Delta), rhs: (Value, Delta)) -> Option<Delta> {
+    /// The exclusive bound of `v` in every step: its entry in `bounds` for a value of the body,
+    /// one more than its value for a constant from outside it, none otherwise.
+    fn bound(
+        &self,
+        bounds: &HashMap<Value, u128>,
+        defined: &HashSet<Value>,
+        v: Value,
+    ) -> Option<u128> {
+        if defined.contains(&v) {
+            return bounds.get(&v).copied();
+        }
+        self.constants.get(&v).map(|&c| u128::from(c) + 1)
+    }
+
+    /// The exclusive bound of the value `inst` defines in every step, when its operands' bounds
+    /// give one below `2^width` (no step's value wraps).
+    fn bound_of(
+        &self,
+        inst: &Inst,
+        bounds: &HashMap<Value, u128>,
+        defined: &HashSet<Value>,
+    ) -> Option<u128> {
+        let bound = |v: Value| self.bound(bounds, defined, v);
+        let (dst, b) = match inst {
+            Inst::Const { dst, .. } => (*dst, self.constants.get(dst).map(|&c| u128::from(c) + 1)?),
+            Inst::Copy { dst, src } | Inst::Cast { dst, src } => (*dst, bound(*src)?),
+            Inst::Binary { dst, op, lhs, rhs } => {
+                if self.k.ty(*lhs).is_signed() {
+                    return None;
+                }
+                let (a, c) = (bound(*lhs)?, bound(*rhs)?);
+                // The largest values, `a - 1` and `c - 1` (a bound is at least 1 here).
+                let (x, y) = (a.checked_sub(1)?, c.checked_sub(1)?);
+                let b = match op {
+                    BinOp::Add => x.checked_add(y)?,
+                    BinOp::Mul => x.checked_mul(y)?,
+                    BinOp::Shl => x.checked_shl(u32::try_from(y).ok()?)?,
+                    // The largest quotient is by the smallest divisor or shift, known for a
+                    // constant only.
+                    BinOp::Shr => match self.constants.get(rhs) {
+                        Some(&sh) => x.checked_shr(u32::try_from(sh).ok()?).unwrap_or(0),
+                        None => x,
+                    },
+                    BinOp::Div => match self.constants.get(rhs) {
+                        Some(&d) => x / u128::from(d.max(1)),
+                        None => x,
+                    },
+                    BinOp::Rem => x.min(y.saturating_sub(1)),
+                    BinOp::And => x.min(y),
+                    _ => return None,
+                };
+                (*dst, b.checked_add(1)?)
+            }
+            _ => return None,
+        };
+        let ty = self.k.ty(dst);
+        (register_int(ty) && b <= 1u128 << ty.bits()).then_some(b)
+    }
+
+    /// The delta of `lhs op rhs` given its operands' deltas (and whether `lhs` has a bound in
+    /// every step).
+    fn binary_delta(
+        &self,
+        op: BinOp,
+        lhs: (Value, Delta, bool),
+        rhs: (Value, Delta),
+    ) -> Option<Delta> {
+        let (lhs_bounded, lhs) = (lhs.2, (lhs.0, lhs.1));
         let ty = self.k.ty(lhs.0);
         if !register_int(ty) {
             let same = lhs.1 == Delta::Const(0) && rhs.1 == Delta::Const(0);
@@ -164,8 +241,9 @@ impl Writer<'_> {
                 let s = constant(rhs.0).filter(|&s| s < u64::from(ty.bits()))?;
                 (rhs.1 == zero).then(|| lhs.1.times(1u64 << s))
             }
-            // Unsigned division and shift by a power of two: the step's multiple divides.
-            BinOp::Div | BinOp::Shr if !ty.is_signed() && rhs.1 == zero => {
+            // Unsigned division and shift by a power of two of a value that wraps in no step:
+            // the step's multiple divides.
+            BinOp::Div | BinOp::Shr if !ty.is_signed() && rhs.1 == zero && lhs_bounded => {
                 let s = match op {
                     BinOp::Div => power_of_two(constant(rhs.0)?)?,
                     _ => constant(rhs.0).filter(|&s| s < u64::from(ty.bits()))? as u32,
