@@ -145,3 +145,27 @@ fn a_shift_of_a_value_that_wraps_between_steps_is_computed_in_every_step() {
     let start = ptx.find("// par_for").expect("the loop");
     assert_eq!(ptx[start..].matches("shr.u32").count(), 16, "{ptx}");
 }
+
+#[test]
+fn a_narrowed_product_with_a_parameter_is_computed_in_every_step() {
+    // `(i * n) as u32`: step k adds k * 64 * n, a 64-bit product; the narrowed value is
+    // computed per step (a 32-bit `mad` cannot take the 64-bit `n`).
+    let ptx = ptx(quote! {
+        mod m {
+            use gpu_async::device::*;
+            #[kernel(warps = 2)]
+            pub async fn k(y: &mut [u32], n: usize) {
+                join!(on_warps(0..2, r(y, n))).await;
+            }
+            async fn r(y: &mut [u32], n: usize) {
+                assert!(y.len() == 1024, "y holds 1024 items");
+                (0..1024usize).into_par_iter().for_each(|i| {
+                    y[i] = (i * n) as u32;
+                });
+            }
+        }
+    });
+    for line in ptx.lines().filter(|l| l.contains("mad.lo.u32")) {
+        assert!(!line.contains("%rd"), "a 64-bit operand in {line}:\n{ptx}");
+    }
+}

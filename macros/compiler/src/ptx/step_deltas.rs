@@ -96,11 +96,15 @@ impl Writer<'_> {
                 Inst::Copy { dst, src } => (*dst, delta_of(&deltas, *src)),
                 Inst::Cast { dst, src } => {
                     let (from, to) = (self.k.ty(*src), self.k.ty(*dst));
+                    let ints = register_int(from) && register_int(to);
                     let delta = match delta_of(&deltas, *src) {
                         Some(Delta::Const(0)) => Some(Delta::Const(0)),
-                        // Narrowing, or the same bits read as another type of the same width.
-                        d if register_int(from) && register_int(to) && to.size() <= from.size() => {
-                            d
+                        // The same bits read as another type of the same width.
+                        d if ints && to.size() == from.size() => d,
+                        // Narrowing keeps the low bits of a constant delta; a delta scaled by a
+                        // value keeps that value's width, which the narrower `mad` cannot take.
+                        Some(Delta::Const(c)) if ints && to.size() < from.size() => {
+                            Some(Delta::Const(c))
                         }
                         _ => None,
                     };
