@@ -71,7 +71,8 @@ fn three_warps_want(x: &[u64], n: usize, k: u32) -> Outputs {
         out.narrow[i] = (i as u32)
             .wrapping_mul(k)
             .wrapping_sub(7)
-            .wrapping_add(i as u32 & 31);
+            .wrapping_add(i as u32 & 31)
+            .wrapping_add(i.wrapping_mul(n) as u32);
         out.signed[i] = (i as i64 - 500) / 4 + i64::from((i * 3) as u32);
     }
     out

@@ -94,7 +94,8 @@ pub mod index_steps {
             wide[i] = (a as u64).wrapping_mul(1 << 20) + x[(i * 37) % ITEMS];
         });
         (0..960).into_par_iter().for_each(|i| {
-            narrow[i] = ((i as u32) * k).wrapping_sub(7) + ((i as u32) & 31);
+            // A product with the 64-bit `n`, narrowed: computed in every step.
+            narrow[i] = ((i as u32) * k).wrapping_sub(7) + ((i as u32) & 31) + (i * n) as u32;
         });
         (0..960).into_par_iter().for_each(|i| {
             signed[i] = (i as i64 - 500) / 4 + ((i * 3) as u32 as i64);
