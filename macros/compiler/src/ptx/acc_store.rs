@@ -54,10 +54,7 @@ impl Writer<'_> {
             }
         }
         let ty = if elem == Scalar::F32 { "f32" } else { "b16" };
-        // The second row of each value pair, 8 rows on.
-        let lower = self.tmp(Class::B64);
-        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
-        let row_base = [a.clone(), lower];
+        let row_base = self.row_bases(&a, &stride)?;
         let (full, p, q) = (
             self.tmp(Class::Pred),
             self.tmp(Class::Pred),
@@ -65,9 +62,7 @@ impl Writer<'_> {
         );
         let slow = self.label("acc_store_checked");
         let done = self.label("acc_store_done");
-        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
-        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
-        self.line(format!("@!{full} bra {slow};"))?;
+        self.unless_inside(&full, (&rows, &cols), width, &slow)?;
         let pairs = elem == Scalar::F32;
         let aligned = self.tmp(Class::B64);
         let scalar = self.label("acc_store_single");
@@ -91,32 +86,18 @@ impl Writer<'_> {
         }
         self.place_label(&scalar)?;
         for (k, v) in out.iter().enumerate() {
-            let k = k as u64;
-            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
-            let base = &row_base[h as usize];
-            self.line(format!(
-                "st.global.{ty} [{base}+{}], {v};",
-                (8 * j + e) * size
-            ))?;
+            let (h, col) = fragment_place(k);
+            let base = &row_base[h];
+            self.line(format!("st.global.{ty} [{base}+{}], {v};", col * size))?;
         }
         self.line(format!("bra.uni {done};"))?;
         self.place_label(&slow)?;
-        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
-        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
-        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        let row_ok = self.row_checks(&rows)?;
         for (k, v) in out.iter().enumerate() {
-            let k = k as u64;
-            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
-            let base = &row_base[h as usize];
-            self.line(format!(
-                "setp.gt.and.u64 {q}, {cols}, {}, {};",
-                8 * j + e,
-                row_ok[h as usize]
-            ))?;
-            self.line(format!(
-                "@{q} st.global.{ty} [{base}+{}], {v};",
-                (8 * j + e) * size
-            ))?;
+            let (h, col) = fragment_place(k);
+            let base = &row_base[h];
+            self.column_check(&q, &cols, col, &row_ok[h])?;
+            self.line(format!("@{q} st.global.{ty} [{base}+{}], {v};", col * size))?;
         }
         self.place_label(&done)
     }
@@ -140,41 +121,65 @@ impl Writer<'_> {
         let (alpha, beta) = (self.reg(alpha), self.reg(beta));
         let size = u64::from(elem.size());
         let width = 2 * acc.len() as u64;
-        let lower = self.tmp(Class::B64);
-        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
-        let row_base = [a.clone(), lower];
+        let row_base = self.row_bases(&a, &stride)?;
         let (full, reads) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
         self.line(format!("setp.neu.f32 {reads}, {beta}, 0f00000000;"))?;
         let slow = self.label("acc_store_checked");
         let done = self.label("acc_store_done");
-        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
-        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
-        self.line(format!("@!{full} bra {slow};"))?;
+        self.unless_inside(&full, (&rows, &cols), width, &slow)?;
         for (k, v) in regs.iter().enumerate() {
-            let k = k as u64;
-            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
-            let at = format!("{}+{}", row_base[h as usize], (8 * j + e) * size);
+            let (h, col) = fragment_place(k);
+            let at = format!("{}+{}", row_base[h], col * size);
             self.scaled_value(v, elem, &at, (&alpha, &beta), (&reads, None))?;
         }
         self.line(format!("bra.uni {done};"))?;
         self.place_label(&slow)?;
-        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
-        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
-        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        let row_ok = self.row_checks(&rows)?;
         let (q, qr) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
         for (k, v) in regs.iter().enumerate() {
-            let k = k as u64;
-            let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
-            self.line(format!(
-                "setp.gt.and.u64 {q}, {cols}, {}, {};",
-                8 * j + e,
-                row_ok[h as usize]
-            ))?;
+            let (h, col) = fragment_place(k);
+            self.column_check(&q, &cols, col, &row_ok[h])?;
             self.line(format!("and.pred {qr}, {q}, {reads};"))?;
-            let at = format!("{}+{}", row_base[h as usize], (8 * j + e) * size);
+            let at = format!("{}+{}", row_base[h], col * size);
             self.scaled_value(v, elem, &at, (&alpha, &beta), (&qr, Some(&q)))?;
         }
         self.place_label(&done)
+    }
+
+    /// The addresses of the thread's two rows: its first, at `a`, and the one 8 rows on.
+    fn row_bases(&mut self, a: &str, stride: &str) -> WriteResult<[String; 2]> {
+        let lower = self.tmp(Class::B64);
+        self.line(format!("mad.lo.u64 {lower}, {stride}, 8, {a};"))?;
+        Ok([a.to_string(), lower])
+    }
+
+    /// Branches to `slow` unless the warpgroup's whole block of the thread's 16 rows and
+    /// `width` columns lies inside the matrix (`full` is set to whether it does).
+    fn unless_inside(
+        &mut self,
+        full: &str,
+        (rows, cols): (&str, &str),
+        width: u64,
+        slow: &str,
+    ) -> WriteResult {
+        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
+        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
+        self.line(format!("@!{full} bra {slow};"))
+    }
+
+    /// Whether each of the thread's two rows lies inside the matrix (`rows` left from its
+    /// first).
+    fn row_checks(&mut self, rows: &str) -> WriteResult<[String; 2]> {
+        let row_ok = [self.tmp(Class::Pred), self.tmp(Class::Pred)];
+        self.line(format!("setp.gt.u64 {}, {rows}, 0;", row_ok[0]))?;
+        self.line(format!("setp.gt.u64 {}, {rows}, 8;", row_ok[1]))?;
+        Ok(row_ok)
+    }
+
+    /// `q` = whether column `col` (from the thread's first) of a row for which `row_ok` holds
+    /// lies inside the matrix (`cols` left).
+    fn column_check(&mut self, q: &str, cols: &str, col: u64, row_ok: &str) -> WriteResult {
+        self.line(format!("setp.gt.and.u64 {q}, {cols}, {col}, {row_ok};"))
     }
 
     /// One value of a scaled store: `alpha * v`, plus `beta` times the element at `at` where
@@ -209,4 +214,12 @@ impl Writer<'_> {
         self.line(format!("cvt.rn.{}.f32 {narrow}, {t};", half_name(elem)))?;
         self.line(format!("{guard}st.global.b16 [{at}], {narrow};"))
     }
+}
+
+/// Where the thread's value `k` of the fragment goes: which of its two rows (`h`: 8 rows on or
+/// not) and the column from its first, `8 j + e` for value `4 j + 2 h + e`.
+fn fragment_place(k: usize) -> (usize, u64) {
+    let k = k as u64;
+    let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+    (h as usize, 8 * j + e)
 }
