@@ -83,10 +83,11 @@ impl Lowerer<'_> {
         )
     }
 
-    /// `acc = Accumulator::<M, N>::zero();`: the new values into the accumulator's registers,
-    /// which the mmas of its loop read and write.
-    pub(super) fn assign_accumulator(&mut self, place: &Expr, value: &Expr) -> Val {
-        let Val::Acc(dst) = self.expr(place) else {
+    /// `acc = Accumulator::<M, N>::zero();` or `p = acc.to_bf16();`: the new values into the
+    /// registers of the accumulator or fragment local, which the mmas of its loop read (and,
+    /// for an accumulator, write).
+    pub(super) fn assign_registers(&mut self, place: &Expr, value: &Expr) -> Val {
+        let (Val::Acc(dst) | Val::Frag(dst)) = self.expr(place) else {
             return Val::Unit;
         };
         // A zero goes straight into the registers (half the code of zeroing new ones and
@@ -100,21 +101,10 @@ impl Lowerer<'_> {
             }
             return Val::Unit;
         }
-        if let Val::Acc(src) = self.expr(value) {
+        if let Val::Acc(src) | Val::Frag(src) = self.expr(value) {
             for (d, s) in dst.into_iter().zip(src) {
                 self.emit(Inst::Copy { dst: d, src: s });
             }
-        }
-        Val::Unit
-    }
-
-    /// `p = acc.to_bf16();` into a fragment local: the new values into its registers.
-    pub(super) fn assign_fragment(&mut self, place: &Expr, value: &Expr) -> Val {
-        let (Val::Frag(dst), Val::Frag(src)) = (self.expr(place), self.expr(value)) else {
-            return Val::Unit;
-        };
-        for (d, s) in dst.into_iter().zip(src) {
-            self.emit(Inst::Copy { dst: d, src: s });
         }
         Val::Unit
     }

@@ -23,11 +23,10 @@ impl Lowerer<'_> {
             self.assign_slot(*id, value, place.span);
             return Val::Unit;
         }
-        if let (ExprKind::Local(_), Ty::Accumulator { .. }) = (&place.kind, &place.ty) {
-            return self.assign_accumulator(place, value);
-        }
-        if let (ExprKind::Local(_), Ty::Fragment { .. }) = (&place.kind, &place.ty) {
-            return self.assign_fragment(place, value);
+        if let (ExprKind::Local(_), Ty::Accumulator { .. } | Ty::Fragment { .. }) =
+            (&place.kind, &place.ty)
+        {
+            return self.assign_registers(place, value);
         }
         if matches!(value.ty, Ty::Array(..)) && matches!(place.kind, ExprKind::StructArray(..)) {
             self.assign_struct_array(place, value)
