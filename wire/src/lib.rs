@@ -9,7 +9,8 @@
 //! - [`ScalarType`]: the scalar types that cross the host/device boundary, with their sizes and
 //!   names; the compiler's scalar type is this one.
 //! - [`ParamKind`]: how one kernel parameter is passed, and [`TileBox`], the box of a matrix
-//!   parameter's tensor map.
+//!   parameter's tensor map, with the limits of a tile load's corner ([`MAX_TILE_COORD`],
+//!   [`TILE_COLUMN_ALIGN`]) and the panics that enforce them on both backends.
 //! - [`SiteKind`]: what a reportable place in the user's source is.
 //! - [`HiddenParam`]: the parameters every generated kernel takes after the user's, for the
 //!   abort protocol.
@@ -247,6 +248,37 @@ pub enum ParamKind {
         /// The boxes the kernel's tile loads of this matrix copy, one tensor map each.
         boxes: &'static [TileBox],
     },
+}
+
+/// The largest coordinate of a tile load's corner: a tensor map's coordinates are signed 32-bit
+/// integers.
+pub const MAX_TILE_COORD: u64 = (1 << 31) - 1;
+
+/// The panic of a tile load whose corner is past [`MAX_TILE_COORD`], on both backends.
+pub const TILE_CORNER_PAST: &str =
+    "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
+
+/// The bytes a tile load's corner column is a multiple of: a TMA copy starts each row on a
+/// 16-byte boundary (on the H200 a copy that does not stops the kernel with an illegal
+/// instruction, which ends the context).
+pub const TILE_COLUMN_ALIGN: u32 = 16;
+
+/// The panic of a tile load whose corner's column is not a multiple of `per` elements
+/// ([`TILE_COLUMN_ALIGN`] bytes), on both backends (its `Display` is the message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileColumnMisaligned {
+    /// The elements in [`TILE_COLUMN_ALIGN`] bytes.
+    pub per: u32,
+}
+
+impl fmt::Display for TileColumnMisaligned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "load: the column of the tile's corner is not a multiple of {} (16 bytes): a TMA copy starts each row on a 16-byte boundary",
+            self.per
+        )
+    }
 }
 
 /// The box (tile) a tensor map of a matrix parameter copies: `rows` × `cols` elements.

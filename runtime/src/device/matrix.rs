@@ -18,7 +18,9 @@
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use gpu_async_wire::TileBox;
+use gpu_async_wire::{
+    TileBox, TileColumnMisaligned, MAX_TILE_COORD, TILE_COLUMN_ALIGN, TILE_CORNER_PAST,
+};
 
 use super::channel::{CopyFrom, Payload, SendSlot};
 use crate::matrix::{tile_map_spec, TileScalar};
@@ -113,19 +115,8 @@ impl<T: TileScalar, const R: usize, const C: usize> DerefMut for Tile<T, R, C> {
     }
 }
 
-/// The largest coordinate of a TMA load: coordinates are 32-bit signed.
-const MAX_COORD: usize = i32::MAX as usize;
-
-/// The panic of a load whose corner's column is not a multiple of `per` elements (16 bytes), on
-/// both backends: a TMA copy starts each row on a 16-byte boundary, and on the GPU one that
-/// does not stops the kernel with an illegal instruction.
-fn tile_column_message(per: usize) -> String {
-    format!("load: the column of the tile's corner is not a multiple of {per} (16 bytes): a TMA copy starts each row on a 16-byte boundary")
-}
-
-/// The panic of a load whose corner is past [`MAX_COORD`], on both backends.
-const TILE_CORNER_PAST: &str =
-    "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
+/// The largest coordinate of a TMA load, as a `usize`.
+const MAX_COORD: usize = MAX_TILE_COORD as usize;
 
 impl<T: TileScalar, const R: usize, const C: usize, const D: usize> SendSlot<'_, Tile<T, R, C>, D> {
     /// Fills the slot with the `R` × `C` box of `m` whose top-left element is (`at[0]`,
@@ -178,8 +169,8 @@ fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize
     let [row, col] = at;
     // The GPU's messages, word for word (its panics carry no formatted values).
     assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
-    let per = 16 / T::ELEM.size_bytes() as usize;
-    assert!(col % per == 0, "{}", tile_column_message(per));
+    let per = TILE_COLUMN_ALIGN / T::ELEM.size_bytes() as u32;
+    assert!(col % per as usize == 0, "{}", TileColumnMisaligned { per });
     let tile = TileBox {
         rows: u32::try_from(rows).unwrap_or(u32::MAX),
         cols: u32::try_from(cols).unwrap_or(u32::MAX),

@@ -12,7 +12,9 @@ use super::Lowerer;
 use crate::ir::{self, BinOp, Imm, Inst, Space, Value};
 use crate::tir::{Expr, ExprKind};
 use crate::types::{tile_column_blocks, tile_swizzle_bytes, Scalar, Ty};
-use gpu_async_wire::TileBox;
+use gpu_async_wire::{
+    TileBox, TileColumnMisaligned, MAX_TILE_COORD, TILE_COLUMN_ALIGN, TILE_CORNER_PAST,
+};
 
 /// The slot expression of a tile (`slot`, or `stage` of `stage.1`) and which tile of the payload
 /// it is.
@@ -21,15 +23,6 @@ pub(super) fn tile_of(tile: &Expr) -> (&Expr, u32) {
         ExprKind::TupleField(slot, part) if matches!(tile.ty, Ty::TilePart { .. }) => (slot, *part),
         _ => (tile, 0),
     }
-}
-
-/// The largest tile coordinate: the tensor map's coordinates are signed 32-bit integers.
-const MAX_TILE_COORD: u64 = (1 << 31) - 1;
-
-/// The panic of a tile load whose corner's column is not a multiple of `per` elements (16
-/// bytes): the runtime's `tile_column_message`, word for word.
-fn tile_column_message(per: u64) -> String {
-    format!("load: the column of the tile's corner is not a multiple of {per} (16 bytes): a TMA copy starts each row on a 16-byte boundary")
 }
 
 impl Lowerer<'_> {
@@ -72,12 +65,8 @@ impl Lowerer<'_> {
             wide[k] = v;
             let limit = self.usize_const(MAX_TILE_COORD);
             let past = self.binary(BinOp::Gt, v, limit);
-            // The simulator's message, word for word.
-            self.panic_if(
-                past,
-                "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes",
-                span,
-            );
+            // The simulator's message (one text, in the wire crate).
+            self.panic_if(past, TILE_CORNER_PAST, span);
             let narrow = self.new_value(Scalar::U32, None);
             self.emit(Inst::Cast {
                 dst: narrow,
@@ -85,15 +74,14 @@ impl Lowerer<'_> {
             });
             corner[k] = narrow;
         }
-        // A TMA copy starts each row on a 16-byte boundary: on the H200 a column whose bytes
-        // are not a multiple of 16 stops the kernel with an illegal instruction, which would
-        // end the whole context. The simulator's message, word for word.
-        let per = u64::from(16 / elem.size());
-        let per_v = self.usize_const(per);
+        // A TMA copy starts each row on a 16-byte boundary (`TILE_COLUMN_ALIGN`); the
+        // simulator panics with the same message.
+        let per = TILE_COLUMN_ALIGN / elem.size();
+        let per_v = self.usize_const(u64::from(per));
         let rest = self.binary(BinOp::Rem, wide[1], per_v);
         let zero = self.usize_const(0);
         let misaligned = self.binary(BinOp::Ne, rest, zero);
-        self.panic_if(misaligned, &tile_column_message(per), span);
+        self.panic_if(misaligned, &TileColumnMisaligned { per }.to_string(), span);
         // A tile of several column blocks is loaded a block at a time through one map.
         let tile = TileBox { rows, cols }.load_box(elem.size());
         let boxes = self.matrix_boxes.entry(param).or_default();
