@@ -126,24 +126,20 @@ impl Verifier<'_> {
             }
             self.use_(*b);
             self.expect_ty(*b, Scalar::U32, "an mma's tile address");
-            let a_layout = match a {
+            // A tile's layout, or whether the registers are 4 per K step.
+            let (a_layout, a_regs_ok) = match a {
                 MmaA::Tile { addr, layout } => {
                     self.use_(*addr);
                     self.expect_ty(*addr, Scalar::U32, "an mma's tile address");
-                    Some(*layout)
+                    (Some(*layout), true)
                 }
                 MmaA::Registers(regs) => {
                     for &v in regs {
                         self.use_(v);
                         self.expect_ty(v, Scalar::U32, "an mma's register A operand");
                     }
-                    None
+                    (None, regs.len() as u32 == 4 * *k_steps)
                 }
-            };
-            // Registers: 4 per K step.
-            let a_regs_ok = match a {
-                MmaA::Registers(regs) => regs.len() as u32 == 4 * *k_steps,
-                MmaA::Tile { .. } => true,
             };
             let shape_ok = *n % 8 == 0
                 && (8..=256).contains(n)
