@@ -14,6 +14,16 @@ use quote::quote;
 /// Tile<bf16, BR, BC>)`, loaded at `[0, k * AK]` and `[k * AK, 0]`, and whose compute body is
 /// `body` (with `rx` and `c: &mut [f32]`).
 fn kn_kernel(ak: usize, (br, bc): (usize, usize), body: TokenStream) -> TokenStream {
+    stage_kernel(ak, (br, bc), quote!([k * #ak, 0]), body)
+}
+
+/// As [`kn_kernel`], B's stage tile loaded at `b_corner` (an expression of the stage `k`).
+fn stage_kernel(
+    ak: usize,
+    (br, bc): (usize, usize),
+    b_corner: TokenStream,
+    body: TokenStream,
+) -> TokenStream {
     let stage = quote!((Tile<bf16, 64, #ak>, Tile<bf16, #br, #bc>));
     quote! {
         mod kernels {
@@ -29,7 +39,7 @@ fn kn_kernel(ak: usize, (br, bc): (usize, usize), body: TokenStream) -> TokenStr
                 for k in 0..(a.cols() + #ak - 1) / #ak {
                     let Some(mut stage) = tx.reserve().await else { return };
                     stage.0.load(a, [0, k * #ak]).await;
-                    stage.1.load(b, [k * #ak, 0]).await;
+                    stage.1.load(b, #b_corner).await;
                     stage.send();
                 }
             }
@@ -96,32 +106,19 @@ fn mma_kn_reads_b_transposed_through_n_major_descriptors() {
 
 #[test]
 fn a_k_of_128_steps_into_the_second_column_block() {
-    let stage = quote!((Tile<bf16, 64, 128>, Tile<bf16, 64, 128>));
-    let k = one(quote! {
-        mod kernels {
-            use gpu_async::device::*;
-
-            #[kernel(warps = 8, idle_warps)]
-            pub async fn k(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
-                let (tx, rx) = channel::<#stage, 2>();
-                join!(on_warps(0..1, load(a, b, tx)), on_warps(4..8, compute(rx, c))).await;
-            }
-
-            async fn load(a: &Matrix<bf16>, b: &Matrix<bf16>, mut tx: Sender<#stage, 2>) {
-                let Some(mut stage) = tx.reserve().await else { return };
-                stage.0.load(a, [0, 0]).await;
-                stage.1.load(b, [0, 0]).await;
-                stage.send();
-            }
-
-            async fn compute(mut rx: Receiver<#stage, 2>, c: &mut [f32]) {
-                let Some(stage) = rx.recv().await else { return };
-                let mut acc = Accumulator::<64, 64>::zero();
-                acc.mma(&stage.0, &stage.1).await;
-                acc.store(c, 64, [0, 0]);
-            }
-        }
-    });
+    // A is 64 x 128 and B (N x K) 64 x 128: two column blocks each.
+    let k = one(stage_kernel(
+        128,
+        (64, 128),
+        quote!([0, k * 128]),
+        quote! {
+            let mut rx = rx;
+            let Some(stage) = rx.recv().await else { return };
+            let mut acc = Accumulator::<64, 64>::zero();
+            acc.mma(&stage.0, &stage.1).await;
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
     let mmas = wgmmas(&k.ptx);
     assert_eq!(mmas.len(), 8, "{}", k.ptx);
     assert!(
