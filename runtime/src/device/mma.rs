@@ -351,15 +351,9 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         (Tile<T, M, K>, Tile<T, N, K>): Payload,
     {
         let at = Location::caller();
-        async move {
-            for _ in 0..count {
-                let Some(stage) = rx.recv_at(at).await else {
-                    return false;
-                };
-                self.mma(&stage.0, &stage.1).await;
-            }
-            true
-        }
+        self.accumulate_stages(rx, count, at, |acc, (a, b)| {
+            acc.accumulate(a, |k, j| b[j][k])
+        })
     }
 
     /// [`mma_stages`](Self::mma_stages) over stages whose B tile is `K` × `N`: each stage
@@ -383,15 +377,27 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         (Tile<T, M, K>, Tile<T, K, N>): Payload,
     {
         let at = Location::caller();
-        async move {
-            for _ in 0..count {
-                let Some(stage) = rx.recv_at(at).await else {
-                    return false;
-                };
-                self.mma_kn(&stage.0, &stage.1).await;
-            }
-            true
+        self.accumulate_stages(rx, count, at, |acc, (a, b)| {
+            acc.accumulate(a, |k, j| b[k][j])
+        })
+    }
+
+    /// Receives the next `count` stages of `rx` (a receive of the caller at `at`), each added
+    /// to the accumulator by `add` and released after it; whether all `count` came.
+    async fn accumulate_stages<P: Payload, const D: usize>(
+        &mut self,
+        rx: &Receiver<P, D>,
+        count: usize,
+        at: &'static Location<'static>,
+        add: impl Fn(&mut Self, &P),
+    ) -> bool {
+        for _ in 0..count {
+            let Some(stage) = rx.recv_at(at).await else {
+                return false;
+            };
+            add(self, &stage);
         }
+        true
     }
 
     /// Writes the accumulator, converted to `T` (see [`MmaOutput`]), into the row-major matrix
