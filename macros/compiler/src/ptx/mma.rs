@@ -63,8 +63,9 @@ impl Writer<'_> {
     ) -> WriteResult {
         let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
         let regs = regs.join(",");
-        let a_desc = match a {
-            MmaA::Tile { addr, layout } => Some(self.descriptor(*addr, *layout)?),
+        // A's descriptor and layout, for a tile.
+        let a_tile = match a {
+            MmaA::Tile { addr, layout } => Some((self.descriptor(*addr, *layout)?, *layout)),
             MmaA::Registers(_) => None,
         };
         let b_desc = self.descriptor(b, b_layout)?;
@@ -78,12 +79,9 @@ impl Writer<'_> {
         // computed before the fence so that the mmas issue back to back.
         let mut steps = Vec::new();
         for s in 0..u64::from(k_steps) {
-            let a_step = match a {
-                MmaA::Tile { layout, .. } => {
-                    let desc = a_desc.clone().unwrap_or_default();
-                    self.step_descriptor(&desc, *layout, s)?
-                }
-                MmaA::Registers(values) => {
+            let a_step = match (&a_tile, a) {
+                (Some((desc, layout)), _) => self.step_descriptor(desc, *layout, s)?,
+                (None, MmaA::Registers(values)) => {
                     let at = 4 * s as usize;
                     let four: Vec<String> = values
                         .get(at..at + 4)
@@ -98,6 +96,12 @@ impl Writer<'_> {
                         .collect();
                     format!("{{{}}}", four.join(", "))
                 }
+                (None, MmaA::Tile { .. }) => {
+                    return Err(WriteError::inconsistent(
+                        "a tile A operand's descriptor",
+                        "none",
+                    ))
+                }
             };
             let b_step = self.step_descriptor(&b_desc, b_layout, s)?;
             steps.push((a_step, b_step));
@@ -106,7 +110,7 @@ impl Writer<'_> {
         self.line(format!("setp.ne.b32 {scale}, 1, 0;"))?;
         self.line("wgmma.fence.sync.aligned;")?;
         // The register-A form has no transpose flag for A.
-        let flags = if a_desc.is_some() {
+        let flags = if a_tile.is_some() {
             format!("1, 1, 0, {trans_b}")
         } else {
             format!("1, 1, {trans_b}")
