@@ -3,7 +3,8 @@
 
 mod common;
 
-use common::{assert_error, one};
+use common::{assert_assembles_without_spills, assert_error, one};
+use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
 
@@ -75,4 +76,15 @@ fn store_scaled_takes_f32_factors() {
         epilogue(quote!(f32), quote!(acc.store_scaled(c, 64, [0, 0], alpha);)),
         "takes 5 arguments",
     );
+}
+
+#[needs_ptxas]
+fn a_scaled_store_assembles_without_warnings() {
+    for out in [quote!(f32), quote!(bf16)] {
+        let k = one(epilogue(
+            out,
+            quote!(acc.store_scaled(c, 64, [0, 0], alpha, beta);),
+        ));
+        assert_assembles_without_spills(&k);
+    }
 }
