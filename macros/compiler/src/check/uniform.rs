@@ -8,7 +8,8 @@
 //! A value is *uniform* when it is the same on every lane of a warp: literals, values captured
 //! from role code (role code is uniform), `lane.warp()`, the results of `sum`, `min`, `max`,
 //! `all`, `any` and `ballot`, and anything computed from uniform values only. The items, the
-//! lane's `id()`, shuffles, atomics and shared values are *varying*, and so is a local assigned
+//! lane's `id()`, shuffles, atomics (in role code: atomic loads) and shared values are
+//! *varying*, and so is a local assigned
 //! a varying value or assigned under a varying condition. A warp operation may sit under an
 //! `if`, `match`, `while`, `for` or `&&`/`||` only when their conditions are uniform, and in a
 //! loop only when no `break`/`continue` of it depends on a varying condition. Locals start
@@ -20,7 +21,7 @@ use std::collections::HashSet;
 use proc_macro2::Span;
 
 use crate::diag::Diagnostics;
-use crate::tir::{BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
+use crate::tir::{AtomicOp, BinOp, Block, Expr, ExprKind, MatchArm, Stmt, WarpOp};
 use crate::types::Ty;
 
 /// Checks a `for_each_lane` body whose own locals are those numbered `first_local` and up;
@@ -32,6 +33,7 @@ pub(crate) fn check_lane_body(
     diags: &mut Diagnostics,
 ) {
     let mut u = Uniformity {
+        role_code: false,
         first_local,
         varying: items.iter().copied().collect(),
         varying_loops: HashSet::new(),
@@ -67,9 +69,11 @@ pub(crate) fn check_lane_body(
 /// Checks the element writes of role code in `body` (a function's): the role's first thread
 /// stores the value, so the index, the value and the conditions the write is under must be the
 /// same on every thread of the role. In role code only shared values (`cell.get()`, which another
-/// role may write meanwhile) differ between threads, and what is computed from them.
+/// role may write meanwhile) and atomic loads differ between threads, and what is computed from
+/// them.
 pub(crate) fn check_role_writes(body: &Block, diags: &mut Diagnostics) {
     let mut u = Uniformity {
+        role_code: true,
         first_local: 0,
         varying: HashSet::new(),
         varying_loops: HashSet::new(),
@@ -101,6 +105,8 @@ pub(crate) fn check_role_writes(body: &Block, diags: &mut Diagnostics) {
 }
 
 struct Uniformity {
+    /// Whether the body is role code (else a lane body).
+    role_code: bool,
     first_local: u32,
     /// Locals of the body known to differ between lanes.
     varying: HashSet<u32>,
@@ -131,7 +137,10 @@ impl Uniformity {
             ExprKind::Local(id) => id.0 < self.first_local || !self.varying.contains(&id.0),
             ExprKind::LanePosition(warp) => *warp,
             ExprKind::Warp(op, _) => op.is_uniform(),
-            ExprKind::SharedGet(_) | ExprKind::Atomic(..) => false,
+            ExprKind::SharedGet(_) => false,
+            // A read-modify-write in role code runs once for the role, which hands every thread
+            // its result; a load is each thread's own, and in a lane body every atomic is.
+            ExprKind::Atomic(_, op, ..) => self.role_code && *op != AtomicOp::Load,
             // Another lane may write the element: shared arrays are varying, as shared values.
             ExprKind::Index(base, _)
                 if matches!(

@@ -526,9 +526,13 @@ impl Kernel {
                 addr,
                 operands,
                 order,
+                once,
             } => {
                 if let Some(d) = dst {
                     write!(f, "{} = ", def(*d))?;
+                }
+                if let Some(site) = once {
+                    write!(f, "once {site} ")?;
                 }
                 let ops: Vec<String> = operands.iter().map(|v| self.val(*v).to_string()).collect();
                 let space = if *space == Space::Shared {

@@ -577,7 +577,11 @@ pub enum Inst {
     /// An atomic operation at `addr` in `space` (global memory, or a shared array's atomic
     /// element): `dst` receives the previous value, or the loaded one; `Store` has none, and a
     /// read-modify-write whose previous value is unused has none (a `red`). `operands`: the
-    /// value, or `[current, new]` for a compare-and-swap.
+    /// value, or `[current, new]` for a compare-and-swap. `once`: in role code, the operation
+    /// runs once for the role, on its first thread, between role barriers (waits at the site),
+    /// and the result reaches every thread of the role (a shuffle in a role of one warp, the
+    /// role's scratch in a larger one); `None` in a parallel loop, where each thread runs its
+    /// own iterations' operations, and for a role-code `Load`, which every thread runs.
     Atomic {
         dst: Option<Value>,
         op: crate::tir::AtomicOp,
@@ -585,6 +589,7 @@ pub enum Inst {
         addr: Value,
         operands: Vec<Value>,
         order: crate::tir::MemOrder,
+        once: Option<SiteId>,
     },
     /// `dst` = the shared address of shared array `array`'s first element.
     ArrayAddr { dst: Value, array: u32 },

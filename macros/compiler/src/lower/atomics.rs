@@ -1,14 +1,15 @@
 //! Atomic slices: the address of an element (after its bounds check), the atomic operations
 //! on it, and the result of `compare_exchange`.
 //!
-//! An atomic operation runs once per iteration of a parallel loop on a global address, so it is
-//! apart from the plain element reads of `places`.
+//! An atomic operation runs once per iteration of a parallel loop, or once for the role in role
+//! code, on a global address or a shared array's element, so it is apart from the plain element
+//! reads of `places`.
 
 use proc_macro2::Span;
 
 use super::values::Val;
 use super::Lowerer;
-use crate::ir::{ArrayAccess, BinOp, Inst, Space, Value};
+use crate::ir::{ArrayAccess, BinOp, Inst, SiteKind, Space, Value};
 use crate::tir::{self, Expr, ExprKind, MemOrder};
 use crate::types::{Scalar, Ty};
 
@@ -66,10 +67,15 @@ impl Lowerer<'_> {
             _ => return Val::Unit,
         };
         let values: Vec<Value> = operands.iter().map(|o| self.scalar(o)).collect();
-        // A load gives each thread the value; any other operation would run once per thread.
-        if self.par.is_none() && op != tir::AtomicOp::Load {
-            self.diags.error(span, "an atomic operation in role code would run once per thread of the role: call it inside a `par_iter` closure, where each iteration runs once");
-        }
+        // A load gives each thread the value; any other operation in role code runs once for
+        // the role, as the code reads, and hands its result to every thread.
+        let once = (self.par.is_none() && op != tir::AtomicOp::Load).then(|| {
+            self.site(
+                SiteKind::Wait,
+                "the role barrier that hands out this atomic's result".to_string(),
+                span,
+            )
+        });
         if let Some(array) = array {
             self.array_access(array, array_access(op), span);
         }
@@ -90,6 +96,7 @@ impl Lowerer<'_> {
             addr,
             operands: values.clone(),
             order,
+            once,
         });
         match (op, dst) {
             (tir::AtomicOp::CompareExchange, Some(old)) => {

@@ -390,7 +390,7 @@ fn check_warp_coverage(roles: &[ir::Role], warps: u32, span: Span, diags: &mut D
 }
 
 /// Whether role `r` needs an mbarrier of its own: it has several warps and a role barrier (or a
-/// reduction, which ends in one).
+/// reduction, or a role-code atomic, which meet at one).
 fn needs_role_barrier(r: &ir::Role) -> bool {
     let mut found = false;
     ir::for_each_inst(&r.body, &mut |i| {
@@ -401,16 +401,29 @@ fn needs_role_barrier(r: &ir::Role) -> bool {
                     reduce: Some(_),
                     ..
                 })
-        )
+        ) || matches!(i, Inst::Atomic { once: Some(_), .. })
     });
     found && r.end_warp - r.first_warp > 1
 }
 
+/// Whether `i` is a role-code atomic whose result the role's first thread hands to the others.
+fn shares_atomic_result(i: &Inst) -> bool {
+    matches!(
+        i,
+        Inst::Atomic {
+            dst: Some(_),
+            once: Some(_),
+            ..
+        }
+    )
+}
+
 /// The shared bytes role `r` needs for its warps' partial results: 8 per warp when it has
 /// several warps and a reduction, 16 per warp when one of them is a scan (a double buffer, so
-/// that a round's totals are written while the previous round's may still be read), else none.
+/// that a round's totals are written while the previous round's may still be read), at least 8
+/// for a role-code atomic's result, else none.
 fn reduce_scratch_bytes(r: &ir::Role) -> u32 {
-    let (mut reduces, mut scans) = (false, false);
+    let (mut reduces, mut scans, mut atomics) = (false, false, false);
     ir::for_each_inst(&r.body, &mut |i| {
         if let Inst::ParFor(ParFor {
             reduce: Some(red), ..
@@ -419,11 +432,14 @@ fn reduce_scratch_bytes(r: &ir::Role) -> u32 {
             reduces = true;
             scans |= red.scan.is_some();
         }
+        atomics |= shares_atomic_result(i);
     });
     let warps = r.end_warp - r.first_warp;
-    match (reduces, scans) {
-        (_, true) if warps > 1 => 16 * warps,
-        (true, _) if warps > 1 => 8 * warps,
+    match (reduces, scans, atomics) {
+        _ if warps <= 1 => 0,
+        (_, true, _) => 16 * warps,
+        (true, _, _) => 8 * warps,
+        (_, _, true) => 8,
         _ => 0,
     }
 }

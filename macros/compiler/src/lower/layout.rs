@@ -91,7 +91,9 @@ pub(crate) fn lay_out(
     for &bytes in role_scratch_bytes {
         scratch.push((bytes > 0).then_some(offset as u32));
         if bytes > 0 {
-            breakdown.push(format!("reduction scratch: {bytes} B"));
+            breakdown.push(format!(
+                "role scratch (reductions, atomics' results): {bytes} B"
+            ));
         }
         offset += u64::from(bytes);
     }

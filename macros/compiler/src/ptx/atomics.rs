@@ -3,12 +3,13 @@
 //! (for orderings `red` has: relaxed and release). Floats add with `atom.add.f32/f64`; they
 //! have no `atom.max.f32`, so `fetch_max`/`fetch_min` of a float is one integer atomic on its
 //! bits, chosen by the value's sign, which orders as `total_cmp` does (see
-//! `gpu_async::device::AtomicF32`).
+//! `gpu_async::device::AtomicF32`). In role code a read-modify-write runs once for the role
+//! ([`Writer::atomic_once`]).
 
 use super::error::{WriteError, WriteResult};
-use super::types::{ptx_ty, Class};
+use super::types::{bits_ty, ptx_ty, Class};
 use super::Writer;
-use crate::ir::{Space, Value};
+use crate::ir::{SiteId, Space, Value};
 use crate::tir::{AtomicOp, MemOrder};
 use crate::types::Scalar;
 
@@ -159,6 +160,72 @@ impl Writer<'_> {
                 "a read-modify-write operation",
                 format!("{op:?}"),
             )),
+        }
+    }
+
+    /// An atomic operation in role code, which runs once for the role, as the role's code
+    /// reads: its first thread runs it (the others branch around it), between role barriers, so
+    /// that it follows the role's earlier accesses (an update from every thread of a parallel
+    /// loop before it) and the role's later accesses follow it. Its result reaches every thread
+    /// of the role: from lane 0 by a shuffle in a role of one warp; through the role's scratch
+    /// in shared memory, between the barriers, in a larger one (the second barrier after the
+    /// read, so that the role's next use of the scratch waits until every warp has read it).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn atomic_once(
+        &mut self,
+        dst: Option<Value>,
+        op: AtomicOp,
+        space: Space,
+        addr: Value,
+        operands: &[Value],
+        order: MemOrder,
+        site: SiteId,
+    ) -> WriteResult {
+        let (index, warps, leader) = {
+            let r = self.role()?;
+            (r.index, r.warps, r.leader.clone())
+        };
+        self.role_barrier(site)?;
+        let done = self.label("atomic_once");
+        self.line(format!("@!{leader} bra {done};"))?;
+        self.atomic(dst, op, space, addr, operands, order)?;
+        self.place_label(&done)?;
+        let Some(dst) = dst else {
+            return self.role_barrier(site);
+        };
+        let d = self.reg(dst);
+        if warps == 1 {
+            self.broadcast_lane0(dst)?;
+            return self.role_barrier(site);
+        }
+        let Some(offset) = self.k.reduce_scratch.get(index).copied().flatten() else {
+            return Err(WriteError::inconsistent(
+                format!("the scratch of role {index}, of {warps} warps, for an atomic's result"),
+                "none",
+            ));
+        };
+        let smem = self.smem.clone();
+        let bt = bits_ty(self.k.ty(dst));
+        self.line(format!("@{leader} st.shared.{bt} [{smem}+{offset}], {d};"))?;
+        self.role_barrier(site)?;
+        self.line(format!("ld.shared.{bt} {d}, [{smem}+{offset}];"))?;
+        self.role_barrier(site)
+    }
+
+    /// Every lane of the warp takes lane 0's `v` (two shuffles for a 64-bit value).
+    fn broadcast_lane0(&mut self, v: Value) -> WriteResult {
+        let r = self.reg(v);
+        if matches!(Class::of(self.k.ty(v)), Class::B64 | Class::F64) {
+            let (lo, hi) = (self.tmp(Class::B32), self.tmp(Class::B32));
+            self.line(format!("mov.b64 {{{lo}, {hi}}}, {r};"))?;
+            self.line(format!("shfl.sync.idx.b32 {lo}, {lo}, 0, 31, -1;"))?;
+            self.line(format!("shfl.sync.idx.b32 {hi}, {hi}, 0, 31, -1;"))?;
+            self.line(format!("mov.b64 {r}, {{{lo}, {hi}}};"))
+        } else {
+            let x = self.tmp(Class::B32);
+            self.line(format!("mov.b32 {x}, {r};"))?;
+            self.line(format!("shfl.sync.idx.b32 {x}, {x}, 0, 31, -1;"))?;
+            self.line(format!("mov.b32 {r}, {x};"))
         }
     }
 

@@ -107,8 +107,9 @@ pub enum VerifyError {
     },
     /// An `fma` that is not of floats.
     FmaType { dst: Value, ty: Scalar },
-    /// An atomic operation outside a parallel loop.
-    AtomicOutsideParallelLoop,
+    /// A read-modify-write in role code not marked to run once for the role, or an atomic
+    /// marked so (`once`) in a parallel loop, outside a role, or that is a load.
+    AtomicOnceOutsideRoleCode { once: bool },
     /// A select whose arms and result differ in type.
     SelectTypes { dst: Value },
     /// A bitcast between sizes, or to `bool`.
@@ -258,9 +259,12 @@ impl fmt::Display for VerifyError {
                 write!(f, "bad operand types for {op:?}: {lhs}, {rhs} -> {dst}")
             }
             E::FmaType { dst, ty } => write!(f, "fma {dst} of type {ty}"),
-            E::AtomicOutsideParallelLoop => {
-                f.write_str("an atomic operation outside a parallel loop")
-            }
+            E::AtomicOnceOutsideRoleCode { once: true } => f.write_str(
+                "an atomic marked to run once for the role outside role code, or a load so marked",
+            ),
+            E::AtomicOnceOutsideRoleCode { once: false } => f.write_str(
+                "a read-modify-write atomic in role code not marked to run once for the role",
+            ),
             E::SelectTypes { dst } => write!(f, "select {dst} between types"),
             E::BitcastSizes { dst, src } => write!(f, "bitcast {dst} = {src} between sizes"),
             E::StoreOutsideLocal { space } => write!(

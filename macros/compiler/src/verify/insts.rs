@@ -307,6 +307,7 @@ impl Verifier<'_> {
                 space,
                 addr,
                 operands,
+                once,
                 ..
             } => {
                 self.use_(*addr);
@@ -319,9 +320,14 @@ impl Verifier<'_> {
                 for v in operands {
                     self.use_(*v);
                 }
-                // A load gives each thread the value, so role code may load.
-                if !in_par && *op != crate::tir::AtomicOp::Load {
-                    self.errors.push(E::AtomicOutsideParallelLoop);
+                // A load gives each thread the value, so role code may load; any other
+                // operation in role code runs once for the role, and in a parallel loop once
+                // per iteration.
+                let rmw = *op != crate::tir::AtomicOp::Load;
+                if once.is_some() != (rmw && !in_par) || (once.is_some() && role.is_none()) {
+                    self.errors.push(E::AtomicOnceOutsideRoleCode {
+                        once: once.is_some(),
+                    });
                 }
                 if let Some(d) = dst {
                     for v in operands {
