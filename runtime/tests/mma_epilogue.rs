@@ -1,7 +1,8 @@
 //! `store_scaled`, the epilogue of `C = alpha · A · Bᵀ + beta · C`, on both backends: the
 //! simulator against the defined arithmetic in plain Rust, the GPU against the simulator bit
 //! for bit (the products are of small integers, so the mma is exact on both), into `f32` and
-//! `bf16` matrices, inside and clipped at their edges, and with `beta` 0 over NaNs.
+//! `bf16` matrices, inside and clipped at their edges, and with `beta` 0 over NaNs; and
+//! elementwise operations on the accumulator (`apply`, `apply_at`) the same way.
 
 #[allow(dead_code, clippy::all)]
 #[path = "common/mma_epilogue.rs"]
@@ -11,7 +12,7 @@ use gpu_async::device::bf16;
 use gpu_async::{block_on, Device, Grid};
 use gpu_async_testing::on_each_device;
 
-use mma_epilogue::epilogue::{scaled, T};
+use mma_epilogue::epilogue::{elementwise, scaled, ROWS, T};
 
 /// A T x T matrix of integers in -2..=2.
 fn integers(seed: usize) -> Vec<bf16> {
@@ -108,5 +109,37 @@ fn store_scaled_writes_alpha_times_the_product_plus_beta_times_c(
         assert_eq!(bits(&c.download()?), bits(&want), "{case}: f32");
         assert_eq!(bits(&got_h), bits(&want_h), "{case}: bf16");
     }
+    Ok(())
+}
+
+#[on_each_device]
+fn apply_and_apply_at_change_each_element_where_it_lies(dev: Device) -> gpu_async::Result<()> {
+    let a: Vec<bf16> = integers(3).into_iter().chain(integers(4)).collect();
+    let b = integers(5);
+    let bias: Vec<f32> = (0..T).map(|j| j as f32 * 0.375 - 7.0).collect();
+    let mut c = dev.upload(&vec![f32::NAN; ROWS * T])?;
+    block_on(elementwise::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            dev.upload(&a)?.as_matrix(ROWS, T)?,
+            dev.upload(&b)?.as_matrix(T, T)?,
+            &dev.upload(&bias)?,
+            &mut c,
+        ),
+    ))?;
+    let want: Vec<u32> = (0..ROWS * T)
+        .map(|at| {
+            let (i, j) = (at / T, at % T);
+            let x: f32 = (0..T)
+                .map(|k| a[i * T + k].to_f32() * b[j * T + k].to_f32())
+                .sum();
+            let halved = x.max(-3.0) * 0.5;
+            let capped = (halved * 2.0).min(4.0);
+            (capped + bias[j] - i as f32 * 0.25).to_bits()
+        })
+        .collect();
+    let got: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want, "on {dev}");
     Ok(())
 }

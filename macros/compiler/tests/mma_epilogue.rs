@@ -88,3 +88,130 @@ fn a_scaled_store_assembles_without_warnings() {
         assert_assembles_without_spills(&k);
     }
 }
+
+#[test]
+fn apply_writes_its_body_once_per_value_of_the_thread() {
+    let k = one(epilogue(
+        quote!(f32),
+        quote! {
+            acc.apply(|v| v.max(0.0) * alpha);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    // A 64 x 64 accumulator on one warpgroup: 32 values per thread.
+    assert_eq!(k.ptx.matches("max.f32").count(), 32, "{}", k.ptx);
+    assert_eq!(k.ptx.matches("mul.rn.f32").count(), 32, "{}", k.ptx);
+}
+
+#[test]
+fn apply_at_names_rows_and_columns_only_where_used() {
+    // No row or column in the body: no lane arithmetic beyond the store's.
+    let plain = one(epilogue(
+        quote!(f32),
+        quote! {
+            acc.apply_at(|_, _, v| v + 1.0);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    let with_col = one(epilogue(
+        quote!(f32),
+        quote! {
+            acc.apply_at(|_, j, v| v + j as f32);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    assert_eq!(plain.ptx.matches("add.rn.f32").count(), 32, "{}", plain.ptx);
+    let store_only = one(epilogue(quote!(f32), quote!(acc.store(c, 64, [0, 0]);)));
+    let lane_reads = |ptx: &str| ptx.matches("%laneid").count();
+    assert_eq!(lane_reads(&plain.ptx), lane_reads(&store_only.ptx));
+    assert!(lane_reads(&with_col.ptx) > lane_reads(&store_only.ptx));
+    // Each value's column converted once.
+    assert_eq!(
+        with_col.ptx.matches("cvt.rn.f32.u64").count(),
+        32,
+        "{}",
+        with_col.ptx
+    );
+}
+
+#[test]
+fn apply_takes_a_closure_that_computes_an_f32() {
+    let store = quote!(acc.store(c, 64, [0, 0]););
+    for (apply, needle) in [
+        (quote!(acc.apply(alpha);), "`apply` takes a closure"),
+        (
+            quote!(acc.apply(|v, w| v);),
+            "the closure of `apply` takes one parameter",
+        ),
+        (
+            quote!(acc.apply_at(|v| v);),
+            "the closure of `apply_at` takes three parameters",
+        ),
+        (quote!(acc.apply(|v| 1u32);), "expected `f32`"),
+        (
+            quote!(acc.apply(|v| { v; });),
+            "end its body with that value",
+        ),
+        (
+            quote!(acc.apply(|v| { c[0] = v; v });),
+            "it cannot write memory or update an atomic",
+        ),
+        (
+            quote!(acc.apply(|v| { alpha = v; v });),
+            "cannot assign to the captured `alpha`",
+        ),
+    ] {
+        assert_error(epilogue(quote!(f32), quote!(#apply #store)), needle);
+    }
+}
+
+#[needs_ptxas]
+fn apply_assembles_without_warnings() {
+    let k = one(epilogue(
+        quote!(bf16),
+        quote! {
+            acc.apply(|v| v.max(0.0));
+            acc.apply_at(|i, j, v| v * alpha + (i * 64 + j) as f32);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    assert_assembles_without_spills(&k);
+}
+
+#[test]
+fn a_helper_called_in_apply_cannot_write_memory() {
+    assert_error(
+        quote! {
+            mod kernels {
+                use gpu_async::device::*;
+
+                #[kernel(warps = 8, idle_warps)]
+                pub async fn k(a: &Matrix<bf16>, c: &mut [f32]) {
+                    let (tx, rx) = channel::<(Tile<bf16, 64, 64>, Tile<bf16, 64, 64>), 2>();
+                    join!(on_warps(0..1, load(a, tx)), on_warps(4..8, compute(rx, c))).await;
+                }
+
+                async fn load(a: &Matrix<bf16>, mut tx: Sender<(Tile<bf16, 64, 64>, Tile<bf16, 64, 64>), 2>) {
+                    let Some(mut stage) = tx.reserve().await else { return };
+                    stage.0.load(a, [0, 0]).await;
+                    stage.1.load(a, [0, 0]).await;
+                    stage.send();
+                }
+
+                fn keep(c: &mut [f32], v: f32) -> f32 {
+                    c[0] = v;
+                    v
+                }
+
+                async fn compute(mut rx: Receiver<(Tile<bf16, 64, 64>, Tile<bf16, 64, 64>), 2>, c: &mut [f32]) {
+                    let Some(stage) = rx.recv().await else { return };
+                    let mut acc = Accumulator::<64, 64>::zero();
+                    acc.mma(&stage.0, &stage.1).await;
+                    acc.apply(|v| keep(c, v));
+                    acc.store(c, 64, [0, 0]);
+                }
+            }
+        },
+        "a helper it calls cannot write memory",
+    );
+}

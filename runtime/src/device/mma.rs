@@ -167,8 +167,9 @@ impl<T: MmaScalar, const M: usize, const K: usize> MmaOperandA<T, M, K> for Frag
 ///
 /// On the GPU it lives in registers, spread over the threads of the role's warpgroups as the
 /// `wgmma` instructions lay out their accumulator fragments; kernel code does not read its
-/// elements one by one, it adds products in ([`mma`](Self::mma)) and writes the whole of it out
-/// ([`store`](Self::store)). In the simulator it holds the `M * N` elements row after row.
+/// elements one by one, it adds products in ([`mma`](Self::mma)), changes every element at once
+/// ([`apply`](Self::apply)) and writes the whole of it out ([`store`](Self::store)). In the
+/// simulator it holds the `M * N` elements row after row.
 pub struct Accumulator<const M: usize, const N: usize> {
     /// Element (i, j) at `i * N + j`.
     elems: Box<[f32]>,
@@ -217,6 +218,40 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
     pub fn to_f16(&self) -> Fragment<f16, M, N> {
         Fragment {
             elems: self.elems.iter().map(|&x| f16::from_f32(x)).collect(),
+        }
+    }
+
+    /// Replaces each element `x` with `f(x)`: an elementwise operation on the accumulator
+    /// before it is stored (a ReLU, `acc.apply(|v| v.max(0.0))`) or fed to another mma.
+    ///
+    /// On the GPU each thread runs `f` on the elements it holds (`N / 2` of them), in
+    /// registers; the body is written once per element into the kernel, so it should be short.
+    /// `f` computes: it may read memory but not write it or update atomics (a compile error
+    /// says so). Its arithmetic is the language's, so `+ - * /`, `mul_add`, `min`, `max` and the
+    /// like give the simulator's bits; the `f32` math functions are within the language's
+    /// stated bounds of it. The accumulator is borrowed mutably, so an mma that may still write
+    /// it must be awaited first:
+    ///
+    /// ```compile_fail,E0499
+    /// use gpu_async::device::{bf16, Accumulator, Payload, Tile};
+    /// let (a, b) = <(Tile<bf16, 64, 16>, Tile<bf16, 32, 16>) as Payload>::zeroed();
+    /// let mut acc = Accumulator::<64, 32>::zero();
+    /// let pending = acc.mma(&a, &b);
+    /// acc.apply(|v| v.max(0.0)); // the mma may still write `acc`
+    /// drop(pending);
+    /// ```
+    pub fn apply(&mut self, f: impl Fn(f32) -> f32) {
+        for x in self.elems.iter_mut() {
+            *x = f(*x);
+        }
+    }
+
+    /// Replaces each element `x` at row `i` and column `j` of the accumulator with `f(i, j, x)`:
+    /// an elementwise operation that depends on the element's place, such as a bias per column
+    /// (`acc.apply_at(|_, j, v| v + bias[col + j])`). As [`apply`](Self::apply) otherwise.
+    pub fn apply_at(&mut self, f: impl Fn(usize, usize, f32) -> f32) {
+        for (k, x) in self.elems.iter_mut().enumerate() {
+            *x = f(k / N.max(1), k % N.max(1), *x);
         }
     }
 

@@ -1,5 +1,6 @@
 //! The GEMM epilogue `C = alpha · A · Bᵀ + beta · C`: one stage's product stored with
-//! `store_scaled` into `f32` and `bf16` outputs.
+//! `store_scaled` into `f32` and `bf16` outputs; elementwise operations on an accumulator of
+//! two warpgroups (`apply`, `apply_at`) before its store.
 
 use gpu_async::gpu_async;
 
@@ -63,5 +64,57 @@ pub mod epilogue {
         acc.mma(&stage.0, &stage.1).await;
         acc.store_scaled(c, cols, [row, col], alpha, beta);
         acc.store_scaled(h, cols, [row, col], alpha, beta);
+    }
+
+    /// Rows of the elementwise kernel's accumulator: two warpgroups.
+    pub const ROWS: usize = 128;
+
+    /// `c` (`ROWS` x `T`) = `a · bᵀ` (`a` is `ROWS` x `T`, `b` is `T` x `T`), each element then
+    /// clamped below at -3 and halved, doubled and capped at 4 (a body with a `let` and an
+    /// `if`), and given `bias` of its column minus a quarter of its row.
+    #[kernel(warps = 12, idle_warps)]
+    pub async fn elementwise(a: &Matrix<bf16>, b: &Matrix<bf16>, bias: &[f32], c: &mut [f32]) {
+        let (tx, rx) = channel::<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>();
+        join!(
+            on_warps(0..1, load_rows(a, b, tx)),
+            on_warps(4..12, apply_and_store(rx, bias, c))
+        )
+        .await;
+    }
+
+    async fn load_rows(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        mut tx: Sender<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+    ) {
+        let Some(mut stage) = tx.reserve().await else {
+            return;
+        };
+        stage.0.load(a, [0, 0]).await;
+        stage.1.load(b, [0, 0]).await;
+        stage.send();
+    }
+
+    async fn apply_and_store(
+        mut rx: Receiver<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+        bias: &[f32],
+        c: &mut [f32],
+    ) {
+        let Some(stage) = rx.recv().await else {
+            return;
+        };
+        let mut acc = Accumulator::<ROWS, T>::zero();
+        acc.mma(&stage.0, &stage.1).await;
+        acc.apply(|v| v.max(-3.0) * 0.5);
+        acc.apply(|v| {
+            let twice = v * 2.0;
+            if twice > 4.0 {
+                4.0
+            } else {
+                twice
+            }
+        });
+        acc.apply_at(|i, j, v| v + bias[j] - i as f32 * 0.25);
+        acc.store(c, T, [0, 0]);
     }
 }

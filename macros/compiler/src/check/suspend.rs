@@ -103,6 +103,10 @@ fn waits(e: &Expr, what: &str) -> Option<Suspension> {
 }
 
 /// Calls `f` on every expression of `b`, nested ones included (closures' bodies too).
+pub(crate) fn for_each_expr(b: &Block, f: &mut impl FnMut(&Expr)) {
+    block(b, f);
+}
+
 fn block(b: &Block, f: &mut impl FnMut(&Expr)) {
     for s in &b.stmts {
         match s {
@@ -128,7 +132,9 @@ fn expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
     f(e);
     match &e.kind {
         ExprKind::Block(b) | ExprKind::Loop(_, b) => block(b, f),
-        ExprKind::ForEach(_, _, b, _) | ExprKind::ParMap(_, _, b) => block(b, f),
+        ExprKind::ForEach(_, _, b, _)
+        | ExprKind::ParMap(_, _, b)
+        | ExprKind::AccumulatorApply { body: b, .. } => block(b, f),
         ExprKind::If(_, then, _) | ExprKind::IfLetSome { then, .. } => block(then, f),
         ExprKind::Match(_, arms) => {
             for a in arms {

@@ -997,6 +997,15 @@ impl Inst {
     }
 }
 
+/// Where a thread's accumulator value `k` lies from the thread's first element (the fragment
+/// layout of [`Inst::Mma`]): value `4 j + 2 h + e` is `8 h` rows and `8 j + e` columns on;
+/// returns `h` and the column offset.
+pub fn fragment_place(k: usize) -> (usize, u64) {
+    let k = k as u64;
+    let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
+    (h as usize, 8 * j + e)
+}
+
 /// The integer constants of `block` (nested blocks included): values whose only definition is
 /// an integer `Const`, or the `min` of two such values.
 pub fn integer_constants<'b>(

@@ -61,6 +61,10 @@ impl Lowerer<'_> {
         span: Span,
     ) -> Val {
         let unused = std::mem::take(&mut self.result_unused);
+        if self.apply_depth > 0 && op != tir::AtomicOp::Load {
+            self.diags.error(span, super::stores::APPLY_WRITES);
+            return Val::Unit;
+        }
         let (space, addr, array) = match self.expr(target) {
             Val::AtomicRef(addr) => (Space::Global, addr, None),
             Val::SharedAtomicRef { addr, array } => (Space::Shared, addr, Some(array)),

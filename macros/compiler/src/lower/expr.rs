@@ -39,6 +39,13 @@ impl Lowerer<'_> {
             ExprKind::AccumulatorZero => self.accumulator_zero(&e.ty, e.span),
             ExprKind::AccumulatorToOperand { acc, elem } => self.accumulator_to_operand(acc, *elem),
             ExprKind::Mma { acc, a, b, b_kn } => self.mma_issue(acc, a, (b, *b_kn), e.span),
+            ExprKind::AccumulatorApply {
+                acc,
+                row,
+                col,
+                value,
+                body,
+            } => self.accumulator_apply(acc, (*row, *col, *value), body, e.span),
             ExprKind::AccumulatorStore {
                 acc,
                 out,

@@ -305,23 +305,8 @@ impl Lowerer<'_> {
             if_true: zero,
             if_false: quotient,
         });
-        // The thread's first row and column: warpgroup g, warp w of it, lane l.
-        let warp32 = self.lane_register(true);
-        let lane32 = self.lane_register(false);
-        let widen = |l: &mut Self, v: Value| {
-            let dst = l.new_value(Scalar::Usize, None);
-            l.emit(Inst::Cast { dst, src: v });
-            dst
-        };
-        let (warp, lane) = (widen(self, warp32), widen(self, lane32));
-        let sixteen = self.usize_const(16);
-        let four = self.usize_const(4);
-        let two = self.usize_const(2);
-        // Warp w of the role holds rows 16 w.. (warpgroup g's warps 4 g.. hold rows 64 g..).
-        let warp_rows = self.binary(BinOp::Mul, warp, sixteen);
-        let lane_row = self.binary(BinOp::Div, lane, four);
-        let lane_quad = self.binary(BinOp::Rem, lane, four);
-        let lane_col = self.binary(BinOp::Mul, lane_quad, two);
+        // The thread's first row and column.
+        let (warp_rows, lane_row, lane_col) = self.fragment_origin();
         let r = self.binary(BinOp::Add, row, warp_rows);
         let first_row = self.binary(BinOp::Add, r, lane_row);
         let first_col = self.binary(BinOp::Add, col, lane_col);
@@ -356,6 +341,32 @@ impl Lowerer<'_> {
             scale,
         });
         Val::Unit
+    }
+}
+
+impl Lowerer<'_> {
+    /// Where the thread's accumulator fragments start in the accumulator, as three `usize`s
+    /// that add up to its first row (the first two) and column (the third): warp `w` of the
+    /// role holds rows `16 w ..` (warpgroup `g`'s warps `4 g ..` hold rows `64 g ..`), and lane
+    /// `l` of it rows `l / 4` and `l / 4 + 8` of those, columns `2 (l % 4)` and on of each
+    /// 8 (`ir::fragment_place`).
+    pub(super) fn fragment_origin(&mut self) -> (Value, Value, Value) {
+        let warp32 = self.lane_register(true);
+        let lane32 = self.lane_register(false);
+        let widen = |l: &mut Self, v: Value| {
+            let dst = l.new_value(Scalar::Usize, None);
+            l.emit(Inst::Cast { dst, src: v });
+            dst
+        };
+        let (warp, lane) = (widen(self, warp32), widen(self, lane32));
+        let sixteen = self.usize_const(16);
+        let four = self.usize_const(4);
+        let two = self.usize_const(2);
+        let warp_rows = self.binary(BinOp::Mul, warp, sixteen);
+        let lane_row = self.binary(BinOp::Div, lane, four);
+        let lane_quad = self.binary(BinOp::Rem, lane, four);
+        let lane_col = self.binary(BinOp::Mul, lane_quad, two);
+        (warp_rows, lane_row, lane_col)
     }
 }
 

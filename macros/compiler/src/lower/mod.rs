@@ -15,6 +15,7 @@
 //! of receives and reserves taken apart, `ownership` the moves and drops; `values` holds the
 //! state types they share.
 
+mod acc_apply;
 mod arrays;
 mod atomics;
 mod calls;
@@ -109,6 +110,9 @@ struct Lowerer<'p> {
     par_bound: Option<(Value, u64)>,
     /// The expression being lowered is an atomic operation whose value is unused.
     result_unused: bool,
+    /// Inside the closure of `acc.apply(..)` (nested helpers' bodies included), which is
+    /// written once per accumulator value and may not write memory or update atomics.
+    apply_depth: u32,
     /// The role call being lowered (for errors about its arguments).
     role_span: Span,
     role: Option<RoleId>,
@@ -282,6 +286,7 @@ impl<'p> Lowerer<'p> {
             par_index_writes: Vec::new(),
             par_bound: None,
             result_unused: false,
+            apply_depth: 0,
             role_span: Span::call_site(),
             role: None,
             par: None,

@@ -269,6 +269,10 @@ impl Lowerer<'_> {
             self.diags.error(span, "a parallel loop's body writes its own elements, through the `&mut` items of `par_iter_mut()`: write `*item = v`");
             return;
         }
+        if self.apply_depth > 0 {
+            self.diags.error(span, APPLY_WRITES);
+            return;
+        }
         let key = match *b {
             Val::Slice { mem, .. } => mem,
             Val::SendSlot(c) => self.slot_key(c),
@@ -337,3 +341,7 @@ impl Lowerer<'_> {
         }
     }
 }
+
+/// What a memory write or atomic update reached from the closure of `acc.apply(..)` (through a
+/// helper it calls) is told.
+pub(super) const APPLY_WRITES: &str = "the closure of `apply` runs once per accumulator element, on the thread that holds it, and only computes the element's new value: a helper it calls cannot write memory or update an atomic; store the accumulator after it (`acc.store(..)`), or update memory in a parallel loop";

@@ -4,7 +4,7 @@
 use super::error::WriteResult;
 use super::types::{half_name, Class};
 use super::Writer;
-use crate::ir::Value;
+use crate::ir::{fragment_place, Value};
 use crate::types::Scalar;
 
 impl Writer<'_> {
@@ -214,12 +214,4 @@ impl Writer<'_> {
         self.line(format!("cvt.rn.{}.f32 {narrow}, {t};", half_name(elem)))?;
         self.line(format!("{guard}st.global.b16 [{at}], {narrow};"))
     }
-}
-
-/// Where the thread's value `k` of the fragment goes: which of its two rows (`h`: 8 rows on or
-/// not) and the column from its first, `8 j + e` for value `4 j + 2 h + e`.
-fn fragment_place(k: usize) -> (usize, u64) {
-    let k = k as u64;
-    let (j, h, e) = (k / 4, (k / 2) % 2, k % 2);
-    (h as usize, 8 * j + e)
 }

@@ -569,6 +569,20 @@ pub enum ExprKind {
         /// `mma_stages_kn`: each stage's B is `K` x `N`.
         b_kn: bool,
     },
+    /// `acc.apply(|v| body)` or `acc.apply_at(|row, col, v| body)`: each element of the
+    /// accumulator becomes the body's `f32` value with `v` bound to the element (and `row`,
+    /// `col` to its place in the accumulator); `None` for a parameter written `_`.
+    AccumulatorApply {
+        /// The accumulator, a local.
+        acc: Box<Expr>,
+        /// `apply_at`'s row and column parameters (`usize`).
+        row: Option<LocalId>,
+        col: Option<LocalId>,
+        /// The element's parameter (`f32`).
+        value: Option<LocalId>,
+        /// The closure's body, of type `f32`.
+        body: Block,
+    },
     /// `acc.store(out, cols, [row, col])`: the accumulator, converted to `out`'s element type,
     /// into the row-major matrix `out` of `cols` columns at (`row`, `col`), clipped at its
     /// edges.

@@ -90,6 +90,9 @@ impl Checker<'_> {
                 let kn = name == "mma_stages_kn";
                 self.accumulator_stages(receiver, m, (rows, cols), kn, span)
             }
+            "apply" | "apply_at" if self.want_args(m, 1) => {
+                self.accumulator_apply(receiver, &mut m.args[0], name == "apply_at", span)
+            }
             "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, false, span),
             "store_scaled" if self.want_args(m, 5) => {
                 self.accumulator_store(receiver, m, true, span)
@@ -124,11 +127,11 @@ impl Checker<'_> {
                 )
             }
             "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "store_scaled"
-            | "to_bf16" | "to_f16" => err(span),
+            | "to_bf16" | "to_f16" | "apply" | "apply_at" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `apply(|v| ..)`, `apply_at(|row, col, v| ..)`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }
@@ -292,7 +295,7 @@ impl Checker<'_> {
 
     /// Whether an mma (`acc.call`) is outside parallel loops and into an accumulator held in
     /// a local; if not, says so.
-    fn mma_in_role_code(&mut self, acc: &Expr, call: &str, span: Span) -> bool {
+    pub(super) fn mma_in_role_code(&mut self, acc: &Expr, call: &str, span: Span) -> bool {
         let name = call.split('(').next().unwrap_or(call);
         if !self.no_channel_ops_in_par(span, name) {
             return false;

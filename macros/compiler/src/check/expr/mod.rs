@@ -19,6 +19,7 @@ use crate::types::{Scalar, Ty};
 use loops::LoopCtx;
 use operators::wrapping_form;
 
+mod acc_apply;
 mod atomics;
 mod branches;
 mod calls;

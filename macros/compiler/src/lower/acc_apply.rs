@@ -1,0 +1,63 @@
+//! `acc.apply(|v| body)` and `acc.apply_at(|row, col, v| body)`: the closure's body written once
+//! per accumulator value the thread holds (`N / 2` of them), each time with `v` bound to the
+//! value, and `row`, `col` to its place in the accumulator; its result goes back into the
+//! value's register.
+
+use proc_macro2::Span;
+
+use super::values::Val;
+use super::Lowerer;
+use crate::ir::{fragment_place, BinOp, Inst, Value};
+use crate::tir::{self, Expr, LocalId};
+
+impl Lowerer<'_> {
+    /// Each of the thread's accumulator values becomes the body's value for it.
+    pub(super) fn accumulator_apply(
+        &mut self,
+        acc: &Expr,
+        (row, col, value): (Option<LocalId>, Option<LocalId>, Option<LocalId>),
+        body: &tir::Block,
+        span: Span,
+    ) -> Val {
+        let Val::Acc(values) = self.expr(acc) else {
+            return Val::Unit;
+        };
+        // The thread's first row and column, only where the body names them.
+        let origin = (row.is_some() || col.is_some()).then(|| {
+            let (warp_rows, lane_row, lane_col) = self.fragment_origin();
+            (self.binary(BinOp::Add, warp_rows, lane_row), lane_col)
+        });
+        self.apply_depth += 1;
+        for (k, &register) in values.iter().enumerate() {
+            let (h, col_offset) = fragment_place(k);
+            if let (Some((first_row, _)), Some(row)) = (origin, row) {
+                let at = self.plus_const(first_row, 8 * h as u64);
+                self.bind(row, Val::Scalar(at), span);
+            }
+            if let (Some((_, first_col)), Some(col)) = (origin, col) {
+                let at = self.plus_const(first_col, col_offset);
+                self.bind(col, Val::Scalar(at), span);
+            }
+            if let Some(value) = value {
+                self.bind(value, Val::Scalar(register), span);
+            }
+            if let Val::Scalar(new) = self.scoped_block(body, None) {
+                self.emit(Inst::Copy {
+                    dst: register,
+                    src: new,
+                });
+            }
+        }
+        self.apply_depth -= 1;
+        Val::Unit
+    }
+
+    /// `base + by` (`base` itself when `by` is 0).
+    fn plus_const(&mut self, base: Value, by: u64) -> Value {
+        if by == 0 {
+            return base;
+        }
+        let by = self.usize_const(by);
+        self.binary(BinOp::Add, base, by)
+    }
+}
