@@ -8,7 +8,7 @@
 #[path = "common/mma_epilogue.rs"]
 mod mma_epilogue;
 
-use gpu_async::device::bf16;
+use gpu_async::device::{bf16, f16};
 use gpu_async::{block_on, Device, Grid};
 use gpu_async_testing::on_each_device;
 
@@ -118,6 +118,10 @@ fn apply_and_apply_at_change_each_element_where_it_lies(dev: Device) -> gpu_asyn
     let b = integers(5);
     let bias: Vec<f32> = (0..T).map(|j| j as f32 * 0.375 - 7.0).collect();
     let mut c = dev.upload(&vec![f32::NAN; ROWS * T])?;
+    let mut h = dev.upload(&vec![bf16::NAN; ROWS * T])?;
+    // Fewer rows than the accumulator from row 1 on: the last ones are clipped.
+    let g_rows = ROWS - 8;
+    let mut g = dev.upload(&vec![f16::NAN; g_rows * (T + 3)])?;
     block_on(elementwise::launch(
         &dev,
         Grid::blocks(1),
@@ -126,6 +130,8 @@ fn apply_and_apply_at_change_each_element_where_it_lies(dev: Device) -> gpu_asyn
             dev.upload(&b)?.as_matrix(T, T)?,
             &dev.upload(&bias)?,
             &mut c,
+            &mut h,
+            &mut g,
         ),
     ))?;
     let want: Vec<u32> = (0..ROWS * T)
@@ -141,5 +147,20 @@ fn apply_and_apply_at_change_each_element_where_it_lies(dev: Device) -> gpu_asyn
         .collect();
     let got: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
     assert_eq!(got, want, "on {dev}");
+    let want_h: Vec<u16> = want
+        .iter()
+        .map(|&x| bf16::from_f32(f32::from_bits(x)).to_bits())
+        .collect();
+    let got_h: Vec<u16> = h.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got_h, want_h, "on {dev}: bf16");
+    let mut want_g = vec![f16::NAN.to_bits(); g_rows * (T + 3)];
+    for i in 0..g_rows - 1 {
+        for j in 0..T {
+            let x = f32::from_bits(want[i * T + j]);
+            want_g[(i + 1) * (T + 3) + j + 1] = f16::from_f32(x).to_bits();
+        }
+    }
+    let got_g: Vec<u16> = g.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got_g, want_g, "on {dev}: f16 at (1, 1)");
     Ok(())
 }

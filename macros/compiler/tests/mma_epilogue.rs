@@ -215,3 +215,18 @@ fn a_helper_called_in_apply_cannot_write_memory() {
         "a helper it calls cannot write memory",
     );
 }
+
+#[test]
+fn a_store_writes_neighbouring_values_together() {
+    // 32 values per thread: 16 pairs, each one store where aligned, and every value on its own
+    // in the misaligned and the clipped paths.
+    for (out, pair, single) in [
+        (quote!(f32), "st.global.v2.f32", "st.global.f32"),
+        (quote!(bf16), "st.global.b32", "st.global.b16"),
+        (quote!(f16), "st.global.b32", "st.global.b16"),
+    ] {
+        let k = one(epilogue(out, quote!(acc.store(c, 64, [0, 0]);)));
+        assert_eq!(k.ptx.matches(pair).count(), 16, "{}", k.ptx);
+        assert_eq!(k.ptx.matches(single).count(), 64, "{}", k.ptx);
+    }
+}

@@ -71,13 +71,22 @@ pub mod epilogue {
 
     /// `c` (`ROWS` x `T`) = `a · bᵀ` (`a` is `ROWS` x `T`, `b` is `T` x `T`), each element then
     /// clamped below at -3 and halved, doubled and capped at 4 (a body with a `let` and an
-    /// `if`), and given `bias` of its column minus a quarter of its row.
+    /// `if`), and given `bias` of its column minus a quarter of its row; the same stored into
+    /// `h` (`bf16`, rows of `T`: pairs of neighbours stored together) and at (1, 1) of `g`
+    /// (`f16`, rows of `T + 3`: each value on its own, clipped at the edges).
     #[kernel(warps = 12, idle_warps)]
-    pub async fn elementwise(a: &Matrix<bf16>, b: &Matrix<bf16>, bias: &[f32], c: &mut [f32]) {
+    pub async fn elementwise(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        bias: &[f32],
+        c: &mut [f32],
+        h: &mut [bf16],
+        g: &mut [f16],
+    ) {
         let (tx, rx) = channel::<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>();
         join!(
             on_warps(0..1, load_rows(a, b, tx)),
-            on_warps(4..12, apply_and_store(rx, bias, c))
+            on_warps(4..12, apply_and_store(rx, bias, c, h, g))
         )
         .await;
     }
@@ -99,6 +108,8 @@ pub mod epilogue {
         mut rx: Receiver<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
         bias: &[f32],
         c: &mut [f32],
+        h: &mut [bf16],
+        g: &mut [f16],
     ) {
         let Some(stage) = rx.recv().await else {
             return;
@@ -116,5 +127,7 @@ pub mod epilogue {
         });
         acc.apply_at(|i, j, v| v + bias[j] - i as f32 * 0.25);
         acc.store(c, T, [0, 0]);
+        acc.store(h, T, [0, 0]);
+        acc.store(g, T + 3, [1, 1]);
     }
 }

@@ -10,8 +10,9 @@ use crate::types::Scalar;
 impl Writer<'_> {
     /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).
     /// Where the warpgroup's whole 16-row, `2 acc.len()`-column block of the thread's rows lies
-    /// inside the matrix, the stores go unchecked (and as pairs, `st.global.v2.f32`, where
-    /// `f32` pairs are 8-byte aligned); otherwise each is predicated on its row and column.
+    /// inside the matrix, the stores go unchecked (and as pairs of neighbouring columns,
+    /// `st.global.v2.f32` or one `b32` of two 16-bit values, where the pairs are aligned to
+    /// their size); otherwise each is predicated on its row and column.
     ///
     /// [`Inst::AccStore`]: crate::ir::Inst::AccStore
     pub(super) fn acc_store(
@@ -63,27 +64,32 @@ impl Writer<'_> {
         let slow = self.label("acc_store_checked");
         let done = self.label("acc_store_done");
         self.unless_inside(&full, (&rows, &cols), width, &slow)?;
-        let pairs = elem == Scalar::F32;
+        // Values `2 i` and `2 i + 1` are neighbours in a row: one store of both where the
+        // pair is aligned to its size (the thread's first address and the row stride both are).
         let aligned = self.tmp(Class::B64);
         let scalar = self.label("acc_store_single");
-        if pairs {
-            self.line(format!("or.b64 {aligned}, {a}, {stride};"))?;
-            self.line(format!("and.b64 {aligned}, {aligned}, 7;"))?;
-            self.line(format!("setp.ne.u64 {p}, {aligned}, 0;"))?;
-            self.line(format!("@{p} bra {scalar};"))?;
-            for (k, pair) in out.chunks(2).enumerate() {
-                let k = k as u64;
-                let (j, h) = (k / 2, k % 2);
-                let base = &row_base[h as usize];
+        self.line(format!("or.b64 {aligned}, {a}, {stride};"))?;
+        self.line(format!("and.b64 {aligned}, {aligned}, {};", 2 * size - 1))?;
+        self.line(format!("setp.ne.u64 {p}, {aligned}, 0;"))?;
+        self.line(format!("@{p} bra {scalar};"))?;
+        for (k, pair) in out.chunks(2).enumerate() {
+            let k = k as u64;
+            let (j, h) = (k / 2, k % 2);
+            let base = &row_base[h as usize];
+            let offset = 8 * j * size;
+            if elem == Scalar::F32 {
                 self.line(format!(
-                    "st.global.v2.f32 [{base}+{}], {{{}, {}}};",
-                    8 * j * size,
-                    pair[0],
-                    pair[1]
+                    "st.global.v2.f32 [{base}+{offset}], {{{}, {}}};",
+                    pair[0], pair[1]
                 ))?;
+            } else {
+                // The lower column at the lower address: the low half.
+                let both = self.tmp(Class::B32);
+                self.line(format!("mov.b32 {both}, {{{}, {}}};", pair[0], pair[1]))?;
+                self.line(format!("st.global.b32 [{base}+{offset}], {both};"))?;
             }
-            self.line(format!("bra.uni {done};"))?;
         }
+        self.line(format!("bra.uni {done};"))?;
         self.place_label(&scalar)?;
         for (k, v) in out.iter().enumerate() {
             let (h, col) = fragment_place(k);
