@@ -924,13 +924,17 @@ pub struct ParSource {
 }
 
 impl Inst {
-    /// Whether every thread of the role meets here (a role barrier, or a reduction over the
-    /// role's threads): the warps of a role of several warps cannot do it inside a `join!`
-    /// branch, which each warp runs on its own schedule.
+    /// Whether every thread of the role meets here (a role barrier, a reduction over the
+    /// role's threads, or a role-code atomic, which runs between role barriers): the warps of a
+    /// role of several warps cannot do it inside a `join!` branch, which each warp runs on its
+    /// own schedule.
     pub fn meets_role_threads(&self) -> bool {
         matches!(
             self,
-            Inst::RoleBarrier { .. } | Inst::Mma { .. } | Inst::MmaWait { .. }
+            Inst::RoleBarrier { .. }
+                | Inst::Mma { .. }
+                | Inst::MmaWait { .. }
+                | Inst::Atomic { once: Some(_), .. }
         ) || matches!(self, Inst::ParFor(p) if p.reduce.is_some())
     }
 

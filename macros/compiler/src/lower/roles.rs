@@ -140,7 +140,7 @@ impl Lowerer<'_> {
 
     /// In a role of several warps, each warp runs a `join!`'s branches on its own schedule, so a
     /// branch cannot make the role's warps meet (a role barrier after a parallel loop whose
-    /// results other threads read, or a reduction over the role's threads).
+    /// results other threads read, a reduction over the role's threads, a role-code atomic).
     fn check_join_branches(&mut self, body: &Block, role: &str, warps: u32) {
         let mut meets = Vec::new();
         crate::ir::for_each_inst(body, &mut |i| {
@@ -156,7 +156,7 @@ impl Lowerer<'_> {
         });
         for (meet, span) in meets.into_iter().zip(self.joins.clone()) {
             if meet {
-                self.diags.error(span, format!("a branch of this `join!` makes the {warps} warps of role `{role}` meet (a reduction over the role's threads, a parallel loop whose results other threads read next, or an mma, which a warpgroup's warps issue together); the warps of a role run `join!` branches each on its own schedule, so they cannot meet inside one: move that code out of the `join!`, or give the role one warp"));
+                self.diags.error(span, format!("a branch of this `join!` makes the {warps} warps of role `{role}` meet (a reduction over the role's threads, a parallel loop whose results other threads read next, an atomic in role code, which the role's first thread runs for all, or an mma, which a warpgroup's warps issue together); the warps of a role run `join!` branches each on its own schedule, so they cannot meet inside one: move that code out of the `join!`, or give the role one warp"));
             }
         }
     }
