@@ -2,7 +2,8 @@
 //! simulator against the defined arithmetic in plain Rust, the GPU against the simulator bit
 //! for bit (the products are of small integers, so the mma is exact on both), into `f32` and
 //! `bf16` matrices, inside and clipped at their edges, and with `beta` 0 over NaNs; and
-//! elementwise operations on the accumulator (`apply`, `apply_at`) the same way.
+//! elementwise operations on the accumulator (`apply`, `apply_at`) and its rows' maxima and sums
+//! (`row_max`, `row_sum`) the same way.
 
 #[allow(dead_code, clippy::all)]
 #[path = "common/mma_epilogue.rs"]
@@ -12,7 +13,7 @@ use gpu_async::device::{bf16, f16};
 use gpu_async::{block_on, Device, Grid};
 use gpu_async_testing::on_each_device;
 
-use mma_epilogue::epilogue::{elementwise, scaled, ROWS, T};
+use mma_epilogue::epilogue::{elementwise, row_stats, scaled, ROWS, T};
 
 /// A T x T matrix of integers in -2..=2.
 fn integers(seed: usize) -> Vec<bf16> {
@@ -162,5 +163,48 @@ fn apply_and_apply_at_change_each_element_where_it_lies(dev: Device) -> gpu_asyn
     }
     let got_g: Vec<u16> = g.download()?.iter().map(|v| v.to_bits()).collect();
     assert_eq!(got_g, want_g, "on {dev}: f16 at (1, 1)");
+    Ok(())
+}
+
+#[on_each_device]
+fn row_maxima_and_sums_reach_each_element_of_their_row(dev: Device) -> gpu_async::Result<()> {
+    let a: Vec<bf16> = integers(6).into_iter().chain(integers(7)).collect();
+    let b = integers(8);
+    let mut c = dev.upload(&vec![f32::NAN; ROWS * T])?;
+    block_on(row_stats::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            dev.upload(&a)?.as_matrix(ROWS, T)?,
+            dev.upload(&b)?.as_matrix(T, T)?,
+            &mut c,
+        ),
+    ))?;
+    // The sums' order: per row, lanes q = 0..4 each add the columns 8 j + 2 q, 8 j + 2 q + 1
+    // for j up from 0, then (t0 + t1) + (t2 + t3).
+    let sum_in_order = |row: &[f32]| {
+        let lane = |q: usize| {
+            let mut cols = (0..T / 8).flat_map(|j| [8 * j + 2 * q, 8 * j + 2 * q + 1]);
+            let first = row[cols.next().unwrap_or(0)];
+            cols.fold(first, |t, c| t + row[c])
+        };
+        (lane(0) + lane(1)) + (lane(2) + lane(3))
+    };
+    let mut want = Vec::with_capacity(ROWS * T);
+    for i in 0..ROWS {
+        let x: Vec<f32> = (0..T)
+            .map(|j| {
+                (0..T)
+                    .map(|k| a[i * T + k].to_f32() * b[j * T + k].to_f32())
+                    .sum()
+            })
+            .collect();
+        let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let shifted: Vec<f32> = x.iter().map(|v| (v - m) * 0.1).collect();
+        let l = sum_in_order(&shifted);
+        want.extend(shifted.iter().map(|v| (v / (l - 1.0) + m).to_bits()));
+    }
+    let got: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want, "on {dev}");
     Ok(())
 }

@@ -434,6 +434,12 @@ pub enum Ty {
         /// Columns: a multiple of 8 from 8 to 256.
         n: u32,
     },
+    /// `Rows<M>`: one `f32` per row of an `M`-row accumulator (`acc.row_max()`), each held by
+    /// the four lanes that hold the row's elements.
+    Rows {
+        /// Rows: 64 per warpgroup of the role.
+        m: u32,
+    },
     /// `Mma`, the future of `acc.mma(&a, &b)`: an issued mma, which its await (or its drop)
     /// waits for; a local may keep it.
     PendingMma,
@@ -563,6 +569,7 @@ impl fmt::Display for Ty {
             Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
             Ty::Accumulator { m, n } => write!(f, "Accumulator<{m}, {n}>"),
             Ty::Fragment { elem, m, k } => write!(f, "Fragment<{elem}, {m}, {k}>"),
+            Ty::Rows { m } => write!(f, "Rows<{m}>"),
             Ty::PendingMma => f.write_str("Mma"),
             Ty::TileRow(c, part) => match c.elem.tile_part(*part) {
                 Some((elem, _, cols)) => write!(f, "[{elem}; {cols}]"),

@@ -230,3 +230,36 @@ fn a_store_writes_neighbouring_values_together() {
         assert_eq!(k.ptx.matches(single).count(), 64, "{}", k.ptx);
     }
 }
+
+#[test]
+fn a_row_reduction_folds_the_threads_values_then_four_lanes() {
+    let k = one(epilogue(
+        quote!(f32),
+        quote! {
+            let m = acc.row_max();
+            let l = acc.row_sum();
+            acc.apply_at(|i, _, v| (v - m[i]) / l[i]);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    // 32 values per thread, 16 per row: 15 folds and 2 combinations per row, two rows.
+    assert_eq!(k.ptx.matches("max.f32").count(), 34, "{}", k.ptx);
+    assert_eq!(k.ptx.matches("add.rn.f32").count(), 34, "{}", k.ptx);
+    assert_eq!(k.ptx.matches("shfl.sync.bfly.b32").count(), 8, "{}", k.ptx);
+}
+
+#[test]
+fn rows_are_read_by_the_elements_of_their_row() {
+    let store = quote!(acc.store(c, 64, [0, 0]););
+    for body in [
+        quote!(let m = acc.row_max(); acc.apply_at(|_, j, v| v - m[j]);),
+        quote!(let m = acc.row_max(); acc.apply_at(|i, _, v| v - m[0]);),
+        quote!(let m = acc.row_max(); acc.apply(|v| v - m[0]);),
+        quote!(let m = acc.row_max(); let x = m[0]; acc.apply(|v| v - x);),
+    ] {
+        assert_error(
+            epilogue(quote!(f32), quote!(#body #store)),
+            "index the rows inside `acc.apply_at(|i, j, v| ..)` with its row parameter",
+        );
+    }
+}

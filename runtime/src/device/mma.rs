@@ -246,6 +246,43 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
         }
     }
 
+    /// Each row's largest element: a value per row, read as `rows[i]` in
+    /// [`apply_at`](Self::apply_at) (`acc.apply_at(|i, _, v| v - m[i])`). Elements compare as
+    /// `f32::max` does (a NaN gives way to the other operand), in the order of
+    /// [`row_sum`](Self::row_sum).
+    ///
+    /// On the GPU each row's elements lie in four lanes of a warp (two columns of every eight
+    /// each): each lane folds its own, then the four combine theirs by two shuffles, so all four
+    /// hold the row's value.
+    pub fn row_max(&self) -> Rows<M> {
+        self.rows_folded(f32::max)
+    }
+
+    /// Each row's sum, in a defined order, the GPU's, so both backends give the same bits: for
+    /// each `q` of 0..4, `t_q` is the row's elements at columns `8 j + 2 q` and `8 j + 2 q + 1`,
+    /// for `j` from 0 up, added left to right starting from the first; the sum is
+    /// `(t_0 + t_1) + (t_2 + t_3)`.
+    pub fn row_sum(&self) -> Rows<M> {
+        self.rows_folded(|a, b| a + b)
+    }
+
+    /// Each row folded with `op` in the order [`row_sum`](Self::row_sum) describes.
+    fn rows_folded(&self, op: impl Fn(f32, f32) -> f32) -> Rows<M> {
+        let values = self
+            .elems
+            .chunks_exact(N.max(1))
+            .map(|row| {
+                let lane = |q: usize| {
+                    let mut cols = (0..N / 8).flat_map(|j| [8 * j + 2 * q, 8 * j + 2 * q + 1]);
+                    let first = cols.next().map_or(0.0, |c| row[c]);
+                    cols.fold(first, |t, c| op(t, row[c]))
+                };
+                op(op(lane(0), lane(1)), op(lane(2), lane(3)))
+            })
+            .collect();
+        Rows { values }
+    }
+
     /// Replaces each element `x` at row `i` and column `j` of the accumulator with `f(i, j, x)`:
     /// an elementwise operation that depends on the element's place, such as a bias per column
     /// (`acc.apply_at(|_, j, v| v + bias[col + j])`). As [`apply`](Self::apply) otherwise.
@@ -498,6 +535,39 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
                 out[at] = T::narrow(value(x, out[at]));
             }
         }
+    }
+}
+
+/// One `f32` per row of an `M`-row accumulator: its rows' maxima or sums
+/// ([`Accumulator::row_max`], [`Accumulator::row_sum`]), read as `rows[i]` inside
+/// [`Accumulator::apply_at`] with the closure's row parameter:
+///
+/// ```
+/// use gpu_async::device::Accumulator;
+/// let mut acc = Accumulator::<64, 16>::zero();
+/// acc.apply_at(|i, j, _| (i * 16 + j) as f32);
+/// let m = acc.row_max();
+/// acc.apply_at(|i, _, v| v - m[i]);
+/// assert_eq!(m[1], 31.0);
+/// ```
+///
+/// On the GPU each thread holds the values of its own two rows, so kernel code reads them only
+/// where each element knows its row.
+pub struct Rows<const M: usize> {
+    values: Box<[f32]>,
+}
+
+impl<const M: usize> std::ops::Index<usize> for Rows<M> {
+    type Output = f32;
+
+    fn index(&self, i: usize) -> &f32 {
+        &self.values[i]
+    }
+}
+
+impl<const M: usize> fmt::Debug for Rows<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.values.iter()).finish()
     }
 }
 

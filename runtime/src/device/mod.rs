@@ -48,7 +48,7 @@ pub use concurrent::{
 pub use half::{bf16, f16};
 pub use lanes::{Lane, LaneValue, WarpOp, WARP_LANES};
 pub use matrix::{Matrix, Tile};
-pub use mma::{Accumulator, Fragment, Mma, MmaOperandA, MmaOutput, MmaScalar};
+pub use mma::{Accumulator, Fragment, Mma, MmaOperandA, MmaOutput, MmaScalar, Rows};
 pub use oneshot::{oneshot, OneshotReceiver, OneshotRecv, OneshotSender};
 #[doc(hidden)]
 pub use par::run_now;

@@ -130,4 +130,33 @@ pub mod epilogue {
         acc.store(h, T, [0, 0]);
         acc.store(g, T + 3, [1, 1]);
     }
+
+    /// `c` = `a · bᵀ` (as [`elementwise`]) with each row's maximum taken off and a tenth of
+    /// that kept, then divided by its row's sum less one, plus the row's maximum again: row
+    /// maxima and sums (`row_max`, `row_sum`) read back by the row's elements.
+    #[kernel(warps = 12, idle_warps)]
+    pub async fn row_stats(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
+        let (tx, rx) = channel::<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>();
+        join!(
+            on_warps(0..1, load_rows(a, b, tx)),
+            on_warps(4..12, rows_and_store(rx, c))
+        )
+        .await;
+    }
+
+    async fn rows_and_store(
+        mut rx: Receiver<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+        c: &mut [f32],
+    ) {
+        let Some(stage) = rx.recv().await else {
+            return;
+        };
+        let mut acc = Accumulator::<ROWS, T>::zero();
+        acc.mma(&stage.0, &stage.1).await;
+        let m = acc.row_max();
+        acc.apply_at(|i, _, v| (v - m[i]) * 0.1);
+        let l = acc.row_sum();
+        acc.apply_at(|i, _, v| v / (l[i] - 1.0) + m[i]);
+        acc.store(c, T, [0, 0]);
+    }
 }

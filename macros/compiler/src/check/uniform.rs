@@ -485,7 +485,10 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         } => vec![slot, matrix, row, col],
         K::MatrixDim(m, _) => vec![m],
         K::AccumulatorZero => vec![],
-        K::AccumulatorToOperand { acc, .. } | K::AccumulatorApply { acc, .. } => vec![acc],
+        K::AccumulatorToOperand { acc, .. }
+        | K::AccumulatorApply { acc, .. }
+        | K::RowReduce { acc, .. } => vec![acc],
+        K::RowOf { rows, .. } => vec![rows],
         K::Mma { acc, a, b, .. } => vec![acc, a, b],
         K::MmaStages { acc, rx, count, .. } => vec![acc, rx, count],
         K::AccumulatorStore {

@@ -681,6 +681,17 @@ impl Kernel {
                 self.val(*lo),
                 self.val(*hi)
             )?,
+            Inst::RowReduce { dst, acc, max } => {
+                let values: Vec<String> = acc.iter().map(|v| self.val(*v).to_string()).collect();
+                write!(
+                    f,
+                    "{}, {} = row_{} [{}]",
+                    def(dst[0]),
+                    def(dst[1]),
+                    if *max { "max" } else { "sum" },
+                    values.join(", ")
+                )?
+            }
             Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
             Inst::MmaWait { pending } => write!(f, "mma_wait pending {pending}")?,
             Inst::AccStore {

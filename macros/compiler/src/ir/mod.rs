@@ -716,6 +716,16 @@ pub enum Inst {
     /// `wgmma.wait_group pending`: every mma the warpgroup issued has completed but the
     /// `pending` it issued last, and the accumulator values of the completed ones are written.
     MmaWait { pending: u32 },
+    /// `acc.row_max()` (`max`) or `acc.row_sum()`: `dst[h]` = the reduction of row `h` of the
+    /// thread's two rows (`ir::fragment_place`) over the accumulator's columns: the thread folds
+    /// its own values of the row in increasing `k`, then the four lanes that hold the row
+    /// combine theirs, `(t0 + t1) + (t2 + t3)` for lanes `4 q ..`, so that all four get the same
+    /// bits (a butterfly over lane distances 1 and 2).
+    RowReduce {
+        dst: [Value; 2],
+        acc: Vec<Value>,
+        max: bool,
+    },
     /// `acc.store(..)`: each thread of the role stores its own accumulator values, converted to
     /// `elem`, to a row-major matrix in global memory whose rows are `row_bytes` apart: value
     /// `4 j + 2 h + e` (of the fragment layout, see [`Inst::Mma`]) goes `8 h` rows and `8 j + e`
@@ -961,6 +971,7 @@ impl Inst {
             | Inst::HeldSlot { dst, .. }
             | Inst::Shuffle { dst, .. }
             | Inst::Vote { dst, .. } => vec![*dst],
+            Inst::RowReduce { dst, .. } => dst.to_vec(),
             Inst::Reserve { some, .. } => some.iter().copied().collect(),
             Inst::Mma { acc, .. } => acc.clone(),
             Inst::Atomic { dst, .. } => dst.iter().copied().collect(),

@@ -39,6 +39,8 @@ impl Lowerer<'_> {
             ExprKind::AccumulatorZero => self.accumulator_zero(&e.ty, e.span),
             ExprKind::AccumulatorToOperand { acc, elem } => self.accumulator_to_operand(acc, *elem),
             ExprKind::Mma { acc, a, b, b_kn } => self.mma_issue(acc, a, (b, *b_kn), e.span),
+            ExprKind::RowReduce { acc, max } => self.row_reduce(acc, *max),
+            ExprKind::RowOf { rows, .. } => self.row_of(rows),
             ExprKind::AccumulatorApply {
                 acc,
                 row,

@@ -113,6 +113,9 @@ struct Lowerer<'p> {
     /// Inside the closure of `acc.apply(..)` (nested helpers' bodies included), which is
     /// written once per accumulator value and may not write memory or update atomics.
     apply_depth: u32,
+    /// In the body of `acc.apply_at(..)` for one element: which of the thread's two rows it
+    /// lies in (`rows[i]` reads that row's value).
+    apply_row_half: Option<usize>,
     /// The role call being lowered (for errors about its arguments).
     role_span: Span,
     role: Option<RoleId>,
@@ -287,6 +290,7 @@ impl<'p> Lowerer<'p> {
             par_bound: None,
             result_unused: false,
             apply_depth: 0,
+            apply_row_half: None,
             role_span: Span::call_site(),
             role: None,
             par: None,

@@ -109,6 +109,8 @@ pub(super) enum Val {
     Acc(Vec<Value>),
     /// A fragment (`acc.to_bf16()`): the thread's packed `u32` pairs, 4 per K step of 16.
     Frag(Vec<Value>),
+    /// A `Rows<M>`: the values of the thread's two rows (`ir::fragment_place`).
+    Rows(Vec<Value>),
     /// An issued mma not yet awaited (`let pending = acc.mma(&a, &b);`), by its number in the
     /// role: its await, or its drop, waits for it (and for those issued before it).
     PendingMma(u32),

@@ -124,6 +124,7 @@ impl Writer<'_> {
                 b_layout,
             } => self.mma(acc, (a, (*b, *b_layout)), *n, *elem, *k_steps),
             Inst::PackPair { dst, lo, hi, elem } => self.pack_pair(*dst, (*lo, *hi), *elem),
+            Inst::RowReduce { dst, acc, max } => self.row_reduce(*dst, acc, *max),
             Inst::MmaWait { pending } => self.mma_wait(*pending),
             Inst::AccStore {
                 acc,

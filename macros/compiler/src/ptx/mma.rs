@@ -151,6 +151,45 @@ impl Writer<'_> {
         self.line(format!("cvt.rn.{to}.f32 {d}, {h}, {l};"))
     }
 
+    /// `acc.row_max()` / `acc.row_sum()` (see [`Inst::RowReduce`]): each of the thread's two
+    /// rows folded over its own values in increasing `k`, then combined with the lanes at
+    /// distance 1 and 2, which hold the rest of the row.
+    ///
+    /// [`Inst::RowReduce`]: crate::ir::Inst::RowReduce
+    pub(super) fn row_reduce(&mut self, dst: [Value; 2], acc: &[Value], max: bool) -> WriteResult {
+        let op = if max { "max.f32" } else { "add.rn.f32" };
+        for (h, d) in dst.iter().enumerate() {
+            let d = self.reg(*d);
+            let mut values = acc
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| crate::ir::fragment_place(*k).0 == h)
+                .map(|(_, v)| *v);
+            let Some(first) = values.next() else {
+                return Err(WriteError::inconsistent(
+                    "an accumulator of at least 4 values per thread",
+                    format!("{}", acc.len()),
+                ));
+            };
+            let first = self.reg(first);
+            self.line(format!("mov.f32 {d}, {first};"))?;
+            for v in values {
+                let r = self.reg(v);
+                self.line(format!("{op} {d}, {d}, {r};"))?;
+            }
+            for distance in [1, 2] {
+                let (bits, other) = (self.tmp(Class::B32), self.tmp(Class::F32));
+                self.line(format!("mov.b32 {bits}, {d};"))?;
+                self.line(format!(
+                    "shfl.sync.bfly.b32 {bits}, {bits}, {distance}, 31, -1;"
+                ))?;
+                self.line(format!("mov.b32 {other}, {bits};"))?;
+                self.line(format!("{op} {d}, {d}, {other};"))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The shared-memory matrix descriptor of the tile at shared address `addr` laid out as
     /// `layout`: bits 4..18 of the address, then [`descriptor_fields`].
     fn descriptor(&mut self, addr: Value, layout: MmaLayout) -> WriteResult<String> {

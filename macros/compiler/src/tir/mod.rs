@@ -569,6 +569,12 @@ pub enum ExprKind {
         /// `mma_stages_kn`: each stage's B is `K` x `N`.
         b_kn: bool,
     },
+    /// `acc.row_max()` (`max`) or `acc.row_sum()`: each row's maximum or sum over the
+    /// accumulator's columns, a `Rows<M>`.
+    RowReduce { acc: Box<Expr>, max: bool },
+    /// `rows[i]` inside the closure of `acc.apply_at(|i, j, v| ..)`, `i` its row parameter: the
+    /// value of the element's row.
+    RowOf { rows: Box<Expr>, row: LocalId },
     /// `acc.apply(|v| body)` or `acc.apply_at(|row, col, v| body)`: each element of the
     /// accumulator becomes the body's `f32` value with `v` bound to the element (and `row`,
     /// `col` to its place in the accumulator); `None` for a parameter written `_`.

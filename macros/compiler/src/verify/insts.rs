@@ -31,6 +31,7 @@ impl Verifier<'_> {
             | Inst::Select { .. }
             | Inst::Bitcast { .. }
             | Inst::PackPair { .. }
+            | Inst::RowReduce { .. }
             | Inst::Cast { .. } => self.value_inst(inst),
             Inst::Atomic { .. }
             | Inst::Load { .. }
@@ -266,6 +267,16 @@ impl Verifier<'_> {
                     self.errors.push(E::SelectTypes { dst: *dst });
                 }
                 self.def(*dst);
+            }
+            Inst::RowReduce { dst, acc, .. } => {
+                for v in acc {
+                    self.use_(*v);
+                    self.expect_ty(*v, Scalar::F32, "an accumulator value");
+                }
+                for d in dst {
+                    self.expect_ty(*d, Scalar::F32, "a row's value");
+                    self.def(*d);
+                }
             }
             Inst::PackPair { dst, lo, hi, elem } => {
                 for v in [*lo, *hi] {

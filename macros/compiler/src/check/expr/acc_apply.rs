@@ -76,7 +76,9 @@ impl Checker<'_> {
             .zip(params)
             .map(|(p, &ty)| self.apply_param(p, ty, name))
             .collect();
+        let outer_row = std::mem::replace(&mut self.apply_row, bound[0].filter(|_| at));
         let body = self.apply_body(&mut c.body, name);
+        self.apply_row = outer_row;
         self.par_locals_start = outer;
         self.names.pop();
         if let Some(at) = memory_write(&body) {
@@ -177,5 +179,29 @@ fn is_local_place(place: &Expr) -> bool {
         ExprKind::TupleField(base, _) => is_local_place(base),
         ExprKind::Index(base, _) => matches!(base.ty, Ty::Array(..)) && is_local_place(base),
         _ => false,
+    }
+}
+
+impl Checker<'_> {
+    /// `rows[i]`: the value of a row, read inside the closure of `acc.apply_at(|i, j, v| ..)`
+    /// with its row parameter `i`, where each element knows its row.
+    pub(super) fn row_of(&mut self, rows: Expr, index: &Expr, span: Span) -> Expr {
+        match (self.apply_row, &index.kind) {
+            (Some(row), ExprKind::Local(id)) if *id == row => mk(
+                ExprKind::RowOf {
+                    rows: Box::new(rows),
+                    row,
+                },
+                Ty::Scalar(Scalar::F32),
+                span,
+            ),
+            _ => {
+                self.diags.error(
+                    span,
+                    "a row's value is read by the elements of that row: index the rows inside `acc.apply_at(|i, j, v| ..)` with its row parameter, `rows[i]` (each element's row lies in the registers of the lanes that hold it)",
+                );
+                err(span)
+            }
+        }
     }
 }

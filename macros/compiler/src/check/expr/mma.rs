@@ -90,6 +90,19 @@ impl Checker<'_> {
                 let kn = name == "mma_stages_kn";
                 self.accumulator_stages(receiver, m, (rows, cols), kn, span)
             }
+            "row_max" | "row_sum" if self.want_args(m, 0) => {
+                if !self.mma_in_role_code(&receiver, &format!("{name}()"), span) {
+                    return err(span);
+                }
+                mk(
+                    ExprKind::RowReduce {
+                        acc: Box::new(receiver),
+                        max: name == "row_max",
+                    },
+                    Ty::Rows { m: rows },
+                    span,
+                )
+            }
             "apply" | "apply_at" if self.want_args(m, 1) => {
                 self.accumulator_apply(receiver, &mut m.args[0], name == "apply_at", span)
             }
@@ -127,11 +140,11 @@ impl Checker<'_> {
                 )
             }
             "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "store_scaled"
-            | "to_bf16" | "to_f16" | "apply" | "apply_at" => err(span),
+            | "to_bf16" | "to_f16" | "apply" | "apply_at" | "row_max" | "row_sum" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `apply(|v| ..)`, `apply_at(|row, col, v| ..)`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `apply(|v| ..)`, `apply_at(|row, col, v| ..)`, `row_max()`, `row_sum()`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }

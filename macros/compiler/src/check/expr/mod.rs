@@ -66,6 +66,7 @@ pub(crate) fn check_function(
         locals: Vec::new(),
         names: vec![HashMap::new()],
         par_locals_start: None,
+        apply_row: None,
         loops: Vec::new(),
         has_return: false,
         in_unsafe: false,
@@ -144,6 +145,9 @@ struct Checker<'a> {
     /// Inside a `for_each` closure: the first local the closure declared. Locals before it are
     /// captured, and read-only.
     par_locals_start: Option<u32>,
+    /// Inside the closure of `acc.apply_at(|i, j, v| ..)`: its row parameter `i`, which
+    /// indexes a `Rows` (`m[i]`).
+    apply_row: Option<LocalId>,
     /// The enclosing loops, innermost last.
     loops: Vec<LoopCtx>,
     /// A `return` was seen.

@@ -238,6 +238,7 @@ impl Checker<'_> {
         };
         match (&base.ty, &index.ty) {
             (Ty::Error, _) | (_, Ty::Error) => err(span),
+            (Ty::Rows { .. }, _) => self.row_of(base, &index, span),
             (t, _) if super::shared_arrays::is_shared_array(t) => {
                 self.shared_array_index(base, index, span)
             }
