@@ -13,7 +13,7 @@ use gpu_async::device::{bf16, f16};
 use gpu_async::{block_on, Device, Grid};
 use gpu_async_testing::on_each_device;
 
-use mma_epilogue::epilogue::{elementwise, row_stats, scaled, ROWS, T};
+use mma_epilogue::epilogue::{elementwise, row_stats, running_rows, scaled, ROWS, T};
 
 /// A T x T matrix of integers in -2..=2.
 fn integers(seed: usize) -> Vec<bf16> {
@@ -206,5 +206,68 @@ fn row_maxima_and_sums_reach_each_element_of_their_row(dev: Device) -> gpu_async
     }
     let got: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
     assert_eq!(got, want, "on {dev}");
+    Ok(())
+}
+
+/// The sum of a row of `T` in the order `row_sum` defines.
+fn row_sum_in_order(row: &[f32]) -> f32 {
+    let lane = |q: usize| {
+        let mut cols = (0..T / 8).flat_map(|j| [8 * j + 2 * q, 8 * j + 2 * q + 1]);
+        let first = row[cols.next().unwrap_or(0)];
+        cols.fold(first, |t, c| t + row[c])
+    };
+    (lane(0) + lane(1)) + (lane(2) + lane(3))
+}
+
+#[on_each_device]
+fn rows_fold_running_statistics_over_stages(dev: Device) -> gpu_async::Result<()> {
+    let a: Vec<bf16> = integers(9).into_iter().chain(integers(10)).collect();
+    let b: Vec<bf16> = integers(11).into_iter().chain(integers(12)).collect();
+    let mut c = dev.upload(&vec![f32::NAN; ROWS * 2 * T])?;
+    // Statistics from element 5 of a buffer whose last 3 rows of `l` fall off its end.
+    let at = 5;
+    let len = at + 2 * ROWS - 3;
+    let mut stats = dev.upload(&vec![f32::NAN; len])?;
+    block_on(running_rows::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            dev.upload(&a)?.as_matrix(ROWS, T)?,
+            dev.upload(&b)?.as_matrix(2 * T, T)?,
+            &mut c,
+            &mut stats,
+            at,
+        ),
+    ))?;
+    let mut want_c = vec![0u32; ROWS * 2 * T];
+    let mut want_stats: Vec<u32> = vec![f32::NAN.to_bits(); len];
+    for i in 0..ROWS {
+        let (mut m, mut l) = (-1000.0f32, 0.0f32);
+        for k in 0..2 {
+            let s: Vec<f32> = (0..T)
+                .map(|j| {
+                    (0..T)
+                        .map(|x| a[i * T + x].to_f32() * b[(k * T + j) * T + x].to_f32())
+                        .sum()
+                })
+                .collect();
+            let tile_max = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let m_new = m.max(tile_max);
+            let shifted: Vec<f32> = s.iter().map(|v| (v - m_new) * 0.5).collect();
+            l = l * 0.25 + row_sum_in_order(&shifted) + (m - m_new);
+            m = m_new;
+            for (j, v) in shifted.iter().enumerate() {
+                want_c[i * 2 * T + k * T + j] = v.to_bits();
+            }
+        }
+        want_stats[at + i] = m.to_bits();
+        if at + ROWS + i < len {
+            want_stats[at + ROWS + i] = l.to_bits();
+        }
+    }
+    let got_c: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got_c, want_c, "on {dev}: scores");
+    let got_stats: Vec<u32> = stats.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got_stats, want_stats, "on {dev}: m and l");
     Ok(())
 }

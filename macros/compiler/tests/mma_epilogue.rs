@@ -263,3 +263,64 @@ fn rows_are_read_by_the_elements_of_their_row() {
         );
     }
 }
+
+#[test]
+fn rows_take_a_splat_a_closure_and_a_slice_of_f32() {
+    let store = quote!(acc.store(c, 64, [0, 0]););
+    for (body, needle) in [
+        (
+            quote!(let m = Rows::<64>::zero();),
+            "rows are made with `Rows::<M>::splat(v)`",
+        ),
+        (
+            quote!(let m = Rows::<32>::splat(0.0);),
+            "`M` is 64, 128, 192 or 256",
+        ),
+        (quote!(let m = Rows::<64>::splat(1u32);), "expected `f32`"),
+        (
+            quote!(let mut m = acc.row_max(); m.apply_at(|x| x);),
+            "a plain closure of two parameters",
+        ),
+        (
+            quote!(let mut m = acc.row_max(); m.apply(|x| { c[0] = x; x });),
+            "it cannot write memory",
+        ),
+        (
+            quote!(let m = acc.row_max(); m.store(c, 64, 0);),
+            "takes 2 arguments",
+        ),
+        (
+            quote!(let m = acc.row_max(); m.sum();),
+            "`sum` is not one of their methods",
+        ),
+    ] {
+        assert_error(epilogue(quote!(f32), quote!(#body #store)), needle);
+    }
+    assert_error(
+        epilogue(
+            quote!(bf16),
+            quote! {
+                let m = acc.row_max();
+                m.store(c, 0);
+            },
+        ),
+        "rows are stored into a `&mut [f32]`",
+    );
+}
+
+#[needs_ptxas]
+fn rows_assemble_without_warnings() {
+    let k = one(epilogue(
+        quote!(f32),
+        quote! {
+            let mut m = Rows::<64>::splat(-1.0);
+            let t = acc.row_max();
+            m.apply_at(|i, x| x.max(t[i]));
+            acc.apply_at(|i, _, v| v - m[i]);
+            let l = acc.row_sum();
+            l.store(c, 4096);
+            acc.store(c, 64, [0, 0]);
+        },
+    ));
+    assert_assembles_without_spills(&k);
+}

@@ -539,8 +539,9 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
 }
 
 /// One `f32` per row of an `M`-row accumulator: its rows' maxima or sums
-/// ([`Accumulator::row_max`], [`Accumulator::row_sum`]), read as `rows[i]` inside
-/// [`Accumulator::apply_at`] with the closure's row parameter:
+/// ([`Accumulator::row_max`], [`Accumulator::row_sum`]) or any value ([`Rows::splat`]),
+/// changed by [`Rows::apply`], stored by [`Rows::store`], and read as `rows[i]` inside
+/// [`Accumulator::apply_at`] (and [`Rows::apply_at`]) with the closure's row parameter:
 ///
 /// ```
 /// use gpu_async::device::Accumulator;
@@ -555,6 +556,43 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
 /// where each element knows its row.
 pub struct Rows<const M: usize> {
     values: Box<[f32]>,
+}
+
+impl<const M: usize> Rows<M> {
+    /// Every row's value `v` (a running maximum starts at `f32::NEG_INFINITY`).
+    pub fn splat(v: f32) -> Self {
+        Rows {
+            values: vec![v; M].into_boxed_slice(),
+        }
+    }
+
+    /// Replaces each row's value `x` with `f(x)`. On the GPU each lane that holds a row runs
+    /// `f` on it; `f` computes, as [`Accumulator::apply`]'s closure does.
+    pub fn apply(&mut self, f: impl Fn(f32) -> f32) {
+        for x in self.values.iter_mut() {
+            *x = f(*x);
+        }
+    }
+
+    /// Replaces row `i`'s value `x` with `f(i, x)`; `f` may read other rows at `i`
+    /// (`m.apply_at(|i, x| x.max(tile_max[i]))`).
+    pub fn apply_at(&mut self, f: impl Fn(usize, f32) -> f32) {
+        for (i, x) in self.values.iter_mut().enumerate() {
+            *x = f(i, *x);
+        }
+    }
+
+    /// Writes row `i`'s value to `out[row + i]`, for the rows inside `out` (the others are not
+    /// written; nothing else of `out` changes). On the GPU one lane of the four that hold a
+    /// row writes it.
+    pub fn store(&self, out: &mut [f32], row: usize) {
+        for (i, &x) in self.values.iter().enumerate() {
+            match row.checked_add(i).and_then(|r| out.get_mut(r)) {
+                Some(o) => *o = x,
+                None => break,
+            }
+        }
+    }
 }
 
 impl<const M: usize> std::ops::Index<usize> for Rows<M> {

@@ -159,4 +159,65 @@ pub mod epilogue {
         acc.apply_at(|i, _, v| v / (l[i] - 1.0) + m[i]);
         acc.store(c, T, [0, 0]);
     }
+
+    /// Two stages of scores `s_k = a · b_kᵀ` (`b_k` the `k`-th 64 rows of `b`) folded into
+    /// running row statistics, as attention's online softmax keeps them: `m` the rows' running
+    /// maximum, `l` a running sum rescaled by each new maximum; each stage's shifted scores go to
+    /// `c` (stage `k` at column `T k`), and `m` and `l` to `stats` (`m` then `l`, from `at`).
+    #[kernel(warps = 12, idle_warps)]
+    pub async fn running_rows(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        c: &mut [f32],
+        stats: &mut [f32],
+        at: usize,
+    ) {
+        let (tx, rx) = channel::<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>();
+        join!(
+            on_warps(0..1, load_stages(a, b, tx)),
+            on_warps(4..12, fold_rows(rx, c, stats, at))
+        )
+        .await;
+    }
+
+    async fn load_stages(
+        a: &Matrix<bf16>,
+        b: &Matrix<bf16>,
+        mut tx: Sender<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+    ) {
+        for k in 0..2 {
+            let Some(mut stage) = tx.reserve().await else {
+                return;
+            };
+            stage.0.load(a, [0, 0]).await;
+            stage.1.load(b, [k * T, 0]).await;
+            stage.send();
+        }
+    }
+
+    async fn fold_rows(
+        mut rx: Receiver<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+        c: &mut [f32],
+        stats: &mut [f32],
+        at: usize,
+    ) {
+        let mut m = Rows::<ROWS>::splat(-1000.0);
+        let mut l = Rows::<ROWS>::splat(0.0);
+        let mut k = 0usize;
+        while let Some(stage) = rx.recv().await {
+            let mut s = Accumulator::<ROWS, T>::zero();
+            s.mma(&stage.0, &stage.1).await;
+            let tile_max = s.row_max();
+            let mut m_new = Rows::<ROWS>::splat(0.0);
+            m_new.apply_at(|i, _| m[i].max(tile_max[i]));
+            s.apply_at(|i, _, v| (v - m_new[i]) * 0.5);
+            let tile_sum = s.row_sum();
+            l.apply_at(|i, x| x * 0.25 + tile_sum[i] + (m[i] - m_new[i]));
+            m = m_new;
+            s.store(c, 2 * T, [0, k * T]);
+            k += 1;
+        }
+        m.store(stats, at);
+        l.store(stats, at + ROWS);
+    }
 }

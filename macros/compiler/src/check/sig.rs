@@ -766,6 +766,30 @@ pub(crate) fn accumulator_args(
     Some((m as u32, n as u32))
 }
 
+/// `Rows::<M>`'s rows, `M` a multiple of 64 from 64 to 256 (an accumulator's `M`).
+pub(crate) fn rows_arg(
+    seg: &syn::PathSegment,
+    scope: &ModuleScope,
+    diags: &mut Diagnostics,
+) -> Option<u32> {
+    let example = "name the rows: `Rows::<128>`, an accumulator's `M`";
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else {
+        diags.error_at(seg, example);
+        return None;
+    };
+    let dims: Vec<syn::Expr> = args.args.iter().filter_map(const_arg).collect();
+    if dims.len() != 1 || args.args.len() != 1 {
+        diags.error_at(args, example);
+        return None;
+    }
+    let m = eval_usize(&dims[0], &scope.consts, diags)?;
+    if m == 0 || m % 64 != 0 || m > 256 {
+        diags.error_at(args, format!("rows are an accumulator's, 64 per warpgroup: `M` is 64, 128, 192 or 256; found {m}"));
+        return None;
+    }
+    Some(m as u32)
+}
+
 fn const_arg(a: &syn::GenericArgument) -> Option<syn::Expr> {
     match a {
         syn::GenericArgument::Const(e) => Some(e.clone()),

@@ -134,7 +134,8 @@ fn expr(e: &Expr, f: &mut impl FnMut(&Expr)) {
         ExprKind::Block(b) | ExprKind::Loop(_, b) => block(b, f),
         ExprKind::ForEach(_, _, b, _)
         | ExprKind::ParMap(_, _, b)
-        | ExprKind::AccumulatorApply { body: b, .. } => block(b, f),
+        | ExprKind::AccumulatorApply { body: b, .. }
+        | ExprKind::RowsApply { body: b, .. } => block(b, f),
         ExprKind::If(_, then, _) | ExprKind::IfLetSome { then, .. } => block(then, f),
         ExprKind::Match(_, arms) => {
             for a in arms {

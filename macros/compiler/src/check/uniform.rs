@@ -488,7 +488,9 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
         K::AccumulatorToOperand { acc, .. }
         | K::AccumulatorApply { acc, .. }
         | K::RowReduce { acc, .. } => vec![acc],
-        K::RowOf { rows, .. } => vec![rows],
+        K::RowOf { rows, .. } | K::RowsApply { rows, .. } => vec![rows],
+        K::RowsNew { value } => vec![value],
+        K::RowsStore { rows, out, row } => vec![rows, out, row],
         K::Mma { acc, a, b, .. } => vec![acc, a, b],
         K::MmaStages { acc, rx, count, .. } => vec![acc, rx, count],
         K::AccumulatorStore {

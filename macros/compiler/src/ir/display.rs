@@ -692,6 +692,20 @@ impl Kernel {
                     values.join(", ")
                 )?
             }
+            Inst::RowsStore {
+                values,
+                addr,
+                rows_left,
+                owner,
+            } => write!(
+                f,
+                "rows_store [{}] {}, {} rows_left {} owner {}",
+                self.val(*addr),
+                self.val(values[0]),
+                self.val(values[1]),
+                self.val(*rows_left),
+                self.val(*owner)
+            )?,
             Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
             Inst::MmaWait { pending } => write!(f, "mma_wait pending {pending}")?,
             Inst::AccStore {

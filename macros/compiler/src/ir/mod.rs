@@ -726,6 +726,16 @@ pub enum Inst {
         acc: Vec<Value>,
         max: bool,
     },
+    /// `rows.store(..)`: where `owner` (the first of the four lanes that hold the thread's
+    /// rows), `values[h]` to the global address `addr + 32 h` (row `8 h` from the thread's
+    /// first), when `8 h` is below `rows_left` (a `usize`: the rows of the destination from the
+    /// thread's first on).
+    RowsStore {
+        values: [Value; 2],
+        addr: Value,
+        rows_left: Value,
+        owner: Value,
+    },
     /// `acc.store(..)`: each thread of the role stores its own accumulator values, converted to
     /// `elem`, to a row-major matrix in global memory whose rows are `row_bytes` apart: value
     /// `4 j + 2 h + e` (of the fragment layout, see [`Inst::Mma`]) goes `8 h` rows and `8 j + e`
@@ -999,6 +1009,7 @@ impl Inst {
             | Inst::TileLoad { .. }
             | Inst::MmaWait { .. }
             | Inst::AccStore { .. }
+            | Inst::RowsStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }

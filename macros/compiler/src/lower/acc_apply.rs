@@ -1,8 +1,7 @@
 //! `acc.apply(|v| body)` and `acc.apply_at(|row, col, v| body)`: the closure's body written once
 //! per accumulator value the thread holds (`N / 2` of them), each time with `v` bound to the
 //! value, and `row`, `col` to its place in the accumulator; its result goes back into the
-//! value's register. And the rows those bodies read: `acc.row_max()`, `acc.row_sum()`, each a
-//! value per row of the thread's two, and `rows[i]`, the value of the element's row.
+//! value's register.
 
 use proc_macro2::Span;
 
@@ -10,7 +9,6 @@ use super::values::Val;
 use super::Lowerer;
 use crate::ir::{fragment_place, BinOp, Inst, Value};
 use crate::tir::{self, Expr, LocalId};
-use crate::types::Scalar;
 
 impl Lowerer<'_> {
     /// Each of the thread's accumulator values becomes the body's value for it.
@@ -57,33 +55,8 @@ impl Lowerer<'_> {
         Val::Unit
     }
 
-    /// `acc.row_max()` (`max`) or `acc.row_sum()`: the thread's two rows' values.
-    pub(super) fn row_reduce(&mut self, acc: &Expr, max: bool) -> Val {
-        let Val::Acc(values) = self.expr(acc) else {
-            return Val::Unit;
-        };
-        let dst = [
-            self.new_value(Scalar::F32, None),
-            self.new_value(Scalar::F32, None),
-        ];
-        self.emit(Inst::RowReduce {
-            dst,
-            acc: values,
-            max,
-        });
-        Val::Rows(dst.to_vec())
-    }
-
-    /// `rows[i]` in the body of `acc.apply_at(..)`: the value of the element's row.
-    pub(super) fn row_of(&mut self, rows: &Expr) -> Val {
-        match (self.expr(rows), self.apply_row_half) {
-            (Val::Rows(values), Some(h)) => values.get(h).map_or(Val::Unit, |v| Val::Scalar(*v)),
-            _ => Val::Unit,
-        }
-    }
-
     /// `base + by` (`base` itself when `by` is 0).
-    fn plus_const(&mut self, base: Value, by: u64) -> Value {
+    pub(super) fn plus_const(&mut self, base: Value, by: u64) -> Value {
         if by == 0 {
             return base;
         }

@@ -41,6 +41,14 @@ impl Lowerer<'_> {
             ExprKind::Mma { acc, a, b, b_kn } => self.mma_issue(acc, a, (b, *b_kn), e.span),
             ExprKind::RowReduce { acc, max } => self.row_reduce(acc, *max),
             ExprKind::RowOf { rows, .. } => self.row_of(rows),
+            ExprKind::RowsNew { value } => self.rows_new(&e.ty, value, e.span),
+            ExprKind::RowsApply {
+                rows,
+                row,
+                value,
+                body,
+            } => self.rows_apply(rows, (*row, *value), body, e.span),
+            ExprKind::RowsStore { rows, out, row } => self.rows_store(rows, out, row),
             ExprKind::AccumulatorApply {
                 acc,
                 row,

@@ -24,7 +24,7 @@ const WARPGROUP_ROWS: u32 = 64;
 impl Lowerer<'_> {
     /// The warp range of the role being lowered, if the accumulator's `m` rows are 64 per
     /// warpgroup of it; otherwise reported at `span`.
-    fn mma_role(&mut self, m: u32, span: Span) -> bool {
+    pub(super) fn mma_role(&mut self, m: u32, span: Span) -> bool {
         let Some((name, start, end)) = self
             .warp_owners
             .last()

@@ -37,6 +37,7 @@ mod parallel;
 mod places;
 mod protocol;
 mod roles;
+mod rows;
 mod scans;
 mod shared;
 mod shared_arrays;

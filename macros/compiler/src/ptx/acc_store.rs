@@ -108,6 +108,27 @@ impl Writer<'_> {
         self.place_label(&done)
     }
 
+    /// `rows.store(..)` (see [`Inst::RowsStore`]): the owning lane stores each of its two rows'
+    /// values where the row is inside the destination.
+    ///
+    /// [`Inst::RowsStore`]: crate::ir::Inst::RowsStore
+    pub(super) fn rows_store(
+        &mut self,
+        values: [Value; 2],
+        addr: Value,
+        rows_left: Value,
+        owner: Value,
+    ) -> WriteResult {
+        let (a, left, own) = (self.reg(addr), self.reg(rows_left), self.reg(owner));
+        for (h, v) in values.iter().enumerate() {
+            let v = self.reg(*v);
+            let q = self.tmp(Class::Pred);
+            self.line(format!("setp.gt.and.u64 {q}, {left}, {}, {own};", 8 * h))?;
+            self.line(format!("@{q} st.global.f32 [{a}+{}], {v};", 32 * h))?;
+        }
+        Ok(())
+    }
+
     /// `acc.store_scaled(.., alpha, beta)`: as [`Writer::acc_store`], each value stored being
     /// `alpha * v` (`mul.rn`), plus `beta` times the element there (`fma.rn`, one rounding) when
     /// `beta` is not 0 (a NaN `beta` reads it too, as the simulator's `beta != 0.0` does); a

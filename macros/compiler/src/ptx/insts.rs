@@ -125,6 +125,12 @@ impl Writer<'_> {
             } => self.mma(acc, (a, (*b, *b_layout)), *n, *elem, *k_steps),
             Inst::PackPair { dst, lo, hi, elem } => self.pack_pair(*dst, (*lo, *hi), *elem),
             Inst::RowReduce { dst, acc, max } => self.row_reduce(*dst, acc, *max),
+            Inst::RowsStore {
+                values,
+                addr,
+                rows_left,
+                owner,
+            } => self.rows_store(*values, *addr, *rows_left, *owner),
             Inst::MmaWait { pending } => self.mma_wait(*pending),
             Inst::AccStore {
                 acc,

@@ -572,6 +572,23 @@ pub enum ExprKind {
     /// `acc.row_max()` (`max`) or `acc.row_sum()`: each row's maximum or sum over the
     /// accumulator's columns, a `Rows<M>`.
     RowReduce { acc: Box<Expr>, max: bool },
+    /// `Rows::<M>::splat(v)`: every row's value `v` (an `f32`).
+    RowsNew { value: Box<Expr> },
+    /// `rows.apply(|x| body)` or `rows.apply_at(|i, x| body)`: each row's value becomes the
+    /// body's `f32` value with `x` bound to it (and `i` to the row).
+    RowsApply {
+        /// The rows, a local.
+        rows: Box<Expr>,
+        row: Option<LocalId>,
+        value: Option<LocalId>,
+        body: Block,
+    },
+    /// `rows.store(out, row)`: row `i`'s value into `out[row + i]`, for the rows inside `out`.
+    RowsStore {
+        rows: Box<Expr>,
+        out: Box<Expr>,
+        row: Box<Expr>,
+    },
     /// `rows[i]` inside the closure of `acc.apply_at(|i, j, v| ..)`, `i` its row parameter: the
     /// value of the element's row.
     RowOf { rows: Box<Expr>, row: LocalId },

@@ -66,9 +66,10 @@ impl Verifier<'_> {
             | Inst::BarrierWait { .. }
             | Inst::RoleBarrier { .. } => self.sync_inst(inst, role, in_par),
             Inst::ParFor(p) => self.par_for(p, role, in_par),
-            Inst::Mma { .. } | Inst::MmaWait { .. } | Inst::AccStore { .. } => {
-                self.mma_inst(inst, role, in_par)
-            }
+            Inst::Mma { .. }
+            | Inst::MmaWait { .. }
+            | Inst::AccStore { .. }
+            | Inst::RowsStore { .. } => self.mma_inst(inst, role, in_par),
         }
     }
 
@@ -80,6 +81,24 @@ impl Verifier<'_> {
             .map(|x| (x.first_warp, x.end_warp));
         if in_par || !warps.is_some_and(|(a, b)| a % 4 == 0 && b % 4 == 0) {
             self.errors.push(E::MmaOutsideWarpgroups);
+        }
+        if let Inst::RowsStore {
+            values,
+            addr,
+            rows_left,
+            owner,
+        } = inst
+        {
+            for &v in values {
+                self.use_(v);
+                self.expect_ty(v, Scalar::F32, "a stored row's value");
+            }
+            for v in [*addr, *rows_left] {
+                self.use_(v);
+                self.expect_ty(v, Scalar::Usize, "a rows store's address or extent");
+            }
+            self.use_(*owner);
+            self.expect_ty(*owner, Scalar::Bool, "a rows store's owning lane");
         }
         if let Inst::AccStore {
             acc,

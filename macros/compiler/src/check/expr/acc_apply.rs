@@ -108,7 +108,7 @@ impl Checker<'_> {
 
     /// A parameter of the closure of `apply`: a name (`mut` allowed), `_`, or either with its
     /// type written (rustc checks the type against the method's).
-    fn apply_param(&mut self, p: &syn::Pat, ty: Scalar, name: &str) -> Option<LocalId> {
+    pub(super) fn apply_param(&mut self, p: &syn::Pat, ty: Scalar, name: &str) -> Option<LocalId> {
         match p {
             syn::Pat::Type(t) => self.apply_param(&t.pat, ty, name),
             syn::Pat::Wild(_) => None,
@@ -131,7 +131,7 @@ impl Checker<'_> {
     }
 
     /// The closure's body, whose value is the element's new `f32` value.
-    fn apply_body(&mut self, body: &mut syn::Expr, name: &str) -> Block {
+    pub(super) fn apply_body(&mut self, body: &mut syn::Expr, name: &str) -> Block {
         let f32_ty = Ty::Scalar(Scalar::F32);
         let mut block = self.closure_body(body);
         match block.tail.as_deref_mut() {
@@ -152,7 +152,7 @@ impl Checker<'_> {
 
 /// The first write to memory or atomic operation in `b` (an assignment to anything but a local
 /// of the closure, its fields or its array's elements).
-fn memory_write(b: &Block) -> Option<Span> {
+pub(super) fn memory_write(b: &Block) -> Option<Span> {
     let mut found = None;
     crate::check::suspend::for_each_expr(b, &mut |e| {
         if found.is_some() {

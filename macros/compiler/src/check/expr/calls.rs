@@ -47,6 +47,10 @@ impl Checker<'_> {
                 let acc = acc.clone();
                 return self.accumulator_new(c, &acc, &name, span);
             }
+            if acc.ident == "Rows" {
+                let rows = acc.clone();
+                return self.rows_new(c, &rows, &name, span);
+            }
         }
         let ours =
             segments.len() == 1 || segments.iter().rev().nth(1).is_some_and(|s| s == "device");

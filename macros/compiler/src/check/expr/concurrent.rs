@@ -451,7 +451,8 @@ fn expr_locals(e: &Expr, out: &mut Vec<LocalId>) {
         ExprKind::Block(b) | ExprKind::Loop(_, b) => block_locals(b, out),
         ExprKind::ForEach(_, _, b, _)
         | ExprKind::ParMap(_, _, b)
-        | ExprKind::AccumulatorApply { body: b, .. } => block_locals(b, out),
+        | ExprKind::AccumulatorApply { body: b, .. }
+        | ExprKind::RowsApply { body: b, .. } => block_locals(b, out),
         ExprKind::If(_, then, _) | ExprKind::IfLetSome { then, .. } => block_locals(then, out),
         ExprKind::Match(_, arms) => {
             for a in arms {

@@ -68,6 +68,7 @@ impl Checker<'_> {
             Ty::ParIter(_) => self.par_iter_method(name, receiver, m, span),
             Ty::Matrix(_) => self.matrix_method(name, receiver, m, span),
             Ty::Accumulator { .. } => self.accumulator_method(name, receiver, m, span),
+            Ty::Rows { .. } => self.rows_method(name, receiver, m, span),
             Ty::TilePart { .. } => self.tile_part_method(name, receiver, m, span),
             Ty::Lane => self.lane_method(name, m, awaited, span),
             _ => self.unknown_method(name, &receiver.ty, m, span),

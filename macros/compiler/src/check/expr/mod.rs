@@ -37,6 +37,7 @@ mod mma;
 mod operators;
 mod parallel;
 mod places;
+mod rows;
 mod scans;
 mod shared_arrays;
 mod splits;

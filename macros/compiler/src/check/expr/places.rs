@@ -53,12 +53,13 @@ impl Checker<'_> {
                         | Ty::OptRecvSlot(_)
                         | Ty::Accumulator { .. }
                         | Ty::Fragment { .. }
+                        | Ty::Rows { .. }
                         | Ty::Error
                 ) {
                     self.diags.error(
                         span,
                         format!(
-                            "only scalars, arrays, structs, tuples, accumulators, fragments and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
+                            "only scalars, arrays, structs, tuples, accumulators, fragments, rows and received slots (or their `Option`) can be assigned; `{}` is a `{}`",
                             local.name, local.ty
                         ),
                     );
