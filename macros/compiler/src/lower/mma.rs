@@ -87,7 +87,7 @@ impl Lowerer<'_> {
     /// registers of the accumulator or fragment local, which the mmas of its loop read (and,
     /// for an accumulator, write).
     pub(super) fn assign_registers(&mut self, place: &Expr, value: &Expr) -> Val {
-        let (Val::Acc(dst) | Val::Frag(dst)) = self.expr(place) else {
+        let (Val::Acc(dst) | Val::Frag(dst) | Val::Rows(dst)) = self.expr(place) else {
             return Val::Unit;
         };
         // A zero goes straight into the registers (half the code of zeroing new ones and
@@ -101,7 +101,7 @@ impl Lowerer<'_> {
             }
             return Val::Unit;
         }
-        if let Val::Acc(src) | Val::Frag(src) = self.expr(value) {
+        if let Val::Acc(src) | Val::Frag(src) | Val::Rows(src) = self.expr(value) {
             for (d, s) in dst.into_iter().zip(src) {
                 self.emit(Inst::Copy { dst: d, src: s });
             }

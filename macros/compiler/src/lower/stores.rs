@@ -23,8 +23,10 @@ impl Lowerer<'_> {
             self.assign_slot(*id, value, place.span);
             return Val::Unit;
         }
-        if let (ExprKind::Local(_), Ty::Accumulator { .. } | Ty::Fragment { .. }) =
-            (&place.kind, &place.ty)
+        if let (
+            ExprKind::Local(_),
+            Ty::Accumulator { .. } | Ty::Fragment { .. } | Ty::Rows { .. },
+        ) = (&place.kind, &place.ty)
         {
             return self.assign_registers(place, value);
         }
