@@ -10,6 +10,9 @@ use super::Lowerer;
 use crate::ir::{fragment_place, BinOp, Inst, Value};
 use crate::tir::{self, Expr, LocalId};
 
+/// A parameter of an `apply` closure and the value it is bound to, where the closure names it.
+pub(super) type ParamValue = Option<(LocalId, Value)>;
+
 impl Lowerer<'_> {
     /// Each of the thread's accumulator values becomes the body's value for it.
     pub(super) fn accumulator_apply(
@@ -27,32 +30,53 @@ impl Lowerer<'_> {
             let (warp_rows, lane_row, lane_col) = self.fragment_origin();
             (self.binary(BinOp::Add, warp_rows, lane_row), lane_col)
         });
-        self.apply_depth += 1;
-        let outer_half = self.apply_row_half;
         for (k, &register) in values.iter().enumerate() {
             let (h, col_offset) = fragment_place(k);
-            self.apply_row_half = row.map(|_| h);
-            if let (Some((first_row, _)), Some(row)) = (origin, row) {
-                let at = self.plus_const(first_row, 8 * h as u64);
-                self.bind(row, Val::Scalar(at), span);
-            }
-            if let (Some((_, first_col)), Some(col)) = (origin, col) {
-                let at = self.plus_const(first_col, col_offset);
-                self.bind(col, Val::Scalar(at), span);
-            }
-            if let Some(value) = value {
-                self.bind(value, Val::Scalar(register), span);
-            }
-            if let Val::Scalar(new) = self.scoped_block(body, None) {
-                self.emit(Inst::Copy {
-                    dst: register,
-                    src: new,
-                });
-            }
+            let row_at = match (origin, row) {
+                (Some((first_row, _)), Some(row)) => {
+                    Some((row, self.plus_const(first_row, 8 * h as u64)))
+                }
+                _ => None,
+            };
+            let col_at = match (origin, col) {
+                (Some((_, first_col)), Some(col)) => {
+                    Some((col, self.plus_const(first_col, col_offset)))
+                }
+                _ => None,
+            };
+            self.apply_to_register(register, (row_at, col_at, h), value, body, span);
+        }
+        Val::Unit
+    }
+
+    /// One run of an `apply` closure's body for `register`, the thread's value in row `half`
+    /// of its two: the row and column parameters (where named) bound to their values (with
+    /// `half`, by which the body reads rows, `rows[i]`), the value parameter to the register,
+    /// and the body's result back into the register.
+    pub(super) fn apply_to_register(
+        &mut self,
+        register: Value,
+        (row, col, half): (ParamValue, ParamValue, usize),
+        value: Option<LocalId>,
+        body: &tir::Block,
+        span: Span,
+    ) {
+        self.apply_depth += 1;
+        let outer_half = std::mem::replace(&mut self.apply_row_half, row.map(|_| half));
+        for (local, at) in row.into_iter().chain(col) {
+            self.bind(local, Val::Scalar(at), span);
+        }
+        if let Some(value) = value {
+            self.bind(value, Val::Scalar(register), span);
+        }
+        if let Val::Scalar(new) = self.scoped_block(body, None) {
+            self.emit(Inst::Copy {
+                dst: register,
+                src: new,
+            });
         }
         self.apply_row_half = outer_half;
         self.apply_depth -= 1;
-        Val::Unit
     }
 
     /// `base + by` (`base` itself when `by` is 0).

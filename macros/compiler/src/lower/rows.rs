@@ -73,26 +73,15 @@ impl Lowerer<'_> {
             let (warp_rows, lane_row, _) = self.fragment_origin();
             self.binary(BinOp::Add, warp_rows, lane_row)
         });
-        self.apply_depth += 1;
-        let outer_half = self.apply_row_half;
         for (h, &register) in values.iter().enumerate() {
-            self.apply_row_half = row.map(|_| h);
-            if let (Some(first_row), Some(row)) = (first_row, row) {
-                let at = self.plus_const(first_row, 8 * h as u64);
-                self.bind(row, Val::Scalar(at), span);
-            }
-            if let Some(value) = value {
-                self.bind(value, Val::Scalar(register), span);
-            }
-            if let Val::Scalar(new) = self.scoped_block(body, None) {
-                self.emit(Inst::Copy {
-                    dst: register,
-                    src: new,
-                });
-            }
+            let row_at = match (first_row, row) {
+                (Some(first_row), Some(row)) => {
+                    Some((row, self.plus_const(first_row, 8 * h as u64)))
+                }
+                _ => None,
+            };
+            self.apply_to_register(register, (row_at, None, h), value, body, span);
         }
-        self.apply_row_half = outer_half;
-        self.apply_depth -= 1;
         Val::Unit
     }
 

@@ -42,17 +42,11 @@ impl Writer<'_> {
                 addr,
                 operands,
                 order,
-                once: None,
-            } => self.atomic(*dst, *op, *space, *addr, operands, *order),
-            Inst::Atomic {
-                dst,
-                op,
-                space,
-                addr,
-                operands,
-                order,
-                once: Some(site),
-            } => self.atomic_once(*dst, *op, *space, *addr, operands, *order, *site),
+                once,
+            } => match once {
+                None => self.atomic(*dst, *op, *space, *addr, operands, *order),
+                Some(site) => self.atomic_once(*dst, *op, *space, *addr, operands, *order, *site),
+            },
             Inst::ArrayAddr { dst, array } => self.array_addr(*dst, *array),
             Inst::ArrayAccess { array, .. } => Err(super::error::WriteError::inconsistent(
                 "no shared-array access marks after lowering",

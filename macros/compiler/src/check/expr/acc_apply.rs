@@ -67,27 +67,9 @@ impl Checker<'_> {
             );
             return err(span);
         }
-        self.names.push(HashMap::new());
-        let first_local = self.locals.len() as u32;
-        let outer = self.par_locals_start.replace(first_local);
-        let bound: Vec<Option<LocalId>> = c
-            .inputs
-            .iter()
-            .zip(params)
-            .map(|(p, &ty)| self.apply_param(p, ty, name))
-            .collect();
-        let outer_row = std::mem::replace(&mut self.apply_row, bound[0].filter(|_| at));
-        let body = self.apply_body(&mut c.body, name);
-        self.apply_row = outer_row;
-        self.par_locals_start = outer;
-        self.names.pop();
-        if let Some(at) = memory_write(&body) {
-            self.diags.error(
-                at,
-                format!("the closure of `{name}` runs once per element, on the thread that holds the element, and only computes its new value: it cannot write memory or update an atomic; store the accumulator after it (`acc.store(..)`), or update memory in a parallel loop"),
-            );
+        let Some((bound, body)) = self.apply_closure(c, params, at, (name, "element")) else {
             return err(span);
-        }
+        };
         let (row, col, value) = match bound[..] {
             [row, col, value] => (row, col, value),
             [value] => (None, None, value),
@@ -106,9 +88,45 @@ impl Checker<'_> {
         )
     }
 
+    /// The parameters (of types `params`) and the body of the closure `c` of `name` (`apply` or
+    /// `apply_at` of an accumulator or of rows, which runs once per `per`, an element or a row),
+    /// checked as a parallel loop's body is; with `row_first`, the first parameter is the row,
+    /// by which the body may index rows (`m[i]`). `None` after an error.
+    pub(super) fn apply_closure(
+        &mut self,
+        c: &mut syn::ExprClosure,
+        params: &[Scalar],
+        row_first: bool,
+        (name, per): (&str, &str),
+    ) -> Option<(Vec<Option<LocalId>>, Block)> {
+        self.names.push(HashMap::new());
+        let first_local = self.locals.len() as u32;
+        let outer = self.par_locals_start.replace(first_local);
+        let bound: Vec<Option<LocalId>> = c
+            .inputs
+            .iter()
+            .zip(params)
+            .map(|(p, &ty)| self.apply_param(p, ty, name))
+            .collect();
+        let row = bound.first().copied().flatten().filter(|_| row_first);
+        let outer_row = std::mem::replace(&mut self.apply_row, row);
+        let body = self.apply_body(&mut c.body, name);
+        self.apply_row = outer_row;
+        self.par_locals_start = outer;
+        self.names.pop();
+        if let Some(at) = memory_write(&body) {
+            self.diags.error(
+                at,
+                format!("the closure of `{name}` runs once per {per}, on the thread that holds it, and only computes its new value: it cannot write memory or update an atomic; store the result after it (`.store(..)`), or update memory in a parallel loop"),
+            );
+            return None;
+        }
+        Some((bound, body))
+    }
+
     /// A parameter of the closure of `apply`: a name (`mut` allowed), `_`, or either with its
     /// type written (rustc checks the type against the method's).
-    pub(super) fn apply_param(&mut self, p: &syn::Pat, ty: Scalar, name: &str) -> Option<LocalId> {
+    fn apply_param(&mut self, p: &syn::Pat, ty: Scalar, name: &str) -> Option<LocalId> {
         match p {
             syn::Pat::Type(t) => self.apply_param(&t.pat, ty, name),
             syn::Pat::Wild(_) => None,
@@ -131,7 +149,7 @@ impl Checker<'_> {
     }
 
     /// The closure's body, whose value is the element's new `f32` value.
-    pub(super) fn apply_body(&mut self, body: &mut syn::Expr, name: &str) -> Block {
+    fn apply_body(&mut self, body: &mut syn::Expr, name: &str) -> Block {
         let f32_ty = Ty::Scalar(Scalar::F32);
         let mut block = self.closure_body(body);
         match block.tail.as_deref_mut() {
@@ -152,7 +170,7 @@ impl Checker<'_> {
 
 /// The first write to memory or atomic operation in `b` (an assignment to anything but a local
 /// of the closure, its fields or its array's elements).
-pub(super) fn memory_write(b: &Block) -> Option<Span> {
+fn memory_write(b: &Block) -> Option<Span> {
     let mut found = None;
     crate::check::suspend::for_each_expr(b, &mut |e| {
         if found.is_some() {

@@ -2,14 +2,12 @@
 //! `Rows::<M>::splat(v)`, changed by `rows.apply(|x| ..)` and `rows.apply_at(|i, x| ..)` (whose
 //! body may read other rows as `other[i]`), and written out by `rows.store(out, row)`.
 
-use std::collections::HashMap;
-
 use proc_macro2::Span;
 
 use super::parallel::closure_params;
 use super::{err, mk, Checker};
 use crate::check::sig;
-use crate::tir::{Expr, ExprKind, LocalId};
+use crate::tir::{Expr, ExprKind};
 use crate::types::{Scalar, Ty};
 
 impl Checker<'_> {
@@ -122,32 +120,13 @@ impl Checker<'_> {
             );
             return err(span);
         }
-        self.names.push(HashMap::new());
-        let first_local = self.locals.len() as u32;
-        let outer = self.par_locals_start.replace(first_local);
-        let bound: Vec<Option<LocalId>> = c
-            .inputs
-            .iter()
-            .zip(params)
-            .map(|(p, &ty)| self.apply_param(p, ty, name))
-            .collect();
-        let row = bound[0].filter(|_| at);
-        let outer_row = std::mem::replace(&mut self.apply_row, row);
-        let body = self.apply_body(&mut c.body, name);
-        self.apply_row = outer_row;
-        self.par_locals_start = outer;
-        self.names.pop();
-        if let Some(at) = super::acc_apply::memory_write(&body) {
-            self.diags.error(
-                at,
-                format!("the closure of `{name}` runs once per row, on each lane that holds the row, and only computes its new value: it cannot write memory or update an atomic; store the rows after it (`rows.store(..)`)"),
-            );
+        let Some((bound, body)) = self.apply_closure(c, params, at, (name, "row")) else {
             return err(span);
-        }
+        };
         mk(
             ExprKind::RowsApply {
                 rows: Box::new(rows),
-                row,
+                row: bound.first().copied().flatten().filter(|_| at),
                 value: bound.last().copied().flatten(),
                 body,
             },
