@@ -43,7 +43,8 @@ impl Lowerer<'_> {
             return Val::Unit;
         };
         let v = self.scalar(value);
-        if !self.rows_role(m, span) {
+        // Rows are laid out as the role's accumulators of `m` rows are.
+        if !self.mma_role(m, span) {
             return Val::Unit;
         }
         let values = (0..2)
@@ -122,11 +123,5 @@ impl Lowerer<'_> {
             owner,
         });
         Val::Unit
-    }
-
-    /// Whether the role being lowered holds accumulators of `m` rows (see
-    /// [`Lowerer::mma_role`]), so that its threads hold rows as the fragments lay them out.
-    fn rows_role(&mut self, m: u32, span: Span) -> bool {
-        self.mma_role(m, span)
     }
 }
