@@ -10,8 +10,9 @@ use super::Lowerer;
 use crate::ir::{fragment_place, BinOp, Inst, Value};
 use crate::tir::{self, Expr, LocalId};
 
-/// A parameter of an `apply` closure and the value it is bound to, where the closure names it.
-pub(super) type ParamValue = Option<(LocalId, Value)>;
+/// A parameter of an `apply` closure and the value it is bound to, where the closure names it:
+/// a base value plus a constant.
+pub(super) type ParamValue = Option<(LocalId, Value, u64)>;
 
 impl Lowerer<'_> {
     /// Each of the thread's accumulator values becomes the body's value for it.
@@ -32,18 +33,12 @@ impl Lowerer<'_> {
         });
         for (k, &register) in values.iter().enumerate() {
             let (h, col_offset) = fragment_place(k);
-            let row_at = match (origin, row) {
-                (Some((first_row, _)), Some(row)) => {
-                    Some((row, self.plus_const(first_row, 8 * h as u64)))
-                }
-                _ => None,
-            };
-            let col_at = match (origin, col) {
-                (Some((_, first_col)), Some(col)) => {
-                    Some((col, self.plus_const(first_col, col_offset)))
-                }
-                _ => None,
-            };
+            let row_at = origin
+                .zip(row)
+                .map(|((first_row, _), row)| (row, first_row, 8 * h as u64));
+            let col_at = origin
+                .zip(col)
+                .map(|((_, first_col), col)| (col, first_col, col_offset));
             self.apply_to_register(register, (row_at, col_at, h), value, body, span);
         }
         Val::Unit
@@ -63,7 +58,8 @@ impl Lowerer<'_> {
     ) {
         self.apply_depth += 1;
         let outer_half = std::mem::replace(&mut self.apply_row_half, row.map(|_| half));
-        for (local, at) in row.into_iter().chain(col) {
+        for (local, base, offset) in row.into_iter().chain(col) {
+            let at = self.plus_const(base, offset);
             self.bind(local, Val::Scalar(at), span);
         }
         if let Some(value) = value {

@@ -75,12 +75,9 @@ impl Lowerer<'_> {
             self.binary(BinOp::Add, warp_rows, lane_row)
         });
         for (h, &register) in values.iter().enumerate() {
-            let row_at = match (first_row, row) {
-                (Some(first_row), Some(row)) => {
-                    Some((row, self.plus_const(first_row, 8 * h as u64)))
-                }
-                _ => None,
-            };
+            let row_at = first_row
+                .zip(row)
+                .map(|(first_row, row)| (row, first_row, 8 * h as u64));
             self.apply_to_register(register, (row_at, None, h), value, body, span);
         }
         Val::Unit
