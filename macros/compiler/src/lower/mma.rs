@@ -311,20 +311,8 @@ impl Lowerer<'_> {
         let first_row = self.binary(BinOp::Add, r, lane_row);
         let first_col = self.binary(BinOp::Add, col, lane_col);
         // What of the matrix lies from the thread's first element on (none past its edges).
-        let left = |l: &mut Self, extent: Value, first: Value| {
-            let inside = l.binary(BinOp::Gt, extent, first);
-            let rest = l.binary(BinOp::Sub, extent, first);
-            let dst = l.new_value(Scalar::Usize, None);
-            l.emit(Inst::Select {
-                dst,
-                cond: inside,
-                if_true: rest,
-                if_false: zero,
-            });
-            dst
-        };
-        let rows_left = left(self, rows, first_row);
-        let cols_left = left(self, cols, first_col);
+        let rows_left = self.left_from(rows, first_row, zero);
+        let cols_left = self.left_from(cols, first_col, zero);
         let size = self.usize_const(u64::from(elem.size()));
         let row_bytes = self.binary(BinOp::Mul, cols, size);
         let at = self.binary(BinOp::Mul, first_row, cols);
@@ -345,6 +333,21 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
+    /// How much of `extent` (rows or columns of a destination) lies from `first` on: `extent -
+    /// first`, or `zero` (a `usize` 0) where `first` is past it.
+    pub(super) fn left_from(&mut self, extent: Value, first: Value, zero: Value) -> Value {
+        let inside = self.binary(BinOp::Gt, extent, first);
+        let rest = self.binary(BinOp::Sub, extent, first);
+        let dst = self.new_value(Scalar::Usize, None);
+        self.emit(Inst::Select {
+            dst,
+            cond: inside,
+            if_true: rest,
+            if_false: zero,
+        });
+        dst
+    }
+
     /// Where the thread's accumulator fragments start in the accumulator, as three `usize`s
     /// that add up to its first row (the first two) and column (the third): warp `w` of the
     /// role holds rows `16 w ..` (warpgroup `g`'s warps `4 g ..` hold rows `64 g ..`), and lane

@@ -100,15 +100,7 @@ impl Lowerer<'_> {
         let owner = self.binary(BinOp::Eq, lane_col, zero);
         let r = self.binary(BinOp::Add, row, warp_rows);
         let first = self.binary(BinOp::Add, r, lane_row);
-        let inside = self.binary(BinOp::Gt, len, first);
-        let rest = self.binary(BinOp::Sub, len, first);
-        let rows_left = self.new_value(Scalar::Usize, None);
-        self.emit(Inst::Select {
-            dst: rows_left,
-            cond: inside,
-            if_true: rest,
-            if_false: zero,
-        });
+        let rows_left = self.left_from(len, first, zero);
         let four = self.usize_const(4);
         let bytes = self.binary(BinOp::Mul, first, four);
         let addr = self.binary(BinOp::Add, ptr, bytes);

@@ -34,10 +34,11 @@ impl Checker<'_> {
         let Some(m) = sig::rows_arg(rows, self.scope, self.diags) else {
             return err(span);
         };
-        if self.is_kernel() || !self.no_channel_ops_in_par(span, "Rows::splat") {
-            if self.is_kernel() {
-                self.diags.error_at(&c.func, "rows live in the registers of the role whose accumulator they go with: make them in that role's code, not in the kernel body");
-            }
+        if self.is_kernel() {
+            self.diags.error_at(&c.func, "rows live in the registers of the role whose accumulator they go with: make them in that role's code, not in the kernel body");
+            return err(span);
+        }
+        if !self.no_channel_ops_in_par(span, "Rows::splat") {
             return err(span);
         }
         let f32_ty = Ty::Scalar(Scalar::F32);
