@@ -53,7 +53,7 @@ pub use executor::block_on;
 pub use exploration::{explore, Exhaustive, Exploration, ScheduleFailure};
 pub use grid::Grid;
 pub use launch::{Launch, Progress};
-pub use matrix::{MatrixView, TileScalar};
+pub use matrix::{MatrixView, MatrixViewMut, TileScalar};
 pub use schedule::{ParseScheduleError, Schedule, SCHEDULE_ENV};
 pub use sim::{AtomicScalar, SimOptions};
 pub use spec::{
@@ -70,7 +70,7 @@ pub use trace::{Trace, TraceBlocks, TraceOptions, Traced, TracedLaunch};
 pub mod __private {
     pub use crate::launch::{
         launch, launch_on, launch_traced, launch_traced_on, not_compiled, not_compiled_traced,
-        CudaArgs, SimMatrixRead, Target,
+        CudaArgs, SimMatrixRead, SimMatrixWrite, Target,
     };
     pub use crate::sim::{
         AtomicView, SimBlock, SimRead, SimRun, SimSlice, SimSliceMut, SimTarget, SimWrite,

@@ -1,6 +1,8 @@
 //! Matrix parameters: a [`DeviceBuffer`] seen as a row-major matrix ([`MatrixView`]), which a
 //! kernel takes as `&Matrix<T>` and reads a tile at a time with TMA tile loads
-//! ([`SendSlot::load`](crate::device::SendSlot::load)).
+//! ([`SendSlot::load`](crate::device::SendSlot::load)), or ([`MatrixViewMut`]) as
+//! `&mut Matrix<T>`, which it also writes a tile at a time with TMA tile stores
+//! ([`RecvSlot::store`](crate::device::RecvSlot::store)).
 //!
 //! On CUDA a matrix parameter is passed as its address, rows and columns, and one tensor map
 //! (`CUtensorMap`) per box the kernel's loads copy; the launch checks each map against the rules
@@ -99,6 +101,65 @@ impl<'a, T: TileScalar> MatrixView<'a, T> {
     }
 }
 
+/// A [`DeviceBuffer`] seen as a `rows` × `cols` row-major matrix that the kernel writes, the host
+/// argument of a kernel parameter `&mut Matrix<T>`: as [`MatrixView`], borrowing the buffer
+/// mutably as a `&mut [T]` parameter does. Made by [`DeviceBuffer::as_matrix_mut`].
+///
+/// The launch checks it as it checks a [`MatrixView`], against every box the kernel loads from
+/// or stores into it.
+pub struct MatrixViewMut<'a, T: TileScalar> {
+    buffer: &'a mut DeviceBuffer<T>,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: TileScalar> fmt::Debug for MatrixViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MatrixViewMut")
+            .field("elem", &T::ELEM)
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .field("buffer", &*self.buffer)
+            .finish()
+    }
+}
+
+impl<'a, T: TileScalar> MatrixViewMut<'a, T> {
+    /// The number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The number of columns, the elements of one row.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The buffer that holds the elements.
+    pub fn buffer(&mut self) -> &mut DeviceBuffer<T> {
+        self.buffer
+    }
+
+    /// The buffer, for the launch that writes it.
+    pub(crate) fn into_buffer(self) -> &'a mut DeviceBuffer<T> {
+        self.buffer
+    }
+}
+
+/// The elements a `rows` × `cols` matrix takes, if `len` holds them; the error of `op`
+/// otherwise.
+fn matrix_elems(op: &str, rows: usize, cols: usize, len: usize) -> Result<()> {
+    match rows.checked_mul(cols) {
+        Some(n) if n <= len => Ok(()),
+        Some(n) => Err(Error::Buffer(format!(
+            "{op}: a {rows} x {cols} matrix takes {n} elements, more than the buffer's {len}"
+        ))),
+        None => Err(Error::Buffer(format!(
+            "{op}: a {rows} x {cols} matrix has more elements than a usize counts"
+        ))),
+    }
+}
+
 impl<T: TileScalar> DeviceBuffer<T> {
     /// The buffer as a `rows` × `cols` row-major matrix, for a kernel parameter `&Matrix<T>`:
     /// its first `rows * cols` elements, row after row.
@@ -107,20 +168,24 @@ impl<T: TileScalar> DeviceBuffer<T> {
     /// length. What the TMA hardware needs of the matrix (16-byte rows, at most `2^32` rows and
     /// columns, none empty) is checked by the launch, against the boxes the kernel loads.
     pub fn as_matrix(&self, rows: usize, cols: usize) -> Result<MatrixView<'_, T>> {
-        match rows.checked_mul(cols) {
-            Some(n) if n <= self.len() => Ok(MatrixView {
-                buffer: self,
-                rows,
-                cols,
-            }),
-            Some(n) => Err(Error::Buffer(format!(
-                "as_matrix: a {rows} x {cols} matrix takes {n} elements, more than the buffer's {}",
-                self.len()
-            ))),
-            None => Err(Error::Buffer(format!(
-                "as_matrix: a {rows} x {cols} matrix has more elements than a usize counts"
-            ))),
-        }
+        matrix_elems("as_matrix", rows, cols, self.len())?;
+        Ok(MatrixView {
+            buffer: self,
+            rows,
+            cols,
+        })
+    }
+
+    /// The buffer as a `rows` × `cols` row-major matrix that the kernel writes, for a kernel
+    /// parameter `&mut Matrix<T>`: its first `rows * cols` elements, row after row. Fails as
+    /// [`DeviceBuffer::as_matrix`] does.
+    pub fn as_matrix_mut(&mut self, rows: usize, cols: usize) -> Result<MatrixViewMut<'_, T>> {
+        matrix_elems("as_matrix_mut", rows, cols, self.len())?;
+        Ok(MatrixViewMut {
+            buffer: self,
+            rows,
+            cols,
+        })
     }
 }
 
@@ -157,20 +222,20 @@ pub(crate) fn tile_map_spec(
     }
 }
 
-/// The tensor maps of `boxes` over `m` at `address` (0 in the simulator), each checked against
+/// The tensor maps of `boxes` over a `rows` × `cols` matrix of `T` at `address` (0 in the simulator), each checked against
 /// the encode rules first: a broken rule is [`Error::TensorMap`] of `kernel`, naming the
 /// parameter `name`. Both backends' launches check a matrix parameter with it.
 pub(crate) fn checked_tile_maps<T: TileScalar>(
     kernel: &'static str,
     name: &'static str,
-    m: MatrixView<'_, T>,
+    (rows, cols): (usize, usize),
     boxes: &[TileBox],
     address: u64,
 ) -> Result<Vec<TileMapSpec>> {
     boxes
         .iter()
         .map(|&tile| {
-            let spec = tile_map_spec(T::ELEM, m.rows(), m.cols(), tile, address);
+            let spec = tile_map_spec(T::ELEM, rows, cols, tile, address);
             spec.check(name)
                 .map(|()| spec)
                 .map_err(|error| Error::TensorMap { kernel, error })
@@ -184,6 +249,27 @@ mod tests {
     use crate::backend::Device;
     use crate::tensor_map::{Axis, TensorMapRule};
     use half::bf16;
+
+    #[test]
+    fn as_matrix_mut_takes_a_prefix_and_rejects_too_many_elements() -> Result<()> {
+        let device = Device::simulator();
+        let mut buf = device.alloc::<f32>(100)?;
+        let mut m = buf.as_matrix_mut(6, 16)?;
+        assert_eq!((m.rows(), m.cols(), m.buffer().len()), (6, 16, 100));
+        assert!(format!("{m:?}").starts_with("MatrixViewMut { elem: F32, rows: 6, cols: 16"));
+        match buf.as_matrix_mut(7, 16) {
+            Err(Error::Buffer(message)) => assert_eq!(
+                message,
+                "as_matrix_mut: a 7 x 16 matrix takes 112 elements, more than the buffer's 100"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            buf.as_matrix_mut(usize::MAX, 2),
+            Err(Error::Buffer(_))
+        ));
+        Ok(())
+    }
 
     #[test]
     fn as_matrix_takes_a_prefix_and_rejects_too_many_elements() -> Result<()> {

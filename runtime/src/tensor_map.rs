@@ -432,6 +432,50 @@ pub fn load_box<T: Copy + Default>(
     Ok(out)
 }
 
+/// Writes `elems`, the box of `spec` (`box_rows * box_cols` elements, row-major) whose top-left
+/// element is at (`row0`, `col0`), into `matrix` as a tensor-map store writes it: the elements
+/// inside the matrix's `rows x cols`, nothing past its edges. Fails as [`load_box`] does.
+pub fn store_box<T: Copy>(
+    param: &str,
+    matrix: &mut [T],
+    spec: &TileMapSpec,
+    (row0, col0): (u64, u64),
+    elems: &[T],
+) -> Result<(), TensorMapError> {
+    spec.check(param)?;
+    let stride = spec.row_stride_bytes / spec.elem.size_bytes();
+    let len = u64::try_from(matrix.len()).unwrap_or(u64::MAX);
+    let needed = (spec.rows - 1)
+        .checked_mul(stride)
+        .and_then(|n| n.checked_add(spec.cols))
+        .unwrap_or(u64::MAX);
+    if len < needed {
+        return Err(TensorMapError {
+            param: param.to_owned(),
+            rule: TensorMapRule::MatrixTooShort { len, needed },
+        });
+    }
+    let box_cols = spec.box_cols as usize;
+    for (i, box_row) in elems.chunks(box_cols.max(1)).enumerate() {
+        let Some(row) = row0.checked_add(i as u64).filter(|&r| r < spec.rows) else {
+            continue;
+        };
+        for (j, &x) in box_row.iter().enumerate() {
+            let Some(col) = col0.checked_add(j as u64).filter(|&c| c < spec.cols) else {
+                continue;
+            };
+            // In bounds of the spec, so below `needed <= matrix.len()`.
+            if let Some(dst) = usize::try_from(row * stride + col)
+                .ok()
+                .and_then(|k| matrix.get_mut(k))
+            {
+                *dst = x;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The byte offset inside a box in shared memory at which a copy with `swizzle` places the byte
 /// that a plain row-major box has at `byte_offset`. Each swizzle XORs the index of a 16-byte
 /// chunk (bits 4 and up) with the bits from 7 up (the index of a 128-byte line), as CUTLASS's
@@ -650,6 +694,23 @@ mod tests {
         assert_eq!(load_box("a", &data, &spec, 4, 4).unwrap(), corner);
         assert_eq!(load_box("a", &data, &spec, 8, 8).unwrap(), [0.0; 16]);
         assert_eq!(load_box("a", &data, &spec, u64::MAX, u64::MAX - 1).unwrap(), [0.0; 16]);
+    }
+
+    #[test]
+    fn store_box_writes_inside_the_edges_only() {
+        let (data, spec) = ragged();
+        let mut out = data.clone();
+        let ones: Vec<f32> = (0..16).map(|i| 100.0 + i as f32).collect();
+        store_box("c", &mut out, &spec, (4, 6), &ones).unwrap();
+        // Rows 4.. of a 5-row, 7-column matrix: only (4, 6); the row's padding stays.
+        let mut want = data.clone();
+        want[4 * 8 + 6] = 100.0;
+        assert_eq!(out, want);
+        let mut out = data.clone();
+        store_box("c", &mut out, &spec, (u64::MAX, u64::MAX - 1), &ones).unwrap();
+        assert_eq!(out, data);
+        let err = store_box("c", &mut out[..38], &spec, (0, 0), &ones).unwrap_err();
+        assert_eq!(err.param, "c");
     }
 
     #[test]

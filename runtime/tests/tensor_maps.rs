@@ -121,6 +121,7 @@ static TMA_TILES: KernelSpec = KernelSpec {
             name: "a",
             kind: ParamKind::Matrix {
                 elem: ScalarType::F32,
+                mutable: false,
                 boxes: BOXES,
             },
         },

@@ -238,14 +238,17 @@ pub enum ParamKind {
         /// `&mut [T]` rather than `&[T]`.
         mutable: bool,
     },
-    /// A row-major matrix in global memory (`&Matrix<T>`), read by TMA tile loads: three PTX
-    /// parameters, the address (`.u64`), the rows (`.u64`) and the columns (`.u64`), then one
-    /// tensor map (`.param .align 128 .b8 NAME[128]`, a `CUtensorMap`) per box of `boxes`, in
-    /// order.
+    /// A row-major matrix in global memory (`&Matrix<T>`, read by TMA tile loads, or
+    /// `&mut Matrix<T>`, also written by TMA tile stores): three PTX parameters, the address
+    /// (`.u64`), the rows (`.u64`) and the columns (`.u64`), then one tensor map (`.param .align
+    /// 128 .b8 NAME[128]`, a `CUtensorMap`) per box of `boxes`, in order.
     Matrix {
         /// The element type: `bf16`, `f16` or `f32`.
         elem: ScalarType,
-        /// The boxes the kernel's tile loads of this matrix copy, one tensor map each.
+        /// `&mut Matrix<T>` rather than `&Matrix<T>`.
+        mutable: bool,
+        /// The boxes the kernel's tile loads and stores of this matrix copy, one tensor map
+        /// each.
         boxes: &'static [TileBox],
     },
 }
@@ -258,6 +261,14 @@ pub const MAX_TILE_COORD: u64 = (1 << 31) - 1;
 pub const TILE_CORNER_PAST: &str =
     "load: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
 
+/// The panic of a tile store whose corner is past [`MAX_TILE_COORD`], on both backends.
+pub const TILE_STORE_CORNER_PAST: &str =
+    "store: a coordinate of the tile's corner is past 2^31 - 1, the largest a tensor map takes";
+
+/// The panic of `acc.store_tile(&mut slot, col)` whose `col` is not a multiple of the tile's
+/// columns inside the accumulator, on both backends.
+pub const ACC_TILE_COLUMN: &str = "store_tile: the column is not a multiple of the tile's columns less than the accumulator's columns";
+
 /// The bytes a tile load's corner column is a multiple of: a TMA copy starts each row on a
 /// 16-byte boundary (on the H200 a copy that does not stops the kernel with an illegal
 /// instruction, which ends the context).
@@ -267,6 +278,8 @@ pub const TILE_COLUMN_ALIGN: u32 = 16;
 /// ([`TILE_COLUMN_ALIGN`] bytes), on both backends (its `Display` is the message).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TileColumnMisaligned {
+    /// The copy: `"load"` or `"store"`.
+    pub op: &'static str,
     /// The elements in [`TILE_COLUMN_ALIGN`] bytes.
     pub per: u32,
 }
@@ -275,8 +288,8 @@ impl fmt::Display for TileColumnMisaligned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "load: the column of the tile's corner is not a multiple of {} (16 bytes): a TMA copy starts each row on a 16-byte boundary",
-            self.per
+            "{}: the column of the tile's corner is not a multiple of {} (16 bytes): a TMA copy starts each row on a 16-byte boundary",
+            self.op, self.per
         )
     }
 }

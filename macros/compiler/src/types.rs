@@ -402,8 +402,9 @@ pub enum Ty {
         /// `&mut`.
         mutable: bool,
     },
-    /// `&Matrix<T>`: a row-major matrix in global memory, read by tile loads.
-    Matrix(Scalar),
+    /// `&Matrix<T>`: a row-major matrix in global memory, read by tile loads; `&mut Matrix<T>`
+    /// (`true`), also written by tile stores.
+    Matrix(Scalar, bool),
     /// `stage.0` of a slot of a pair of tiles: that tile, loaded (`reserved`) or read in place.
     TilePart {
         /// The channel's type.
@@ -566,7 +567,8 @@ impl fmt::Display for Ty {
             Ty::RecvSlot(c) => write!(f, "RecvSlot<{c}>"),
             Ty::OptRecvSlot(c) => write!(f, "Option<RecvSlot<{c}>>"),
             Ty::OptSendSlot(c) => write!(f, "Option<SendSlot<{c}>>"),
-            Ty::Matrix(s) => write!(f, "&Matrix<{s}>"),
+            Ty::Matrix(s, false) => write!(f, "&Matrix<{s}>"),
+            Ty::Matrix(s, true) => write!(f, "&mut Matrix<{s}>"),
             Ty::Accumulator { m, n } => write!(f, "Accumulator<{m}, {n}>"),
             Ty::Fragment { elem, m, k } => write!(f, "Fragment<{elem}, {m}, {k}>"),
             Ty::Rows { m } => write!(f, "Rows<{m}>"),

@@ -490,7 +490,7 @@ fn accumulators_belong_to_role_code_and_store_to_float_slices() {
             c[0] = acc.get(0);
         },
     );
-    assert_error(k, "and `store_scaled(out, cols, [row, col], alpha, beta)`; `get` is not one of its methods (its elements are spread over the role's registers)");
+    assert_error(k, "`store_scaled(out, cols, [row, col], alpha, beta)` and `store_tile(&mut slot, col)`; `get` is not one of its methods (its elements are spread over the role's registers)");
 }
 
 #[test]

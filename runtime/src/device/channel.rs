@@ -578,8 +578,13 @@ impl<T: Payload, const DEPTH: usize> RecvSlot<'_, T, DEPTH> {
         );
         let n = dst.len();
         dst.copy_from_slice(&src[..n]);
-        crate::sim::note_copy(false, self.receiver.ring.borrow().id);
+        self.copy_to_event();
         CopyTo(())
+    }
+
+    /// Records a copy out of the slot in the simulator's trace.
+    pub(crate) fn copy_to_event(&self) {
+        crate::sim::note_copy(false, self.receiver.ring.borrow().id);
     }
 }
 
@@ -587,6 +592,13 @@ impl<T: Payload, const DEPTH: usize> RecvSlot<'_, T, DEPTH> {
 /// have read the slot.
 #[must_use = "copy_to() must be awaited"]
 pub struct CopyTo(());
+
+impl CopyTo {
+    /// The future of a copy out of a slot that has been issued.
+    pub(crate) fn issued() -> CopyTo {
+        CopyTo(())
+    }
+}
 
 impl Future for CopyTo {
     type Output = ();

@@ -1,8 +1,11 @@
-//! Matrices in global memory and the tiles that TMA loads copy out of them into channel slots.
+//! Matrices in global memory and the tiles that TMA loads copy out of them into channel slots
+//! and TMA stores copy back.
 //!
 //! A kernel takes a row-major matrix as a parameter `a: &Matrix<T>` (the host passes a
 //! [`MatrixView`](crate::MatrixView)), and a producer role loads it a [`Tile`] at a time into the
-//! slots of a channel whose payload is that tile:
+//! slots of a channel whose payload is that tile; a matrix it writes, `c: &mut Matrix<T>` (the
+//! host passes a [`MatrixViewMut`](crate::MatrixViewMut)), takes received tiles back with
+//! [`RecvSlot::store`]:
 //!
 //! ```ignore
 //! let (tx, rx) = channel::<Tile<bf16, 64, 64>, 4>();
@@ -13,6 +16,7 @@
 //! // consumer
 //! let Some(tile) = rx.recv().await else { return };
 //! let x = tile[r][c];
+//! tile.store(c, [row, k]).await;
 //! ```
 
 use std::fmt;
@@ -20,27 +24,45 @@ use std::ops::{Deref, DerefMut};
 
 use gpu_async_wire::{
     TileBox, TileColumnMisaligned, MAX_TILE_COORD, TILE_COLUMN_ALIGN, TILE_CORNER_PAST,
+    TILE_STORE_CORNER_PAST,
 };
 
-use super::channel::{CopyFrom, Payload, SendSlot};
+use super::channel::{CopyFrom, CopyTo, Payload, RecvSlot, SendSlot};
 use crate::matrix::{tile_map_spec, TileScalar};
-use crate::sim::SimSlice;
-use crate::tensor_map::load_box;
+use crate::sim::{SimSlice, SimSliceMut};
+use crate::tensor_map::{load_box, store_box};
 
-/// A row-major matrix in global memory, a kernel parameter `&Matrix<T>` (`T` is `bf16`, `f16`
-/// or `f32`): element (r, c) at `r * cols() + c`. The host passes a
-/// [`MatrixView`](crate::MatrixView). Kernel code reads it with TMA tile loads,
-/// [`SendSlot::load`], into channel slots of [`Tile`]s.
+/// A row-major matrix in global memory, a kernel parameter `&Matrix<T>` or `&mut Matrix<T>`
+/// (`T` is `bf16`, `f16` or `f32`): element (r, c) at `r * cols() + c`. The host passes a
+/// [`MatrixView`](crate::MatrixView) or a [`MatrixViewMut`](crate::MatrixViewMut). Kernel code
+/// reads it with TMA tile loads, [`SendSlot::load`], into channel slots of [`Tile`]s, and
+/// writes a `&mut Matrix<T>` with TMA tile stores, [`RecvSlot::store`].
 ///
 /// On the GPU it is the matrix's address, rows and columns, and one tensor map per box the
-/// kernel loads; in the simulator it holds the elements the launch read.
+/// kernel loads or stores; in the simulator it holds the elements the launch read or writes.
 pub struct Matrix<T: TileScalar> {
     /// The parameter's name, for messages.
     name: &'static str,
     /// The buffer's elements (at least `rows * cols`).
-    data: SimSlice<T>,
+    data: MatrixData<T>,
     rows: usize,
     cols: usize,
+}
+
+/// The elements of a [`Matrix`] as the launch took them: read, or lent for writing.
+enum MatrixData<T: TileScalar> {
+    Read(SimSlice<T>),
+    Write(SimSliceMut<T>),
+}
+
+impl<T: TileScalar> std::ops::Deref for MatrixData<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            MatrixData::Read(d) => d,
+            MatrixData::Write(d) => d,
+        }
+    }
 }
 
 impl<T: TileScalar> Matrix<T> {
@@ -49,7 +71,23 @@ impl<T: TileScalar> Matrix<T> {
     pub(crate) fn new(name: &'static str, data: SimSlice<T>, rows: usize, cols: usize) -> Self {
         Matrix {
             name,
-            data,
+            data: MatrixData::Read(data),
+            rows,
+            cols,
+        }
+    }
+
+    /// The matrix passed as `name` to a `&mut Matrix<T>` parameter, as [`Matrix::new`], its
+    /// elements lent for writing.
+    pub(crate) fn new_mut(
+        name: &'static str,
+        data: SimSliceMut<T>,
+        rows: usize,
+        cols: usize,
+    ) -> Self {
+        Matrix {
+            name,
+            data: MatrixData::Write(data),
             rows,
             cols,
         }
@@ -163,6 +201,65 @@ impl<T: TileScalar, const R: usize, const C: usize> Tile<T, R, C> {
     }
 }
 
+impl<T: TileScalar, const R: usize, const C: usize, const D: usize> RecvSlot<'_, Tile<T, R, C>, D> {
+    /// Writes the received tile into `m` as the `R` × `C` box whose top-left element is
+    /// (`at[0]`, `at[1]`): rows `at[0]..at[0] + R`, columns `at[1]..at[1] + C`. Elements past
+    /// the matrix's edges are not written, so a ragged last tile needs no special case.
+    ///
+    /// On the GPU this is one TMA store (`cp.async.bulk.tensor.2d.global.shared::cta` with the
+    /// tensor map of this box, which the launch passed) per 128-byte column block of the tile,
+    /// issued by one thread of the role as a bulk group. Awaiting it only issues it; releasing
+    /// the slot waits until the store has read the slot (`cp.async.bulk.wait_group.read`), and
+    /// the writes are visible to the host when the kernel has finished. The sender's writes to
+    /// the slot reach the store through the proxy fence its `send` places.
+    ///
+    /// # Panics
+    /// As [`SendSlot::load`], with `store:` messages: a coordinate of `2^31` or more, a column
+    /// that is not a multiple of 16 bytes of `T`, or a matrix and box that break a rule of
+    /// tensor maps.
+    #[track_caller]
+    pub fn store(&self, m: &mut Matrix<T>, at: [usize; 2]) -> CopyTo {
+        let [row, col] = at;
+        assert!(
+            row <= MAX_COORD && col <= MAX_COORD,
+            "{TILE_STORE_CORNER_PAST}"
+        );
+        let per = TILE_COLUMN_ALIGN / T::ELEM.size_bytes() as u32;
+        assert!(
+            col % per as usize == 0,
+            "{}",
+            TileColumnMisaligned { op: "store", per }
+        );
+        let tile = TileBox {
+            rows: R as u32,
+            cols: C as u32,
+        };
+        let block = tile.load_box(T::ELEM.size_bytes() as u32);
+        let spec = tile_map_spec(T::ELEM, m.rows, m.cols, block, 0);
+        let block_cols = block.cols as usize;
+        let name = m.name;
+        let MatrixData::Write(data) = &mut m.data else {
+            // Only a `&mut Matrix<T>` parameter's launch makes a matrix `&mut`.
+            panic!("store: matrix `{name}` was passed as `&Matrix<T>`; a tile store writes a `&mut Matrix<T>`");
+        };
+        let elems = self.elems();
+        for b in 0..C / block_cols.max(1) {
+            let part: Vec<T> = (0..R)
+                .flat_map(|r| {
+                    let at = r * C + b * block_cols;
+                    elems[at..at + block_cols].iter().copied()
+                })
+                .collect();
+            let from = (row as u64, (col + b * block_cols) as u64);
+            if let Err(err) = store_box(name, data, &spec, from, &part) {
+                panic!("store: {err}");
+            }
+        }
+        self.copy_to_event();
+        CopyTo::issued()
+    }
+}
+
 /// The `rows` x `cols` box of `m` at `at`, zeros past its edges; the device panics of a load.
 #[track_caller]
 fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize) -> Vec<T> {
@@ -170,7 +267,11 @@ fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize
     // The GPU's messages, word for word (its panics carry no formatted values).
     assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
     let per = TILE_COLUMN_ALIGN / T::ELEM.size_bytes() as u32;
-    assert!(col % per as usize == 0, "{}", TileColumnMisaligned { per });
+    assert!(
+        col % per as usize == 0,
+        "{}",
+        TileColumnMisaligned { op: "load", per }
+    );
     let tile = TileBox {
         rows: u32::try_from(rows).unwrap_or(u32::MAX),
         cols: u32::try_from(cols).unwrap_or(u32::MAX),
@@ -289,6 +390,72 @@ mod tests {
                 assert_eq!(x, want, "({r}, {c})");
             }
         }
+    }
+
+    /// `tile` sent through a channel and stored at `at` into a `rows` x `cols` matrix of
+    /// -1.0s; the matrix's elements after.
+    fn store_tile<const R: usize, const C: usize>(
+        tile: Tile<f32, R, C>,
+        (rows, cols): (usize, usize),
+        at: [usize; 2],
+    ) -> Vec<f32> {
+        let mem = SimMem::new(vec![-1.0f32; rows * cols]);
+        let mut m = Matrix::new_mut("c", mem.register_write().slice_mut(), rows, cols);
+        block_on(async {
+            let (mut tx, rx) = channel::<Tile<f32, R, C>, 2>();
+            let mut slot = tx.reserve().await.expect("the receiver is open");
+            *slot = tile;
+            slot.send();
+            let got = rx.recv().await.expect("a tile was sent");
+            got.store(&mut m, at).await;
+        });
+        drop(m);
+        mem.host_read(|d| d.to_vec())
+    }
+
+    #[test]
+    #[rustfmt::skip]
+    fn a_stored_tile_is_clipped_at_the_edges() {
+        let tile = Tile([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]);
+        // 3 x 8: the tile at (2, 4) keeps its first row; at (1, 8) nothing.
+        assert_eq!(store_tile(tile, (3, 8), [2, 4]), [
+            -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0,
+            -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0,
+            -1.0, -1.0, -1.0, -1.0, 1.0, 2.0, 3.0, 4.0,
+        ]);
+        assert_eq!(store_tile(tile, (3, 8), [1, 8]), [-1.0; 24]);
+        assert_eq!(store_tile(tile, (3, 4), [0, 0])[..8], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(store_tile(tile, (3, 4), [3, 0]), [-1.0; 12]);
+    }
+
+    #[test]
+    fn a_stored_tile_of_column_blocks_writes_each_block() {
+        // Rows of 64 f32 are two column blocks of 32; the second runs past 40 columns.
+        let mut tile = <Tile<f32, 2, 64> as Payload>::zeroed();
+        for (r, row) in tile.iter_mut().enumerate() {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = (100 * r + c) as f32;
+            }
+        }
+        let got = store_tile(tile, (2, 40), [0, 4]);
+        for (i, &x) in got.iter().enumerate() {
+            let (r, c) = (i / 40, i % 40);
+            let want = if c >= 4 {
+                (100 * r + c - 4) as f32
+            } else {
+                -1.0
+            };
+            assert_eq!(x, want, "({r}, {c})");
+        }
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "store: the column of the tile's corner is not a multiple of 4 (16 \
+                               bytes): a TMA copy starts each row on a 16-byte boundary"
+    )]
+    fn a_store_column_off_16_bytes_panics() {
+        store_tile(Tile([[0.0f32; 4]; 2]), (4, 8), [0, 2]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 
 use half::{bf16, f16};
 
-use super::channel::{Payload, Receiver, RecvSlot};
+use super::channel::{Payload, Receiver, RecvSlot, SendSlot};
 use super::matrix::Tile;
 use crate::matrix::TileScalar;
 
@@ -483,6 +483,46 @@ impl<const M: usize, const N: usize> Accumulator<M, N> {
     /// at the call.
     pub fn store<T: MmaOutput>(&self, out: &mut [T], cols: usize, at: [usize; 2]) {
         self.store_with(out, cols, at, |x, _| x);
+    }
+
+    /// Writes the accumulator's columns `col .. col + C`, converted to `T` (see [`MmaOutput`]),
+    /// into a reserved slot of one tile: element (i, col + j) to `slot[i][j]`. The tile then
+    /// goes, sent, to a role that writes it into a matrix with a TMA store
+    /// ([`RecvSlot::store`]), so that the role computing the next tile does not wait for
+    /// global memory:
+    ///
+    /// ```ignore
+    /// for j in 0..N / C {
+    ///     let Some(mut slot) = tx.reserve().await else { return };
+    ///     acc.store_tile(&mut slot, j * C);
+    ///     slot.send();
+    /// }
+    /// ```
+    ///
+    /// On the GPU each thread writes its values in pairs of neighbouring columns into shared
+    /// memory, at the places a TMA copy of the tile gives them (swizzled as the tile's rows
+    /// are), and the `send` orders those writes before the TMA store reads them
+    /// (`fence.proxy.async`).
+    ///
+    /// # Panics
+    /// If `col` is not a multiple of `C` less than `N` (a device panic on the GPU).
+    #[track_caller]
+    pub fn store_tile<T: MmaOutput + TileScalar, const C: usize, const D: usize>(
+        &self,
+        slot: &mut SendSlot<'_, Tile<T, M, C>, D>,
+        col: usize,
+    ) {
+        assert!(
+            C > 0 && col % C == 0 && col < N,
+            "{}",
+            gpu_async_wire::ACC_TILE_COLUMN
+        );
+        let tile: &mut Tile<T, M, C> = slot;
+        for (i, row) in tile.iter_mut().enumerate() {
+            for (j, x) in row.iter_mut().enumerate() {
+                *x = T::narrow(self.elems[i * N + col + j]);
+            }
+        }
     }
 
     /// The epilogue of a GEMM `C = alpha · A · B + beta · C`: as [`store`](Self::store), each

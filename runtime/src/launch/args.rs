@@ -7,7 +7,7 @@ use crate::abort::hidden_params;
 use crate::buffer::DeviceBuffer;
 use crate::cuda::{CudaDevice, DeviceMem, KernelParam, LaunchIds};
 use crate::error::{Error, Result};
-use crate::matrix::{checked_tile_maps, MatrixView, TileScalar};
+use crate::matrix::{checked_tile_maps, MatrixView, MatrixViewMut, TileScalar};
 use crate::spec::{KernelScalar, KernelSpec, ParamKind, HIDDEN_PARAMS};
 
 /// The PTX parameters of a CUDA launch, collected in declaration order.
@@ -144,42 +144,68 @@ impl<'a> CudaArgs<'a> {
         name: &'static str,
         m: MatrixView<'a, T>,
     ) -> Result<()> {
+        self.push_matrix(name, m.buffer(), (m.rows(), m.cols()), false)
+    }
+
+    /// Pushes a `&mut Matrix<T>` parameter, as [`CudaArgs::matrix`] pushes a `&Matrix<T>`;
+    /// the buffer is written by the launch.
+    pub fn matrix_mut<T: TileScalar>(
+        &mut self,
+        name: &'static str,
+        m: MatrixViewMut<'a, T>,
+    ) -> Result<()> {
+        let (rows, cols) = (m.rows(), m.cols());
+        self.push_matrix(name, m.into_buffer(), (rows, cols), true)
+    }
+
+    fn push_matrix<T: TileScalar>(
+        &mut self,
+        name: &'static str,
+        buf: &'a DeviceBuffer<T>,
+        (rows, cols): (usize, usize),
+        mutable: bool,
+    ) -> Result<()> {
         let index = self.kinds.len();
         let declared = self.spec.params.get(index).map(|p| p.kind);
         let boxes = match declared {
-            Some(ParamKind::Matrix { elem, boxes }) if elem == T::TYPE => boxes,
+            Some(ParamKind::Matrix {
+                elem,
+                mutable: m,
+                boxes,
+            }) if elem == T::TYPE && m == mutable => boxes,
             _ => {
                 return Err(Error::InvalidLaunch {
                     kernel: self.kernel,
                     reason: format!(
-                        "a {} matrix was passed as `{name}`, parameter {index} of the launch, \
+                        "a {}{} matrix was passed as `{name}`, parameter {index} of the launch, \
                          which the kernel declares as {declared:?}; the generated launch code is \
                          out of date with the kernel, rebuild the crate",
+                        if mutable { "mutable " } else { "" },
                         T::TYPE
                     ),
                 })
             }
         };
-        let buf = m.buffer();
         let (gpu, mem) = match (self.gpu, buf.cuda_mem()) {
             (Some(gpu), Some(mem)) if buf.device_id() == self.device_id => (gpu, mem),
             _ => return Err(self.foreign_buffer(name)),
         };
-        let specs = checked_tile_maps(self.kernel, name, m, boxes, mem.address())?;
+        let specs = checked_tile_maps::<T>(self.kernel, name, (rows, cols), boxes, mem.address())?;
         let maps = specs
             .iter()
             .map(|spec| gpu.encode_tensor_map(spec))
             .collect::<Result<Vec<_>>>()?;
         self.params.extend([
             KernelParam::Word(mem.address()),
-            KernelParam::Word(m.rows() as u64),
-            KernelParam::Word(m.cols() as u64),
+            KernelParam::Word(rows as u64),
+            KernelParam::Word(cols as u64),
         ]);
         self.params
             .extend(maps.into_iter().map(KernelParam::TensorMap));
-        self.uses.push((mem, false));
+        self.uses.push((mem, mutable));
         self.kinds.push(ParamKind::Matrix {
             elem: T::TYPE,
+            mutable,
             boxes,
         });
         Ok(())
@@ -262,13 +288,15 @@ impl<'a> CudaArgs<'a> {
                 (
                     ParamKind::Matrix {
                         elem: want,
+                        mutable: want_mut,
                         boxes: want_boxes,
                     },
                     ParamKind::Matrix {
                         elem: got,
+                        mutable: got_mut,
                         boxes: got_boxes,
                     },
-                ) => want == got && want_boxes == got_boxes,
+                ) => want == got && want_mut == got_mut && want_boxes == got_boxes,
                 _ => false,
             };
             if !compatible {

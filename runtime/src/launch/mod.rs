@@ -30,7 +30,7 @@ use crate::stream::Stream;
 pub use args::CudaArgs;
 pub use future::{Launch, Progress};
 pub use traced::{launch_traced, launch_traced_on, not_compiled_traced, Traced, TracedLaunch};
-pub use views::SimMatrixRead;
+pub use views::{SimMatrixRead, SimMatrixWrite};
 
 use completion::State;
 use future::{AbortCheck, Running, Stage};

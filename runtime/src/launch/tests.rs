@@ -500,6 +500,7 @@ static GEMM: KernelSpec = KernelSpec {
             name: "a",
             kind: ParamKind::Matrix {
                 elem: ScalarType::Bf16,
+                mutable: false,
                 boxes: &[
                     crate::spec::TileBox { rows: 64, cols: 64 },
                     crate::spec::TileBox { rows: 64, cols: 32 },
@@ -540,6 +541,7 @@ fn a_matrix_takes_three_parameters_and_a_tensor_map_per_box() {
     assert_eq!(super::args::ptx_param_count(declared), 5);
     let no_boxes = ParamKind::Matrix {
         elem: ScalarType::F32,
+        mutable: false,
         boxes: &[],
     };
     assert_eq!(super::args::ptx_param_count(no_boxes), 3);
@@ -570,10 +572,17 @@ fn a_matrix_takes_three_parameters_and_a_tensor_map_per_box() {
     for kind in [
         ParamKind::Matrix {
             elem: ScalarType::Bf16,
+            mutable: false,
             boxes: &SQUARE,
         },
         ParamKind::Matrix {
             elem: ScalarType::F16,
+            mutable: false,
+            boxes,
+        },
+        ParamKind::Matrix {
+            elem: ScalarType::Bf16,
+            mutable: true,
             boxes,
         },
     ] {
@@ -658,6 +667,7 @@ static TWO_TILES: KernelSpec = KernelSpec {
             name: "a",
             kind: ParamKind::Matrix {
                 elem: ScalarType::F32,
+                mutable: false,
                 boxes: &[crate::spec::TileBox { rows: 4, cols: 8 }],
             },
         },

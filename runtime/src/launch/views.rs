@@ -6,7 +6,7 @@
 use crate::buffer::DeviceBuffer;
 use crate::device::Matrix;
 use crate::error::{Error, Result};
-use crate::matrix::{checked_tile_maps, MatrixView, TileScalar};
+use crate::matrix::{checked_tile_maps, MatrixView, MatrixViewMut, TileScalar};
 use crate::sim::{SimMem, SimRead, SimTarget, SimWrite};
 use crate::spec::{KernelScalar, ParamKind};
 use std::sync::Arc;
@@ -65,29 +65,65 @@ impl SimTarget {
         name: &'static str,
         m: MatrixView<'_, T>,
     ) -> Result<SimMatrixRead<T>> {
-        let declared = self.spec.params.iter().find(|p| p.name == name);
-        let boxes = match declared.map(|p| p.kind) {
-            Some(ParamKind::Matrix { elem, boxes }) if elem == T::TYPE => boxes,
-            kind => {
-                return Err(Error::InvalidLaunch {
-                    kernel: self.spec.path,
-                    reason: format!(
-                        "a {} matrix was passed as `{name}`, which the kernel declares as \
-                         {kind:?}; the generated launch code is out of date with the kernel, \
-                         rebuild the crate",
-                        T::TYPE
-                    ),
-                })
-            }
-        };
+        self.matrix_boxes::<T>(name, (m.rows(), m.cols()), false)?;
         let memory = self.memory(name, m.buffer())?;
-        checked_tile_maps(self.spec.path, name, m, boxes, 0)?;
         Ok(SimMatrixRead {
             read: memory.register_read(),
             name,
             rows: m.rows(),
             cols: m.cols(),
         })
+    }
+
+    /// The launch writes `m`, a matrix parameter `&mut Matrix<T>`: its job takes the matrix with
+    /// [`SimMatrixWrite::matrix`] once the earlier uses of the buffer are over. Checked as
+    /// [`SimTarget::read_matrix`] checks a matrix it reads.
+    pub fn write_matrix<T: TileScalar>(
+        &self,
+        name: &'static str,
+        mut m: MatrixViewMut<'_, T>,
+    ) -> Result<SimMatrixWrite<T>> {
+        let (rows, cols) = (m.rows(), m.cols());
+        self.matrix_boxes::<T>(name, (rows, cols), true)?;
+        let memory = self.memory(name, m.buffer())?;
+        Ok(SimMatrixWrite {
+            write: memory.register_write(),
+            name,
+            rows,
+            cols,
+        })
+    }
+
+    /// Checks a matrix passed as `name` against the kernel's declaration of the parameter and
+    /// the tensor map of each box it declares.
+    fn matrix_boxes<T: TileScalar>(
+        &self,
+        name: &'static str,
+        (rows, cols): (usize, usize),
+        mutable: bool,
+    ) -> Result<()> {
+        let declared = self.spec.params.iter().find(|p| p.name == name);
+        let boxes = match declared.map(|p| p.kind) {
+            Some(ParamKind::Matrix {
+                elem,
+                mutable: m,
+                boxes,
+            }) if elem == T::TYPE && m == mutable => boxes,
+            kind => {
+                return Err(Error::InvalidLaunch {
+                    kernel: self.spec.path,
+                    reason: format!(
+                        "a {}{} matrix was passed as `{name}`, which the kernel declares as \
+                         {kind:?}; the generated launch code is out of date with the kernel, \
+                         rebuild the crate",
+                        if mutable { "mutable " } else { "" },
+                        T::TYPE
+                    ),
+                })
+            }
+        };
+        checked_tile_maps::<T>(self.spec.path, name, (rows, cols), boxes, 0)?;
+        Ok(())
     }
 }
 
@@ -105,5 +141,22 @@ impl<T: TileScalar> SimMatrixRead<T> {
     /// `&Matrix<T>` argument until dropped.
     pub fn matrix(self) -> Matrix<T> {
         Matrix::new(self.name, self.read.slice(), self.rows, self.cols)
+    }
+}
+
+/// A write of a matrix parameter (`&mut Matrix<T>`) by a submitted simulator job: the job turns
+/// it into the kernel's [`Matrix`] with [`SimMatrixWrite::matrix`] when it runs.
+pub struct SimMatrixWrite<T: TileScalar> {
+    write: SimWrite<T>,
+    name: &'static str,
+    rows: usize,
+    cols: usize,
+}
+
+impl<T: TileScalar> SimMatrixWrite<T> {
+    /// Waits for the earlier uses of the buffer, then lends its elements as the kernel's
+    /// `&mut Matrix<T>` argument until dropped.
+    pub fn matrix(self) -> Matrix<T> {
+        Matrix::new_mut(self.name, self.write.slice_mut(), self.rows, self.cols)
     }
 }

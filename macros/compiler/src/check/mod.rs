@@ -605,6 +605,7 @@ pub(crate) fn assignable(ty: &Ty, expected: &Ty) -> bool {
             },
         ) => a == b && (*ma || !*mb),
         (Ty::SharedArrayRef(a, ma), Ty::SharedArrayRef(b, mb)) => a == b && (*ma || !*mb),
+        (Ty::Matrix(a, ma), Ty::Matrix(b, mb)) => a == b && (*ma || !*mb),
         _ => ty == expected,
     }
 }

@@ -85,7 +85,7 @@ pub(crate) fn signature(
                         Ty::Scalar(_)
                             | Ty::Slice { .. }
                             | Ty::AtomicSlice(_)
-                            | Ty::Matrix(_)
+                            | Ty::Matrix(..)
                             | Ty::Struct(..)
                             | Ty::Enum(..)
                             | Ty::Error
@@ -93,7 +93,7 @@ pub(crate) fn signature(
                 {
                     diags.error_at(
                         &pt.ty,
-                        format!("a kernel parameter is a scalar, a struct of the module, `&[T]`, `&mut [T]`, `&[AtomicU32]` or `&Matrix<T>`; `{ty}` is created inside the kernel instead"),
+                        format!("a kernel parameter is a scalar, a struct of the module, `&[T]`, `&mut [T]`, `&[AtomicU32]`, `&Matrix<T>` or `&mut Matrix<T>`; `{ty}` is created inside the kernel instead"),
                     );
                 }
                 params.push((name, ty, mutable, pt.pat.span()));
@@ -171,7 +171,7 @@ fn param_space(
                 place(&mut offset, 8);
             }
             // Its address, rows and columns, and the tensor map of (at least) one tile shape.
-            Ty::Matrix(_) => {
+            Ty::Matrix(..) => {
                 for _ in 0..3 {
                     place(&mut offset, 8);
                 }
@@ -637,18 +637,15 @@ pub(crate) fn chan_args(
     Some(ChanTy { elem, len, depth })
 }
 
-/// `&Matrix<T>`: a matrix parameter, `T` one of the tile element types. Tile loads only read
-/// it, so it is a shared reference.
+/// `&Matrix<T>` or `&mut Matrix<T>`: a matrix parameter, `T` one of the tile element types.
+/// Tile loads read it; tile stores write a `&mut Matrix<T>`.
 fn matrix_type(
     r: &syn::TypeReference,
     last: &syn::PathSegment,
     scope: &ModuleScope,
     diags: &mut Diagnostics,
 ) -> Ty {
-    if let Some(m) = &r.mutability {
-        diags.error_at(m, "a matrix is read by tile loads, so it is passed as `&Matrix<T>`: write results into a `&mut [T]` parameter");
-        return Ty::Error;
-    }
+    let mutable = r.mutability.is_some();
     let elem = match &last.arguments {
         syn::PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
             syn::GenericArgument::Type(t) => Some((t, parse_type(t, scope, diags))),
@@ -657,7 +654,7 @@ fn matrix_type(
         _ => None,
     };
     match elem {
-        Some((_, Ty::Scalar(s))) if is_tile_elem(s) => Ty::Matrix(s),
+        Some((_, Ty::Scalar(s))) if is_tile_elem(s) => Ty::Matrix(s, mutable),
         Some((_, Ty::Error)) => Ty::Error,
         Some((t, other)) => {
             diags.error_at(t, format!("a matrix holds `bf16`, `f16` or `f32` (what tile loads and the tensor cores take); `{other}` is not one"));

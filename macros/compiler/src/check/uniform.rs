@@ -483,6 +483,13 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
             row,
             col,
         } => vec![slot, matrix, row, col],
+        K::TileStore {
+            slot,
+            matrix,
+            row,
+            col,
+        } => vec![slot, matrix, row, col],
+        K::AccumulatorTile { acc, slot, col } => vec![acc, slot, col],
         K::MatrixDim(m, _) => vec![m],
         K::AccumulatorZero => vec![],
         K::AccumulatorToOperand { acc, .. }

@@ -68,6 +68,7 @@ impl Display for Kernel {
                 )?,
                 ParamKind::Matrix {
                     elem,
+                    mutable,
                     ptr,
                     rows,
                     cols,
@@ -75,8 +76,9 @@ impl Display for Kernel {
                 } => {
                     write!(
                         f,
-                        "  param {}: &Matrix<{elem}> = (ptr {ptr}, rows {rows}, cols {cols})",
-                        p.name
+                        "  param {}: &{}Matrix<{elem}> = (ptr {ptr}, rows {rows}, cols {cols})",
+                        p.name,
+                        if *mutable { "mut " } else { "" }
                     )?;
                     for (k, b) in boxes.iter().enumerate() {
                         write!(f, ", map{k} {} x {}", b.rows, b.cols)?;
@@ -318,6 +320,29 @@ impl Kernel {
                 self.val(*row),
                 self.val(*col)
             )?,
+            Inst::TileStore {
+                chan,
+                slot,
+                rx,
+                param,
+                map,
+                row,
+                col,
+            } => {
+                write!(
+                    f,
+                    "tile_store {chan}{} -> {}.map{map} at [{}, {}]",
+                    receiver(*rx),
+                    self.params
+                        .get(*param as usize)
+                        .map_or("?", |p| p.name.as_str()),
+                    self.val(*row),
+                    self.val(*col)
+                )?;
+                if let Some(slot) = slot {
+                    write!(f, ", slot at {}", self.val(*slot))?;
+                }
+            }
             Inst::CopyIn {
                 chan,
                 src,
@@ -631,6 +656,7 @@ impl Kernel {
             | Inst::SlotAddr { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
+            | Inst::TileStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }
             | Inst::Close { .. }
@@ -705,6 +731,21 @@ impl Kernel {
                 self.val(values[1]),
                 self.val(*rows_left),
                 self.val(*owner)
+            )?,
+            Inst::AccTile {
+                acc,
+                elem,
+                tile: (rows, cols),
+                first,
+                swizzle,
+                block,
+            } => write!(
+                f,
+                "acc_tile.{elem} {} values -> tile {rows} x {cols} at shared [{}] ^ {}, block {}",
+                acc.len(),
+                self.val(*first),
+                self.val(*swizzle),
+                self.val(*block)
             )?,
             Inst::MmaWait { pending: 0 } => write!(f, "mma_wait")?,
             Inst::MmaWait { pending } => write!(f, "mma_wait pending {pending}")?,

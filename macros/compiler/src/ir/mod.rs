@@ -234,11 +234,14 @@ pub enum ParamKind {
         /// The length in elements.
         len: Value,
     },
-    /// A matrix (`&Matrix<T>`): its address (`usize`), rows and columns (`usize`), then one
-    /// tensor map per tile shape its loads use, each a 128-byte parameter of its own.
+    /// A matrix (`&Matrix<T>`, or `&mut Matrix<T>`): its address (`usize`), rows and columns
+    /// (`usize`), then one tensor map per tile shape its loads and stores use, each a 128-byte
+    /// parameter of its own.
     Matrix {
         /// Element type.
         elem: Scalar,
+        /// `&mut Matrix<T>`.
+        mutable: bool,
         /// The address.
         ptr: Value,
         /// Rows.
@@ -301,11 +304,14 @@ impl Inst {
             | Inst::OneshotWait { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
+            | Inst::TileStore { .. }
             | Inst::CopyOut { .. } => WAIT_COST,
             // One line of PTX per step naming every accumulator register, about 1 KB each.
             Inst::Mma { k_steps, .. } => PAR_INST_COST * *k_steps as usize,
             // Two versions of a store of each value, about 150 B of PTX per value.
             Inst::AccStore { acc, .. } => 3 * acc.len(),
+            // A branch per column block, and a store of each pair of values.
+            Inst::AccTile { acc, .. } => acc.len(),
             _ if in_par => PAR_INST_COST,
             _ => 1,
         }
@@ -688,6 +694,22 @@ pub enum Inst {
         row: Value,
         col: Value,
     },
+    /// `tile.store(matrix, [row, col])` of a received tile slot: the tile written into the box
+    /// at (`row`, `col`) (`u32`s) of matrix parameter `param` through its tensor map `map`, one
+    /// TMA store (`cp.async.bulk.tensor`) per column block of the tile, issued by the role's
+    /// bulk issuer as one bulk group. The channel's `bulk_reads` make its release wait for the
+    /// group to have read the slot, and its `send` fence the sender's writes for the TMA.
+    TileStore {
+        chan: ChannelId,
+        /// The received slot's ring position, or `None` for the ring's held slot.
+        slot: Option<Value>,
+        /// Which of the role's receivers of the channel (see [`Inst::Recv`]).
+        rx: u32,
+        param: u32,
+        map: u32,
+        row: Value,
+        col: Value,
+    },
     /// `acc.mma(&a, &b)` on the tensor cores, by every thread of a warpgroup: `wgmma.fence`,
     /// then `k_steps` instructions `wgmma.mma_async` of shape m64n`n`k16 on `elem` inputs, the
     /// `s`-th reading K step `s` of its operands at the shared addresses `a` (the warpgroup's
@@ -753,6 +775,22 @@ pub enum Inst {
         rows_left: Value,
         cols_left: Value,
         scale: Option<(Value, Value)>,
+    },
+    /// `acc.store_tile(&mut slot, col)`: the thread's values of the accumulator's columns
+    /// `block * C ..` (`C` the tile's columns), converted to `elem`, written by ordinary shared
+    /// stores into a reserved tile slot of `tile` (rows, columns) laid out as a TMA copy of it
+    /// lays it out ([`crate::types::tile_swizzle_bytes`], column blocks of 128-byte rows).
+    /// `first` is the shared address (`u32`) of the thread's first element there (its first
+    /// row, column `2 (lane % 4)`) without the swizzle, `swizzle` the bits (`u32`) every
+    /// address of the thread's rows is XORed with (0 without a swizzle), `block` (`u32`) which
+    /// `C` columns of the accumulator go.
+    AccTile {
+        acc: Vec<Value>,
+        elem: Scalar,
+        tile: (u32, u32),
+        first: Value,
+        swizzle: Value,
+        block: Value,
     },
     /// `copy_to`: the held slot's first `len` elements to global memory at `dst` (a bulk copy
     /// of the 16-byte-aligned part, `bulk` bytes as for [`Inst::CopyIn`], by one thread of the
@@ -1007,8 +1045,10 @@ impl Inst {
             | Inst::RoleStore { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
+            | Inst::TileStore { .. }
             | Inst::MmaWait { .. }
             | Inst::AccStore { .. }
+            | Inst::AccTile { .. }
             | Inst::RowsStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Send { .. }

@@ -35,6 +35,12 @@ impl Lowerer<'_> {
                 row,
                 col,
             } => self.tile_load(slot, matrix, (row, col), inner.span),
+            ExprKind::TileStore {
+                slot,
+                matrix,
+                row,
+                col,
+            } => self.tile_store(slot, matrix, (row, col), inner.span),
             ExprKind::Mma { acc, a, b, b_kn } => {
                 if let Val::PendingMma(group) = self.mma_issue(acc, a, (b, *b_kn), inner.span) {
                     self.mma_wait_for(group);

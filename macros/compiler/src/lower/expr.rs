@@ -64,6 +64,9 @@ impl Lowerer<'_> {
                 col,
                 scale,
             } => self.accumulator_store(acc, (out, cols), (row, col), scale.as_ref()),
+            ExprKind::AccumulatorTile { acc, slot, col } => {
+                self.accumulator_tile(acc, slot, col, e.span)
+            }
             ExprKind::SubSlice(base, range) => self.subslice(base, range, e.span),
             ExprKind::Unchecked(inner) => self.unchecked_expr(inner),
             ExprKind::SplitAt(base, mid) => self.split_at(base, mid, e.span),
@@ -124,6 +127,7 @@ impl Lowerer<'_> {
             | ExprKind::MmaStages { .. }
             | ExprKind::CopyFrom(..)
             | ExprKind::TileLoad { .. }
+            | ExprKind::TileStore { .. }
             | ExprKind::CopyTo(..)
             | ExprKind::Join(_)
             | ExprKind::JoinFutures(_)

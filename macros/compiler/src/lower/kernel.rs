@@ -78,7 +78,7 @@ impl Lowerer<'_> {
                         },
                     )
                 }
-                Ty::Matrix(elem) => {
+                Ty::Matrix(elem, mutable) => {
                     let v = |l: &mut Self, part: &str| {
                         l.new_value(Scalar::Usize, Some(&format!("{}.{part}", decl.name)))
                     };
@@ -86,6 +86,7 @@ impl Lowerer<'_> {
                     (
                         ir::ParamKind::Matrix {
                             elem,
+                            mutable,
                             ptr,
                             rows,
                             cols,

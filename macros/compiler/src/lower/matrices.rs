@@ -14,6 +14,7 @@ use crate::tir::{Expr, ExprKind};
 use crate::types::{tile_column_blocks, tile_swizzle_bytes, Scalar, Ty};
 use gpu_async_wire::{
     TileBox, TileColumnMisaligned, MAX_TILE_COORD, TILE_COLUMN_ALIGN, TILE_CORNER_PAST,
+    TILE_STORE_CORNER_PAST,
 };
 
 /// The slot expression of a tile (`slot`, or `stage` of `stage.1`) and which tile of the payload
@@ -58,40 +59,8 @@ impl Lowerer<'_> {
         if tile_elem != elem {
             return Val::Unit;
         }
-        let mut corner = [Value(0); 2];
-        let mut wide = [Value(0); 2];
-        for (k, e) in [row, col].into_iter().enumerate() {
-            let v = self.scalar(e);
-            wide[k] = v;
-            let limit = self.usize_const(MAX_TILE_COORD);
-            let past = self.binary(BinOp::Gt, v, limit);
-            // The simulator's message (one text, in the wire crate).
-            self.panic_if(past, TILE_CORNER_PAST, span);
-            let narrow = self.new_value(Scalar::U32, None);
-            self.emit(Inst::Cast {
-                dst: narrow,
-                src: v,
-            });
-            corner[k] = narrow;
-        }
-        // A TMA copy starts each row on a 16-byte boundary (`TILE_COLUMN_ALIGN`); the
-        // simulator panics with the same message.
-        let per = TILE_COLUMN_ALIGN / elem.size();
-        let per_v = self.usize_const(u64::from(per));
-        let rest = self.binary(BinOp::Rem, wide[1], per_v);
-        let zero = self.usize_const(0);
-        let misaligned = self.binary(BinOp::Ne, rest, zero);
-        self.panic_if(misaligned, &TileColumnMisaligned { per }.to_string(), span);
-        // A tile of several column blocks is loaded a block at a time through one map.
-        let tile = TileBox { rows, cols }.load_box(elem.size());
-        let boxes = self.matrix_boxes.entry(param).or_default();
-        let map = match boxes.iter().position(|b| *b == tile) {
-            Some(k) => k,
-            None => {
-                boxes.push(tile);
-                boxes.len() - 1
-            }
-        } as u32;
+        let corner = self.tile_copy_corner((row, col), elem, false, span);
+        let map = self.tile_map(param, elem, (rows, cols));
         self.emit(Inst::TileLoad {
             chan: c,
             part,
@@ -106,6 +75,66 @@ impl Lowerer<'_> {
             self.frame().copied.insert(id);
         }
         Val::Unit
+    }
+
+    /// The corner of a tile load (or, `store`, a tile store) as the two `u32`s of the copy, after
+    /// the device panics of a coordinate past `2^31 - 1` and a column off 16 bytes (the
+    /// simulator's messages, one text each in the wire crate).
+    pub(super) fn tile_copy_corner(
+        &mut self,
+        (row, col): (&Expr, &Expr),
+        elem: Scalar,
+        store: bool,
+        span: Span,
+    ) -> [Value; 2] {
+        let mut corner = [Value(0); 2];
+        let mut wide = [Value(0); 2];
+        for (k, e) in [row, col].into_iter().enumerate() {
+            let v = self.scalar(e);
+            wide[k] = v;
+            let limit = self.usize_const(MAX_TILE_COORD);
+            let past = self.binary(BinOp::Gt, v, limit);
+            let message = if store {
+                TILE_STORE_CORNER_PAST
+            } else {
+                TILE_CORNER_PAST
+            };
+            self.panic_if(past, message, span);
+            let narrow = self.new_value(Scalar::U32, None);
+            self.emit(Inst::Cast {
+                dst: narrow,
+                src: v,
+            });
+            corner[k] = narrow;
+        }
+        // A TMA copy starts each row on a 16-byte boundary (`TILE_COLUMN_ALIGN`).
+        let per = TILE_COLUMN_ALIGN / elem.size();
+        let per_v = self.usize_const(u64::from(per));
+        let rest = self.binary(BinOp::Rem, wide[1], per_v);
+        let zero = self.usize_const(0);
+        let misaligned = self.binary(BinOp::Ne, rest, zero);
+        let op = if store { "store" } else { "load" };
+        self.panic_if(
+            misaligned,
+            &TileColumnMisaligned { op, per }.to_string(),
+            span,
+        );
+        corner
+    }
+
+    /// The tensor map of matrix parameter `param` that copies a `rows` x `cols` tile of `elem`
+    /// (one column block of it at a time), added to the parameter's maps if new: loads and
+    /// stores of one tile shape share it.
+    pub(super) fn tile_map(&mut self, param: u32, elem: Scalar, (rows, cols): (u32, u32)) -> u32 {
+        let tile = TileBox { rows, cols }.load_box(elem.size());
+        let boxes = self.matrix_boxes.entry(param).or_default();
+        (match boxes.iter().position(|b| *b == tile) {
+            Some(k) => k,
+            None => {
+                boxes.push(tile);
+                boxes.len() - 1
+            }
+        }) as u32
     }
 
     /// `tile[r][c]` (`row` is the `tile[r]` expression): the element, read from the slot at the

@@ -44,6 +44,7 @@ mod shared_arrays;
 mod shared_sync;
 mod splits;
 mod stores;
+mod tile_stores;
 mod tiles;
 mod values;
 mod warps;

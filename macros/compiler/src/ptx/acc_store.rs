@@ -1,11 +1,13 @@
 //! The epilogue of tensor-core mmas: `acc.store(..)` and `acc.store_scaled(..)`, each thread's
-//! accumulator values to a row-major matrix in global memory, in the fragment's layout.
+//! accumulator values to a row-major matrix in global memory, in the fragment's layout, and
+//! `acc.store_tile(..)`, a block of its columns into a tile slot in shared memory, laid out as
+//! the TMA lays out a tile (which a tile store then copies to global memory).
 
 use super::error::WriteResult;
 use super::types::{half_name, Class};
 use super::Writer;
 use crate::ir::{fragment_place, Value};
-use crate::types::Scalar;
+use crate::types::{tile_column_blocks, Scalar};
 
 impl Writer<'_> {
     /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).
@@ -104,6 +106,74 @@ impl Writer<'_> {
             let base = &row_base[h];
             self.column_check(&q, &cols, col, &row_ok[h])?;
             self.line(format!("@{q} st.global.{ty} [{base}+{}], {v};", col * size))?;
+        }
+        self.place_label(&done)
+    }
+
+    /// `acc.store_tile(&mut slot, col)` (see [`Inst::AccTile`]): the thread's values of column
+    /// block `block` (the tile's `cols` columns each) into the tile, in pairs of neighbouring
+    /// columns (`st.shared.v2.f32`, or one `b32` of two 16-bit values). One branch per column
+    /// block of the accumulator picks the registers, which a register index cannot.
+    ///
+    /// A pair's address is `first` plus its column's bytes within the tile's column block,
+    /// XORed with `swizzle` (the same for both of the thread's rows, 8 apart: the swizzle's
+    /// XOR comes from address bits the 8 rows do not change), plus the column block's and the
+    /// row's offsets.
+    ///
+    /// [`Inst::AccTile`]: crate::ir::Inst::AccTile
+    pub(super) fn acc_tile(
+        &mut self,
+        acc: &[Value],
+        elem: Scalar,
+        (rows, cols): (u32, u32),
+        (first, swizzle): (Value, Value),
+        block: Value,
+    ) -> WriteResult {
+        let regs: Vec<String> = acc.iter().map(|v| self.reg(*v)).collect();
+        let (first, swizzle, block) = (self.reg(first), self.reg(swizzle), self.reg(block));
+        let size = elem.size();
+        let (_, block_cols) = tile_column_blocks(elem, cols);
+        let line = u64::from(block_cols * size);
+        let chunks = (2 * acc.len() as u32) / cols.max(1);
+        let rnd = if elem == Scalar::Bf16 { "bf16" } else { "f16" };
+        let done = self.label("acc_tile_done");
+        let skip = self.tmp(Class::Pred);
+        for b in 0..chunks {
+            let next = self.label("acc_tile_next");
+            self.line(format!("setp.ne.u32 {skip}, {block}, {b};"))?;
+            self.line(format!("@{skip} bra {next};"))?;
+            // Values `4 j + 2 h + e`: column `8 j + e`, row `8 h` on (`fragment_place`).
+            for (j, four) in regs.chunks(4).enumerate() {
+                let column = 8 * j as u32;
+                if column / cols != b {
+                    continue;
+                }
+                let in_tile = column % cols;
+                let (tile_block, within) = (in_tile / block_cols, in_tile % block_cols);
+                let at = self.tmp(Class::B32);
+                self.line(format!("add.u32 {at}, {first}, {};", within * size))?;
+                self.line(format!("xor.b32 {at}, {at}, {swizzle};"))?;
+                for (h, pair) in four.chunks(2).enumerate() {
+                    let offset =
+                        u64::from(tile_block) * u64::from(rows) * line + 8 * h as u64 * line;
+                    if elem == Scalar::F32 {
+                        self.line(format!(
+                            "st.shared.v2.f32 [{at}+{offset}], {{{}, {}}};",
+                            pair[0], pair[1]
+                        ))?;
+                    } else {
+                        // The lower column at the lower address: the low half.
+                        let both = self.tmp(Class::B32);
+                        self.line(format!(
+                            "cvt.rn.{rnd}x2.f32 {both}, {}, {};",
+                            pair[1], pair[0]
+                        ))?;
+                        self.line(format!("st.shared.b32 [{at}+{offset}], {both};"))?;
+                    }
+                }
+            }
+            self.line(format!("bra.uni {done};"))?;
+            self.place_label(&next)?;
         }
         self.place_label(&done)
     }

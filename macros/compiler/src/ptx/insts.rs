@@ -100,6 +100,15 @@ impl Writer<'_> {
                 row,
                 col,
             } => self.tile_load((*chan, *part), (*param, *map), *row, *col),
+            Inst::TileStore {
+                chan,
+                slot,
+                rx,
+                param,
+                map,
+                row,
+                col,
+            } => self.tile_store((*chan, *slot, *rx), (*param, *map), *row, *col),
             Inst::CopyOut {
                 chan,
                 dst,
@@ -108,6 +117,14 @@ impl Writer<'_> {
                 slot,
                 rx,
             } => self.copy_out(*chan, *dst, *len, *bulk, (*slot, *rx)),
+            Inst::AccTile {
+                acc,
+                elem,
+                tile,
+                first,
+                swizzle,
+                block,
+            } => self.acc_tile(acc, *elem, *tile, (*first, *swizzle), *block),
             Inst::Mma {
                 acc,
                 a,

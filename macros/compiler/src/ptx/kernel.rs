@@ -401,11 +401,12 @@ impl Writer<'_> {
         self.line(format!("setp.eq.u32 {leader}, {rtid}, 0;"))?;
         let lane0 = self.tmp(Class::Pred);
         self.line(format!("setp.eq.u32 {lane0}, {lane}, 0;"))?;
-        // The role's bulk copies: in (`copy_from`) and out (`copy_to`), which its end waits for.
+        // The role's bulk copies: in (`copy_from`, tile loads) and out (`copy_to`, tile stores),
+        // which its end waits for.
         let (mut copies_in, mut copies_out) = (false, false);
         crate::ir::for_each_inst(&r.body, &mut |i| {
             copies_in |= matches!(i, Inst::CopyIn { .. } | Inst::TileLoad { .. });
-            copies_out |= matches!(i, Inst::CopyOut { .. });
+            copies_out |= matches!(i, Inst::CopyOut { .. } | Inst::TileStore { .. });
         });
         let bulk_issuer = if copies_in || copies_out {
             // Elected once, here, where every thread of the role is converged: a copy then

@@ -1,7 +1,8 @@
-//! Tile loads: a reserved `Tile<T, R, C>` slot filled from a matrix parameter by one
+//! Tile loads and stores: a reserved `Tile<T, R, C>` slot filled from a matrix parameter by one
 //! `cp.async.bulk.tensor.2d` (the TMA) per column block of the tile, issued by the role's
 //! elected thread through the tensor map of the block's shape, completing on the slot's `full`
-//! barrier.
+//! barrier; a received one written back into a `&mut Matrix<T>` the same way, as a bulk group
+//! that the slot's release waits to have read it.
 //!
 //! The tensor map is a 128-byte kernel parameter (`.param .align 128 .b8 ..[128]`, as nvcc
 //! passes a `__grid_constant__ CUtensorMap`); the copy takes its generic address (`cvta.param`).
@@ -81,6 +82,63 @@ impl Writer<'_> {
         }
         self.place_label(&skip)?;
         self.trace_copy(TraceEvent::CopyInEnd, chan)
+    }
+
+    /// `tile.store(matrix, [row, col])`: the received slot of `chan` (the held one, or the one
+    /// at ring position `slot`) into the box at (`row`, `col`) of the matrix parameter's tensor
+    /// map `map`, one copy per column block, committed as one bulk group.
+    pub(super) fn tile_store(
+        &mut self,
+        (chan, slot, rx): (ChannelId, Option<Value>, u32),
+        (param, map): (u32, u32),
+        row: Value,
+        col: Value,
+    ) -> WriteResult {
+        let ring = self.ring(chan, rx)?;
+        let held = match slot {
+            Some(v) => self.reg(v),
+            None => ring.held.clone(),
+        };
+        let c = self.k.channel(chan).clone();
+        let (elem, rows, cols) = c.ty.elem.tile_part(0).ok_or_else(|| {
+            WriteError::inconsistent(format!("a tile in the payload of {chan}"), "none")
+        })?;
+        let index = self.map_param_index(param, map)?;
+        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
+            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
+        })?;
+        let (row, col) = (self.reg(row), self.reg(col));
+        writeln!(
+            self.body,
+            "    // tile_store {chan}: one TMA store of the slot per column block"
+        )?;
+        self.trace_copy(TraceEvent::CopyOut, chan)?;
+        let src = self.shared_addr(c.data_offset, &held, c.slot_stride)?;
+        let tmap = self.tmp(Class::B64);
+        let skip = self.label("tile_store_done");
+        self.line(format!("@!{issuer} bra {skip};"))?;
+        self.line(format!("mov.b64 {tmap}, {}_param_{index};", self.k.name))?;
+        self.line(format!("cvta.param.u64 {tmap}, {tmap};"))?;
+        let (blocks, block_cols) = tile_column_blocks(elem, cols);
+        let block_bytes = tile_bytes(elem, rows, block_cols);
+        for b in 0..blocks {
+            let (from, to) = if b == 0 {
+                (src.clone(), col.clone())
+            } else {
+                let (from, to) = (self.tmp(Class::B32), self.tmp(Class::B32));
+                self.line(format!(
+                    "add.u32 {from}, {src}, {};",
+                    u64::from(b) * block_bytes
+                ))?;
+                self.line(format!("add.u32 {to}, {col}, {};", b * block_cols))?;
+                (from, to)
+            };
+            self.line(format!(
+                "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{tmap}, {{{to}, {row}}}], [{from}];"
+            ))?;
+        }
+        self.line("cp.async.bulk.commit_group;")?;
+        self.place_label(&skip)
     }
 
     /// The number of the PTX parameter that passes tensor map `map` of kernel parameter

@@ -82,18 +82,22 @@ fn param_spec(name: &syn::LitStr, kind: ParamKind) -> TokenStream {
             let st = spec_scalar(elem);
             quote!(::gpu_async::ParamKind::Slice { elem: #st, mutable: #mutable })
         }
-        ParamKind::Matrix { elem, boxes } => matrix_kind(elem, boxes),
+        ParamKind::Matrix {
+            elem,
+            mutable,
+            boxes,
+        } => matrix_kind(elem, mutable, boxes),
     };
     quote!(::gpu_async::ParamSpec { name: #name, kind: #kind })
 }
 
 /// A `::gpu_async::ParamKind::Matrix` with its tensor maps' boxes.
-fn matrix_kind(elem: crate::types::Scalar, boxes: &[TileBox]) -> TokenStream {
+fn matrix_kind(elem: crate::types::Scalar, mutable: bool, boxes: &[TileBox]) -> TokenStream {
     let st = spec_scalar(elem);
     let boxes = boxes
         .iter()
         .map(|TileBox { rows, cols }| quote!(::gpu_async::TileBox { rows: #rows, cols: #cols }));
-    quote!(::gpu_async::ParamKind::Matrix { elem: #st, boxes: &[#(#boxes),*] })
+    quote!(::gpu_async::ParamKind::Matrix { elem: #st, mutable: #mutable, boxes: &[#(#boxes),*] })
 }
 
 /// A `::gpu_async::SiteKind`.
@@ -193,13 +197,23 @@ fn launch_args(input: &LauncherInput<'_>) -> LaunchArgs {
                     }
                 }
             }
-            Ty::Matrix(elem) => {
+            Ty::Matrix(elem, mutable) => {
                 let e = scalar_tokens(*elem, span);
-                arg_types.push(quote_spanned!(span=> ::gpu_async::MatrixView<'a, #e>));
-                cuda_pushes.push(quote!(__gpu_async_cuda.matrix(#pname_lit, #arg)?;));
-                sim_uses.push(quote!(let #arg = __gpu_async_sim.read_matrix(#pname_lit, #arg)?;));
-                sim_views.push(quote!(let #arg = #arg.matrix();));
-                sim_args.push(quote!(&#arg));
+                if *mutable {
+                    arg_types.push(quote_spanned!(span=> ::gpu_async::MatrixViewMut<'a, #e>));
+                    cuda_pushes.push(quote!(__gpu_async_cuda.matrix_mut(#pname_lit, #arg)?;));
+                    sim_uses
+                        .push(quote!(let #arg = __gpu_async_sim.write_matrix(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let mut #arg = #arg.matrix();));
+                    sim_args.push(quote!(&mut #arg));
+                } else {
+                    arg_types.push(quote_spanned!(span=> ::gpu_async::MatrixView<'a, #e>));
+                    cuda_pushes.push(quote!(__gpu_async_cuda.matrix(#pname_lit, #arg)?;));
+                    sim_uses
+                        .push(quote!(let #arg = __gpu_async_sim.read_matrix(#pname_lit, #arg)?;));
+                    sim_views.push(quote!(let #arg = #arg.matrix();));
+                    sim_args.push(quote!(&#arg));
+                }
                 // The tensor maps its loads use, from the lowered kernel.
                 let boxes = input
                     .compiled
@@ -210,7 +224,7 @@ fn launch_args(input: &LauncherInput<'_>) -> LaunchArgs {
                         _ => None,
                     })
                     .unwrap_or(&[]);
-                let kind = matrix_kind(*elem, boxes);
+                let kind = matrix_kind(*elem, *mutable, boxes);
                 param_specs.push(quote!(::gpu_async::ParamSpec { name: #pname_lit, kind: #kind }));
             }
             Ty::AtomicSlice(elem) => {

@@ -531,6 +531,25 @@ pub enum ExprKind {
         /// Its column.
         col: Box<Expr>,
     },
+    /// `tile.store(matrix, [row, col])` of a received tile slot.
+    TileStore {
+        /// The received slot.
+        slot: Box<Expr>,
+        /// The `&mut Matrix<T>`.
+        matrix: Box<Expr>,
+        /// The row of the box's top-left element.
+        row: Box<Expr>,
+        /// Its column.
+        col: Box<Expr>,
+    },
+    /// `acc.store_tile(&mut slot, col)`: the accumulator's columns `col..` into a reserved tile
+    /// slot.
+    AccumulatorTile {
+        acc: Box<Expr>,
+        /// The reserved slot (the `&mut` taken off).
+        slot: Box<Expr>,
+        col: Box<Expr>,
+    },
     /// `matrix.rows()` (`false`) or `matrix.cols()` (`true`).
     MatrixDim(Box<Expr>, bool),
     /// `Accumulator::<M, N>::zero()`

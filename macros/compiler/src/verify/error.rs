@@ -47,6 +47,14 @@ pub enum VerifyError {
         param: u32,
         map: u32,
     },
+    /// A tile store from a channel whose payload is not a tile into a parameter that is not a
+    /// `&mut Matrix<T>` of the tile's element, or through a tensor map the matrix does not have
+    /// or whose box is not the tile's shape.
+    TileStoreMap {
+        channel: ChannelId,
+        param: u32,
+        map: u32,
+    },
     /// A tensor-core mma outside role code of whole warpgroups, or in a parallel loop.
     MmaOutsideWarpgroups,
     /// An mma whose N is not a `wgmma` shape, whose accumulator is not `n / 2` values, or whose
@@ -204,6 +212,15 @@ impl fmt::Display for VerifyError {
                 channel.0
             ),
             E::ChannelMisaligned { channel } => write!(f, "channel {} is misaligned", channel.0),
+            E::TileStoreMap {
+                channel,
+                param,
+                map,
+            } => write!(
+                f,
+                "tile store from channel {} through map {map} of parameter {param}, which is not a `&mut Matrix` with a tensor map of the shape of the tile's column blocks",
+                channel.0
+            ),
             E::TileLoadMap {
                 channel,
                 param,

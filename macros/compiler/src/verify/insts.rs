@@ -4,8 +4,8 @@
 
 use super::{Verifier, VerifyError as E};
 use crate::ir::{
-    BinOp, Inst, LoopId, MmaA, MmaLayout, ParFor, RoleBarrier, RoleId, SiteKind, Space, UnOp,
-    VoteMode,
+    BinOp, Inst, LoopId, MmaA, MmaLayout, ParFor, ParamKind, RoleBarrier, RoleId, SiteKind, Space,
+    UnOp, VoteMode,
 };
 use crate::types::Scalar;
 
@@ -53,6 +53,7 @@ impl Verifier<'_> {
             | Inst::Send { .. }
             | Inst::CopyIn { .. }
             | Inst::TileLoad { .. }
+            | Inst::TileStore { .. }
             | Inst::CopyOut { .. }
             | Inst::Recv { .. }
             | Inst::Release { .. }
@@ -69,6 +70,7 @@ impl Verifier<'_> {
             Inst::Mma { .. }
             | Inst::MmaWait { .. }
             | Inst::AccStore { .. }
+            | Inst::AccTile { .. }
             | Inst::RowsStore { .. } => self.mma_inst(inst, role, in_par),
         }
     }
@@ -99,6 +101,37 @@ impl Verifier<'_> {
             }
             self.use_(*owner);
             self.expect_ty(*owner, Scalar::Bool, "a rows store's owning lane");
+        }
+        if let Inst::AccTile {
+            acc,
+            elem,
+            tile: (rows, cols),
+            first,
+            swizzle,
+            block,
+        } = inst
+        {
+            for &v in acc {
+                self.use_(v);
+                self.expect_ty(v, Scalar::F32, "a stored accumulator value");
+            }
+            for v in [*first, *swizzle, *block] {
+                self.use_(v);
+                self.expect_ty(v, Scalar::U32, "a tile store's address, swizzle or block");
+            }
+            // The tile holds the warpgroups' rows (64 each) and a whole number of its columns
+            // divide the accumulator's.
+            let n = 2 * acc.len() as u32;
+            let fits = *rows % 64 == 0 && *cols % 8 == 0 && *cols > 0 && n % *cols == 0;
+            if acc.len() % 4 != 0
+                || !fits
+                || !matches!(elem, Scalar::F32 | Scalar::Bf16 | Scalar::F16)
+            {
+                self.errors.push(E::MmaShape {
+                    n,
+                    values: acc.len(),
+                });
+            }
         }
         if let Inst::AccStore {
             acc,
@@ -518,7 +551,40 @@ impl Verifier<'_> {
                 self.use_(*col);
                 self.expect_ty(*row, Scalar::U32, "a tile load's row");
                 self.expect_ty(*col, Scalar::U32, "a tile load's column");
-                self.tile_map(*chan, *part, (*param, *map));
+                if !self.tile_map_fits(*chan, *part, (*param, *map)) {
+                    self.errors.push(E::TileLoadMap {
+                        channel: *chan,
+                        param: *param,
+                        map: *map,
+                    });
+                }
+            }
+            Inst::TileStore {
+                chan,
+                slot,
+                param,
+                map,
+                row,
+                col,
+                ..
+            } => {
+                self.chan_end(*chan, role, false, in_par);
+                self.slot_value(*slot);
+                self.use_(*row);
+                self.use_(*col);
+                self.expect_ty(*row, Scalar::U32, "a tile store's row");
+                self.expect_ty(*col, Scalar::U32, "a tile store's column");
+                let mutable = matches!(
+                    self.k.params.get(*param as usize).map(|p| &p.kind),
+                    Some(ParamKind::Matrix { mutable: true, .. })
+                );
+                if !mutable || !self.tile_map_fits(*chan, 0, (*param, *map)) {
+                    self.errors.push(E::TileStoreMap {
+                        channel: *chan,
+                        param: *param,
+                        map: *map,
+                    });
+                }
             }
             Inst::CopyIn {
                 chan,

@@ -250,9 +250,9 @@ impl Verifier<'_> {
         }
     }
 
-    /// A tile load's channel holds tile `part`, and its matrix parameter has tensor map `map` of
-    /// that tile's element and shape.
-    fn tile_map(&mut self, chan: ChannelId, part: u32, (param, map): (u32, u32)) {
+    /// Whether a tile copy's channel holds tile `part`, and its matrix parameter has tensor map
+    /// `map` of that tile's element and shape.
+    fn tile_map_fits(&self, chan: ChannelId, part: u32, (param, map): (u32, u32)) -> bool {
         let tile = self
             .k
             .channels
@@ -267,12 +267,6 @@ impl Verifier<'_> {
             }
             _ => false,
         };
-        if !fits {
-            self.errors.push(E::TileLoadMap {
-                channel: chan,
-                param,
-                map,
-            });
-        }
+        fits
     }
 }

@@ -46,6 +46,10 @@ impl Checker<'_> {
                 self.local_of(&receiver, "load");
                 self.tile_load(&c, 0, receiver, m, span)
             }
+            ("store", Ty::RecvSlot(c)) if c.elem.tile().is_some() => {
+                let c = c.clone();
+                self.tile_store(&c, receiver, m, span)
+            }
             ("load", Ty::SendSlot(c)) if matches!(c.elem, ChanElem::Tiles(_)) => {
                 self.diags.error(m.method.span(), format!("a slot of `{}` holds two tiles: load each of them, `slot.0.load(a, [row, col]).await` and `slot.1.load(..)`", c.elem));
                 err(span)

@@ -53,7 +53,7 @@ impl Checker<'_> {
         }
         let matrix = self.expr(&mut m.args[0], None);
         match matrix.ty {
-            Ty::Matrix(e) if e == elem => {}
+            Ty::Matrix(e, _) if e == elem => {}
             Ty::Error => return err(span),
             ref t => {
                 self.diags.error(

@@ -66,7 +66,7 @@ impl Checker<'_> {
                 self.shared_array_method(name, receiver, m, span)
             }
             Ty::ParIter(_) => self.par_iter_method(name, receiver, m, span),
-            Ty::Matrix(_) => self.matrix_method(name, receiver, m, span),
+            Ty::Matrix(..) => self.matrix_method(name, receiver, m, span),
             Ty::Accumulator { .. } => self.accumulator_method(name, receiver, m, span),
             Ty::Rows { .. } => self.rows_method(name, receiver, m, span),
             Ty::TilePart { .. } => self.tile_part_method(name, receiver, m, span),

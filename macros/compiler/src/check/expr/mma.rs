@@ -107,6 +107,9 @@ impl Checker<'_> {
                 self.accumulator_apply(receiver, &mut m.args[0], name == "apply_at", span)
             }
             "store" if self.want_args(m, 3) => self.accumulator_store(receiver, m, false, span),
+            "store_tile" if self.want_args(m, 2) => {
+                self.accumulator_tile(receiver, m, (rows, cols), span)
+            }
             "store_scaled" if self.want_args(m, 5) => {
                 self.accumulator_store(receiver, m, true, span)
             }
@@ -140,11 +143,12 @@ impl Checker<'_> {
                 )
             }
             "mma" | "mma_kn" | "mma_stages" | "mma_stages_kn" | "store" | "store_scaled"
-            | "to_bf16" | "to_f16" | "apply" | "apply_at" | "row_max" | "row_sum" => err(span),
+            | "store_tile" | "to_bf16" | "to_f16" | "apply" | "apply_at" | "row_max"
+            | "row_sum" => err(span),
             _ => {
                 self.diags.error(
                     m.method.span(),
-                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `apply(|v| ..)`, `apply_at(|row, col, v| ..)`, `row_max()`, `row_sum()`, `store(out, cols, [row, col])` and `store_scaled(out, cols, [row, col], alpha, beta)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
+                    format!("an accumulator has `mma(&a, &b)`, `mma_kn(&a, &b)`, `mma_stages(&rx, count)`, `mma_stages_kn(&rx, count)`, `to_bf16()`, `to_f16()`, `apply(|v| ..)`, `apply_at(|row, col, v| ..)`, `row_max()`, `row_sum()`, `store(out, cols, [row, col])`, `store_scaled(out, cols, [row, col], alpha, beta)` and `store_tile(&mut slot, col)`; `{name}` is not one of its methods (its elements are spread over the role's registers)"),
                 );
                 err(span)
             }

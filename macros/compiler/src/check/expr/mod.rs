@@ -42,6 +42,7 @@ mod scans;
 mod shared_arrays;
 mod splits;
 mod statements;
+mod tile_stores;
 
 /// The helper calls a function makes, for the checks over the call graph.
 #[derive(Default)]
