@@ -4,13 +4,20 @@
 //! stay in L2); in each block one warp loads a 128 x 64 tile of A and a 256 x 64 tile of B per
 //! stage with tile loads (the TMA on the GPU) into a 4-stage ring, and two warpgroups accumulate
 //! them with `wgmma` (each 64 rows of the tile), one stage's mma running while the next is
-//! received (`mma_stages`), then store their rows of C. Any shape works:
-//! tiles past the edges load zeros and the stores stop at the edges.
+//! received (`mma_stages`). The finished tile goes to a store warp 32 columns at a time through a
+//! ring of two `Tile<f32, 128, 32>` slots (`acc.store_tile`), and the store warp writes each into
+//! C with a TMA store (`tile.store`) while the warpgroups go on with the next tile: on the H200
+//! the stores of C, written straight from the registers, kept the tensor cores idle for 11% of
+//! the time at 4096^3 (`docs/benchmarks.md`).
 //!
-//! The loader is one warp, and the other three warps of its warpgroup idle (they leave at the
-//! start): a loader warpgroup would make all four warps wait on the ring's barriers, taking
-//! issue slots from the compute warps that share their schedulers (on the H200, 1-2% of the
-//! time). The compute warpgroups start on warp 4, as `wgmma` needs.
+//! Any M works, and any K and N whose rows are whole 16-byte units (K a multiple of 8, N of 4):
+//! tiles past the edges load zeros and the TMA stores stop at the edges. Other shapes are an
+//! `Error::TensorMap` at launch, naming the matrix and the rule.
+//!
+//! The loader and the store warp are warps 0 and 1, and the other two warps of their warpgroup
+//! idle (they leave at the start): a loader warpgroup would make all four warps wait on the
+//! ring's barriers, taking issue slots from the compute warps that share their schedulers (on the
+//! H200, 1-2% of the time). The compute warpgroups start on warp 4, as `wgmma` needs.
 //!
 //! On the GPU the peer is cuBLAS (`cublasGemmEx`, bf16 in, f32 out and compute), run in the same
 //! process on the same inputs; both results are checked, element by element, against each
@@ -25,7 +32,9 @@ mod cublas_gemm;
 
 use gpu_async::bench::{arg, median_of, random_f32, Timing};
 use gpu_async::half::bf16;
-use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView};
+use gpu_async::{
+    gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView, MatrixViewMut,
+};
 
 #[gpu_async]
 pub mod gemm {
@@ -42,15 +51,43 @@ pub mod gemm {
     /// than 1, 2 or 32; at 8192^3, 0.8% slower than 16 (`docs/benchmarks.md`).
     pub const GROUP_M: usize = 4;
 
+    /// Columns of C in one tile the compute warpgroups hand to the store warp: 32 `f32`s, a
+    /// 128-byte row, whose swizzle keeps their shared-memory writes free of bank conflicts.
+    pub const BC: usize = 32;
+    /// Stages of A and B in the ring.
+    pub const STAGES: usize = 4;
+    /// Tiles of C in the store warp's ring.
+    pub const OUT: usize = 2;
+
     /// `c = a · bᵀ`: `a` is M x K, `b` is N x K, `c` the M x N result, row-major.
     #[kernel(warps = 12, idle_warps)]
-    pub async fn gemm(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
-        let (tx, rx) = channel::<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), 4>();
+    pub async fn gemm(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut Matrix<f32>) {
+        let (tx, rx) = channel::<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), STAGES>();
+        let (ctx, crx) = channel::<Tile<f32, BM, BC>, OUT>();
         join!(
             on_warps(0..1, load(a, b, tx)),
-            on_warps(4..12, compute(a, b, rx, c))
+            on_warps(1..2, store(crx, c)),
+            on_warps(4..12, compute(a, b, rx, ctx))
         )
         .await;
+    }
+
+    /// Writes the block's output tiles into C as they come, `BC` columns at a time, with TMA
+    /// stores that run while the compute warpgroups go on with the next tile.
+    async fn store(mut crx: Receiver<Tile<f32, BM, BC>, OUT>, c: &mut Matrix<f32>) {
+        let tiles_m = (c.rows() + BM - 1) / BM;
+        let tiles_n = (c.cols() + BN - 1) / BN;
+        let mut t = block_index();
+        while t < tiles_m * tiles_n {
+            let (row, col) = tile_corner(t, tiles_m, tiles_n);
+            for j in 0..BN / BC {
+                let Some(tile) = crx.recv().await else {
+                    return;
+                };
+                tile.store(c, [row, col + j * BC]).await;
+            }
+            t += block_count();
+        }
     }
 
     /// The top-left element of output tile `t` in the grouped order: `GROUP_M` tile rows take
@@ -67,7 +104,7 @@ pub mod gemm {
     async fn load(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
-        mut tx: Sender<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), 4>,
+        mut tx: Sender<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), STAGES>,
     ) {
         let tiles_m = (a.rows() + BM - 1) / BM;
         let tiles_n = (b.rows() + BN - 1) / BN;
@@ -87,25 +124,31 @@ pub mod gemm {
         }
     }
 
-    /// Accumulates each of the block's output tiles over its stages, then stores it.
+    /// Accumulates each of the block's output tiles over its stages, then hands it to the
+    /// store warp `BC` columns at a time.
     async fn compute(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
-        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), 4>,
-        c: &mut [f32],
+        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BN, BK>), STAGES>,
+        mut ctx: Sender<Tile<f32, BM, BC>, OUT>,
     ) {
         let tiles_m = (a.rows() + BM - 1) / BM;
         let tiles_n = (b.rows() + BN - 1) / BN;
         let steps = (a.cols() + BK - 1) / BK;
         let mut t = block_index();
         while t < tiles_m * tiles_n {
-            let (row, col) = tile_corner(t, tiles_m, tiles_n);
             let mut acc = Accumulator::<BM, BN>::zero();
             // One stage's mma runs while the next is received and issued.
             if !acc.mma_stages(&rx, steps).await {
                 return;
             }
-            acc.store(c, b.rows(), [row, col]);
+            for j in 0..BN / BC {
+                let Some(mut tile) = ctx.reserve().await else {
+                    return;
+                };
+                acc.store_tile(&mut tile, j * BC);
+                tile.send();
+            }
             t += block_count();
         }
     }
@@ -114,11 +157,13 @@ pub mod gemm {
     /// row-major. The same schedule and stages as [`gemm`], with B's stage tile K x N: four
     /// column blocks of 64 columns that the tensor cores read transposed (`mma_stages_kn`).
     #[kernel(warps = 12, idle_warps)]
-    pub async fn gemm_kn(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut [f32]) {
-        let (tx, rx) = channel::<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>();
+    pub async fn gemm_kn(a: &Matrix<bf16>, b: &Matrix<bf16>, c: &mut Matrix<f32>) {
+        let (tx, rx) = channel::<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), STAGES>();
+        let (ctx, crx) = channel::<Tile<f32, BM, BC>, OUT>();
         join!(
             on_warps(0..1, load_kn(a, b, tx)),
-            on_warps(4..12, compute_kn(a, b, rx, c))
+            on_warps(1..2, store(crx, c)),
+            on_warps(4..12, compute_kn(a, b, rx, ctx))
         )
         .await;
     }
@@ -127,7 +172,7 @@ pub mod gemm {
     async fn load_kn(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
-        mut tx: Sender<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>,
+        mut tx: Sender<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), STAGES>,
     ) {
         let tiles_m = (a.rows() + BM - 1) / BM;
         let tiles_n = (b.cols() + BN - 1) / BN;
@@ -147,31 +192,37 @@ pub mod gemm {
         }
     }
 
-    /// Accumulates each of the block's output tiles over its stages of `a · b`, then stores it.
+    /// Accumulates each of the block's output tiles over its stages of `a · b`, then hands it
+    /// to the store warp.
     async fn compute_kn(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
-        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), 4>,
-        c: &mut [f32],
+        rx: Receiver<(Tile<bf16, BM, BK>, Tile<bf16, BK, BN>), STAGES>,
+        mut ctx: Sender<Tile<f32, BM, BC>, OUT>,
     ) {
         let tiles_m = (a.rows() + BM - 1) / BM;
         let tiles_n = (b.cols() + BN - 1) / BN;
         let steps = (a.cols() + BK - 1) / BK;
         let mut t = block_index();
         while t < tiles_m * tiles_n {
-            let (row, col) = tile_corner(t, tiles_m, tiles_n);
             let mut acc = Accumulator::<BM, BN>::zero();
             if !acc.mma_stages_kn(&rx, steps).await {
                 return;
             }
-            acc.store(c, b.cols(), [row, col]);
+            for j in 0..BN / BC {
+                let Some(mut tile) = ctx.reserve().await else {
+                    return;
+                };
+                acc.store_tile(&mut tile, j * BC);
+                tile.send();
+            }
             t += block_count();
         }
     }
 }
 
-/// One block per multiprocessor on the GPU (each holds 192 KiB of stages, so one fits), a few
-/// on the simulator.
+/// One block per multiprocessor on the GPU (each holds 192 KiB of stages and 32 KiB of C, so one
+/// fits), a few on the simulator.
 pub fn grid_for(dev: &Device) -> gpu_async::Result<Grid> {
     Ok(match dev.kind() {
         BackendKind::Cuda => Grid::blocks(dev.sm_count()?),
@@ -226,7 +277,7 @@ pub fn launch<'a>(
     grid: Grid,
     product: Product,
     (a, b): (MatrixView<'a, bf16>, MatrixView<'a, bf16>),
-    c: &'a mut DeviceBuffer<f32>,
+    c: MatrixViewMut<'a, f32>,
 ) -> Launch<'a> {
     match product {
         Product::ABt => gemm::gemm::launch(dev, grid, (a, b, c)),
@@ -265,7 +316,7 @@ pub fn run(
     };
     let mut c = dev.upload(&vec![f32::NAN; m * n])?;
     let ab = views(product, (m, n, k), (&da, &db))?;
-    gpu_async::block_on(launch(dev, grid, product, ab, &mut c))?;
+    gpu_async::block_on(launch(dev, grid, product, ab, c.as_matrix_mut(m, n)?))?;
     c.download()
 }
 
@@ -423,7 +474,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut timing = Timing::new(&dev)?;
     let ab = views(product, shape, (&da, &db))?;
     let ours_ms = median_of(3, 20, || {
-        timing.time_launch(|| launch(&dev, grid, product, ab, &mut dc))
+        let c = dc.as_matrix_mut(m, n)?;
+        timing.time_launch(|| launch(&dev, grid, product, ab, c))
     })?;
     let peer_ms = median_of(3, 20, || {
         peer.run_ms().map_err(|message| gpu_async::Error::Cuda {
