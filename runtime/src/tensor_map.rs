@@ -396,19 +396,7 @@ pub fn load_box<T: Copy + Default>(
     row0: u64,
     col0: u64,
 ) -> Result<Vec<T>, TensorMapError> {
-    spec.check(param)?;
-    let stride = spec.row_stride_bytes / spec.elem.size_bytes();
-    let len = u64::try_from(matrix.len()).unwrap_or(u64::MAX);
-    let needed = (spec.rows - 1)
-        .checked_mul(stride)
-        .and_then(|n| n.checked_add(spec.cols))
-        .unwrap_or(u64::MAX);
-    if len < needed {
-        return Err(TensorMapError {
-            param: param.to_owned(),
-            rule: TensorMapRule::MatrixTooShort { len, needed },
-        });
-    }
+    let stride = checked_stride(param, matrix.len(), spec)?;
     let element = |row: Option<u64>, col: Option<u64>| -> T {
         let (Some(row), Some(col)) = (row, col) else {
             return T::default();
@@ -432,19 +420,13 @@ pub fn load_box<T: Copy + Default>(
     Ok(out)
 }
 
-/// Writes `elems`, the box of `spec` (`box_rows * box_cols` elements, row-major) whose top-left
-/// element is at (`row0`, `col0`), into `matrix` as a tensor-map store writes it: the elements
-/// inside the matrix's `rows x cols`, nothing past its edges. Fails as [`load_box`] does.
-pub fn store_box<T: Copy>(
-    param: &str,
-    matrix: &mut [T],
-    spec: &TileMapSpec,
-    (row0, col0): (u64, u64),
-    elems: &[T],
-) -> Result<(), TensorMapError> {
+/// The row stride in elements of the matrix of `spec`, which `len` elements hold: `spec`
+/// checked ([`TileMapSpec::check`]), and the `(rows - 1) * stride + cols` elements it spans
+/// within `len` ([`TensorMapRule::MatrixTooShort`]).
+fn checked_stride(param: &str, len: usize, spec: &TileMapSpec) -> Result<u64, TensorMapError> {
     spec.check(param)?;
     let stride = spec.row_stride_bytes / spec.elem.size_bytes();
-    let len = u64::try_from(matrix.len()).unwrap_or(u64::MAX);
+    let len = u64::try_from(len).unwrap_or(u64::MAX);
     let needed = (spec.rows - 1)
         .checked_mul(stride)
         .and_then(|n| n.checked_add(spec.cols))
@@ -455,6 +437,20 @@ pub fn store_box<T: Copy>(
             rule: TensorMapRule::MatrixTooShort { len, needed },
         });
     }
+    Ok(stride)
+}
+
+/// Writes `elems`, the box of `spec` (`box_rows * box_cols` elements, row-major) whose top-left
+/// element is at (`row0`, `col0`), into `matrix` as a tensor-map store writes it: the elements
+/// inside the matrix's `rows x cols`, nothing past its edges. Fails as [`load_box`] does.
+pub fn store_box<T: Copy>(
+    param: &str,
+    matrix: &mut [T],
+    spec: &TileMapSpec,
+    (row0, col0): (u64, u64),
+    elems: &[T],
+) -> Result<(), TensorMapError> {
+    let stride = checked_stride(param, matrix.len(), spec)?;
     let box_cols = spec.box_cols as usize;
     for (i, box_row) in elems.chunks(box_cols.max(1)).enumerate() {
         let Some(row) = row0.checked_add(i as u64).filter(|&r| r < spec.rows) else {

@@ -15,7 +15,7 @@ use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
 use crate::ir::{ChannelId, ParamKind, Value};
-use crate::types::{tile_bytes, tile_column_blocks};
+use crate::types::{tile_bytes, tile_column_blocks, Scalar};
 use gpu_async_wire::trace::TraceEvent;
 
 impl Writer<'_> {
@@ -51,35 +51,18 @@ impl Writer<'_> {
         })?;
         let dst = self.shared_addr(at, &ring.slot, c.slot_stride)?;
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-        let tmap = self.tmp(Class::B64);
         let skip = self.label("tile_done");
         self.line(format!("@!{issuer} bra {skip};"))?;
-        self.line(format!("mov.b64 {tmap}, {}_param_{index};", self.k.name))?;
-        self.line(format!("cvta.param.u64 {tmap}, {tmap};"))?;
+        let tmap = self.tensor_map_addr(index)?;
         self.line(format!(
             "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [{full}], {bytes};"
         ))?;
-        // The box's coordinates run innermost first: the column, then the row. A tile of
-        // several column blocks takes one copy per block, the next block's columns into the
-        // next `rows` lines.
-        let (blocks, block_cols) = tile_column_blocks(elem, cols);
-        let block_bytes = tile_bytes(elem, rows, block_cols);
-        for b in 0..blocks {
-            let (into, from) = if b == 0 {
-                (dst.clone(), col.clone())
-            } else {
-                let (into, from) = (self.tmp(Class::B32), self.tmp(Class::B32));
-                self.line(format!(
-                    "add.u32 {into}, {dst}, {};",
-                    u64::from(b) * block_bytes
-                ))?;
-                self.line(format!("add.u32 {from}, {col}, {};", b * block_cols))?;
-                (into, from)
-            };
-            self.line(format!(
+        // The box's coordinates run innermost first: the column, then the row.
+        self.each_column_block((elem, rows, cols), &dst, &col, |w, into, from| {
+            w.line(format!(
                 "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{into}], [{tmap}, {{{from}, {row}}}], [{full}];"
-            ))?;
-        }
+            ))
+        })?;
         self.place_label(&skip)?;
         self.trace_copy(TraceEvent::CopyInEnd, chan)
     }
@@ -114,31 +97,51 @@ impl Writer<'_> {
         )?;
         self.trace_copy(TraceEvent::CopyOut, chan)?;
         let src = self.shared_addr(c.data_offset, &held, c.slot_stride)?;
-        let tmap = self.tmp(Class::B64);
         let skip = self.label("tile_store_done");
         self.line(format!("@!{issuer} bra {skip};"))?;
-        self.line(format!("mov.b64 {tmap}, {}_param_{index};", self.k.name))?;
-        self.line(format!("cvta.param.u64 {tmap}, {tmap};"))?;
-        let (blocks, block_cols) = tile_column_blocks(elem, cols);
-        let block_bytes = tile_bytes(elem, rows, block_cols);
-        for b in 0..blocks {
-            let (from, to) = if b == 0 {
-                (src.clone(), col.clone())
-            } else {
-                let (from, to) = (self.tmp(Class::B32), self.tmp(Class::B32));
-                self.line(format!(
-                    "add.u32 {from}, {src}, {};",
-                    u64::from(b) * block_bytes
-                ))?;
-                self.line(format!("add.u32 {to}, {col}, {};", b * block_cols))?;
-                (from, to)
-            };
-            self.line(format!(
+        let tmap = self.tensor_map_addr(index)?;
+        self.each_column_block((elem, rows, cols), &src, &col, |w, from, to| {
+            w.line(format!(
                 "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [{tmap}, {{{to}, {row}}}], [{from}];"
-            ))?;
-        }
+            ))
+        })?;
         self.line("cp.async.bulk.commit_group;")?;
         self.place_label(&skip)
+    }
+
+    /// The generic address of the tensor map passed as PTX parameter `index`, which a TMA copy
+    /// takes (`cvta.param` of the parameter).
+    fn tensor_map_addr(&mut self, index: usize) -> WriteResult<String> {
+        let tmap = self.tmp(Class::B64);
+        self.line(format!("mov.b64 {tmap}, {}_param_{index};", self.k.name))?;
+        self.line(format!("cvta.param.u64 {tmap}, {tmap};"))?;
+        Ok(tmap)
+    }
+
+    /// Writes `copy` of each column block of a tile of `cols` columns of `elem` at `smem`, whose
+    /// first column is `col`, given the block's shared address and matrix column: a tile of
+    /// several column blocks is copied a block at a time, the next block's columns into the
+    /// next `rows` lines.
+    fn each_column_block(
+        &mut self,
+        (elem, rows, cols): (Scalar, u32, u32),
+        smem: &str,
+        col: &str,
+        mut copy: impl FnMut(&mut Self, &str, &str) -> WriteResult,
+    ) -> WriteResult {
+        let (blocks, block_cols) = tile_column_blocks(elem, cols);
+        let block_bytes = tile_bytes(elem, rows, block_cols);
+        copy(self, smem, col)?;
+        for b in 1..blocks {
+            let (at, from) = (self.tmp(Class::B32), self.tmp(Class::B32));
+            self.line(format!(
+                "add.u32 {at}, {smem}, {};",
+                u64::from(b) * block_bytes
+            ))?;
+            self.line(format!("add.u32 {from}, {col}, {};", b * block_cols))?;
+            copy(self, &at, &from)?;
+        }
+        Ok(())
     }
 
     /// The number of the PTX parameter that passes tensor map `map` of kernel parameter
