@@ -671,6 +671,63 @@ fn the_f32_functions_are_within_an_ulp_of_the_host() -> gpu_async::Result<()> {
     Ok(())
 }
 
+/// `exp2_approx`: the simulator's value (the correctly rounded `2^x`, a subnormal result
+/// flushed to 0) and the GPU's `ex2.approx.ftz.f32` within 2 ulp of each other, both 0 where the
+/// exact result is below the normal range, and equal on the edge values (-inf, inf, NaN, 0).
+#[needs_gpu]
+fn exp2_approx_is_within_2_ulp_of_the_simulator() -> gpu_async::Result<()> {
+    let gpu = devices::gpu();
+    let mut r = StdRng::seed_from_u64(17);
+    let mut a: Vec<f32> = vec![
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        -126.0,
+        -127.0,
+        -149.0,
+        -200.0,
+        127.9,
+        128.0,
+        1e-40,
+    ];
+    while a.len() < N {
+        a.push(match r.random_range(0..3) {
+            0 => r.random_range(-1.0..1.0),
+            1 => r.random_range(-30.0..0.0),
+            _ => r.random_range(-130.0..130.0),
+        });
+    }
+    let da = gpu.upload(&a)?;
+    let mut dout = out(&gpu);
+    block_on(scalars::approx::exp2::launch(
+        &gpu,
+        Grid::blocks(8),
+        (&da, &mut dout),
+    ))?;
+    let got = dout.download()?;
+    let (mut worst, mut at) = (0u64, 0usize);
+    for (i, (&x, &g)) in a.iter().zip(&got).enumerate() {
+        let want = gpu_async::device::F32Ext::exp2_approx(x);
+        let d = ulps(g, want);
+        if d > worst {
+            (worst, at) = (d, i);
+        }
+    }
+    println!(
+        "exp2_approx: {worst} ulp max from the simulator (x = {:e}: gpu {:e}, simulator {:e})",
+        a[at],
+        got[at],
+        gpu_async::device::F32Ext::exp2_approx(a[at])
+    );
+    assert!(worst <= 2, "exp2_approx: {worst} ulp at x = {:e}", a[at]);
+    Ok(())
+}
+
 /// The distance in units in the last place between two `f64`s (NaNs equal each other).
 fn ulps64(a: f64, b: f64) -> u64 {
     if a.is_nan() || b.is_nan() {

@@ -91,3 +91,27 @@ impl FloatExt for f64 {
         1.0 / self.sqrt()
     }
 }
+
+/// `f32` methods the kernel language has for the GPU's fast approximations.
+pub trait F32Ext: Copy {
+    /// `2^self`, fast: on the GPU one `ex2.approx.ftz.f32`, within 2 ulp of the exact value
+    /// for normal results, with subnormal inputs read as 0 and subnormal results flushed to 0.
+    /// The simulator computes the correctly rounded `2^self` and flushes a subnormal result to
+    /// 0, so the two agree within that tolerance, not bit for bit. `-inf` gives 0 and a NaN a
+    /// NaN on both.
+    ///
+    /// For the softmax of attention, where a few ulp of each weight do not show after the
+    /// weights are rounded to `bf16`; [`f32::exp2`] is the correctly rounded one.
+    fn exp2_approx(self) -> f32;
+}
+
+impl F32Ext for f32 {
+    fn exp2_approx(self) -> f32 {
+        let r = self.exp2();
+        if r.is_subnormal() {
+            0.0
+        } else {
+            r
+        }
+    }
+}

@@ -510,6 +510,23 @@ rem_kernel!(rem_f64, f64);
 rem_kernel!(rem_f16, f16);
 rem_kernel!(rem_bf16, bf16);
 
+/// The GPU's fast `f32` approximations (`ex2.approx.ftz`).
+#[gpu_async]
+pub mod approx {
+    use gpu_async::device::*;
+
+    #[kernel(warps = 2)]
+    pub async fn exp2(a: &[f32], out: &mut [f32]) {
+        join!(on_warps(0..2, body(a, out))).await;
+    }
+
+    async fn body(a: &[f32], out: &mut [f32]) {
+        out.par_iter_mut()
+            .zip(a.par_iter())
+            .for_each(|(o, x)| *o = x.exp2_approx());
+    }
+}
+
 /// The `f64` functions (fdlibm's algorithms with double-double steps, `lower/math/double.rs`).
 #[gpu_async]
 pub mod transcendental64 {

@@ -408,7 +408,8 @@ pub enum UnOp {
     Ceil,
     /// Round towards zero.
     Trunc,
-    /// `2^x`, PTX's approximation (`f32` only; the math lowering builds on it).
+    /// `2^x`, PTX's approximation with subnormal inputs and results flushed to zero
+    /// (`ex2.approx.ftz.f32`; `f32` only): `x.exp2_approx()`.
     Ex2Approx,
     /// `log2(x)`, PTX's approximation (`f32` only; the math lowering builds on it).
     Lg2Approx,

@@ -101,6 +101,7 @@ impl Lowerer<'_> {
         let ty = self.values[x.0 as usize].ty;
         match f {
             M::Sqrt => self.unary(UnOp::Sqrt, x),
+            M::Exp2Approx => self.unary(UnOp::Ex2Approx, x),
             M::Rsqrt => {
                 let root = self.unary(UnOp::Sqrt, x);
                 let one = self.fconst(ty, 1.0);

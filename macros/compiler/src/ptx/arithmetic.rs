@@ -58,7 +58,7 @@ impl Writer<'_> {
             UnOp::Floor => self.line(format!("cvt.rmi.{t}.{t} {d}, {s};")),
             UnOp::Ceil => self.line(format!("cvt.rpi.{t}.{t} {d}, {s};")),
             UnOp::Trunc => self.line(format!("cvt.rzi.{t}.{t} {d}, {s};")),
-            UnOp::Ex2Approx => self.line(format!("ex2.approx.f32 {d}, {s};")),
+            UnOp::Ex2Approx => self.line(format!("ex2.approx.ftz.f32 {d}, {s};")),
             UnOp::Lg2Approx => self.line(format!("lg2.approx.f32 {d}, {s};")),
         }
     }

@@ -184,6 +184,8 @@ pub enum MathFn {
     Exp,
     /// `x.exp2()`
     Exp2,
+    /// `x.exp2_approx()`, an extension on `f32`: the GPU's fast `2^x` (`ex2.approx.ftz`)
+    Exp2Approx,
     /// `x.ln()`
     Ln,
     /// `x.log2()`
@@ -233,6 +235,8 @@ pub enum MathFn {
 pub enum MathDomain {
     /// `f32` and `f64`.
     Float,
+    /// `f32` alone.
+    F32,
     /// Integers.
     Int,
     /// Floats and signed integers.
@@ -261,6 +265,7 @@ impl MathFn {
             "powi" => (MathFn::Powi, 1, D::Float),
             "exp" => (MathFn::Exp, 0, D::Float),
             "exp2" => (MathFn::Exp2, 0, D::Float),
+            "exp2_approx" => (MathFn::Exp2Approx, 0, D::F32),
             "ln" => (MathFn::Ln, 0, D::Float),
             "log2" => (MathFn::Log2, 0, D::Float),
             "sin" => (MathFn::Sin, 0, D::Float),

@@ -91,6 +91,7 @@ impl Checker<'_> {
         };
         let ok = match domain {
             MathDomain::Float => ty.is_float(),
+            MathDomain::F32 => ty == Scalar::F32,
             MathDomain::Int => ty.is_int(),
             MathDomain::Signed => ty.is_float() || ty.is_signed(),
             MathDomain::Number => ty != Scalar::Bool,
@@ -101,6 +102,7 @@ impl Checker<'_> {
                     let args = if argc == 0 { "" } else { ".." };
                     format!("`{name}` is not available on `{ty}`: compute in `f32` and round back, as in `{ty}::from_f32(x.to_f32().{name}({args}))`")
                 }
+                MathDomain::F32 => format!("`{name}` is the GPU's fast `f32` approximation, not available on `{ty}`: compute in `f32`, or use `exp2` for the correctly rounded value"),
                 _ => format!("`{name}` is not available on `{ty}` in kernels"),
             };
             self.diags.error(m.method.span(), what);
