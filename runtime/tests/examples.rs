@@ -37,6 +37,10 @@ mod tile_copy;
 mod gemm;
 
 #[allow(dead_code)]
+#[path = "../../examples/attention.rs"]
+mod attention;
+
+#[allow(dead_code)]
 #[path = "../../examples/scan.rs"]
 mod scan;
 
@@ -663,5 +667,51 @@ fn examples_reject_buffers_of_different_lengths(dev: Device) -> gpu_async::Resul
         )),
         "fewer than n bytes",
     );
+    Ok(())
+}
+
+/// Attention shapes: (heads, S, causal): one tile, a ragged S, several tiles of keys, causal
+/// and full.
+const ATTENTION_CASES: [(usize, usize, bool); 5] = [
+    (1, 128, false),
+    (2, 130, true),
+    (1, 200, false),
+    (2, 300, true),
+    (1, 1, false),
+];
+
+#[test]
+fn attention_on_the_simulator() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::simulator();
+    for (i, &(heads, s, causal)) in ATTENTION_CASES.iter().enumerate() {
+        let inputs = attention::inputs(heads * s, i as u64);
+        let (o, lse) = attention::run(&dev, (heads, s, causal), &inputs)?;
+        let rows: Vec<usize> = (0..s).collect();
+        let bad = attention::mismatches((heads, s, causal), &inputs, (&o, &lse), &rows);
+        assert_eq!(
+            bad, 0,
+            "attention of {heads} heads, S = {s}, causal {causal}"
+        );
+    }
+    Ok(())
+}
+
+#[needs_gpu]
+fn attention_on_the_gpu_agrees_with_the_exact_result() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = devices::gpu();
+    let cases = ATTENTION_CASES
+        .iter()
+        .copied()
+        .chain([(3, 1000, true), (2, 1024, false)]);
+    for (i, (heads, s, causal)) in cases.enumerate() {
+        let inputs = attention::inputs(heads * s, i as u64);
+        let (o, lse) = attention::run(&dev, (heads, s, causal), &inputs)?;
+        let rows = attention::sampled_rows(s);
+        let bad = attention::mismatches((heads, s, causal), &inputs, (&o, &lse), &rows);
+        assert_eq!(
+            bad, 0,
+            "attention of {heads} heads, S = {s}, causal {causal}"
+        );
+    }
     Ok(())
 }

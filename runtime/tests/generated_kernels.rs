@@ -118,6 +118,10 @@ mod scan;
 #[path = "../../examples/gemm.rs"]
 mod gemm;
 
+#[allow(dead_code)]
+#[path = "../../examples/attention.rs"]
+mod attention;
+
 #[allow(dead_code, clippy::all)]
 #[path = "common/edges.rs"]
 mod edges;
@@ -359,6 +363,13 @@ fn kernels() -> Vec<Generated> {
             ir: gemm::gemm::gemm_kn::IR,
             spec: &gemm::gemm::gemm_kn::SPEC,
         },
+        // Attention: two mmas per stage (one with a register A operand), the softmax between.
+        Generated {
+            name: "attention",
+            ptx: attention::attention::attention::PTX,
+            ir: attention::attention::attention::IR,
+            spec: &attention::attention::attention::SPEC,
+        },
         Generated {
             name: "language_control",
             ptx: language::language::control::PTX,
@@ -547,20 +558,21 @@ fn ptx_snapshots_with_ptxas_report() {
     }
 }
 
-/// The GEMM example's `wgmma`s (both products) issue back to back: ptxas neither serializes
+/// The GEMM example's `wgmma`s (both products) and the attention example's issue back to back: ptxas neither serializes
 /// them ("wgmma.mma_async instructions are serialized") nor injects waits where other code would
 /// touch the accumulator's registers while an mma may be writing them ("warpgroup.wait is
 /// injected").
 #[needs_ptxas]
-fn the_gemm_wgmmas_are_not_serialized() {
+fn the_gemm_and_attention_wgmmas_are_not_serialized() {
     let ptxas = ptxas();
     for (name, ptx) in [
         ("gemm", gemm::gemm::gemm::PTX),
         ("gemm_kn", gemm::gemm::gemm_kn::PTX),
+        ("attention", attention::attention::attention::PTX),
     ] {
         let report = gpu_async_compiler::ptxas::assemble(&ptxas, name, ptx)
             .unwrap_or_else(|log| panic!("ptxas rejected `{name}`:\n{log}"));
-        for sign in ["serialized", "is injected"] {
+        for sign in ["serialized", "is injected", "C7510", "C7512", "C7513"] {
             assert!(!report.log.contains(sign), "{name}: {}", report.log);
         }
         assert!(

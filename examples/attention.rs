@@ -1,0 +1,345 @@
+//! Attention forward on the tensor cores, O = softmax(Q · Kᵀ / √d) · V for `bf16` tensors of
+//! shape [B, H, S, d] (row-major, d = 128), with `f32` accumulation, a `bf16` O and the rows'
+//! log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`), for any
+//! S. Each block takes 128 query rows of one head: one warpgroup loads its Q tile once and the K
+//! and V tiles of 128 keys into a ring of two stages (the TMA on the GPU, one thread issuing),
+//! and two warpgroups (64 query rows each) run the online softmax: per stage S = Q · Kᵀ (`mma`), the rows' running
+//! maximum and sum (`row_max`, `row_sum`, `Rows`), P = 2^(S - max) in registers, and O += P · V
+//! with P as the register A operand (`to_bf16`, `mma_kn`). Keys past S, and keys after the query
+//! in the causal case, are masked to -∞; rows past S are computed and not stored.
+//!
+//! Checked against a CPU reference in `f64` (within twice what rounding P and O to `bf16`
+//! allows, see `mismatches`); on the GPU it prints TFLOP/s (4 · B · H · S² · d / t,
+//! halved for causal). `scripts/h200-attention.sh` times cuDNN's and torch's flash attention in
+//! the same call on the same shapes.
+//!
+//! ```text
+//! cargo run --release --example attention -- [b] [h] [s] [causal]
+//! ```
+
+use gpu_async::bench::{arg, median_of, random_f32, Timing};
+use gpu_async::half::bf16;
+use gpu_async::{gpu_async, BackendKind, Device, Grid};
+
+#[gpu_async]
+pub mod attention {
+    use gpu_async::device::*;
+
+    /// Query rows per block: 64 per compute warpgroup.
+    pub const BQ: usize = 128;
+    /// Keys per stage.
+    pub const BK: usize = 128;
+    /// The head dimension.
+    pub const D: usize = 128;
+
+    /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
+    /// takes query rows `128 (t % tiles) ..` of head `t / tiles`. `scale` is `log2(e) / √D`.
+    #[allow(clippy::too_many_arguments)]
+    #[kernel(warps = 12, registers(load = 40, compute = 232))]
+    pub async fn attention(
+        q: &Matrix<bf16>,
+        k: &Matrix<bf16>,
+        v: &Matrix<bf16>,
+        s: usize,
+        causal: bool,
+        scale: f32,
+        o: &mut [bf16],
+        lse: &mut [f32],
+    ) {
+        let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, 1>();
+        let (tx, rx) = channel::<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>();
+        join!(
+            on_warps(0..4, load(q, k, v, s, causal, qtx, tx)),
+            on_warps(4..12, compute(s, causal, scale, qrx, rx, o, lse))
+        )
+        .await;
+    }
+
+    /// The blocks of keys the query tile `qt` sees: all of them, or up to its diagonal.
+    fn key_blocks(s: usize, causal: bool, qt: usize) -> usize {
+        let all = (s + BK - 1) / BK;
+        if causal {
+            (qt + 1).min(all)
+        } else {
+            all
+        }
+    }
+
+    /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees.
+    #[allow(clippy::too_many_arguments)]
+    async fn load(
+        q: &Matrix<bf16>,
+        k: &Matrix<bf16>,
+        v: &Matrix<bf16>,
+        s: usize,
+        causal: bool,
+        mut qtx: Sender<Tile<bf16, BQ, D>, 1>,
+        mut tx: Sender<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>,
+    ) {
+        let tiles = (s + BQ - 1) / BQ;
+        let t = block_index();
+        let (head, qt) = (t / tiles, t % tiles);
+        let Some(mut slot) = qtx.reserve().await else {
+            return;
+        };
+        slot.load(q, [head * s + qt * BQ, 0]).await;
+        slot.send();
+        for j in 0..key_blocks(s, causal, qt) {
+            let Some(mut stage) = tx.reserve().await else {
+                return;
+            };
+            stage.0.load(k, [head * s + j * BK, 0]).await;
+            stage.1.load(v, [head * s + j * BK, 0]).await;
+            stage.send();
+        }
+    }
+
+    /// The online softmax over the blocks of keys, then O / sum and the log-sum-exp.
+    #[allow(clippy::too_many_arguments)]
+    async fn compute(
+        s: usize,
+        causal: bool,
+        scale: f32,
+        mut qrx: Receiver<Tile<bf16, BQ, D>, 1>,
+        mut rx: Receiver<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>,
+        o: &mut [bf16],
+        lse: &mut [f32],
+    ) {
+        let tiles = (s + BQ - 1) / BQ;
+        let t = block_index();
+        let (head, qt) = (t / tiles, t % tiles);
+        let q0 = qt * BQ;
+        let Some(qtile) = qrx.recv().await else {
+            return;
+        };
+        let mut acc = Accumulator::<BQ, D>::zero();
+        // The rows' running maximum (of the scaled scores, base 2) and sum.
+        let mut m = Rows::<BQ>::splat(f32::NEG_INFINITY);
+        let mut l = Rows::<BQ>::splat(0.0);
+        for j in 0..key_blocks(s, causal, qt) {
+            let Some(stage) = rx.recv().await else {
+                return;
+            };
+            let k0 = j * BK;
+            let mut sc = Accumulator::<BQ, BK>::zero();
+            sc.mma(&qtile, &stage.0).await;
+            // Scaled to base 2; keys past S, or after the query, are -inf.
+            sc.apply_at(|i, c, x| {
+                let key = k0 + c;
+                if key >= s || (causal && key > q0 + i) {
+                    f32::NEG_INFINITY
+                } else {
+                    x * scale
+                }
+            });
+            let block_max = sc.row_max();
+            let mut m_new = Rows::<BQ>::splat(0.0);
+            m_new.apply_at(|i, _| m[i].max(block_max[i]));
+            let mut alpha = Rows::<BQ>::splat(0.0);
+            alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
+            sc.apply_at(|i, _, x| (x - m_new[i]).exp2_approx());
+            let block_sum = sc.row_sum();
+            l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
+            acc.apply_at(|i, _, x| x * alpha[i]);
+            let p = sc.to_bf16();
+            acc.mma_kn(&p, &stage.1).await;
+            m = m_new;
+        }
+        acc.apply_at(|i, _, x| x / l[i]);
+        let rows = head * s;
+        acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
+        // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
+        let mut out = Rows::<BQ>::splat(0.0);
+        out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
+        out.store(&mut lse[rows..rows + s], q0);
+    }
+}
+
+/// `log2(e) / √d`: the scores' scale in base 2.
+pub fn scale() -> f32 {
+    std::f32::consts::LOG2_E / (attention::D as f32).sqrt()
+}
+
+/// One block per 128 query rows of each of `heads` heads of `s` rows.
+pub fn grid_for(heads: usize, s: usize) -> Result<Grid, String> {
+    let blocks = heads * s.div_ceil(attention::BQ);
+    u32::try_from(blocks)
+        .map(Grid::blocks)
+        .map_err(|_| format!("{blocks} blocks are more than a grid has"))
+}
+
+/// Random Q, K and V of [b · h · s, d], as bf16: K and V in [-1, 1), Q in [-4, 4), so that
+/// the softmax has peaks and the check sees a wrong weight.
+pub fn inputs(rows: usize, seed: u64) -> [Vec<bf16>; 3] {
+    let d = attention::D;
+    [4.0, 1.0, 1.0].map(|range| {
+        random_f32(rows * d, seed + range as u64)
+            .into_iter()
+            .map(|x| bf16::from_f32(range * x))
+            .collect()
+    })
+}
+
+/// O and the log-sum-exp of the attention of `heads` heads of `s` rows, computed by the kernel.
+pub fn run(
+    dev: &Device,
+    (heads, s, causal): (usize, usize, bool),
+    [q, k, v]: &[Vec<bf16>; 3],
+) -> Result<(Vec<bf16>, Vec<f32>), Box<dyn std::error::Error>> {
+    let d = attention::D;
+    let rows = heads * s;
+    let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
+    let mut o = dev.upload(&vec![bf16::NAN; rows * d])?;
+    let mut lse = dev.upload(&vec![f32::NAN; rows])?;
+    let grid = grid_for(heads, s)?;
+    gpu_async::block_on(attention::attention::launch(
+        dev,
+        grid,
+        (
+            dq.as_matrix(rows, d)?,
+            dk.as_matrix(rows, d)?,
+            dv.as_matrix(rows, d)?,
+            s,
+            causal,
+            scale(),
+            &mut o,
+            &mut lse,
+        ),
+    ))?;
+    Ok((o.download()?, lse.download()?))
+}
+
+/// The exact attention of query row `i` of head `head` (f64): its output row, each output's
+/// weighted mean of |V| (what rounding P to `bf16` can move it by, relatively), and the
+/// log-sum-exp.
+pub fn reference_row(
+    (s, causal): (usize, bool),
+    [q, k, v]: &[Vec<bf16>; 3],
+    head: usize,
+    i: usize,
+) -> (Vec<(f64, f64)>, f64) {
+    let d = attention::D;
+    let at = |x: &[bf16], r: usize, c: usize| f64::from(x[(head * s + r) * d + c].to_f32());
+    let keys = if causal { i + 1 } else { s };
+    let scores: Vec<f64> = (0..keys)
+        .map(|j| (0..d).map(|c| at(q, i, c) * at(k, j, c)).sum::<f64>() / (d as f64).sqrt())
+        .collect();
+    let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = scores.iter().map(|x| (x - max).exp()).collect();
+    let sum: f64 = weights.iter().sum();
+    let out = (0..d)
+        .map(|c| {
+            let (mut x, mut size) = (0.0, 0.0);
+            for (j, w) in weights.iter().enumerate() {
+                x += w * at(v, j, c);
+                size += w * at(v, j, c).abs();
+            }
+            (x / sum, size / sum)
+        })
+        .collect();
+    (out, max + sum.ln())
+}
+
+/// The rows `rows` of every head whose O or log-sum-exp differ from the exact ones by more
+/// than the tolerance: for an element of O, `2^-8` of its weighted mean of |V| plus `2^-8` of
+/// itself (P and O are rounded to `bf16`, `2^-9` each); for the log-sum-exp, `2^-14` of
+/// `1 + |lse|` (it is computed in `f32`). NaNs never pass.
+pub fn mismatches(
+    (heads, s, causal): (usize, usize, bool),
+    inputs: &[Vec<bf16>; 3],
+    (o, lse): (&[bf16], &[f32]),
+    rows: &[usize],
+) -> usize {
+    let d = attention::D;
+    let mut bad = 0;
+    for head in 0..heads {
+        for &i in rows.iter().filter(|&&i| i < s) {
+            let (want, want_lse) = reference_row((s, causal), inputs, head, i);
+            let row = &o[(head * s + i) * d..(head * s + i + 1) * d];
+            let o_ok = row.iter().zip(&want).all(|(g, &(w, size))| {
+                (f64::from(g.to_f32()) - w).abs() <= (size + w.abs()) / 256.0
+            });
+            let got_lse = f64::from(lse[head * s + i]);
+            let lse_ok = (got_lse - want_lse).abs() <= (1.0 + want_lse.abs()) / 16384.0;
+            if !o_ok || !lse_ok {
+                bad += 1;
+            }
+        }
+    }
+    bad
+}
+
+/// The rows checked of a long sequence: the first and last of each tile's warpgroups and every
+/// 61st (every row when `s` is small).
+pub fn sampled_rows(s: usize) -> Vec<usize> {
+    if s <= 256 {
+        return (0..s).collect();
+    }
+    let mut rows: Vec<usize> = (0..s).step_by(61).collect();
+    rows.extend([0, 63, 64, 127, 128, s - 65, s - 64, s - 1]);
+    rows.sort_unstable();
+    rows.dedup();
+    rows
+}
+
+#[allow(dead_code)]
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::default()?;
+    let gpu = dev.kind() == BackendKind::Cuda;
+    let b: usize = arg(1, "b", 1)?;
+    let h: usize = arg(2, "h", if gpu { 16 } else { 1 })?;
+    let s: usize = arg(3, "s", if gpu { 4096 } else { 200 })?;
+    let causal_name: String = arg(4, "causal or full", "full".to_string())?;
+    let causal = match causal_name.as_str() {
+        "causal" => true,
+        "full" => false,
+        other => return Err(format!("the mask is `full` or `causal`, not `{other}`").into()),
+    };
+    println!("backend: {dev}");
+    let heads = b * h;
+    let inputs = inputs(heads * s, 11);
+    let (o, lse) = run(&dev, (heads, s, causal), &inputs)?;
+    let rows = sampled_rows(s);
+    let checked_heads = heads.min(2);
+    let bad = mismatches((checked_heads, s, causal), &inputs, (&o, &lse), &rows);
+    println!(
+        "check: {} attention, b {b}, h {h}, s {s}, d {}: {} rows of {checked_heads} heads against the exact result: {bad} mismatches",
+        if causal { "causal" } else { "full" },
+        attention::D,
+        rows.len()
+    );
+    if bad != 0 {
+        return Err("the attention differs from the exact one".into());
+    }
+    if !gpu {
+        return Ok(());
+    }
+    let d = attention::D;
+    let rows_all = heads * s;
+    let [q, k, v] = &inputs;
+    let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
+    let mut dout = dev.alloc::<bf16>(rows_all * d)?;
+    let mut dlse = dev.alloc::<f32>(rows_all)?;
+    let grid = grid_for(heads, s)?;
+    let mut timing = Timing::new(&dev)?;
+    let (mq, mk, mv) = (
+        dq.as_matrix(rows_all, d)?,
+        dk.as_matrix(rows_all, d)?,
+        dv.as_matrix(rows_all, d)?,
+    );
+    let ms = median_of(3, 20, || {
+        timing.time_launch(|| {
+            attention::attention::launch(
+                &dev,
+                grid,
+                (mq, mk, mv, s, causal, scale(), &mut dout, &mut dlse),
+            )
+        })
+    })?;
+    let flops = 4.0 * heads as f64 * (s as f64).powi(2) * d as f64 / if causal { 2.0 } else { 1.0 };
+    println!(
+        "time: attention {ms:.3} ms ({:.0} TFLOP/s)",
+        flops / (ms * 1e-3) / 1e12
+    );
+    Ok(())
+}
