@@ -31,6 +31,8 @@ pub mod attention {
     pub const BK: usize = 128;
     /// The head dimension.
     pub const D: usize = 128;
+    /// Slots of the K ring and of the V ring.
+    pub const KV_STAGES: usize = 2;
 
     /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
     /// takes query rows `128 (t % tiles) ..` of head `t / tiles`. `scale` is `log2(e) / √D`.
@@ -47,10 +49,11 @@ pub mod attention {
         lse: &mut [f32],
     ) {
         let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, 1>();
-        let (tx, rx) = channel::<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>();
+        let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
+        let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
         join!(
-            on_warps(0..4, load(q, k, v, s, causal, qtx, tx)),
-            on_warps(4..12, compute(s, causal, scale, qrx, rx, o, lse))
+            on_warps(0..4, load(q, k, v, s, causal, qtx, ktx, vtx)),
+            on_warps(4..12, compute(s, causal, scale, qrx, krx, vrx, o, lse))
         )
         .await;
     }
@@ -65,7 +68,9 @@ pub mod attention {
         }
     }
 
-    /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees.
+    /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees, each
+    /// into a ring of its own: a K slot is free again once its scores are computed, a softmax
+    /// before the V slot of the same keys.
     #[allow(clippy::too_many_arguments)]
     async fn load(
         q: &Matrix<bf16>,
@@ -74,7 +79,8 @@ pub mod attention {
         s: usize,
         causal: bool,
         mut qtx: Sender<Tile<bf16, BQ, D>, 1>,
-        mut tx: Sender<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>,
+        mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
+        mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
     ) {
         let tiles = (s + BQ - 1) / BQ;
         let t = block_index();
@@ -85,23 +91,32 @@ pub mod attention {
         slot.load(q, [head * s + qt * BQ, 0]).await;
         slot.send();
         for j in 0..key_blocks(s, causal, qt) {
-            let Some(mut stage) = tx.reserve().await else {
+            let Some(mut kslot) = ktx.reserve().await else {
                 return;
             };
-            stage.0.load(k, [head * s + j * BK, 0]).await;
-            stage.1.load(v, [head * s + j * BK, 0]).await;
-            stage.send();
+            kslot.load(k, [head * s + j * BK, 0]).await;
+            kslot.send();
+            let Some(mut vslot) = vtx.reserve().await else {
+                return;
+            };
+            vslot.load(v, [head * s + j * BK, 0]).await;
+            vslot.send();
         }
     }
 
-    /// The online softmax over the blocks of keys, then O / sum and the log-sum-exp.
+    /// The online softmax over the blocks of keys, then O / sum and the log-sum-exp. The
+    /// scores of block `j` and the product of block `j - 1`'s weights with its values run on
+    /// the tensor cores together: both are issued, the scores awaited (the product keeps
+    /// running), block `j`'s softmax computed, and only then the product awaited and O
+    /// rescaled.
     #[allow(clippy::too_many_arguments)]
     async fn compute(
         s: usize,
         causal: bool,
         scale: f32,
         mut qrx: Receiver<Tile<bf16, BQ, D>, 1>,
-        mut rx: Receiver<(Tile<bf16, BK, D>, Tile<bf16, BK, D>), 2>,
+        mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
+        mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
         o: &mut [bf16],
         lse: &mut [f32],
     ) {
@@ -114,37 +129,75 @@ pub mod attention {
         };
         let mut acc = Accumulator::<BQ, D>::zero();
         // The rows' running maximum (of the scaled scores, base 2) and sum.
-        let mut m = Rows::<BQ>::splat(f32::NEG_INFINITY);
-        let mut l = Rows::<BQ>::splat(0.0);
-        for j in 0..key_blocks(s, causal, qt) {
-            let Some(stage) = rx.recv().await else {
-                return;
-            };
-            let k0 = j * BK;
-            let mut sc = Accumulator::<BQ, BK>::zero();
-            sc.mma(&qtile, &stage.0).await;
-            // Scaled to base 2; keys past S, or after the query, are -inf.
+        let mut m = Rows::<BQ>::splat(0.0);
+        let Some(keys) = krx.recv().await else {
+            return;
+        };
+        let mut sc = Accumulator::<BQ, BK>::zero();
+        sc.mma(&qtile, &keys).await;
+        drop(keys);
+        // The softmax step (written out twice, here and in the loop: a helper cannot take an
+        // accumulator): keys past S, or after the query when causal, masked to -inf (a block
+        // with no such key skips the mask); the
+        // running maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
+        // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma` and
+        // one `ex2` each.
+        if BK > s || causal {
             sc.apply_at(|i, c, x| {
-                let key = k0 + c;
-                if key >= s || (causal && key > q0 + i) {
+                if (c >= s) | (causal & (c > q0 + i)) {
                     f32::NEG_INFINITY
                 } else {
-                    x * scale
+                    x
                 }
             });
+        }
+        let block_max = sc.row_max();
+        m.apply_at(|i, _| block_max[i] * scale);
+        sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
+        let mut l = sc.row_sum();
+        let mut p = sc.to_bf16();
+        let Some(mut values) = vrx.recv().await else {
+            return;
+        };
+        for j in 1..key_blocks(s, causal, qt) {
+            let Some(keys) = krx.recv().await else {
+                return;
+            };
+            sc = Accumulator::<BQ, BK>::zero();
+            let scores = sc.mma(&qtile, &keys);
+            let product = acc.mma_kn(&p, &values);
+            scores.await;
+            drop(keys);
+            // Only the last block of keys (past S) and the diagonal block (causal) mask.
+            let k0 = j * BK;
+            if k0 + BK > s || (causal && k0 + BK > q0 + 1) {
+                sc.apply_at(|i, c, x| {
+                    let key = k0 + c;
+                    if (key >= s) | (causal & (key > q0 + i)) {
+                        f32::NEG_INFINITY
+                    } else {
+                        x
+                    }
+                });
+            }
             let block_max = sc.row_max();
             let mut m_new = Rows::<BQ>::splat(0.0);
-            m_new.apply_at(|i, _| m[i].max(block_max[i]));
+            m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
             let mut alpha = Rows::<BQ>::splat(0.0);
             alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
-            sc.apply_at(|i, _, x| (x - m_new[i]).exp2_approx());
+            sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
             let block_sum = sc.row_sum();
             l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
-            acc.apply_at(|i, _, x| x * alpha[i]);
-            let p = sc.to_bf16();
-            acc.mma_kn(&p, &stage.1).await;
             m = m_new;
+            product.await;
+            acc.apply_at(|i, _, x| x * alpha[i]);
+            p = sc.to_bf16();
+            let Some(next) = vrx.recv().await else {
+                return;
+            };
+            values = next;
         }
+        acc.mma_kn(&p, &values).await;
         acc.apply_at(|i, _, x| x / l[i]);
         let rows = head * s;
         acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
