@@ -1,12 +1,14 @@
 //! Attention forward on the tensor cores, O = softmax(Q · Kᵀ / √d) · V for `bf16` tensors of
-//! shape [B, H, S, d] (row-major, d = 128), with `f32` accumulation, a `bf16` O and the rows'
-//! log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`), for any
-//! S. Each block takes 128 query rows of one head: one warpgroup loads its Q tile once and the K
-//! and V tiles of 128 keys into a ring of two stages (the TMA on the GPU, one thread issuing),
-//! and two warpgroups (64 query rows each) run the online softmax: per stage S = Q · Kᵀ (`mma`), the rows' running
-//! maximum and sum (`row_max`, `row_sum`, `Rows`), P = 2^(S - max) in registers, and O += P · V
-//! with P as the register A operand (`to_bf16`, `mma_kn`). Keys past S, and keys after the query
-//! in the causal case, are masked to -∞; rows past S are computed and not stored.
+//! shape [B, H, S, d] (row-major, d = 128 or 64), with `f32` accumulation, a `bf16` O and the
+//! rows' log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`),
+//! for any S. Each block takes 128 query rows of one head: one warpgroup loads its Q tile and
+//! the K and V tiles of 128 keys, each into a ring of its own (the TMA on the GPU, one thread
+//! issuing), and two warpgroups (64 query rows each) run the online softmax: per block of keys
+//! S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
+//! P = 2^(S - max) in registers (`exp2_approx`), and O += P · V with P as the register A operand
+//! (`to_bf16`, `mma_kn`), the scores of one block computed while the previous block's product
+//! runs. Keys past S, and keys after the query in the causal case, are masked to -∞; rows past S
+//! are computed and not stored.
 //!
 //! Checked against a CPU reference in `f64` (within twice what rounding P and O to `bf16`
 //! allows, see `mismatches`); on the GPU it prints TFLOP/s (4 · B · H · S² · d / t,
@@ -14,251 +16,283 @@
 //! the same call on the same shapes.
 //!
 //! ```text
-//! cargo run --release --example attention -- [b] [h] [s] [causal]
+//! cargo run --release --example attention -- [b] [h] [s] [full|causal] [d]
 //! ```
 
 use gpu_async::bench::{arg, median_of, random_f32, Timing};
 use gpu_async::half::bf16;
-use gpu_async::{gpu_async, BackendKind, Device, Grid};
+use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView};
 
-#[gpu_async]
-pub mod attention {
-    use gpu_async::device::*;
+/// The attention kernel of head dimension `$d` (128 or 64) in module `$module`: the same code
+/// for both, the tiles and accumulators `$d` wide.
+macro_rules! attention_kernel {
+    ($module:ident, $d:literal) => {
+        #[gpu_async]
+        pub mod $module {
+            use gpu_async::device::*;
 
-    /// Query rows per block: 64 per compute warpgroup.
-    pub const BQ: usize = 128;
-    /// Keys per stage.
-    pub const BK: usize = 128;
-    /// The head dimension.
-    pub const D: usize = 128;
-    /// Slots of the K ring and of the V ring.
-    pub const KV_STAGES: usize = 2;
+            /// Query rows per block: 64 per compute warpgroup.
+            pub const BQ: usize = 128;
+            /// Keys per stage.
+            pub const BK: usize = 128;
+            /// The head dimension.
+            pub const D: usize = $d;
+            /// Slots of the K ring and of the V ring.
+            pub const KV_STAGES: usize = 2;
 
-    /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
-    /// takes query rows `128 (t % tiles) ..` of head `t / tiles`. `scale` is `log2(e) / √D`.
-    #[allow(clippy::too_many_arguments)]
-    #[kernel(warps = 12, registers(load = 40, compute = 232))]
-    pub async fn attention(
-        q: &Matrix<bf16>,
-        k: &Matrix<bf16>,
-        v: &Matrix<bf16>,
-        s: usize,
-        causal: bool,
-        scale: f32,
-        o: &mut [bf16],
-        lse: &mut [f32],
-    ) {
-        let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, 1>();
-        let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
-        let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
-        join!(
-            on_warps(0..4, load(q, k, v, s, causal, qtx, ktx, vtx)),
-            on_warps(4..12, compute(s, causal, scale, qrx, krx, vrx, o, lse))
-        )
-        .await;
-    }
-
-    /// The blocks of keys the query tile `qt` sees: all of them, or up to its diagonal.
-    fn key_blocks(s: usize, causal: bool, qt: usize) -> usize {
-        let all = (s + BK - 1) / BK;
-        if causal {
-            (qt + 1).min(all)
-        } else {
-            all
-        }
-    }
-
-    /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees, each
-    /// into a ring of its own: a K slot is free again once its scores are computed, a softmax
-    /// before the V slot of the same keys.
-    #[allow(clippy::too_many_arguments)]
-    async fn load(
-        q: &Matrix<bf16>,
-        k: &Matrix<bf16>,
-        v: &Matrix<bf16>,
-        s: usize,
-        causal: bool,
-        mut qtx: Sender<Tile<bf16, BQ, D>, 1>,
-        mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
-        mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
-    ) {
-        let tiles = (s + BQ - 1) / BQ;
-        let t = block_index();
-        let (head, qt) = (t / tiles, t % tiles);
-        let Some(mut slot) = qtx.reserve().await else {
-            return;
-        };
-        slot.load(q, [head * s + qt * BQ, 0]).await;
-        slot.send();
-        for j in 0..key_blocks(s, causal, qt) {
-            let Some(mut kslot) = ktx.reserve().await else {
-                return;
-            };
-            kslot.load(k, [head * s + j * BK, 0]).await;
-            kslot.send();
-            let Some(mut vslot) = vtx.reserve().await else {
-                return;
-            };
-            vslot.load(v, [head * s + j * BK, 0]).await;
-            vslot.send();
-        }
-    }
-
-    /// The online softmax over the blocks of keys, then O / sum and the log-sum-exp. The
-    /// scores of block `j` and the product of block `j - 1`'s weights with its values run on
-    /// the tensor cores together: both are issued, the scores awaited (the product keeps
-    /// running), block `j`'s softmax computed, and only then the product awaited and O
-    /// rescaled.
-    #[allow(clippy::too_many_arguments)]
-    async fn compute(
-        s: usize,
-        causal: bool,
-        scale: f32,
-        mut qrx: Receiver<Tile<bf16, BQ, D>, 1>,
-        mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
-        mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
-        o: &mut [bf16],
-        lse: &mut [f32],
-    ) {
-        let tiles = (s + BQ - 1) / BQ;
-        let t = block_index();
-        let (head, qt) = (t / tiles, t % tiles);
-        let q0 = qt * BQ;
-        let Some(qtile) = qrx.recv().await else {
-            return;
-        };
-        let mut acc = Accumulator::<BQ, D>::zero();
-        // The rows' running maximum (of the scaled scores, base 2) and sum.
-        let mut m = Rows::<BQ>::splat(0.0);
-        let Some(keys) = krx.recv().await else {
-            return;
-        };
-        let mut sc = Accumulator::<BQ, BK>::zero();
-        sc.mma(&qtile, &keys).await;
-        drop(keys);
-        // The softmax step (written out twice, here and in the loop: a helper cannot take an
-        // accumulator): keys past S, or after the query when causal, masked to -inf (a block
-        // with no such key skips the mask); the
-        // running maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
-        // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma` and
-        // one `ex2` each.
-        if BK > s || causal {
-            sc.apply_at(|i, c, x| {
-                if (c >= s) | (causal & (c > q0 + i)) {
-                    f32::NEG_INFINITY
-                } else {
-                    x
-                }
-            });
-        }
-        let block_max = sc.row_max();
-        m.apply_at(|i, _| block_max[i] * scale);
-        sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
-        let mut l = sc.row_sum();
-        let mut p = sc.to_bf16();
-        let Some(mut values) = vrx.recv().await else {
-            return;
-        };
-        for j in 1..key_blocks(s, causal, qt) {
-            let Some(keys) = krx.recv().await else {
-                return;
-            };
-            sc = Accumulator::<BQ, BK>::zero();
-            let scores = sc.mma(&qtile, &keys);
-            let product = acc.mma_kn(&p, &values);
-            scores.await;
-            drop(keys);
-            // Only the last block of keys (past S) and the diagonal block (causal) mask.
-            let k0 = j * BK;
-            if k0 + BK > s || (causal && k0 + BK > q0 + 1) {
-                sc.apply_at(|i, c, x| {
-                    let key = k0 + c;
-                    if (key >= s) | (causal & (key > q0 + i)) {
-                        f32::NEG_INFINITY
-                    } else {
-                        x
-                    }
-                });
+            /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
+            /// takes query rows `128 (t % tiles) ..` of head `t / tiles`. `scale` is `log2(e) / √D`.
+            #[allow(clippy::too_many_arguments)]
+            #[kernel(warps = 12, registers(load = 40, compute = 232))]
+            pub async fn attention(
+                q: &Matrix<bf16>,
+                k: &Matrix<bf16>,
+                v: &Matrix<bf16>,
+                s: usize,
+                causal: bool,
+                scale: f32,
+                o: &mut [bf16],
+                lse: &mut [f32],
+            ) {
+                let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, 1>();
+                let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
+                let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
+                join!(
+                    on_warps(0..4, load(q, k, v, s, causal, qtx, ktx, vtx)),
+                    on_warps(4..12, compute(s, causal, scale, qrx, krx, vrx, o, lse))
+                )
+                .await;
             }
-            let block_max = sc.row_max();
-            let mut m_new = Rows::<BQ>::splat(0.0);
-            m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
-            let mut alpha = Rows::<BQ>::splat(0.0);
-            alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
-            sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
-            let block_sum = sc.row_sum();
-            l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
-            m = m_new;
-            product.await;
-            acc.apply_at(|i, _, x| x * alpha[i]);
-            p = sc.to_bf16();
-            let Some(next) = vrx.recv().await else {
-                return;
-            };
-            values = next;
+
+            /// The blocks of keys the query tile `qt` sees: all of them, or up to its diagonal.
+            fn key_blocks(s: usize, causal: bool, qt: usize) -> usize {
+                let all = (s + BK - 1) / BK;
+                if causal {
+                    (qt + 1).min(all)
+                } else {
+                    all
+                }
+            }
+
+            /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees, each
+            /// into a ring of its own: a K slot is free again once its scores are computed, a softmax
+            /// before the V slot of the same keys.
+            #[allow(clippy::too_many_arguments)]
+            async fn load(
+                q: &Matrix<bf16>,
+                k: &Matrix<bf16>,
+                v: &Matrix<bf16>,
+                s: usize,
+                causal: bool,
+                mut qtx: Sender<Tile<bf16, BQ, D>, 1>,
+                mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
+                mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
+            ) {
+                let tiles = (s + BQ - 1) / BQ;
+                let t = block_index();
+                let (head, qt) = (t / tiles, t % tiles);
+                let Some(mut slot) = qtx.reserve().await else {
+                    return;
+                };
+                slot.load(q, [head * s + qt * BQ, 0]).await;
+                slot.send();
+                for j in 0..key_blocks(s, causal, qt) {
+                    let Some(mut kslot) = ktx.reserve().await else {
+                        return;
+                    };
+                    kslot.load(k, [head * s + j * BK, 0]).await;
+                    kslot.send();
+                    let Some(mut vslot) = vtx.reserve().await else {
+                        return;
+                    };
+                    vslot.load(v, [head * s + j * BK, 0]).await;
+                    vslot.send();
+                }
+            }
+
+            /// The online softmax over the blocks of keys, then O / sum and the log-sum-exp. The
+            /// scores of block `j` and the product of block `j - 1`'s weights with its values run on
+            /// the tensor cores together: both are issued, the scores awaited (the product keeps
+            /// running), block `j`'s softmax computed, and only then the product awaited and O
+            /// rescaled.
+            #[allow(clippy::too_many_arguments)]
+            async fn compute(
+                s: usize,
+                causal: bool,
+                scale: f32,
+                mut qrx: Receiver<Tile<bf16, BQ, D>, 1>,
+                mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
+                mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
+                o: &mut [bf16],
+                lse: &mut [f32],
+            ) {
+                let tiles = (s + BQ - 1) / BQ;
+                let t = block_index();
+                let (head, qt) = (t / tiles, t % tiles);
+                let q0 = qt * BQ;
+                let Some(qtile) = qrx.recv().await else {
+                    return;
+                };
+                let mut acc = Accumulator::<BQ, D>::zero();
+                // The rows' running maximum (of the scaled scores, base 2) and sum.
+                let mut m = Rows::<BQ>::splat(0.0);
+                let Some(keys) = krx.recv().await else {
+                    return;
+                };
+                let mut sc = Accumulator::<BQ, BK>::zero();
+                sc.mma(&qtile, &keys).await;
+                drop(keys);
+                // The softmax step (written out twice, here and in the loop: a helper cannot take an
+                // accumulator): keys past S, or after the query when causal, masked to -inf (a block
+                // with no such key skips the mask); the
+                // running maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
+                // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma` and
+                // one `ex2` each.
+                if BK > s || causal {
+                    sc.apply_at(|i, c, x| {
+                        if (c >= s) | (causal & (c > q0 + i)) {
+                            f32::NEG_INFINITY
+                        } else {
+                            x
+                        }
+                    });
+                }
+                let block_max = sc.row_max();
+                m.apply_at(|i, _| block_max[i] * scale);
+                sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
+                let mut l = sc.row_sum();
+                let mut p = sc.to_bf16();
+                let Some(mut values) = vrx.recv().await else {
+                    return;
+                };
+                for j in 1..key_blocks(s, causal, qt) {
+                    let Some(keys) = krx.recv().await else {
+                        return;
+                    };
+                    sc = Accumulator::<BQ, BK>::zero();
+                    let scores = sc.mma(&qtile, &keys);
+                    let product = acc.mma_kn(&p, &values);
+                    scores.await;
+                    drop(keys);
+                    // Only the last block of keys (past S) and the diagonal block (causal) mask.
+                    let k0 = j * BK;
+                    if k0 + BK > s || (causal && k0 + BK > q0 + 1) {
+                        sc.apply_at(|i, c, x| {
+                            let key = k0 + c;
+                            if (key >= s) | (causal & (key > q0 + i)) {
+                                f32::NEG_INFINITY
+                            } else {
+                                x
+                            }
+                        });
+                    }
+                    let block_max = sc.row_max();
+                    let mut m_new = Rows::<BQ>::splat(0.0);
+                    m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
+                    let mut alpha = Rows::<BQ>::splat(0.0);
+                    alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
+                    sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
+                    let block_sum = sc.row_sum();
+                    l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
+                    m = m_new;
+                    product.await;
+                    acc.apply_at(|i, _, x| x * alpha[i]);
+                    p = sc.to_bf16();
+                    let Some(next) = vrx.recv().await else {
+                        return;
+                    };
+                    values = next;
+                }
+                acc.mma_kn(&p, &values).await;
+                acc.apply_at(|i, _, x| x / l[i]);
+                let rows = head * s;
+                acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
+                // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
+                let mut out = Rows::<BQ>::splat(0.0);
+                out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
+                out.store(&mut lse[rows..rows + s], q0);
+            }
         }
-        acc.mma_kn(&p, &values).await;
-        acc.apply_at(|i, _, x| x / l[i]);
-        let rows = head * s;
-        acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
-        // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
-        let mut out = Rows::<BQ>::splat(0.0);
-        out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
-        out.store(&mut lse[rows..rows + s], q0);
-    }
+    };
+}
+
+attention_kernel!(head128, 128);
+attention_kernel!(head64, 64);
+
+/// An attention problem: `heads` (B · H) heads of `s` rows of `d` (128 or 64), full or causal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    pub heads: usize,
+    pub s: usize,
+    pub d: usize,
+    pub causal: bool,
 }
 
 /// `log2(e) / √d`: the scores' scale in base 2.
-pub fn scale() -> f32 {
-    std::f32::consts::LOG2_E / (attention::D as f32).sqrt()
+pub fn scale(d: usize) -> f32 {
+    std::f32::consts::LOG2_E / (d as f32).sqrt()
 }
 
-/// One block per 128 query rows of each of `heads` heads of `s` rows.
-pub fn grid_for(heads: usize, s: usize) -> Result<Grid, String> {
-    let blocks = heads * s.div_ceil(attention::BQ);
+/// The grid of `shape`, one block per 128 query rows of each head; an error for a `d` other
+/// than 128 or 64 or more blocks than a grid has.
+pub fn grid_for(shape: Shape) -> Result<Grid, String> {
+    if shape.d != 128 && shape.d != 64 {
+        return Err(format!("the head dimension is 128 or 64, not {}", shape.d));
+    }
+    let blocks = shape.heads * shape.s.div_ceil(head128::BQ);
     u32::try_from(blocks)
         .map(Grid::blocks)
         .map_err(|_| format!("{blocks} blocks are more than a grid has"))
 }
 
-/// Random Q, K and V of [b · h · s, d], as bf16: K and V in [-1, 1), Q in [-4, 4), so that
-/// the softmax has peaks and the check sees a wrong weight.
-pub fn inputs(rows: usize, seed: u64) -> [Vec<bf16>; 3] {
-    let d = attention::D;
+/// Random Q, K and V of [heads · s, d], as bf16: K and V in [-1, 1), Q in [-4, 4), so that the
+/// softmax has peaks and the check sees a wrong weight.
+pub fn inputs(shape: Shape, seed: u64) -> [Vec<bf16>; 3] {
+    let n = shape.heads * shape.s * shape.d;
     [4.0, 1.0, 1.0].map(|range| {
-        random_f32(rows * d, seed + range as u64)
+        random_f32(n, seed + range as u64)
             .into_iter()
             .map(|x| bf16::from_f32(range * x))
             .collect()
     })
 }
 
-/// O and the log-sum-exp of the attention of `heads` heads of `s` rows, computed by the kernel.
+/// The launch of the kernel of `shape.d` (64, or else 128) on `grid` ([`grid_for`]).
+fn launch<'a>(
+    dev: &'a Device,
+    (grid, shape): (Grid, Shape),
+    (q, k, v): (
+        MatrixView<'a, bf16>,
+        MatrixView<'a, bf16>,
+        MatrixView<'a, bf16>,
+    ),
+    (o, lse): (&'a mut DeviceBuffer<bf16>, &'a mut DeviceBuffer<f32>),
+) -> Launch<'a> {
+    let (s, causal, scale) = (shape.s, shape.causal, scale(shape.d));
+    if shape.d == 64 {
+        head64::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse))
+    } else {
+        head128::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse))
+    }
+}
+
+/// O and the log-sum-exp of `shape`'s attention, computed by the kernel.
 pub fn run(
     dev: &Device,
-    (heads, s, causal): (usize, usize, bool),
+    shape: Shape,
     [q, k, v]: &[Vec<bf16>; 3],
 ) -> Result<(Vec<bf16>, Vec<f32>), Box<dyn std::error::Error>> {
-    let d = attention::D;
-    let rows = heads * s;
+    let (rows, d) = (shape.heads * shape.s, shape.d);
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut o = dev.upload(&vec![bf16::NAN; rows * d])?;
     let mut lse = dev.upload(&vec![f32::NAN; rows])?;
-    let grid = grid_for(heads, s)?;
-    gpu_async::block_on(attention::attention::launch(
-        dev,
-        grid,
-        (
-            dq.as_matrix(rows, d)?,
-            dk.as_matrix(rows, d)?,
-            dv.as_matrix(rows, d)?,
-            s,
-            causal,
-            scale(),
-            &mut o,
-            &mut lse,
-        ),
-    ))?;
+    let views = (
+        dq.as_matrix(rows, d)?,
+        dk.as_matrix(rows, d)?,
+        dv.as_matrix(rows, d)?,
+    );
+    let grid = grid_for(shape)?;
+    gpu_async::block_on(launch(dev, (grid, shape), views, (&mut o, &mut lse)))?;
     Ok((o.download()?, lse.download()?))
 }
 
@@ -266,14 +300,14 @@ pub fn run(
 /// weighted mean of |V| (what rounding P to `bf16` can move it by, relatively), and the
 /// log-sum-exp.
 pub fn reference_row(
-    (s, causal): (usize, bool),
+    shape: Shape,
     [q, k, v]: &[Vec<bf16>; 3],
     head: usize,
     i: usize,
 ) -> (Vec<(f64, f64)>, f64) {
-    let d = attention::D;
+    let (s, d) = (shape.s, shape.d);
     let at = |x: &[bf16], r: usize, c: usize| f64::from(x[(head * s + r) * d + c].to_f32());
-    let keys = if causal { i + 1 } else { s };
+    let keys = if shape.causal { i + 1 } else { s };
     let scores: Vec<f64> = (0..keys)
         .map(|j| (0..d).map(|c| at(q, i, c) * at(k, j, c)).sum::<f64>() / (d as f64).sqrt())
         .collect();
@@ -293,21 +327,22 @@ pub fn reference_row(
     (out, max + sum.ln())
 }
 
-/// The rows `rows` of every head whose O or log-sum-exp differ from the exact ones by more
-/// than the tolerance: for an element of O, `2^-8` of its weighted mean of |V| plus `2^-8` of
-/// itself (P and O are rounded to `bf16`, `2^-9` each); for the log-sum-exp, `2^-14` of
-/// `1 + |lse|` (it is computed in `f32`). NaNs never pass.
+/// The rows `rows` of the first `heads` heads whose O or log-sum-exp differ from the exact ones
+/// by more than the tolerance: for an element of O, `2^-8` of its weighted mean of |V| plus
+/// `2^-8` of itself (P and O are rounded to `bf16`, `2^-9` each); for the log-sum-exp, `2^-14`
+/// of `1 + |lse|` (it is computed in `f32`). NaNs never pass.
 pub fn mismatches(
-    (heads, s, causal): (usize, usize, bool),
+    shape: Shape,
+    heads: usize,
     inputs: &[Vec<bf16>; 3],
     (o, lse): (&[bf16], &[f32]),
     rows: &[usize],
 ) -> usize {
-    let d = attention::D;
+    let (s, d) = (shape.s, shape.d);
     let mut bad = 0;
-    for head in 0..heads {
+    for head in 0..heads.min(shape.heads) {
         for &i in rows.iter().filter(|&&i| i < s) {
-            let (want, want_lse) = reference_row((s, causal), inputs, head, i);
+            let (want, want_lse) = reference_row(shape, inputs, head, i);
             let row = &o[(head * s + i) * d..(head * s + i + 1) * d];
             let o_ok = row.iter().zip(&want).all(|(g, &(w, size))| {
                 (f64::from(g.to_f32()) - w).abs() <= (size + w.abs()) / 256.0
@@ -342,24 +377,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let b: usize = arg(1, "b", 1)?;
     let h: usize = arg(2, "h", if gpu { 16 } else { 1 })?;
     let s: usize = arg(3, "s", if gpu { 4096 } else { 200 })?;
-    let causal_name: String = arg(4, "causal or full", "full".to_string())?;
-    let causal = match causal_name.as_str() {
+    let mask: String = arg(4, "the mask, full or causal", "full".to_string())?;
+    let d: usize = arg(5, "d, 128 or 64", 128)?;
+    let causal = match mask.as_str() {
         "causal" => true,
         "full" => false,
         other => return Err(format!("the mask is `full` or `causal`, not `{other}`").into()),
     };
     println!("backend: {dev}");
-    let heads = b * h;
-    let inputs = inputs(heads * s, 11);
-    let (o, lse) = run(&dev, (heads, s, causal), &inputs)?;
+    let shape = Shape {
+        heads: b * h,
+        s,
+        d,
+        causal,
+    };
+    let inputs = inputs(shape, 11);
+    let (o, lse) = run(&dev, shape, &inputs)?;
     let rows = sampled_rows(s);
-    let checked_heads = heads.min(2);
-    let bad = mismatches((checked_heads, s, causal), &inputs, (&o, &lse), &rows);
+    let bad = mismatches(shape, 2, &inputs, (&o, &lse), &rows);
     println!(
-        "check: {} attention, b {b}, h {h}, s {s}, d {}: {} rows of {checked_heads} heads against the exact result: {bad} mismatches",
-        if causal { "causal" } else { "full" },
-        attention::D,
-        rows.len()
+        "check: {mask} attention, b {b}, h {h}, s {s}, d {d}: {} rows of {} heads against the exact result: {bad} mismatches",
+        rows.len(),
+        shape.heads.min(2)
     );
     if bad != 0 {
         return Err("the attention differs from the exact one".into());
@@ -367,29 +406,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !gpu {
         return Ok(());
     }
-    let d = attention::D;
-    let rows_all = heads * s;
+    let rows_all = shape.heads * s;
     let [q, k, v] = &inputs;
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut dout = dev.alloc::<bf16>(rows_all * d)?;
     let mut dlse = dev.alloc::<f32>(rows_all)?;
-    let grid = grid_for(heads, s)?;
     let mut timing = Timing::new(&dev)?;
-    let (mq, mk, mv) = (
+    let views = (
         dq.as_matrix(rows_all, d)?,
         dk.as_matrix(rows_all, d)?,
         dv.as_matrix(rows_all, d)?,
     );
+    let grid = grid_for(shape)?;
     let ms = median_of(3, 20, || {
-        timing.time_launch(|| {
-            attention::attention::launch(
-                &dev,
-                grid,
-                (mq, mk, mv, s, causal, scale(), &mut dout, &mut dlse),
-            )
-        })
+        timing.time_launch(|| launch(&dev, (grid, shape), views, (&mut dout, &mut dlse)))
     })?;
-    let flops = 4.0 * heads as f64 * (s as f64).powi(2) * d as f64 / if causal { 2.0 } else { 1.0 };
+    let flops =
+        4.0 * shape.heads as f64 * (s as f64).powi(2) * d as f64 / if causal { 2.0 } else { 1.0 };
     println!(
         "time: attention {ms:.3} ms ({:.0} TFLOP/s)",
         flops / (ms * 1e-3) / 1e12

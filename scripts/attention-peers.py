@@ -1,7 +1,7 @@
 """Times PyTorch's scaled dot-product attention on the H200 with its cuDNN and flash backends,
-on the shapes `examples/attention.rs` takes: bf16 [B, H, S, 128], full or causal.
+on the shapes `examples/attention.rs` takes: bf16 [B, H, S, d], full or causal, d = 128 or 64.
 
-    python3 scripts/attention-peers.py B H S full|causal
+    python3 scripts/attention-peers.py B H S full|causal [d]
 
 Each backend is timed as the example times its kernel: an L2 flush (a 256 MiB memset) before
 each call, CUDA events around the call, the median of 20 after 3 untimed; the line it prints
@@ -35,7 +35,7 @@ def time_ms(fn):
 def main():
     b, h, s = (int(x) for x in sys.argv[1:4])
     causal = sys.argv[4] == "causal"
-    d = 128
+    d = int(sys.argv[5]) if len(sys.argv) > 5 else 128
     gen = torch.Generator(device="cuda").manual_seed(11)
     q, k, v = (
         torch.rand(b, h, s, d, device="cuda", generator=gen, dtype=torch.float32)

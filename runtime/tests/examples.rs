@@ -670,48 +670,66 @@ fn examples_reject_buffers_of_different_lengths(dev: Device) -> gpu_async::Resul
     Ok(())
 }
 
-/// Attention shapes: (heads, S, causal): one tile, a ragged S, several tiles of keys, causal
-/// and full.
-const ATTENTION_CASES: [(usize, usize, bool); 5] = [
-    (1, 128, false),
-    (2, 130, true),
-    (1, 200, false),
-    (2, 300, true),
-    (1, 1, false),
+/// Attention shapes: (heads, S, causal, d): one tile, a ragged S, several tiles of keys, causal
+/// and full, both head dimensions.
+const ATTENTION_CASES: [(usize, usize, bool, usize); 7] = [
+    (1, 128, false, 128),
+    (2, 130, true, 128),
+    (1, 200, false, 128),
+    (2, 300, true, 128),
+    (1, 1, false, 128),
+    (2, 200, true, 64),
+    (1, 300, false, 64),
 ];
+
+fn attention_shape((heads, s, causal, d): (usize, usize, bool, usize)) -> attention::Shape {
+    attention::Shape {
+        heads,
+        s,
+        d,
+        causal,
+    }
+}
 
 #[test]
 fn attention_on_the_simulator() -> Result<(), Box<dyn std::error::Error>> {
     let dev = Device::simulator();
-    for (i, &(heads, s, causal)) in ATTENTION_CASES.iter().enumerate() {
-        let inputs = attention::inputs(heads * s, i as u64);
-        let (o, lse) = attention::run(&dev, (heads, s, causal), &inputs)?;
-        let rows: Vec<usize> = (0..s).collect();
-        let bad = attention::mismatches((heads, s, causal), &inputs, (&o, &lse), &rows);
-        assert_eq!(
-            bad, 0,
-            "attention of {heads} heads, S = {s}, causal {causal}"
-        );
+    for (i, &case) in ATTENTION_CASES.iter().enumerate() {
+        let shape = attention_shape(case);
+        let inputs = attention::inputs(shape, i as u64);
+        let (o, lse) = attention::run(&dev, shape, &inputs)?;
+        let rows: Vec<usize> = (0..shape.s).collect();
+        let bad = attention::mismatches(shape, shape.heads, &inputs, (&o, &lse), &rows);
+        assert_eq!(bad, 0, "attention {shape:?}");
     }
     Ok(())
+}
+
+#[test]
+fn attention_of_an_unsupported_head_dimension_is_an_error() {
+    let shape = attention_shape((1, 128, false, 96));
+    let inputs = attention::inputs(shape, 0);
+    match attention::run(&Device::simulator(), shape, &inputs) {
+        Err(e) => assert_eq!(e.to_string(), "the head dimension is 128 or 64, not 96"),
+        Ok(_) => panic!("d = 96 ran"),
+    }
 }
 
 #[needs_gpu]
 fn attention_on_the_gpu_agrees_with_the_exact_result() -> Result<(), Box<dyn std::error::Error>> {
     let dev = devices::gpu();
-    let cases = ATTENTION_CASES
-        .iter()
-        .copied()
-        .chain([(3, 1000, true), (2, 1024, false)]);
-    for (i, (heads, s, causal)) in cases.enumerate() {
-        let inputs = attention::inputs(heads * s, i as u64);
-        let (o, lse) = attention::run(&dev, (heads, s, causal), &inputs)?;
-        let rows = attention::sampled_rows(s);
-        let bad = attention::mismatches((heads, s, causal), &inputs, (&o, &lse), &rows);
-        assert_eq!(
-            bad, 0,
-            "attention of {heads} heads, S = {s}, causal {causal}"
-        );
+    let more = [
+        (3, 1000, true, 128),
+        (2, 1024, false, 128),
+        (3, 1000, false, 64),
+    ];
+    for (i, case) in ATTENTION_CASES.iter().copied().chain(more).enumerate() {
+        let shape = attention_shape(case);
+        let inputs = attention::inputs(shape, i as u64);
+        let (o, lse) = attention::run(&dev, shape, &inputs)?;
+        let rows = attention::sampled_rows(shape.s);
+        let bad = attention::mismatches(shape, shape.heads, &inputs, (&o, &lse), &rows);
+        assert_eq!(bad, 0, "attention {shape:?}");
     }
     Ok(())
 }

@@ -366,9 +366,9 @@ fn kernels() -> Vec<Generated> {
         // Attention: two mmas per stage (one with a register A operand), the softmax between.
         Generated {
             name: "attention",
-            ptx: attention::attention::attention::PTX,
-            ir: attention::attention::attention::IR,
-            spec: &attention::attention::attention::SPEC,
+            ptx: attention::head128::attention::PTX,
+            ir: attention::head128::attention::IR,
+            spec: &attention::head128::attention::SPEC,
         },
         Generated {
             name: "language_control",
@@ -568,7 +568,8 @@ fn the_gemm_and_attention_wgmmas_are_not_serialized() {
     for (name, ptx) in [
         ("gemm", gemm::gemm::gemm::PTX),
         ("gemm_kn", gemm::gemm::gemm_kn::PTX),
-        ("attention", attention::attention::attention::PTX),
+        ("attention", attention::head128::attention::PTX),
+        ("attention_d64", attention::head64::attention::PTX),
     ] {
         let report = gpu_async_compiler::ptxas::assemble(&ptxas, name, ptx)
             .unwrap_or_else(|log| panic!("ptxas rejected `{name}`:\n{log}"));
