@@ -11,17 +11,17 @@ use gpu_async_testing::needs_ptxas;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-/// A loader that fills `Tile<f32, 32, 32>` slots from `m`, and a storer that writes each back
-/// into `m` 32 rows lower.
+/// A loader that fills `Tile<f32, 32, 32>` slots from `a`, and a storer that writes each into
+/// `c` 32 rows lower.
 fn round_trip() -> TokenStream {
     quote! {
         mod kernels {
             use gpu_async::device::*;
 
             #[kernel(warps = 2)]
-            pub async fn round_trip(m: &mut Matrix<f32>) {
+            pub async fn round_trip(a: &Matrix<f32>, c: &mut Matrix<f32>) {
                 let (tx, rx) = channel::<Tile<f32, 32, 32>, 2>();
-                join!(on_warps(0..1, load(m, tx)), on_warps(1..2, store(rx, m))).await;
+                join!(on_warps(0..1, load(a, tx)), on_warps(1..2, store(rx, c))).await;
             }
 
             async fn load(m: &Matrix<f32>, mut tx: Sender<Tile<f32, 32, 32>, 2>) {
@@ -30,9 +30,9 @@ fn round_trip() -> TokenStream {
                 slot.send();
             }
 
-            async fn store(mut rx: Receiver<Tile<f32, 32, 32>, 2>, m: &mut Matrix<f32>) {
+            async fn store(mut rx: Receiver<Tile<f32, 32, 32>, 2>, c: &mut Matrix<f32>) {
                 let Some(tile) = rx.recv().await else { return };
-                tile.store(m, [32, 0]).await;
+                tile.store(c, [32, 0]).await;
             }
         }
     }
@@ -124,11 +124,11 @@ fn a_tile_store_is_a_bulk_group_that_the_release_and_the_role_end_wait_for() {
     assert!(ptx[send..].starts_with("// send ch0\n    fence.proxy.async.shared::cta;"));
     assert!(k
         .ir_text
-        .contains("param m: &mut Matrix<f32> = (ptr v0, rows v1, cols v2), map0 32 x 32"));
-    assert!(k.ir_text.contains("tile_store ch0 -> m.map0 at ["));
-    // The load and the store of one shape share the matrix's map.
-    let ParamKind::Matrix { boxes, mutable, .. } = &k.ir.params[0].kind else {
-        panic!("`m` is not a matrix parameter: {:?}", k.ir.params[0].kind);
+        .contains("param c: &mut Matrix<f32> = (ptr v3, rows v4, cols v5), map0 32 x 32"));
+    assert!(k.ir_text.contains("tile_store ch0 -> c.map0 at ["));
+    // The store's box is the tile's, as a load's is.
+    let ParamKind::Matrix { boxes, mutable, .. } = &k.ir.params[1].kind else {
+        panic!("`c` is not a matrix parameter: {:?}", k.ir.params[1].kind);
     };
     assert!(*mutable);
     assert_eq!(boxes, &vec![gpu_async_wire::TileBox { rows: 32, cols: 32 }]);
