@@ -110,6 +110,16 @@ impl Writer<'_> {
         self.copy_tail(&split, esize, &dst, &src, false, "tail_out")
     }
 
+    /// The predicate of the role's thread that issues its bulk copies and tile copies
+    /// ([`RoleCtx::bulk_issuer`]), which a role with such copies has.
+    ///
+    /// [`RoleCtx::bulk_issuer`]: super::kernel::RoleCtx::bulk_issuer
+    pub(super) fn bulk_issuer(&self) -> WriteResult<String> {
+        self.role()?.bulk_issuer.clone().ok_or_else(|| {
+            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
+        })
+    }
+
     /// The registers of a copy of `len` elements whose 16-byte-aligned part, `bulk` bytes (the
     /// IR computes them, see [`Inst::CopyIn`]), one bulk copy moves, and whether this thread
     /// issues it. The issuing thread is the one `elect.sync` picked in the role's first warp at
@@ -122,9 +132,7 @@ impl Writer<'_> {
     /// [`Inst::CopyIn`]: crate::ir::Inst::CopyIn
     /// [`RoleCtx::bulk_issuer`]: super::kernel::RoleCtx::bulk_issuer
     fn bulk_split(&mut self, len: &str, bulk: &str) -> WriteResult<BulkSplit> {
-        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
-            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
-        })?;
+        let issuer = self.bulk_issuer()?;
         let len32 = self.tmp(Class::B32);
         self.line(format!("cvt.u32.u64 {len32}, {len};"))?;
         let bulk32 = self.tmp(Class::B32);

@@ -36,9 +36,7 @@ impl Writer<'_> {
         let bytes = tile_bytes(elem, rows, cols);
         let part_offset = c.ty.part_offsets().get(part as usize).copied().unwrap_or(0);
         let index = self.map_param_index(param, map)?;
-        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
-            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
-        })?;
+        let issuer = self.bulk_issuer()?;
         let (row, col) = (self.reg(row), self.reg(col));
         writeln!(
             self.body,
@@ -87,9 +85,7 @@ impl Writer<'_> {
             WriteError::inconsistent(format!("a tile in the payload of {chan}"), "none")
         })?;
         let index = self.map_param_index(param, map)?;
-        let issuer = self.role()?.bulk_issuer.clone().ok_or_else(|| {
-            WriteError::inconsistent("the role's bulk-copy issuer", "a role without bulk copies")
-        })?;
+        let issuer = self.bulk_issuer()?;
         let (row, col) = (self.reg(row), self.reg(col));
         writeln!(
             self.body,
