@@ -837,6 +837,50 @@ mod tests {
         acc.store(&mut [] as &mut [f32], 3, [0, 0]);
     }
 
+    /// `acc` (2 x 16, element (i, j) = 16 i + j + 0.1) written by `store_tile` into a
+    /// reserved slot of a `Tile<T, 2, 8>` at `col`; the slot's elements.
+    fn stored_tile<T: MmaOutput + TileScalar>(col: usize) -> Vec<T> {
+        let mut acc = Accumulator::<2, 16>::zero();
+        acc.apply_at(|i, j, _| (16 * i + j) as f32 + 0.1);
+        block_on(async {
+            let (mut tx, rx) = crate::device::channel::<Tile<T, 2, 8>, 1>();
+            let mut slot = tx.reserve().await.expect("the receiver is open");
+            acc.store_tile(&mut slot, col);
+            slot.send();
+            let got = rx.recv().await.expect("a tile was sent");
+            got.elems().to_vec()
+        })
+    }
+
+    #[test]
+    fn store_tile_writes_a_block_of_columns_converted() {
+        let want: Vec<f32> = (0..16)
+            .map(|k| (16 * (k / 8) + 8 + k % 8) as f32 + 0.1)
+            .collect();
+        assert_eq!(stored_tile::<f32>(8), want);
+        // bf16 keeps 8 bits of the significand: each value is rounded.
+        let rounded: Vec<f32> = stored_tile::<bf16>(8).iter().map(|x| x.to_f32()).collect();
+        let want16: Vec<f32> = want.iter().map(|&x| bf16::from_f32(x).to_f32()).collect();
+        assert_eq!(rounded, want16);
+        assert_ne!(rounded, want, "the values are rounded");
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "store_tile: the column is not a multiple of the tile's columns less than the accumulator's columns"
+    )]
+    fn store_tile_at_a_column_off_the_blocks_panics() {
+        stored_tile::<f32>(4);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "store_tile: the column is not a multiple of the tile's columns less than the accumulator's columns"
+    )]
+    fn store_tile_past_the_columns_panics() {
+        stored_tile::<f32>(16);
+    }
+
     #[test]
     fn store_rounds_to_16_bits_to_nearest_even() {
         let h = 1.0 / 256.0; // 2^-8: half an ulp of 1.0 in bf16
