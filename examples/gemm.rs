@@ -10,9 +10,10 @@
 //! the stores of C, written straight from the registers, kept the tensor cores idle for 11% of
 //! the time at 4096^3 (`docs/benchmarks.md`).
 //!
-//! Any M works, and any K and N whose rows are whole 16-byte units (K a multiple of 8, N of 4):
-//! tiles past the edges load zeros and the TMA stores stop at the edges. Other shapes are an
-//! `Error::TensorMap` at launch, naming the matrix and the rule.
+//! Any M works, and any K and N whose rows are whole 16-byte units (K a multiple of 8, N of 4,
+//! or of 8 for A · B, whose B has rows of N `bf16`s): tiles past the edges load zeros and the TMA
+//! stores stop at the edges. Other shapes are an `Error::TensorMap` at launch, naming the matrix
+//! and the rule.
 //!
 //! The loader and the store warp are warps 0 and 1, and the other two warps of their warpgroup
 //! idle (they leave at the start): a loader warpgroup would make all four warps wait on the
