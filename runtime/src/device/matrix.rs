@@ -30,7 +30,7 @@ use gpu_async_wire::{
 use super::channel::{CopyFrom, CopyTo, Payload, RecvSlot, SendSlot};
 use crate::matrix::{tile_map_spec, TileScalar};
 use crate::sim::{SimSlice, SimSliceMut};
-use crate::tensor_map::{load_box, store_box};
+use crate::tensor_map::{load_box, store_box, TileMapSpec};
 
 /// A row-major matrix in global memory, a kernel parameter `&Matrix<T>` or `&mut Matrix<T>`
 /// (`T` is `bf16`, `f16` or `f32`): element (r, c) at `r * cols() + c`. The host passes a
@@ -220,23 +220,7 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> RecvSlot<'_,
     #[track_caller]
     pub fn store(&self, m: &mut Matrix<T>, at: [usize; 2]) -> CopyTo {
         let [row, col] = at;
-        assert!(
-            row <= MAX_COORD && col <= MAX_COORD,
-            "{TILE_STORE_CORNER_PAST}"
-        );
-        let per = TILE_COLUMN_ALIGN / T::ELEM.size_bytes() as u32;
-        assert!(
-            col % per as usize == 0,
-            "{}",
-            TileColumnMisaligned { op: "store", per }
-        );
-        let tile = TileBox {
-            rows: R as u32,
-            cols: C as u32,
-        };
-        let block = tile.load_box(T::ELEM.size_bytes() as u32);
-        let spec = tile_map_spec(T::ELEM, m.rows, m.cols, block, 0);
-        let block_cols = block.cols as usize;
+        let (spec, block_cols) = copy_blocks(m, at, (R, C), "store");
         let name = m.name;
         let MatrixData::Write(data) = &mut m.data else {
             // Only a `&mut Matrix<T>` parameter's launch makes a matrix `&mut`.
@@ -260,26 +244,43 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> RecvSlot<'_,
     }
 }
 
-/// The `rows` x `cols` box of `m` at `at`, zeros past its edges; the device panics of a load.
+/// The tensor map of one copy (`op`, `"load"` or `"store"`) of a `rows` x `cols` tile of `m` at
+/// `at`, whose box is the tile or one of its column blocks (as the GPU copies it), and the
+/// columns of that box; first the device panics of the copy's corner.
 #[track_caller]
-fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize) -> Vec<T> {
-    let [row, col] = at;
+fn copy_blocks<T: TileScalar>(
+    m: &Matrix<T>,
+    [row, col]: [usize; 2],
+    (rows, cols): (usize, usize),
+    op: &'static str,
+) -> (TileMapSpec, usize) {
     // The GPU's messages, word for word (its panics carry no formatted values).
-    assert!(row <= MAX_COORD && col <= MAX_COORD, "{TILE_CORNER_PAST}");
+    let past = if op == "store" {
+        TILE_STORE_CORNER_PAST
+    } else {
+        TILE_CORNER_PAST
+    };
+    assert!(row <= MAX_COORD && col <= MAX_COORD, "{past}");
     let per = TILE_COLUMN_ALIGN / T::ELEM.size_bytes() as u32;
     assert!(
         col % per as usize == 0,
         "{}",
-        TileColumnMisaligned { op: "load", per }
+        TileColumnMisaligned { op, per }
     );
     let tile = TileBox {
         rows: u32::try_from(rows).unwrap_or(u32::MAX),
         cols: u32::try_from(cols).unwrap_or(u32::MAX),
     };
-    // The box of one copy: the tile, or one of its column blocks (as the GPU copies it).
     let block = tile.load_box(T::ELEM.size_bytes() as u32);
     let spec = tile_map_spec(T::ELEM, m.rows, m.cols, block, 0);
-    let block_cols = block.cols as usize;
+    (spec, block.cols as usize)
+}
+
+/// The `rows` x `cols` box of `m` at `at`, zeros past its edges; the device panics of a load.
+#[track_caller]
+fn box_of<T: TileScalar>(m: &Matrix<T>, at: [usize; 2], rows: usize, cols: usize) -> Vec<T> {
+    let [row, col] = at;
+    let (spec, block_cols) = copy_blocks(m, at, (rows, cols), "load");
     let mut elems = vec![T::default(); rows * cols];
     for b in 0..cols / block_cols.max(1) {
         let from = (col + b * block_cols) as u64;

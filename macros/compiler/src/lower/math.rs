@@ -60,7 +60,7 @@ impl Lowerer<'_> {
         dst
     }
 
-    fn cast_to(&mut self, src: Value, ty: Scalar) -> Value {
+    pub(super) fn cast_to(&mut self, src: Value, ty: Scalar) -> Value {
         let dst = self.new_value(ty, None);
         self.emit(Inst::Cast { dst, src });
         dst

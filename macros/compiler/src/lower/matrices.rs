@@ -100,12 +100,7 @@ impl Lowerer<'_> {
                 TILE_CORNER_PAST
             };
             self.panic_if(past, message, span);
-            let narrow = self.new_value(Scalar::U32, None);
-            self.emit(Inst::Cast {
-                dst: narrow,
-                src: v,
-            });
-            corner[k] = narrow;
+            corner[k] = self.cast_to(v, Scalar::U32);
         }
         // A TMA copy starts each row on a 16-byte boundary (`TILE_COLUMN_ALIGN`).
         let per = TILE_COLUMN_ALIGN / elem.size();

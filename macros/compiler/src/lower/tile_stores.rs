@@ -8,7 +8,7 @@ use proc_macro2::Span;
 
 use super::values::{SlotRef, Val};
 use super::Lowerer;
-use crate::ir::{BinOp, Imm, Inst, Value};
+use crate::ir::{BinOp, Imm, Inst};
 use crate::tir::Expr;
 use crate::types::{tile_column_blocks, tile_swizzle_bytes, Scalar};
 use gpu_async_wire::ACC_TILE_COLUMN;
@@ -83,11 +83,12 @@ impl Lowerer<'_> {
         let bad = self.binary(BinOp::Or, off_block, past);
         self.panic_if(bad, ACC_TILE_COLUMN, span);
         let block_wide = self.binary(BinOp::Div, col, width);
-        let block = self.narrow(block_wide);
+        let block = self.cast_to(block_wide, Scalar::U32);
         // The thread's first element: row `first_row` of the tile, column `2 (lane % 4)`.
         let (warp_rows, lane_row, lane_col) = self.fragment_origin();
         let first_row = self.binary(BinOp::Add, warp_rows, lane_row);
-        let (first_row, lane_col) = (self.narrow(first_row), self.narrow(lane_col));
+        let first_row = self.cast_to(first_row, Scalar::U32);
+        let lane_col = self.cast_to(lane_col, Scalar::U32);
         let size = elem.size();
         let (_, block_cols) = tile_column_blocks(elem, cols);
         let line = self.konst(Scalar::U32, Imm::Int(u64::from(block_cols * size)));
@@ -117,12 +118,5 @@ impl Lowerer<'_> {
             block,
         });
         Val::Unit
-    }
-
-    /// `v` (a `usize`) as a `u32`.
-    fn narrow(&mut self, v: Value) -> Value {
-        let dst = self.new_value(Scalar::U32, None);
-        self.emit(Inst::Cast { dst, src: v });
-        dst
     }
 }

@@ -77,11 +77,7 @@ impl Writer<'_> {
         bulk: Value,
         (slot, rx): (Option<Value>, u32),
     ) -> WriteResult {
-        let ring = self.ring(chan, rx)?;
-        let held = match slot {
-            Some(v) => self.reg(v),
-            None => ring.held.clone(),
-        };
+        let held = self.received_slot(chan, rx, slot)?;
         let c = self.k.channel(chan).clone();
         let whole = self.whole.contains(&(len, bulk));
         let (dst, len, bulk) = (self.reg(dst), self.reg(len), self.reg(bulk));

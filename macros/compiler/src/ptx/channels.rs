@@ -112,6 +112,21 @@ impl Writer<'_> {
         self.line(format!("mov.u32 {d}, {};", ring.held))
     }
 
+    /// The register holding the ring position of a received slot of `chan` (the role's receiver
+    /// `rx`): the one at `slot`, or the ring's held slot.
+    pub(super) fn received_slot(
+        &mut self,
+        chan: ChannelId,
+        rx: u32,
+        slot: Option<Value>,
+    ) -> WriteResult<String> {
+        let ring = self.ring(chan, rx)?;
+        Ok(match slot {
+            Some(v) => self.reg(v),
+            None => ring.held,
+        })
+    }
+
     /// `send`: hands the reserved slot over as an item.
     pub(super) fn send(&mut self, chan: ChannelId) -> WriteResult {
         let ring = self.ring(chan, SEND)?;
@@ -278,7 +293,6 @@ impl Writer<'_> {
 
     /// `release`: the held slot (or the received slot at ring position `slot`) is empty again.
     pub(super) fn release(&mut self, chan: ChannelId, slot: Option<Value>, rx: u32) -> WriteResult {
-        let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         writeln!(self.body, "    // release {chan}")?;
         if c.bulk_reads {
@@ -287,10 +301,7 @@ impl Writer<'_> {
             self.line("cp.async.bulk.wait_group.read 0;")?;
             self.trace_copy(gpu_async_wire::trace::TraceEvent::CopyOutEnd, chan)?;
         }
-        let index = match slot {
-            Some(v) => self.reg(v),
-            None => ring.held.clone(),
-        };
+        let index = self.received_slot(chan, rx, slot)?;
         let empty = self.shared_addr(c.empty_offset, &index, 8)?;
         self.warp_arrive(&empty)
     }

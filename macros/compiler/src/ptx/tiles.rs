@@ -75,11 +75,7 @@ impl Writer<'_> {
         row: Value,
         col: Value,
     ) -> WriteResult {
-        let ring = self.ring(chan, rx)?;
-        let held = match slot {
-            Some(v) => self.reg(v),
-            None => ring.held.clone(),
-        };
+        let held = self.received_slot(chan, rx, slot)?;
         let c = self.k.channel(chan).clone();
         let (elem, rows, cols) = c.ty.elem.tile_part(0).ok_or_else(|| {
             WriteError::inconsistent(format!("a tile in the payload of {chan}"), "none")
