@@ -232,6 +232,35 @@ fn a_store_writes_neighbouring_values_together() {
 }
 
 #[test]
+fn a_store_checks_each_element_only_where_the_threads_last_one_is_outside() {
+    // A thread of a 64-column accumulator holds rows `r` and `r + 8` and columns `c + 8 j + e`
+    // (j < 8, e < 2): its elements all lie inside where more than 8 rows and more than 57
+    // columns are left from its first. A bound of 16 rows and 64 columns sent the threads
+    // whose first column is not the warp's through the element-by-element path on every
+    // matrix exactly as wide as the accumulator.
+    for store in [
+        quote!(acc.store(c, 64, [0, 0]);),
+        quote!(acc.store_scaled(c, 64, [0, 0], alpha, beta);),
+    ] {
+        let k = one(epilogue(quote!(f32), store));
+        let lines: Vec<&str> = k.ptx.lines().map(str::trim).collect();
+        let guard = lines
+            .windows(3)
+            .find(|w| w[2].contains("bra $acc_store_checked"));
+        let Some([rows, cols, _]) = guard else {
+            panic!("no branch to the checked path: {}", k.ptx);
+        };
+        assert!(
+            rows.starts_with("setp.gt.u64") && rows.ends_with(", 8;"),
+            "{rows}"
+        );
+        assert!(
+            cols.starts_with("setp.gt.and.u64") && cols.contains(", 57, "),
+            "{cols}"
+        );
+    }
+}
+#[test]
 fn a_row_reduction_folds_the_threads_values_then_four_lanes() {
     let k = one(epilogue(
         quote!(f32),

@@ -11,8 +11,8 @@ use crate::types::{tile_column_blocks, Scalar};
 
 impl Writer<'_> {
     /// `acc.store(..)`: the thread's values to the matrix at `addr` (see [`Inst::AccStore`]).
-    /// Where the warpgroup's whole 16-row, `2 acc.len()`-column block of the thread's rows lies
-    /// inside the matrix, the stores go unchecked (and as pairs of neighbouring columns,
+    /// Where every element of the thread lies inside the matrix (its two rows, its columns up to
+    /// its last), the stores go unchecked (and as pairs of neighbouring columns,
     /// `st.global.v2.f32` or one `b32` of two 16-bit values, where the pairs are aligned to
     /// their size); otherwise each is predicated on its row and column.
     ///
@@ -38,7 +38,6 @@ impl Writer<'_> {
         let (a, stride) = (self.reg(addr), self.reg(row_bytes));
         let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
         let size = u64::from(elem.size());
-        let width = 2 * acc.len() as u64;
         // The values as stored: converted to `elem` where it is not `f32`.
         let class = if elem == Scalar::F32 {
             Class::F32
@@ -65,7 +64,7 @@ impl Writer<'_> {
         );
         let slow = self.label("acc_store_checked");
         let done = self.label("acc_store_done");
-        self.unless_inside(&full, (&rows, &cols), width, &slow)?;
+        self.unless_inside(&full, (&rows, &cols), acc.len(), &slow)?;
         // Values `2 i` and `2 i + 1` are neighbours in a row: one store of both where the
         // pair is aligned to its size (the thread's first address and the row stride both are).
         let aligned = self.tmp(Class::B64);
@@ -217,13 +216,12 @@ impl Writer<'_> {
         let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
         let (alpha, beta) = (self.reg(alpha), self.reg(beta));
         let size = u64::from(elem.size());
-        let width = 2 * acc.len() as u64;
         let row_base = self.row_bases(&a, &stride)?;
         let (full, reads) = (self.tmp(Class::Pred), self.tmp(Class::Pred));
         self.line(format!("setp.neu.f32 {reads}, {beta}, 0f00000000;"))?;
         let slow = self.label("acc_store_checked");
         let done = self.label("acc_store_done");
-        self.unless_inside(&full, (&rows, &cols), width, &slow)?;
+        self.unless_inside(&full, (&rows, &cols), acc.len(), &slow)?;
         for (k, v) in regs.iter().enumerate() {
             let (h, col) = fragment_place(k);
             let at = format!("{}+{}", row_base[h], col * size);
@@ -250,17 +248,26 @@ impl Writer<'_> {
         Ok([a.to_string(), lower])
     }
 
-    /// Branches to `slow` unless the warpgroup's whole block of the thread's 16 rows and
-    /// `width` columns lies inside the matrix (`full` is set to whether it does).
+    /// Branches to `slow` unless every one of the thread's `values` lies inside the matrix
+    /// (`full` is set to whether they do): `rows` and `cols` are what is left of the matrix from
+    /// the thread's first element, which its last row and column must not pass. A bound on the
+    /// thread's own extent, not its warp's: a warp whose threads all lie inside takes no branch
+    /// on the checked path, where a bound on the warp's 16 rows and `2 values` columns sent
+    /// three lanes in four through it on a matrix exactly as wide as the accumulator.
     fn unless_inside(
         &mut self,
         full: &str,
         (rows, cols): (&str, &str),
-        width: u64,
+        values: usize,
         slow: &str,
     ) -> WriteResult {
-        self.line(format!("setp.ge.u64 {full}, {rows}, 16;"))?;
-        self.line(format!("setp.ge.and.u64 {full}, {cols}, {width}, {full};"))?;
+        let (last_row, last_col) = (0..values)
+            .map(fragment_place)
+            .fold((0, 0), |(r, c), (h, col)| (r.max(8 * h as u64), c.max(col)));
+        self.line(format!("setp.gt.u64 {full}, {rows}, {last_row};"))?;
+        self.line(format!(
+            "setp.gt.and.u64 {full}, {cols}, {last_col}, {full};"
+        ))?;
         self.line(format!("@!{full} bra {slow};"))
     }
 
