@@ -142,12 +142,12 @@ macro_rules! attention_kernel {
                 let mut sc = Accumulator::<BQ, BK>::zero();
                 sc.mma(&qtile, &keys).await;
                 drop(keys);
-                // The softmax step (written out twice, here and in the loop: a helper cannot take an
-                // accumulator): keys past S, or after the query when causal, masked to -inf (a block
-                // with no such key skips the mask); the
-                // running maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
-                // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma` and
-                // one `ex2` each.
+                // The softmax step (written out three times, here, in the loop and for the last
+                // block: a helper cannot take an accumulator): keys past S, or after the query when
+                // causal, masked to -inf (a block with no such key skips the mask); the running
+                // maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
+                // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma`
+                // and one `ex2` each.
                 if BK > s || causal {
                     sc.apply_at(|i, c, x| {
                         if (c >= s) | (causal & (c > q0 + i)) {
@@ -165,7 +165,15 @@ macro_rules! attention_kernel {
                 let Some(mut values) = vrx.recv().await else {
                     return;
                 };
-                for j in 1..key_blocks(s, causal, qt) {
+                // Blocks of keys that need no mask run in a loop with no branch in it: a branch
+                // while the product runs makes ptxas wait for the product there, before the
+                // softmax it is meant to overlap. Only the last block can need a mask (keys past
+                // S, or past the diagonal when causal), and it runs after the loop, masked
+                // without a branch.
+                let blocks = key_blocks(s, causal, qt);
+                let masked = blocks * BK > s || causal;
+                let unmasked = if masked { blocks - 1 } else { blocks };
+                for _ in 1..unmasked {
                     let Some(keys) = krx.recv().await else {
                         return;
                     };
@@ -174,18 +182,42 @@ macro_rules! attention_kernel {
                     let product = acc.mma_kn(&p, &values);
                     scores.await;
                     drop(keys);
-                    // Only the last block of keys (past S) and the diagonal block (causal) mask.
-                    let k0 = j * BK;
-                    if k0 + BK > s || (causal && k0 + BK > q0 + 1) {
-                        sc.apply_at(|i, c, x| {
-                            let key = k0 + c;
-                            if (key >= s) | (causal & (key > q0 + i)) {
-                                f32::NEG_INFINITY
-                            } else {
-                                x
-                            }
-                        });
-                    }
+                    let block_max = sc.row_max();
+                    let mut m_new = Rows::<BQ>::splat(0.0);
+                    m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
+                    let mut alpha = Rows::<BQ>::splat(0.0);
+                    alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
+                    sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
+                    let block_sum = sc.row_sum();
+                    l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
+                    m = m_new;
+                    product.await;
+                    acc.apply_at(|i, _, x| x * alpha[i]);
+                    p = sc.to_bf16();
+                    let Some(next) = vrx.recv().await else {
+                        return;
+                    };
+                    values = next;
+                }
+                if masked && blocks > 1 {
+                    // The same step on the last block, its scores masked first.
+                    let Some(keys) = krx.recv().await else {
+                        return;
+                    };
+                    sc = Accumulator::<BQ, BK>::zero();
+                    let scores = sc.mma(&qtile, &keys);
+                    let product = acc.mma_kn(&p, &values);
+                    scores.await;
+                    drop(keys);
+                    let k0 = (blocks - 1) * BK;
+                    sc.apply_at(|i, c, x| {
+                        let key = k0 + c;
+                        if (key >= s) | (causal & (key > q0 + i)) {
+                            f32::NEG_INFINITY
+                        } else {
+                            x
+                        }
+                    });
                     let block_max = sc.row_max();
                     let mut m_new = Rows::<BQ>::splat(0.0);
                     m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
@@ -204,7 +236,10 @@ macro_rules! attention_kernel {
                     values = next;
                 }
                 acc.mma_kn(&p, &values).await;
-                acc.apply_at(|i, _, x| x / l[i]);
+                // O / l as one reciprocal per row and a multiply per element.
+                let mut inv = Rows::<BQ>::splat(0.0);
+                inv.apply_at(|i, _| 1.0 / l[i]);
+                acc.apply_at(|i, _, x| x * inv[i]);
                 let rows = head * s;
                 acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
                 // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
