@@ -38,23 +38,6 @@ impl Writer<'_> {
         let (a, stride) = (self.reg(addr), self.reg(row_bytes));
         let (rows, cols) = (self.reg(rows_left), self.reg(cols_left));
         let size = u64::from(elem.size());
-        // The values as stored: converted to `elem` where it is not `f32`.
-        let class = if elem == Scalar::F32 {
-            Class::F32
-        } else {
-            Class::B16
-        };
-        let rnd = if elem == Scalar::Bf16 { "bf16" } else { "f16" };
-        let mut out = Vec::with_capacity(regs.len());
-        for r in &regs {
-            if elem == Scalar::F32 {
-                out.push(r.clone());
-            } else {
-                let t = self.tmp(class);
-                self.line(format!("cvt.rn.{rnd}.f32 {t}, {r};"))?;
-                out.push(t);
-            }
-        }
         let ty = if elem == Scalar::F32 { "f32" } else { "b16" };
         let row_base = self.row_bases(&a, &stride)?;
         let (full, p, q) = (
@@ -73,7 +56,7 @@ impl Writer<'_> {
         self.line(format!("and.b64 {aligned}, {aligned}, {};", 2 * size - 1))?;
         self.line(format!("setp.ne.u64 {p}, {aligned}, 0;"))?;
         self.line(format!("@{p} bra {scalar};"))?;
-        for (k, pair) in out.chunks(2).enumerate() {
+        for (k, pair) in regs.chunks(2).enumerate() {
             let k = k as u64;
             let (j, h) = (k / 2, k % 2);
             let base = &row_base[h as usize];
@@ -84,14 +67,21 @@ impl Writer<'_> {
                     pair[0], pair[1]
                 ))?;
             } else {
-                // The lower column at the lower address: the low half.
+                // Both converted by one instruction, the lower column into the low half (the
+                // lower address).
                 let both = self.tmp(Class::B32);
-                self.line(format!("mov.b32 {both}, {{{}, {}}};", pair[0], pair[1]))?;
+                self.line(format!(
+                    "cvt.rn.{}x2.f32 {both}, {}, {};",
+                    half_name(elem),
+                    pair[1],
+                    pair[0]
+                ))?;
                 self.line(format!("st.global.b32 [{base}+{offset}], {both};"))?;
             }
         }
         self.line(format!("bra.uni {done};"))?;
         self.place_label(&scalar)?;
+        let out = self.stored_values(&regs, elem)?;
         for (k, v) in out.iter().enumerate() {
             let (h, col) = fragment_place(k);
             let base = &row_base[h];
@@ -99,6 +89,7 @@ impl Writer<'_> {
         }
         self.line(format!("bra.uni {done};"))?;
         self.place_label(&slow)?;
+        let out = self.stored_values(&regs, elem)?;
         let row_ok = self.row_checks(&rows)?;
         for (k, v) in out.iter().enumerate() {
             let (h, col) = fragment_place(k);
@@ -239,6 +230,21 @@ impl Writer<'_> {
             self.scaled_value(v, elem, &at, (&alpha, &beta), (&qr, Some(&q)))?;
         }
         self.place_label(&done)
+    }
+
+    /// The registers `regs` as stored into `elem` elements: themselves for `f32`, else each
+    /// converted (`cvt.rn`) into a 16-bit register.
+    fn stored_values(&mut self, regs: &[String], elem: Scalar) -> WriteResult<Vec<String>> {
+        if elem == Scalar::F32 {
+            return Ok(regs.to_vec());
+        }
+        let mut out = Vec::with_capacity(regs.len());
+        for r in regs {
+            let t = self.tmp(Class::B16);
+            self.line(format!("cvt.rn.{}.f32 {t}, {r};", half_name(elem)))?;
+            out.push(t);
+        }
+        Ok(out)
     }
 
     /// The addresses of the thread's two rows: its first, at `a`, and the one 8 rows on.
