@@ -41,7 +41,8 @@ macro_rules! attention_kernel {
             pub const KV_STAGES: usize = 2;
 
             /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
-            /// takes query rows `128 (t % tiles) ..` of head `t / tiles`. `scale` is `log2(e) / √D`.
+            /// takes 128 query rows of head `t / tiles` (see `query_tile`). `scale` is
+            /// `log2(e) / √D`.
             #[allow(clippy::too_many_arguments)]
             #[kernel(warps = 12, registers(load = 40, compute = 232))]
             pub async fn attention(
@@ -62,6 +63,17 @@ macro_rules! attention_kernel {
                     on_warps(4..12, compute(s, causal, scale, qrx, krx, vrx, o, lse))
                 )
                 .await;
+            }
+
+            /// The head and the query tile of this block. Causal tiles see more keys the later
+            /// they are, so each head's tiles go last first: the grid's blocks start in order,
+            /// and the longest then start first and the shortest fill in at the end.
+            fn query_tile(s: usize, causal: bool) -> (usize, usize) {
+                let tiles = (s + BQ - 1) / BQ;
+                let t = block_index();
+                let within = t % tiles;
+                let qt = if causal { tiles - 1 - within } else { within };
+                (t / tiles, qt)
             }
 
             /// The blocks of keys the query tile `qt` sees: all of them, or up to its diagonal.
@@ -88,9 +100,7 @@ macro_rules! attention_kernel {
                 mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
             ) {
-                let tiles = (s + BQ - 1) / BQ;
-                let t = block_index();
-                let (head, qt) = (t / tiles, t % tiles);
+                let (head, qt) = query_tile(s, causal);
                 let Some(mut slot) = qtx.reserve().await else {
                     return;
                 };
@@ -126,9 +136,7 @@ macro_rules! attention_kernel {
                 o: &mut [bf16],
                 lse: &mut [f32],
             ) {
-                let tiles = (s + BQ - 1) / BQ;
-                let t = block_index();
-                let (head, qt) = (t / tiles, t % tiles);
+                let (head, qt) = query_tile(s, causal);
                 let q0 = qt * BQ;
                 let Some(qtile) = qrx.recv().await else {
                     return;
