@@ -1,10 +1,11 @@
 //! Attention forward on the tensor cores, O = softmax(Q · Kᵀ / √d) · V for `bf16` tensors of
 //! shape [B, H, S, d] (row-major, d = 128 or 64), with `f32` accumulation, a `bf16` O and the
 //! rows' log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`),
-//! for any S. Each block takes 128 query rows of one head: one warpgroup loads its Q tile and
-//! the K and V tiles of 128 keys, each into a ring of its own (the TMA on the GPU, one thread
-//! issuing), and two warpgroups (64 query rows each) run the online softmax: per block of keys
-//! S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
+//! for any S. The grid has a block per SM, and each block takes query tiles (128 rows of one
+//! head) in turn: one warpgroup loads each tile's Q and the K and V tiles of 128 keys, each into
+//! a ring of its own (the TMA on the GPU, one thread issuing; the next tile's Q while this
+//! tile's keys run), and two warpgroups (64 query rows each) run the online softmax: per block
+//! of keys S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
 //! P = 2^(S - max) in registers (`exp2_approx`), and O += P · V with P as the register A operand
 //! (`to_bf16`, `mma_kn`), the scores of one block computed while the previous block's product
 //! runs. Keys past S, and keys after the query in the causal case, are masked to -∞; rows past S
@@ -39,10 +40,12 @@ macro_rules! attention_kernel {
             pub const D: usize = $d;
             /// Slots of the K ring and of the V ring.
             pub const KV_STAGES: usize = 2;
+            /// Slots of the Q ring: the next tile's Q loads while this tile's keys run.
+            pub const Q_STAGES: usize = 2;
 
-            /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another): block `t`
-            /// takes 128 query rows of head `t / tiles` (see `query_tile`). `scale` is
-            /// `log2(e) / √D`.
+            /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another):
+            /// each block takes the query tiles `t = block, block + grid, ..` (see
+            /// `query_tile`). `scale` is `log2(e) / √D`.
             #[allow(clippy::too_many_arguments)]
             #[kernel(warps = 12, registers(load = 40, compute = 232))]
             pub async fn attention(
@@ -55,7 +58,7 @@ macro_rules! attention_kernel {
                 o: &mut [bf16],
                 lse: &mut [f32],
             ) {
-                let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, 1>();
+                let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, Q_STAGES>();
                 let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
                 let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
                 join!(
@@ -65,12 +68,11 @@ macro_rules! attention_kernel {
                 .await;
             }
 
-            /// The head and the query tile of this block. Causal tiles see more keys the later
-            /// they are, so each head's tiles go last first: the grid's blocks start in order,
-            /// and the longest then start first and the shortest fill in at the end.
-            fn query_tile(s: usize, causal: bool) -> (usize, usize) {
+            /// The head and the query tile of tile `t`. Causal tiles see more keys the later
+            /// they are, so each head's tiles go last first: the longest start first and the
+            /// shortest fill in at the end.
+            fn query_tile(t: usize, s: usize, causal: bool) -> (usize, usize) {
                 let tiles = (s + BQ - 1) / BQ;
-                let t = block_index();
                 let within = t % tiles;
                 let qt = if causal { tiles - 1 - within } else { within };
                 (t / tiles, qt)
@@ -86,9 +88,9 @@ macro_rules! attention_kernel {
                 }
             }
 
-            /// Loads the block's Q tile, then the K and V tiles of each block of keys it sees, each
-            /// into a ring of its own: a K slot is free again once its scores are computed, a softmax
-            /// before the V slot of the same keys.
+            /// Loads, for each of the block's query tiles, its Q tile, then the K and V tiles of
+            /// each block of keys it sees, each into a ring of its own: a K slot is free again once
+            /// its scores are computed, a softmax before the V slot of the same keys.
             #[allow(clippy::too_many_arguments)]
             async fn load(
                 q: &Matrix<bf16>,
@@ -96,27 +98,32 @@ macro_rules! attention_kernel {
                 v: &Matrix<bf16>,
                 s: usize,
                 causal: bool,
-                mut qtx: Sender<Tile<bf16, BQ, D>, 1>,
+                mut qtx: Sender<Tile<bf16, BQ, D>, Q_STAGES>,
                 mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
             ) {
-                let (head, qt) = query_tile(s, causal);
-                let Some(mut slot) = qtx.reserve().await else {
-                    return;
-                };
-                slot.load(q, [head * s + qt * BQ, 0]).await;
-                slot.send();
-                for j in 0..key_blocks(s, causal, qt) {
-                    let Some(mut kslot) = ktx.reserve().await else {
+                let total = q.rows() / s * ((s + BQ - 1) / BQ);
+                let mut t = block_index();
+                while t < total {
+                    let (head, qt) = query_tile(t, s, causal);
+                    let Some(mut slot) = qtx.reserve().await else {
                         return;
                     };
-                    kslot.load(k, [head * s + j * BK, 0]).await;
-                    kslot.send();
-                    let Some(mut vslot) = vtx.reserve().await else {
-                        return;
-                    };
-                    vslot.load(v, [head * s + j * BK, 0]).await;
-                    vslot.send();
+                    slot.load(q, [head * s + qt * BQ, 0]).await;
+                    slot.send();
+                    for j in 0..key_blocks(s, causal, qt) {
+                        let Some(mut kslot) = ktx.reserve().await else {
+                            return;
+                        };
+                        kslot.load(k, [head * s + j * BK, 0]).await;
+                        kslot.send();
+                        let Some(mut vslot) = vtx.reserve().await else {
+                            return;
+                        };
+                        vslot.load(v, [head * s + j * BK, 0]).await;
+                        vslot.send();
+                    }
+                    t += block_count();
                 }
             }
 
@@ -130,130 +137,135 @@ macro_rules! attention_kernel {
                 s: usize,
                 causal: bool,
                 scale: f32,
-                mut qrx: Receiver<Tile<bf16, BQ, D>, 1>,
+                mut qrx: Receiver<Tile<bf16, BQ, D>, Q_STAGES>,
                 mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
                 o: &mut [bf16],
                 lse: &mut [f32],
             ) {
-                let (head, qt) = query_tile(s, causal);
-                let q0 = qt * BQ;
-                let Some(qtile) = qrx.recv().await else {
-                    return;
-                };
-                let mut acc = Accumulator::<BQ, D>::zero();
-                // The rows' running maximum (of the scaled scores, base 2) and sum.
-                let mut m = Rows::<BQ>::splat(0.0);
-                let Some(keys) = krx.recv().await else {
-                    return;
-                };
-                let mut sc = Accumulator::<BQ, BK>::zero();
-                sc.mma(&qtile, &keys).await;
-                drop(keys);
-                // The softmax step (written out three times, here, in the loop and for the last
-                // block: a helper cannot take an accumulator): keys past S, or after the query when
-                // causal, masked to -inf (a block with no such key skips the mask); the running
-                // maximum `m` of the scaled scores and the running sum `l` (rescaled to the new
-                // maximum) updated; the scores replaced by the weights 2^(x scale - m), one `fma`
-                // and one `ex2` each.
-                if BK > s || causal {
-                    sc.apply_at(|i, c, x| {
-                        if (c >= s) | (causal & (c > q0 + i)) {
-                            f32::NEG_INFINITY
-                        } else {
-                            x
-                        }
-                    });
-                }
-                let block_max = sc.row_max();
-                m.apply_at(|i, _| block_max[i] * scale);
-                sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
-                let mut l = sc.row_sum();
-                let mut p = sc.to_bf16();
-                let Some(mut values) = vrx.recv().await else {
-                    return;
-                };
-                // Blocks of keys that need no mask run in a loop with no branch in it: a branch
-                // while the product runs makes ptxas wait for the product there, before the
-                // softmax it is meant to overlap. Only the last block can need a mask (keys past
-                // S, or past the diagonal when causal), and it runs after the loop, masked
-                // without a branch.
-                let blocks = key_blocks(s, causal, qt);
-                let masked = blocks * BK > s || causal;
-                let unmasked = if masked { blocks - 1 } else { blocks };
-                for _ in 1..unmasked {
+                let total = o.len() / (s * D) * ((s + BQ - 1) / BQ);
+                let mut t = block_index();
+                while t < total {
+                    let (head, qt) = query_tile(t, s, causal);
+                    let q0 = qt * BQ;
+                    let Some(qtile) = qrx.recv().await else {
+                        return;
+                    };
+                    let mut acc = Accumulator::<BQ, D>::zero();
+                    // The rows' running maximum (of the scaled scores, base 2) and sum.
+                    let mut m = Rows::<BQ>::splat(0.0);
                     let Some(keys) = krx.recv().await else {
                         return;
                     };
-                    sc = Accumulator::<BQ, BK>::zero();
-                    let scores = sc.mma(&qtile, &keys);
-                    let product = acc.mma_kn(&p, &values);
-                    scores.await;
+                    let mut sc = Accumulator::<BQ, BK>::zero();
+                    sc.mma(&qtile, &keys).await;
                     drop(keys);
+                    // The softmax step (written out three times, here, in the loop and for the
+                    // last block: a helper cannot take an accumulator): keys past S, or after the
+                    // query when causal, masked to -inf (a block with no such key skips the
+                    // mask); the running maximum `m` of the scaled scores and the running sum `l`
+                    // (rescaled to the new maximum) updated; the scores replaced by the weights
+                    // 2^(x scale - m), one `fma` and one `ex2` each.
+                    if BK > s || causal {
+                        sc.apply_at(|i, c, x| {
+                            if (c >= s) | (causal & (c > q0 + i)) {
+                                f32::NEG_INFINITY
+                            } else {
+                                x
+                            }
+                        });
+                    }
                     let block_max = sc.row_max();
-                    let mut m_new = Rows::<BQ>::splat(0.0);
-                    m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
-                    let mut alpha = Rows::<BQ>::splat(0.0);
-                    alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
-                    sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
-                    let block_sum = sc.row_sum();
-                    l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
-                    m = m_new;
-                    product.await;
-                    acc.apply_at(|i, _, x| x * alpha[i]);
-                    p = sc.to_bf16();
-                    let Some(next) = vrx.recv().await else {
+                    m.apply_at(|i, _| block_max[i] * scale);
+                    sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
+                    let mut l = sc.row_sum();
+                    let mut p = sc.to_bf16();
+                    let Some(mut values) = vrx.recv().await else {
                         return;
                     };
-                    values = next;
+                    // Blocks of keys that need no mask run in a loop with no branch in it: a
+                    // branch while the product runs makes ptxas wait for the product there,
+                    // before the softmax it is meant to overlap. Only the last block can need a
+                    // mask (keys past S, or past the diagonal when causal), and it runs after the
+                    // loop, masked without a branch.
+                    let blocks = key_blocks(s, causal, qt);
+                    let masked = blocks * BK > s || causal;
+                    let unmasked = if masked { blocks - 1 } else { blocks };
+                    for _ in 1..unmasked {
+                        let Some(keys) = krx.recv().await else {
+                            return;
+                        };
+                        sc = Accumulator::<BQ, BK>::zero();
+                        let scores = sc.mma(&qtile, &keys);
+                        let product = acc.mma_kn(&p, &values);
+                        scores.await;
+                        drop(keys);
+                        let block_max = sc.row_max();
+                        let mut m_new = Rows::<BQ>::splat(0.0);
+                        m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
+                        let mut alpha = Rows::<BQ>::splat(0.0);
+                        alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
+                        sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
+                        let block_sum = sc.row_sum();
+                        l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
+                        m = m_new;
+                        product.await;
+                        acc.apply_at(|i, _, x| x * alpha[i]);
+                        p = sc.to_bf16();
+                        let Some(next) = vrx.recv().await else {
+                            return;
+                        };
+                        values = next;
+                    }
+                    if masked && blocks > 1 {
+                        // The same step on the last block, its scores masked first.
+                        let Some(keys) = krx.recv().await else {
+                            return;
+                        };
+                        sc = Accumulator::<BQ, BK>::zero();
+                        let scores = sc.mma(&qtile, &keys);
+                        let product = acc.mma_kn(&p, &values);
+                        scores.await;
+                        drop(keys);
+                        let k0 = (blocks - 1) * BK;
+                        sc.apply_at(|i, c, x| {
+                            let key = k0 + c;
+                            if (key >= s) | (causal & (key > q0 + i)) {
+                                f32::NEG_INFINITY
+                            } else {
+                                x
+                            }
+                        });
+                        let block_max = sc.row_max();
+                        let mut m_new = Rows::<BQ>::splat(0.0);
+                        m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
+                        let mut alpha = Rows::<BQ>::splat(0.0);
+                        alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
+                        sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
+                        let block_sum = sc.row_sum();
+                        l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
+                        m = m_new;
+                        product.await;
+                        acc.apply_at(|i, _, x| x * alpha[i]);
+                        p = sc.to_bf16();
+                        let Some(next) = vrx.recv().await else {
+                            return;
+                        };
+                        values = next;
+                    }
+                    acc.mma_kn(&p, &values).await;
+                    // O / l as one reciprocal per row and a multiply per element.
+                    let mut inv = Rows::<BQ>::splat(0.0);
+                    inv.apply_at(|i, _| 1.0 / l[i]);
+                    acc.apply_at(|i, _, x| x * inv[i]);
+                    let rows = head * s;
+                    acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
+                    // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
+                    let mut out = Rows::<BQ>::splat(0.0);
+                    out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
+                    out.store(&mut lse[rows..rows + s], q0);
+                    t += block_count();
                 }
-                if masked && blocks > 1 {
-                    // The same step on the last block, its scores masked first.
-                    let Some(keys) = krx.recv().await else {
-                        return;
-                    };
-                    sc = Accumulator::<BQ, BK>::zero();
-                    let scores = sc.mma(&qtile, &keys);
-                    let product = acc.mma_kn(&p, &values);
-                    scores.await;
-                    drop(keys);
-                    let k0 = (blocks - 1) * BK;
-                    sc.apply_at(|i, c, x| {
-                        let key = k0 + c;
-                        if (key >= s) | (causal & (key > q0 + i)) {
-                            f32::NEG_INFINITY
-                        } else {
-                            x
-                        }
-                    });
-                    let block_max = sc.row_max();
-                    let mut m_new = Rows::<BQ>::splat(0.0);
-                    m_new.apply_at(|i, _| m[i].max(block_max[i] * scale));
-                    let mut alpha = Rows::<BQ>::splat(0.0);
-                    alpha.apply_at(|i, _| (m[i] - m_new[i]).exp2_approx());
-                    sc.apply_at(|i, _, x| x.mul_add(scale, -m_new[i]).exp2_approx());
-                    let block_sum = sc.row_sum();
-                    l.apply_at(|i, x| x * alpha[i] + block_sum[i]);
-                    m = m_new;
-                    product.await;
-                    acc.apply_at(|i, _, x| x * alpha[i]);
-                    p = sc.to_bf16();
-                    let Some(next) = vrx.recv().await else {
-                        return;
-                    };
-                    values = next;
-                }
-                acc.mma_kn(&p, &values).await;
-                // O / l as one reciprocal per row and a multiply per element.
-                let mut inv = Rows::<BQ>::splat(0.0);
-                inv.apply_at(|i, _| 1.0 / l[i]);
-                acc.apply_at(|i, _, x| x * inv[i]);
-                let rows = head * s;
-                acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
-                // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
-                let mut out = Rows::<BQ>::splat(0.0);
-                out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
-                out.store(&mut lse[rows..rows + s], q0);
             }
         }
     };
@@ -276,16 +288,19 @@ pub fn scale(d: usize) -> f32 {
     std::f32::consts::LOG2_E / (d as f32).sqrt()
 }
 
-/// The grid of `shape`, one block per 128 query rows of each head; an error for a `d` other
-/// than 128 or 64 or more blocks than a grid has.
-pub fn grid_for(shape: Shape) -> Result<Grid, String> {
+/// The grid of `shape` on `dev`: a block per SM (one on the simulator), or one per query tile
+/// where there are fewer; an error for a `d` other than 128 or 64. A block per tile (the grid
+/// as large as the tiles) measured 2-3.5% slower on the H200 at S = 4096 and 16384: a block
+/// that stays loads its next tile's Q while it computes, and no block waits to start.
+pub fn grid_for(dev: &Device, shape: Shape) -> Result<Grid, Box<dyn std::error::Error>> {
     if shape.d != 128 && shape.d != 64 {
-        return Err(format!("the head dimension is 128 or 64, not {}", shape.d));
+        return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
     }
-    let blocks = shape.heads * shape.s.div_ceil(head128::BQ);
-    u32::try_from(blocks)
-        .map(Grid::blocks)
-        .map_err(|_| format!("{blocks} blocks are more than a grid has"))
+    let tiles = shape.heads * shape.s.div_ceil(head128::BQ);
+    let blocks = u32::try_from(tiles)
+        .unwrap_or(u32::MAX)
+        .min(dev.sm_count()?);
+    Ok(Grid::blocks(blocks.max(1)))
 }
 
 /// Random Q, K and V of [heads · s, d], as bf16: K and V in [-1, 1), Q in [-4, 4), so that the
@@ -334,7 +349,7 @@ pub fn run(
         dk.as_matrix(rows, d)?,
         dv.as_matrix(rows, d)?,
     );
-    let grid = grid_for(shape)?;
+    let grid = grid_for(dev, shape)?;
     gpu_async::block_on(launch(dev, (grid, shape), views, (&mut o, &mut lse)))?;
     Ok((o.download()?, lse.download()?))
 }
@@ -460,7 +475,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         dk.as_matrix(rows_all, d)?,
         dv.as_matrix(rows_all, d)?,
     );
-    let grid = grid_for(shape)?;
+    let grid = grid_for(&dev, shape)?;
     let ms = median_of(3, 20, || {
         timing.time_launch(|| launch(&dev, (grid, shape), views, (&mut dout, &mut dlse)))
     })?;
