@@ -1,15 +1,16 @@
 //! Attention forward on the tensor cores, O = softmax(Q · Kᵀ / √d) · V for `bf16` tensors of
 //! shape [B, H, S, d] (row-major, d = 128 or 64), with `f32` accumulation, a `bf16` O and the
 //! rows' log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`),
-//! for any S. The grid has a block per SM, and each block takes query tiles (128 rows of one
-//! head) in turn: one warpgroup loads each tile's Q and the K and V tiles of 128 keys, each into
-//! a ring of its own (the TMA on the GPU, one thread issuing; the next tile's Q while this
-//! tile's keys run), and two warpgroups (64 query rows each) run the online softmax: per block
-//! of keys S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
-//! P = 2^(S - max) in registers (`exp2_approx`), and O += P · V with P as the register A operand
-//! (`to_bf16`, `mma_kn`), the scores of one block computed while the previous block's product
-//! runs. Keys past S, and keys after the query in the causal case, are masked to -∞; rows past S
-//! are computed and not stored.
+//! for any S. Each block takes query tiles (128 rows of one head) in turn (a block per SM for
+//! full attention, a block per tile for causal: see `grid_for`): one warpgroup loads each
+//! tile's Q and the K and V tiles of 128 keys, each into a ring of its own (the TMA on the GPU,
+//! one thread issuing; the next tile's Q while this tile's keys run), and two warpgroups (64
+//! query rows each) run the online softmax: per block of keys S = Q · Kᵀ (`mma`), the rows'
+//! running maximum and sum (`row_max`, `row_sum`, `Rows`), P = 2^(S - max) in registers
+//! (`exp2_approx`), and O += P · V with P as the register A operand (`to_bf16`, `mma_kn`), the
+//! scores of one block computed while the previous block's product runs. Keys past S, and keys
+//! after the query in the causal case, are masked to -∞; rows past S are computed and not
+//! stored.
 //!
 //! Checked against a CPU reference in `f64` (within twice what rounding P and O to `bf16`
 //! allows, see `mismatches`); on the GPU it prints TFLOP/s (4 · B · H · S² · d / t,
@@ -42,6 +43,8 @@ macro_rules! attention_kernel {
             pub const KV_STAGES: usize = 2;
             /// Slots of the Q ring: the next tile's Q loads while this tile's keys run.
             pub const Q_STAGES: usize = 2;
+            /// Heads whose causal tiles are ordered together (see `query_tile`).
+            pub const HEAD_GROUP: usize = 4;
 
             /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another):
             /// each block takes the query tiles `t = block, block + grid, ..` (see
@@ -68,14 +71,22 @@ macro_rules! attention_kernel {
                 .await;
             }
 
-            /// The head and the query tile of tile `t`. Causal tiles see more keys the later
-            /// they are, so each head's tiles go last first: the longest start first and the
-            /// shortest fill in at the end.
-            fn query_tile(t: usize, s: usize, causal: bool) -> (usize, usize) {
+            /// The head and the query tile of tile `t` of `heads` heads. Full attention takes
+            /// each head's tiles in order, so that the blocks running at once share the keys and
+            /// values of a head or two. Causal tiles see more keys the later they are: they go
+            /// by groups of `HEAD_GROUP` heads (whose keys and values fit the L2 together), and
+            /// in a group the last tile of each head first, down to the first, so that the
+            /// longest start first and the shortest fill in at the end.
+            fn query_tile(t: usize, s: usize, heads: usize, causal: bool) -> (usize, usize) {
                 let tiles = (s + BQ - 1) / BQ;
-                let within = t % tiles;
-                let qt = if causal { tiles - 1 - within } else { within };
-                (t / tiles, qt)
+                if !causal {
+                    return (t / tiles, t % tiles);
+                }
+                let group = t / (HEAD_GROUP * tiles);
+                let first = group * HEAD_GROUP;
+                let size = (heads - first).min(HEAD_GROUP);
+                let within = t - first * tiles;
+                (first + within % size, tiles - 1 - within / size)
             }
 
             /// The blocks of keys the query tile `qt` sees: all of them, or up to its diagonal.
@@ -102,10 +113,11 @@ macro_rules! attention_kernel {
                 mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
             ) {
-                let total = q.rows() / s * ((s + BQ - 1) / BQ);
+                let heads = q.rows() / s;
+                let total = heads * ((s + BQ - 1) / BQ);
                 let mut t = block_index();
                 while t < total {
-                    let (head, qt) = query_tile(t, s, causal);
+                    let (head, qt) = query_tile(t, s, heads, causal);
                     let Some(mut slot) = qtx.reserve().await else {
                         return;
                     };
@@ -143,10 +155,11 @@ macro_rules! attention_kernel {
                 o: &mut [bf16],
                 lse: &mut [f32],
             ) {
-                let total = o.len() / (s * D) * ((s + BQ - 1) / BQ);
+                let heads = o.len() / (s * D);
+                let total = heads * ((s + BQ - 1) / BQ);
                 let mut t = block_index();
                 while t < total {
-                    let (head, qt) = query_tile(t, s, causal);
+                    let (head, qt) = query_tile(t, s, heads, causal);
                     let q0 = qt * BQ;
                     let Some(qtile) = qrx.recv().await else {
                         return;
@@ -288,18 +301,26 @@ pub fn scale(d: usize) -> f32 {
     std::f32::consts::LOG2_E / (d as f32).sqrt()
 }
 
-/// The grid of `shape` on `dev`: a block per SM (one on the simulator), or one per query tile
-/// where there are fewer; an error for a `d` other than 128 or 64. A block per tile (the grid
-/// as large as the tiles) measured 2-3.5% slower on the H200 at S = 4096 and 16384: a block
-/// that stays loads its next tile's Q while it computes, and no block waits to start.
+/// The grid of `shape` on `dev`; an error for a `d` other than 128 or 64.
+///
+/// Full attention gets a block per SM (one on the simulator), or one per query tile where there
+/// are fewer: its tiles are all alike, and a block that stays loads its next tile's Q while it
+/// computes (2-3.5% faster on the H200 than a block per tile at S = 4096 and 16384). Causal
+/// attention gets a block per tile: its tiles see from one block of keys to all of them, and the
+/// hardware's block scheduler evens that out where a fixed stride of tiles per block does not
+/// (443 against 666 TFLOP/s at S = 16384).
 pub fn grid_for(dev: &Device, shape: Shape) -> Result<Grid, Box<dyn std::error::Error>> {
     if shape.d != 128 && shape.d != 64 {
         return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
     }
     let tiles = shape.heads * shape.s.div_ceil(head128::BQ);
-    let blocks = u32::try_from(tiles)
-        .unwrap_or(u32::MAX)
-        .min(dev.sm_count()?);
+    let tiles =
+        u32::try_from(tiles).map_err(|_| format!("{tiles} tiles are more than a grid has"))?;
+    let blocks = if shape.causal {
+        tiles
+    } else {
+        tiles.min(dev.sm_count()?)
+    };
     Ok(Grid::blocks(blocks.max(1)))
 }
 
