@@ -60,24 +60,7 @@ impl Writer<'_> {
             let k = k as u64;
             let (j, h) = (k / 2, k % 2);
             let base = &row_base[h as usize];
-            let offset = 8 * j * size;
-            if elem == Scalar::F32 {
-                self.line(format!(
-                    "st.global.v2.f32 [{base}+{offset}], {{{}, {}}};",
-                    pair[0], pair[1]
-                ))?;
-            } else {
-                // Both converted by one instruction, the lower column into the low half (the
-                // lower address).
-                let both = self.tmp(Class::B32);
-                self.line(format!(
-                    "cvt.rn.{}x2.f32 {both}, {}, {};",
-                    half_name(elem),
-                    pair[1],
-                    pair[0]
-                ))?;
-                self.line(format!("st.global.b32 [{base}+{offset}], {both};"))?;
-            }
+            self.store_pair("global", &format!("{base}+{}", 8 * j * size), pair, elem)?;
         }
         self.line(format!("bra.uni {done};"))?;
         self.place_label(&scalar)?;
@@ -125,7 +108,6 @@ impl Writer<'_> {
         let (_, block_cols) = tile_column_blocks(elem, cols);
         let line = u64::from(block_cols * size);
         let chunks = (2 * acc.len() as u32) / cols.max(1);
-        let rnd = if elem == Scalar::Bf16 { "bf16" } else { "f16" };
         let done = self.label("acc_tile_done");
         let skip = self.tmp(Class::Pred);
         for b in 0..chunks {
@@ -146,20 +128,7 @@ impl Writer<'_> {
                 for (h, pair) in four.chunks(2).enumerate() {
                     let offset =
                         u64::from(tile_block) * u64::from(rows) * line + 8 * h as u64 * line;
-                    if elem == Scalar::F32 {
-                        self.line(format!(
-                            "st.shared.v2.f32 [{at}+{offset}], {{{}, {}}};",
-                            pair[0], pair[1]
-                        ))?;
-                    } else {
-                        // The lower column at the lower address: the low half.
-                        let both = self.tmp(Class::B32);
-                        self.line(format!(
-                            "cvt.rn.{rnd}x2.f32 {both}, {}, {};",
-                            pair[1], pair[0]
-                        ))?;
-                        self.line(format!("st.shared.b32 [{at}+{offset}], {both};"))?;
-                    }
+                    self.store_pair("shared", &format!("{at}+{offset}"), pair, elem)?;
                 }
             }
             self.line(format!("bra.uni {done};"))?;
@@ -230,6 +199,22 @@ impl Writer<'_> {
             self.scaled_value(v, elem, &at, (&alpha, &beta), (&qr, Some(&q)))?;
         }
         self.place_label(&done)
+    }
+
+    /// One store of the neighbouring values `pair` (the lower column first) at `at` in state
+    /// space `space` (`global`, `shared`): `st.v2.f32`, or for a 16-bit `elem` both converted
+    /// into one `b32` by one instruction ([`Writer::cvt_pair`]), the lower column in the low
+    /// half, at the lower address.
+    fn store_pair(&mut self, space: &str, at: &str, pair: &[String], elem: Scalar) -> WriteResult {
+        if elem == Scalar::F32 {
+            return self.line(format!(
+                "st.{space}.v2.f32 [{at}], {{{}, {}}};",
+                pair[0], pair[1]
+            ));
+        }
+        let both = self.tmp(Class::B32);
+        self.cvt_pair(&both, (&pair[0], &pair[1]), elem)?;
+        self.line(format!("st.{space}.b32 [{at}], {both};"))
     }
 
     /// The registers `regs` as stored into `elem` elements: themselves for `f32`, else each

@@ -6,7 +6,7 @@
 
 use super::error::WriteError;
 use super::error::WriteResult;
-use super::types::Class;
+use super::types::{half_name, Class};
 use super::Writer;
 use crate::ir::{MmaA, MmaLayout, Value};
 use crate::types::Scalar;
@@ -134,8 +134,7 @@ impl Writer<'_> {
         Ok(d)
     }
 
-    /// `dst` = `lo` and `hi` rounded to `elem`, packed (`cvt.rn.bf16x2.f32` takes the high
-    /// half first).
+    /// `dst` = `lo` and `hi` rounded to `elem`, packed (see [`Writer::cvt_pair`]).
     pub(super) fn pack_pair(
         &mut self,
         dst: Value,
@@ -143,12 +142,22 @@ impl Writer<'_> {
         elem: Scalar,
     ) -> WriteResult {
         let (d, l, h) = (self.reg(dst), self.reg(lo), self.reg(hi));
-        let to = if elem == Scalar::F16 {
-            "f16x2"
-        } else {
-            "bf16x2"
-        };
-        self.line(format!("cvt.rn.{to}.f32 {d}, {h}, {l};"))
+        self.cvt_pair(&d, (&l, &h), elem)
+    }
+
+    /// The `b32` register `dst` = `f32` registers `lo` and `hi` rounded to `elem` (`bf16` or
+    /// `f16`, nearest even), `lo` in the low half: one `cvt.rn.bf16x2.f32` (`f16x2`), which
+    /// takes the high half first.
+    pub(super) fn cvt_pair(
+        &mut self,
+        dst: &str,
+        (lo, hi): (&str, &str),
+        elem: Scalar,
+    ) -> WriteResult {
+        self.line(format!(
+            "cvt.rn.{}x2.f32 {dst}, {hi}, {lo};",
+            half_name(elem)
+        ))
     }
 
     /// `acc.row_max()` / `acc.row_sum()` (see [`Inst::RowReduce`]): each of the thread's two
