@@ -133,7 +133,7 @@ fn no_budgets_where_roles_are_not_whole_warpgroups() {
     assert_eq!(k.ir.registers, None);
     let note = k.registers_note.expect("a reason");
     assert!(
-        note.contains("role `load` runs on warps 0..1, not whole warpgroups"),
+        note.contains("role `transform` runs on warps 1..5, which do not start a warpgroup"),
         "{note}"
     );
     assert!(k.ptx.contains(".target sm_90\n"));
@@ -151,7 +151,60 @@ fn no_budgets_with_idle_warps() {
     assert!(k
         .registers_note
         .as_deref()
-        .is_some_and(|n| n.contains("4 of the block's 16 warps run no role")));
+        .is_some_and(|n| n.contains("4 of the block's 16 warps are in no role's warpgroup")));
+}
+
+#[test]
+fn a_role_ending_inside_its_warpgroup_lends_the_idle_rest_its_budget() {
+    // One loader warp (its copies are one thread's), the rest of warpgroup 0 idle.
+    let k = one(pipeline(
+        12,
+        [quote!(0..1), quote!(4..8), quote!(8..12)],
+        quote!(, idle_warps),
+    ));
+    assert_eq!(
+        k.ir.registers,
+        Some(RegisterBudgets {
+            entry: 168,
+            // Warpgroup 0 counts whole: 3 * 168 - 2 * 40 for the transform's one warpgroup,
+            // capped at 256 (the storer only moves data too).
+            roles: vec![40, 256, 40],
+            explicit: false,
+        })
+    );
+    // Warps 0..4 all reach the loader's `setmaxnreg`; warps 1..4 leave after it.
+    let dispatch = k.ptx.split("$role_0;").next().expect("a dispatch");
+    let to_loader = dispatch.lines().rev().nth(1).expect("the loader's test");
+    assert!(to_loader.ends_with(", 4;"), "{to_loader}");
+    let region: Vec<&str> = k
+        .ptx
+        .split("$role_0:\n")
+        .nth(1)
+        .expect("the loader's region")
+        .lines()
+        .take(3)
+        .collect();
+    assert_eq!(region[0].trim(), "setmaxnreg.dec.sync.aligned.u32 40;");
+    assert!(
+        region[1].trim().starts_with("setp.ge.u32") && region[1].ends_with(", 1;"),
+        "{region:?}"
+    );
+    assert!(region[2].trim().ends_with("bra $exit;"), "{region:?}");
+    let k = one(pipeline(
+        12,
+        [quote!(0..1), quote!(4..8), quote!(8..12)],
+        quote!(, idle_warps, registers(load = 40, transform = 232, store = 40)),
+    ));
+    assert_eq!(k.ir.registers.expect("budgets").roles, vec![40, 232, 40]);
+    // Without `idle_warps` the rest of the warpgroup is not meant to idle.
+    assert_error(
+        pipeline(
+            12,
+            [quote!(0..1), quote!(4..8), quote!(8..12)],
+            quote!(, registers(load = 40)),
+        ),
+        "warps 1..4 run no role: give them a role in `join!`, lower `warps` in `#[kernel(warps = ..)]`, or say that they are meant to idle with `#[kernel(warps = 12, idle_warps)]`",
+    );
 }
 
 #[test]
@@ -243,6 +296,11 @@ fn the_kernels_with_budgets_assemble_without_spills() {
             [quote!(0..4), quote!(4..8), quote!(8..12)],
             quote!(, registers(load = 24, transform = 232)),
         ),
+        pipeline(
+            12,
+            [quote!(0..1), quote!(4..8), quote!(8..12)],
+            quote!(, idle_warps),
+        ),
     ] {
         let k = one(module);
         assert!(k.ir.registers.is_some());
@@ -292,7 +350,7 @@ fn budgets_for_roles_that_are_not_whole_warpgroups() {
             [quote!(0..1), quote!(1..5), quote!(5..6)],
             quote!(, registers(load = 40)),
         ),
-        "register budgets need whole warpgroups, but role `load` runs on warps 0..1, not whole warpgroups: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give every warp a role of whole warpgroups",
+        "register budgets need whole warpgroups, but role `transform` runs on warps 1..5, which do not start a warpgroup: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give each warpgroup to one role",
     );
     assert_error(
         pipeline(
@@ -300,7 +358,7 @@ fn budgets_for_roles_that_are_not_whole_warpgroups() {
             [quote!(0..4), quote!(4..8), quote!(8..12)],
             quote!(, idle_warps, registers(load = 40)),
         ),
-        "register budgets need whole warpgroups, but 4 of the block's 16 warps run no role",
+        "register budgets need whole warpgroups, but 4 of the block's 16 warps are in no role's warpgroup",
     );
 }
 

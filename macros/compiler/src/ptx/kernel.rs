@@ -353,6 +353,13 @@ impl Writer<'_> {
         let role_labels: Vec<String> = (0..k.roles.len()).map(|i| format!("$role_{i}")).collect();
         // Warps before a role's first one that no earlier role took are idle
         // (`#[kernel(.., idle_warps)]`): they leave.
+        // With register budgets, a role's region starts with its `setmaxnreg`, which every warp
+        // of its warpgroups must execute: the idle warps past its end in its last warpgroup go
+        // there too, and leave after it.
+        let region_end = |r: &Role| match k.registers {
+            Some(_) => crate::registers::group_end(r),
+            None => r.end_warp,
+        };
         let mut next = 0;
         for &i in &order {
             if k.roles[i].first_warp > next {
@@ -364,9 +371,10 @@ impl Writer<'_> {
                 self.line(format!("@{p} bra $exit;"))?;
             }
             let p = self.tmp(Class::Pred);
-            self.line(format!("setp.lt.u32 {p}, {warp}, {};", k.roles[i].end_warp))?;
+            let end = region_end(&k.roles[i]);
+            self.line(format!("setp.lt.u32 {p}, {warp}, {end};"))?;
             self.line(format!("@{p} bra {};", role_labels[i]))?;
-            next = k.roles[i].end_warp;
+            next = end;
         }
         self.line("bra $exit;")?;
         for (i, r) in k.roles.iter().enumerate() {
@@ -383,6 +391,11 @@ impl Writer<'_> {
             {
                 // The role's register budget, before anything it waits for.
                 self.line(set)?;
+            }
+            if region_end(r) > r.end_warp {
+                let idle = self.tmp(Class::Pred);
+                self.line(format!("setp.ge.u32 {idle}, {warp}, {};", r.end_warp))?;
+                self.line(format!("@{idle} bra $exit;"))?;
             }
             self.role_region(i, r)?;
             self.line("bra $exit;")?;

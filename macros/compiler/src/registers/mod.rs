@@ -4,7 +4,9 @@
 //!
 //! Decided after lowering, from the roles' code or from `#[kernel(.., registers(..))]`, and only
 //! where `setmaxnreg` is valid: it sets the registers of a whole warpgroup (4 warps from a
-//! multiple of 4), every warp of which must execute it, so every role must be whole warpgroups.
+//! multiple of 4), every warp of which must execute it, so every role starts a warpgroup and
+//! every warpgroup belongs to one role (the warps past a role's end in its last warpgroup, idle,
+//! execute the role's `setmaxnreg` and leave).
 //! The budgets of a block must fit the registers it holds at its entry: the CTA's pool that
 //! `setmaxnreg.dec` gives to and `setmaxnreg.inc` takes from (an `inc` waits until the pool has
 //! enough, so a total past it would hang). `docs/design.md` has the facts and their sources.
@@ -221,20 +223,38 @@ pub fn accumulators_fit(k: &Kernel) -> Result<(), String> {
     Ok(())
 }
 
-/// Warpgroups of role `r`.
+/// Warpgroups of role `r`: a role that ends inside a warpgroup counts the whole of it (its last
+/// warps are idle and take the role's budget, see [`group_end`]).
 fn groups(r: &Role) -> u32 {
-    (r.end_warp - r.first_warp) / WARPGROUP
+    (r.end_warp - r.first_warp).div_ceil(WARPGROUP)
 }
 
-/// Why `k`'s roles are not whole warpgroups covering the block, if they are not.
+/// The end of role `r`'s last warpgroup: the warps from `r.end_warp` to it are idle and run the
+/// role's `setmaxnreg` before they leave (`setmaxnreg` sets the registers of a whole warpgroup,
+/// every warp of which must execute it).
+pub fn group_end(r: &Role) -> u32 {
+    r.end_warp.div_ceil(WARPGROUP) * WARPGROUP
+}
+
+/// Why `k`'s roles do not cover the block in whole warpgroups, if they do not. A role starts a
+/// warpgroup; it may end inside one when the kernel has `idle_warps` (a loader that one thread
+/// issues needs a warp, not four).
 fn misaligned(k: &Kernel) -> Option<String> {
+    if let Some(r) = k.roles.iter().find(|r| r.first_warp % WARPGROUP != 0) {
+        return Some(format!(
+            "role `{}` runs on warps {}..{}, which do not start a warpgroup",
+            r.name, r.first_warp, r.end_warp
+        ));
+    }
+    // Another role in the rest of a role's last warpgroup would not start a warpgroup: only
+    // whether those warps are meant to idle is left to check.
     if let Some(r) = k
         .roles
         .iter()
-        .find(|r| r.first_warp % WARPGROUP != 0 || r.end_warp % WARPGROUP != 0)
+        .find(|r| r.end_warp % WARPGROUP != 0 && !k.idle_warps)
     {
         return Some(format!(
-            "role `{}` runs on warps {}..{}, not whole warpgroups",
+            "role `{}` ends inside a warpgroup (warps {}..{}) and the kernel has no `idle_warps` for the rest of it",
             r.name, r.first_warp, r.end_warp
         ));
     }
@@ -244,10 +264,10 @@ fn misaligned(k: &Kernel) -> Option<String> {
             k.warps
         ));
     }
-    let covered: u32 = k.roles.iter().map(|r| r.end_warp - r.first_warp).sum();
+    let covered: u32 = k.roles.iter().map(|r| groups(r) * WARPGROUP).sum();
     if covered < k.warps {
         return Some(format!(
-            "{} of the block's {} warps run no role",
+            "{} of the block's {} warps are in no role's warpgroup",
             k.warps - covered,
             k.warps
         ));
@@ -321,7 +341,7 @@ fn explicit(k: &Kernel, attr: &RegistersAttr, diags: &mut Diagnostics) -> Plan {
         diags.error(
             attr.span,
             format!(
-                "register budgets need whole warpgroups, but {why}: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give every warp a role of whole warpgroups (`warps` a multiple of 4, `on_warps(0..4, ..)`, `on_warps(4..12, ..)`), or remove `registers(..)`"
+                "register budgets need whole warpgroups, but {why}: `setmaxnreg` sets the registers of 4 warps from a multiple of 4, all of which run it; give each warpgroup to one role (`warps` a multiple of 4, `on_warps(0..4, ..)`, `on_warps(4..12, ..)`; a role may end inside its last warpgroup with the rest idle: `#[kernel(warps = 12, idle_warps, ..)]` and `on_warps(0..1, ..)`), or remove `registers(..)`"
             ),
         );
         ok = false;
