@@ -1,16 +1,15 @@
 //! Attention forward on the tensor cores, O = softmax(Q · Kᵀ / √d) · V for `bf16` tensors of
 //! shape [B, H, S, d] (row-major, d = 128 or 64), with `f32` accumulation, a `bf16` O and the
 //! rows' log-sum-exp (natural log, `f32`), non-causal or causal (query `i` sees keys `0..=i`),
-//! for any S. Each block takes query tiles (128 rows of one head) in turn (a block per SM for
-//! full attention, a block per tile for causal: see `grid_for`): one warpgroup loads each
-//! tile's Q and the K and V tiles of 128 keys, each into a ring of its own (the TMA on the GPU,
-//! one thread issuing; the next tile's Q while this tile's keys run), and two warpgroups (64
-//! query rows each) run the online softmax: per block of keys S = Q · Kᵀ (`mma`), the rows'
-//! running maximum and sum (`row_max`, `row_sum`, `Rows`), P = 2^(S - max) in registers
-//! (`exp2_approx`), and O += P · V with P as the register A operand (`to_bf16`, `mma_kn`), the
-//! scores of one block computed while the previous block's product runs. Keys past S, and keys
-//! after the query in the causal case, are masked to -∞; rows past S are computed and not
-//! stored.
+//! for any S. A block per SM takes query tiles (128 rows of one head) from a counter until none
+//! is left (see `grid_for`): one warp loads each tile's Q and the K and V tiles of 128 keys, each
+//! into a ring of its own (the TMA on the GPU, one thread issuing; the next tile's Q while this
+//! tile's keys run), and two warpgroups (64 query rows each) run the online softmax: per block of
+//! keys S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
+//! P = 2^(S - max) in registers (`exp2_approx`), and O += P · V with P as the register A operand
+//! (`to_bf16`, `mma_kn`), the scores of one block computed while the previous block's product
+//! runs. Keys past S, and keys after the query in the causal case, are masked to -∞; rows past S
+//! are computed and not stored.
 //!
 //! Checked against a CPU reference in `f64` (within twice what rounding P and O to `bf16`
 //! allows, see `mismatches`); on the GPU it prints TFLOP/s (4 · B · H · S² · d / t,
@@ -32,6 +31,7 @@ macro_rules! attention_kernel {
         #[gpu_async]
         pub mod $module {
             use gpu_async::device::*;
+            use std::sync::atomic::{AtomicU32, Ordering};
 
             /// Query rows per block: 64 per compute warpgroup.
             pub const BQ: usize = 128;
@@ -41,16 +41,20 @@ macro_rules! attention_kernel {
             pub const D: usize = $d;
             /// Slots of the K ring and of the V ring.
             pub const KV_STAGES: usize = 2;
-            /// Slots of the Q ring: the next tile's Q loads while this tile's keys run.
+            /// Slots of the Q ring (and of the tile numbers' ring): the next tile's Q loads while
+            /// this tile's keys run.
             pub const Q_STAGES: usize = 2;
             /// Heads whose causal tiles are ordered together (see `query_tile`).
             pub const HEAD_GROUP: usize = 4;
 
-            /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another):
-            /// each block takes the query tiles `t = block, block + grid, ..` (see
-            /// `query_tile`). `scale` is `log2(e) / √D`.
+            /// `o` and `lse` of `q`, `k`, `v` ([B · H · S, D] each, heads one after another).
+            /// Block `b` takes tile `t = b` first (see `query_tile`), then `t = grid + n` for each
+            /// `n` it takes from `next[0]` (0 when the launch starts), until `t` is past the
+            /// last tile. `scale` is `log2(e) / √D`.
             #[allow(clippy::too_many_arguments)]
-            #[kernel(warps = 12, registers(load = 40, compute = 232))]
+            // The loader is one warp: its loads are one thread's, and the three other warps of
+            // its warpgroup would only spin in its waits, taking issue slots from the softmax.
+            #[kernel(warps = 12, idle_warps, registers(load = 40, compute = 232))]
             pub async fn attention(
                 q: &Matrix<bf16>,
                 k: &Matrix<bf16>,
@@ -60,13 +64,15 @@ macro_rules! attention_kernel {
                 scale: f32,
                 o: &mut [bf16],
                 lse: &mut [f32],
+                next: &[AtomicU32],
             ) {
+                let (ttx, trx) = channel::<[u32; 1], Q_STAGES>();
                 let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, Q_STAGES>();
                 let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
                 let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
                 join!(
-                    on_warps(0..4, load(q, k, v, s, causal, qtx, ktx, vtx)),
-                    on_warps(4..12, compute(s, causal, scale, qrx, krx, vrx, o, lse))
+                    on_warps(0..1, load(q, k, v, s, causal, next, ttx, qtx, ktx, vtx)),
+                    on_warps(4..12, compute(s, causal, scale, trx, qrx, krx, vrx, o, lse))
                 )
                 .await;
             }
@@ -99,9 +105,12 @@ macro_rules! attention_kernel {
                 }
             }
 
-            /// Loads, for each of the block's query tiles, its Q tile, then the K and V tiles of
-            /// each block of keys it sees, each into a ring of its own: a K slot is free again once
-            /// its scores are computed, a softmax before the V slot of the same keys.
+            /// Takes the block's query tiles one at a time, the first by the block's index and each
+            /// next one from `next[0]` once the previous one's loads are issued (so that a block
+            /// whose tiles were short takes more of them), and for each sends its number to the
+            /// compute role and loads its Q tile, then the K and V tiles of each block of keys it
+            /// sees, each into a ring of its own: a K slot is free again once its scores are
+            /// computed, a softmax before the V slot of the same keys.
             #[allow(clippy::too_many_arguments)]
             async fn load(
                 q: &Matrix<bf16>,
@@ -109,6 +118,8 @@ macro_rules! attention_kernel {
                 v: &Matrix<bf16>,
                 s: usize,
                 causal: bool,
+                next: &[AtomicU32],
+                mut ttx: Sender<[u32; 1], Q_STAGES>,
                 mut qtx: Sender<Tile<bf16, BQ, D>, Q_STAGES>,
                 mut ktx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vtx: Sender<Tile<bf16, BK, D>, KV_STAGES>,
@@ -118,6 +129,11 @@ macro_rules! attention_kernel {
                 let mut t = block_index();
                 while t < total {
                     let (head, qt) = query_tile(t, s, heads, causal);
+                    let Some(mut number) = ttx.reserve().await else {
+                        return;
+                    };
+                    number[0] = t as u32;
+                    number.send();
                     let Some(mut slot) = qtx.reserve().await else {
                         return;
                     };
@@ -135,7 +151,7 @@ macro_rules! attention_kernel {
                         vslot.load(v, [head * s + j * BK, 0]).await;
                         vslot.send();
                     }
-                    t += block_count();
+                    t = block_count() + next[0].fetch_add(1, Ordering::Relaxed) as usize;
                 }
             }
 
@@ -149,6 +165,7 @@ macro_rules! attention_kernel {
                 s: usize,
                 causal: bool,
                 scale: f32,
+                mut trx: Receiver<[u32; 1], Q_STAGES>,
                 mut qrx: Receiver<Tile<bf16, BQ, D>, Q_STAGES>,
                 mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
@@ -156,9 +173,9 @@ macro_rules! attention_kernel {
                 lse: &mut [f32],
             ) {
                 let heads = o.len() / (s * D);
-                let total = heads * ((s + BQ - 1) / BQ);
-                let mut t = block_index();
-                while t < total {
+                while let Some(number) = trx.recv().await {
+                    let t = number[0] as usize;
+                    drop(number);
                     let (head, qt) = query_tile(t, s, heads, causal);
                     let q0 = qt * BQ;
                     let Some(qtile) = qrx.recv().await else {
@@ -277,7 +294,6 @@ macro_rules! attention_kernel {
                     let mut out = Rows::<BQ>::splat(0.0);
                     out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
                     out.store(&mut lse[rows..rows + s], q0);
-                    t += block_count();
                 }
             }
         }
@@ -301,14 +317,14 @@ pub fn scale(d: usize) -> f32 {
     std::f32::consts::LOG2_E / (d as f32).sqrt()
 }
 
-/// The grid of `shape` on `dev`; an error for a `d` other than 128 or 64.
+/// The grid of `shape` on `dev`: a block per SM (one on the simulator), or one per query tile
+/// where there are fewer; an error for a `d` other than 128 or 64.
 ///
-/// Full attention gets a block per SM (one on the simulator), or one per query tile where there
-/// are fewer: its tiles are all alike, and a block that stays loads its next tile's Q while it
-/// computes (2-3.5% faster on the H200 than a block per tile at S = 4096 and 16384). Causal
-/// attention gets a block per tile: its tiles see from one block of keys to all of them, and the
-/// hardware's block scheduler evens that out where a fixed stride of tiles per block does not
-/// (443 against 666 TFLOP/s at S = 16384).
+/// A block that stays loads its next tile's Q and first keys while it computes the last of the
+/// current one (full attention ran 2-3.5% faster on the H200 than with a block per tile at
+/// S = 4096 and 16384), and the blocks take their tiles from a counter as they free up: causal
+/// tiles see from one block of keys to all of them, which a fixed share of tiles per block does
+/// not even out (443 against 666 TFLOP/s at S = 16384).
 pub fn grid_for(dev: &Device, shape: Shape) -> Result<Grid, Box<dyn std::error::Error>> {
     if shape.d != 128 && shape.d != 64 {
         return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
@@ -316,12 +332,7 @@ pub fn grid_for(dev: &Device, shape: Shape) -> Result<Grid, Box<dyn std::error::
     let tiles = shape.heads * shape.s.div_ceil(head128::BQ);
     let tiles =
         u32::try_from(tiles).map_err(|_| format!("{tiles} tiles are more than a grid has"))?;
-    let blocks = if shape.causal {
-        tiles
-    } else {
-        tiles.min(dev.sm_count()?)
-    };
-    Ok(Grid::blocks(blocks.max(1)))
+    Ok(Grid::blocks(tiles.min(dev.sm_count()?).max(1)))
 }
 
 /// Random Q, K and V of [heads · s, d], as bf16: K and V in [-1, 1), Q in [-4, 4), so that the
@@ -336,7 +347,8 @@ pub fn inputs(shape: Shape, seed: u64) -> [Vec<bf16>; 3] {
     })
 }
 
-/// The launch of the kernel of `shape.d` (64, or else 128) on `grid` ([`grid_for`]).
+/// The launch of the kernel of `shape.d` (64, or else 128) on `grid` ([`grid_for`]); `next`
+/// (one word, the tiles' counter) must be 0.
 fn launch<'a>(
     dev: &'a Device,
     (grid, shape): (Grid, Shape),
@@ -346,12 +358,13 @@ fn launch<'a>(
         MatrixView<'a, bf16>,
     ),
     (o, lse): (&'a mut DeviceBuffer<bf16>, &'a mut DeviceBuffer<f32>),
+    next: &'a mut DeviceBuffer<u32>,
 ) -> Launch<'a> {
     let (s, causal, scale) = (shape.s, shape.causal, scale(shape.d));
     if shape.d == 64 {
-        head64::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse))
+        head64::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse, next))
     } else {
-        head128::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse))
+        head128::attention::launch(dev, grid, (q, k, v, s, causal, scale, o, lse, next))
     }
 }
 
@@ -365,13 +378,20 @@ pub fn run(
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut o = dev.upload(&vec![bf16::NAN; rows * d])?;
     let mut lse = dev.upload(&vec![f32::NAN; rows])?;
+    let mut next = dev.upload(&[0u32])?;
     let views = (
         dq.as_matrix(rows, d)?,
         dk.as_matrix(rows, d)?,
         dv.as_matrix(rows, d)?,
     );
     let grid = grid_for(dev, shape)?;
-    gpu_async::block_on(launch(dev, (grid, shape), views, (&mut o, &mut lse)))?;
+    gpu_async::block_on(launch(
+        dev,
+        (grid, shape),
+        views,
+        (&mut o, &mut lse),
+        &mut next,
+    ))?;
     Ok((o.download()?, lse.download()?))
 }
 
@@ -490,6 +510,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut dout = dev.alloc::<bf16>(rows_all * d)?;
     let mut dlse = dev.alloc::<f32>(rows_all)?;
+    let mut next = dev.alloc::<u32>(1)?;
     let mut timing = Timing::new(&dev)?;
     let views = (
         dq.as_matrix(rows_all, d)?,
@@ -498,7 +519,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let grid = grid_for(&dev, shape)?;
     let ms = median_of(3, 20, || {
-        timing.time_launch(|| launch(&dev, (grid, shape), views, (&mut dout, &mut dlse)))
+        next.upload_from(&[0])?;
+        timing.time_launch(|| {
+            launch(
+                &dev,
+                (grid, shape),
+                views,
+                (&mut dout, &mut dlse),
+                &mut next,
+            )
+        })
     })?;
     let flops =
         4.0 * shape.heads as f64 * (s as f64).powi(2) * d as f64 / if causal { 2.0 } else { 1.0 };
