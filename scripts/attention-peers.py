@@ -3,33 +3,20 @@ on the shapes `examples/attention.rs` takes: bf16 [B, H, S, d], full or causal, 
 
     python3 scripts/attention-peers.py B H S full|causal [d]
 
-Each backend is timed as the example times its kernel: an L2 flush (a 256 MiB memset) before
-each call, CUDA events around the call, the median of 20 after 3 untimed; the line it prints
-gives the milliseconds and TFLOP/s (4 B H S^2 d / t, halved for causal). A backend that does
-not run on the shape says so.
+Each backend is timed as the example times its kernel (`median_ms` of
+examples/peers/torch_peers.py: the L2 flush of 128 MiB copied before each call, CUDA events around
+the call, the median of 20 after 3 untimed); the line it prints gives the milliseconds and
+TFLOP/s (4 B H S^2 d / t, halved for causal). A backend that does not run on the shape says so.
 """
+import os
 import sys
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch.nn.functional as F
 
-
-def time_ms(fn):
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(20):
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "peers"))
+from torch_peers import median_ms  # noqa: E402
 
 
 def main():
@@ -48,7 +35,7 @@ def main():
     for name, backend in [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]:
         try:
             with sdpa_kernel(backend):
-                ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
             print(f"peer: {name} {ms:.3f} ms ({flops / ms / 1e9:.0f} TFLOP/s)")
         except RuntimeError as err:
             print(f"peer: {name} does not run here: {str(err).splitlines()[0]}")
