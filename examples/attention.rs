@@ -368,12 +368,25 @@ fn launch<'a>(
     }
 }
 
-/// O and the log-sum-exp of `shape`'s attention, computed by the kernel.
+/// O and the log-sum-exp of `shape`'s attention, computed by the kernel on [`grid_for`]'s grid.
 pub fn run(
     dev: &Device,
     shape: Shape,
+    inputs: &[Vec<bf16>; 3],
+) -> Result<(Vec<bf16>, Vec<f32>), Box<dyn std::error::Error>> {
+    run_on(dev, grid_for(dev, shape)?, shape, inputs)
+}
+
+/// [`run`] on `grid`: any number of blocks takes the tiles between them.
+pub fn run_on(
+    dev: &Device,
+    grid: Grid,
+    shape: Shape,
     [q, k, v]: &[Vec<bf16>; 3],
 ) -> Result<(Vec<bf16>, Vec<f32>), Box<dyn std::error::Error>> {
+    if shape.d != 128 && shape.d != 64 {
+        return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
+    }
     let (rows, d) = (shape.heads * shape.s, shape.d);
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut o = dev.upload(&vec![bf16::NAN; rows * d])?;
@@ -384,7 +397,6 @@ pub fn run(
         dk.as_matrix(rows, d)?,
         dv.as_matrix(rows, d)?,
     );
-    let grid = grid_for(dev, shape)?;
     gpu_async::block_on(launch(
         dev,
         (grid, shape),

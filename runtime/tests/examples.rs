@@ -706,6 +706,22 @@ fn attention_on_the_simulator() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[test]
+fn attention_blocks_take_the_tiles_from_the_counter_on_the_simulator(
+) -> Result<(), Box<dyn std::error::Error>> {
+    let dev = Device::simulator();
+    // 9 query tiles of 1 to 3 blocks of keys, taken by 2 and by 4 blocks.
+    let shape = attention_shape((3, 300, true, 64));
+    let inputs = attention::inputs(shape, 5);
+    let rows: Vec<usize> = (0..shape.s).collect();
+    for blocks in [2, 4] {
+        let (o, lse) = attention::run_on(&dev, Grid::blocks(blocks), shape, &inputs)?;
+        let bad = attention::mismatches(shape, shape.heads, &inputs, (&o, &lse), &rows);
+        assert_eq!(bad, 0, "attention {shape:?} on {blocks} blocks");
+    }
+    Ok(())
+}
+
+#[test]
 fn attention_of_an_unsupported_head_dimension_is_an_error() {
     let shape = attention_shape((1, 128, false, 96));
     let inputs = attention::inputs(shape, 0);
