@@ -23,7 +23,7 @@ fn inspect_prints_roles_channels_layout_and_graph() {
         "load_tx/load_rx : [f32; 1024] x 4 slots, load -> transform",
         "slots @0..16384 (stride 4096 B)",
         "role1 -->|\"out_tx/out_rx: [f32; 1024] x 2\"| role2",
-        "register budgets:\n  none: role `load` runs on warps 0..1, not whole warpgroups",
+        "register budgets:\n  none: role `transform` runs on warps 1..5, which do not start a warpgroup",
         "IR:\nkernel scale_shift",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");

@@ -305,6 +305,15 @@ fn derive(k: &Kernel) -> Result<RegisterBudgets, String> {
             k.warps
         ));
     }
+    // A share below what a role's accumulators need would only move the failure to ptxas.
+    for (r, _) in k.roles.iter().zip(&movers).filter(|(_, m)| !**m) {
+        if let Some((held, needed)) = accumulator_need(r).filter(|(_, n)| *n > compute) {
+            return Err(format!(
+                "role `{}` holds {held} accumulator registers per thread and needs {needed}, more than the {compute} the computing roles would share",
+                r.name
+            ));
+        }
+    }
     Ok(RegisterBudgets {
         entry,
         roles: movers
