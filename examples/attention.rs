@@ -318,6 +318,14 @@ pub fn scale(d: usize) -> f32 {
     std::f32::consts::LOG2_E / (d as f32).sqrt()
 }
 
+/// An error for a head dimension other than the kernels' 128 and 64.
+fn check_head_dimension(shape: Shape) -> Result<(), String> {
+    match shape.d {
+        128 | 64 => Ok(()),
+        d => Err(format!("the head dimension is 128 or 64, not {d}")),
+    }
+}
+
 /// The grid of `shape` on `dev`: a block per SM (one on the simulator), or one per query tile
 /// where there are fewer; an error for a `d` other than 128 or 64.
 ///
@@ -327,9 +335,7 @@ pub fn scale(d: usize) -> f32 {
 /// tiles see from one block of keys to all of them, which a fixed share of tiles per block does
 /// not even out (443 against 666 TFLOP/s at S = 16384).
 pub fn grid_for(dev: &Device, shape: Shape) -> Result<Grid, Box<dyn std::error::Error>> {
-    if shape.d != 128 && shape.d != 64 {
-        return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
-    }
+    check_head_dimension(shape)?;
     let tiles = shape.heads * shape.s.div_ceil(head128::BQ);
     let tiles =
         u32::try_from(tiles).map_err(|_| format!("{tiles} tiles are more than a grid has"))?;
@@ -385,9 +391,7 @@ pub fn run_on(
     shape: Shape,
     [q, k, v]: &[Vec<bf16>; 3],
 ) -> Result<(Vec<bf16>, Vec<f32>), Box<dyn std::error::Error>> {
-    if shape.d != 128 && shape.d != 64 {
-        return Err(format!("the head dimension is 128 or 64, not {}", shape.d).into());
-    }
+    check_head_dimension(shape)?;
     let (rows, d) = (shape.heads * shape.s, shape.d);
     let (dq, dk, dv) = (dev.upload(q)?, dev.upload(k)?, dev.upload(v)?);
     let mut o = dev.upload(&vec![bf16::NAN; rows * d])?;

@@ -67,6 +67,12 @@ fn placed_pipeline(
     }
 }
 
+/// The pipeline on 12 warps with a loader of one warp (0..1), the transform on 4..8 and the storer
+/// on 8..12: warps 1..4 run no role.
+fn one_warp_loader(attr: TokenStream) -> TokenStream {
+    pipeline(12, [quote!(0..1), quote!(4..8), quote!(8..12)], attr)
+}
+
 /// The usual shape: 16 warps, loader 0..4, transform 4..12, storer 12..16.
 fn aligned(attr: TokenStream) -> TokenStream {
     pipeline(16, [quote!(0..4), quote!(4..12), quote!(12..16)], attr)
@@ -157,11 +163,7 @@ fn no_budgets_with_idle_warps() {
 #[test]
 fn a_role_ending_inside_its_warpgroup_lends_the_idle_rest_its_budget() {
     // One loader warp (its copies are one thread's), the rest of warpgroup 0 idle.
-    let k = one(pipeline(
-        12,
-        [quote!(0..1), quote!(4..8), quote!(8..12)],
-        quote!(, idle_warps),
-    ));
+    let k = one(one_warp_loader(quote!(, idle_warps)));
     assert_eq!(
         k.ir.registers,
         Some(RegisterBudgets {
@@ -190,19 +192,13 @@ fn a_role_ending_inside_its_warpgroup_lends_the_idle_rest_its_budget() {
         "{region:?}"
     );
     assert!(region[2].trim().ends_with("bra $exit;"), "{region:?}");
-    let k = one(pipeline(
-        12,
-        [quote!(0..1), quote!(4..8), quote!(8..12)],
+    let k = one(one_warp_loader(
         quote!(, idle_warps, registers(load = 40, transform = 232, store = 40)),
     ));
     assert_eq!(k.ir.registers.expect("budgets").roles, vec![40, 232, 40]);
     // Without `idle_warps` the rest of the warpgroup is not meant to idle.
     assert_error(
-        pipeline(
-            12,
-            [quote!(0..1), quote!(4..8), quote!(8..12)],
-            quote!(, registers(load = 40)),
-        ),
+        one_warp_loader(quote!(, registers(load = 40))),
         "warps 1..4 run no role: give them a role in `join!`, lower `warps` in `#[kernel(warps = ..)]`, or say that they are meant to idle with `#[kernel(warps = 12, idle_warps)]`",
     );
 }
@@ -296,11 +292,7 @@ fn the_kernels_with_budgets_assemble_without_spills() {
             [quote!(0..4), quote!(4..8), quote!(8..12)],
             quote!(, registers(load = 24, transform = 232)),
         ),
-        pipeline(
-            12,
-            [quote!(0..1), quote!(4..8), quote!(8..12)],
-            quote!(, idle_warps),
-        ),
+        one_warp_loader(quote!(, idle_warps)),
     ] {
         let k = one(module);
         assert!(k.ir.registers.is_some());

@@ -351,8 +351,6 @@ impl Writer<'_> {
         let mut order: Vec<usize> = (0..k.roles.len()).collect();
         order.sort_by_key(|&i| k.roles[i].first_warp);
         let role_labels: Vec<String> = (0..k.roles.len()).map(|i| format!("$role_{i}")).collect();
-        // Warps before a role's first one that no earlier role took are idle
-        // (`#[kernel(.., idle_warps)]`): they leave.
         // With register budgets, a role's region starts with its `setmaxnreg`, which every warp
         // of its warpgroups must execute: the idle warps past its end in its last warpgroup go
         // there too, and leave after it.
@@ -360,6 +358,8 @@ impl Writer<'_> {
             Some(_) => crate::registers::group_end(r),
             None => r.end_warp,
         };
+        // Warps before a role's first one that no earlier role took are idle
+        // (`#[kernel(.., idle_warps)]`): they leave.
         let mut next = 0;
         for &i in &order {
             if k.roles[i].first_warp > next {
