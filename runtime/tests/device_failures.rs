@@ -91,6 +91,38 @@ fn an_unwrap_of_none_while_another_role_waits(dev: Device) {
     still_usable(&dev);
 }
 
+/// `short_stream` with `sent` items, `taken` unwrapped receives and `spin` counted after them.
+fn short_stream(dev: &Device, sent: u32, taken: u32, spin: u64) -> gpu_async::Result<u32> {
+    let mut out = dev.alloc::<u32>(1)?;
+    block_on(k::short_stream::launch(
+        dev,
+        Grid::blocks(2),
+        (sent, taken, spin, &mut out),
+    ))?;
+    Ok(out.download()?[0])
+}
+
+#[on_each_device]
+fn a_receive_unwrapped_past_the_end_fails_the_launch(dev: Device) {
+    // All items taken: 1 + 2 + 3 + 4, and the count of 5.
+    assert_eq!(short_stream(&dev, 4, 4, 5).unwrap(), 15);
+    // The end met with receives still to come: raised at the next receive's wait; met by the
+    // last receive: at the role's end; followed by a count that would run for hours: in the
+    // counting loop. Each reports the unwrap, not a hang or a wrong sum.
+    for (taken, spin) in [(6, 0), (4, 0), (4, 1 << 40)] {
+        let started = Instant::now();
+        let err = short_stream(&dev, 3, taken, spin).unwrap_err();
+        eprintln!("{dev}: taken {taken}, spin {spin}: {err}");
+        expect_panic(err, "take_items", "unwrap()", "rx.recv().await.unwrap()");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+    still_usable(&dev);
+}
+
 #[on_each_device]
 fn a_tile_of_a_longer_slice_is_out_of_bounds(dev: Device) {
     let x = dev.upload(&vec![1.5f32; 64 * 5]).unwrap();

@@ -1,6 +1,6 @@
 //! Kernels that fail on purpose: a bound broken by some threads of a parallel loop, a division by
-//! zero in role code, an `unwrap()` of `None` in one role of two, a tile of one slice used on a
-//! shorter one, an `assert!` in a parallel loop,
+//! zero in role code, an `unwrap()` of `None` in one role of two, a receive unwrapped past the
+//! stream's end, a tile of one slice used on a shorter one, an `assert!` in a parallel loop,
 //! `panic!` and `unreachable!` in role code, `MIN / -1`.
 
 use gpu_async::gpu_async;
@@ -62,6 +62,43 @@ pub mod faults {
                 .zip(slot.par_iter())
                 .for_each(|(o, i)| *o = *i);
         }
+    }
+
+    /// The consuming role unwraps `taken` receives of the `sent` items sent (`1..=sent`), then
+    /// counts to `spin` with no wait, and stores the items' sum plus the count in `out[0]`:
+    /// past the stream's end when `taken > sent`.
+    #[kernel(warps = 2)]
+    pub async fn short_stream(sent: u32, taken: u32, spin: u64, out: &mut [u32]) {
+        let (tx, rx) = channel::<[u32; 1], 2>();
+        join!(
+            on_warps(0..1, send_items(sent, tx)),
+            on_warps(1..2, take_items(taken, spin, rx, out)),
+        )
+        .await;
+    }
+
+    async fn send_items(sent: u32, mut tx: Sender<[u32; 1], 2>) {
+        for i in 0..sent {
+            let Some(mut slot) = tx.reserve().await else {
+                return;
+            };
+            slot[0] = i + 1;
+            slot.send();
+        }
+    }
+
+    async fn take_items(taken: u32, spin: u64, mut rx: Receiver<[u32; 1], 2>, out: &mut [u32]) {
+        let mut sum = 0u32;
+        for _ in 0..taken {
+            let item = rx.recv().await.unwrap();
+            sum += item[0];
+        }
+        let mut count = 0u64;
+        while count < spin {
+            count += 1;
+        }
+        let total = sum + count as u32;
+        out[0..1].par_iter_mut().for_each(|o| *o = total);
     }
 
     /// Tiles of `x` slice `y` too: past the end of `y` when `y` is shorter. The compiler proves

@@ -379,12 +379,19 @@ impl Kernel {
             Inst::Close { chan, site } => write!(f, "close {chan} {site}")?,
             Inst::Recv {
                 chan,
-                some,
+                end,
                 site,
                 slot,
                 rx,
             } => {
-                write!(f, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?;
+                match end {
+                    RecvEnd::Answer(some) => {
+                        write!(f, "{} = recv {chan}{} {site}", def(*some), receiver(*rx))?
+                    }
+                    RecvEnd::Fail(fail) => {
+                        write!(f, "recv {chan}{} {site}, end fails {fail}", receiver(*rx))?
+                    }
+                }
                 if let Some(slot) = slot {
                     write!(f, ", slot at {}", def(*slot))?;
                 }

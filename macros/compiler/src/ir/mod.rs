@@ -556,6 +556,30 @@ pub enum Space {
     Const,
 }
 
+/// What a receive ([`Inst::Recv`]) does at the end of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecvEnd {
+    /// `rx.recv().await`: the bool value is false at the end, and every later receive of the
+    /// receiver answers `None` at once.
+    Answer(Value),
+    /// `rx.recv().await.unwrap()`: the end is the panic of the site, which the role raises at its
+    /// next slow wait, loop watch, panic or end. No branch depends on the slot's state word, so
+    /// the code after the receive does not wait for it (`docs/design.md`, "A receive that
+    /// cannot meet the end"); until the role raises the panic, that code runs on the end
+    /// marker's slot.
+    Fail(SiteId),
+}
+
+impl RecvEnd {
+    /// The value saying whether an item came, for a receive that answers the end.
+    pub fn some(self) -> Option<Value> {
+        match self {
+            RecvEnd::Answer(some) => Some(some),
+            RecvEnd::Fail(_) => None,
+        }
+    }
+}
+
 /// One instruction.
 #[derive(Debug, Clone)]
 pub enum Inst {
@@ -810,7 +834,7 @@ pub enum Inst {
     Send { chan: ChannelId },
     /// The sender is dropped: take a slot and mark it as the end of the stream.
     Close { chan: ChannelId, site: SiteId },
-    /// Wait for the next full slot; `some` is false once the channel is closed. The slot taken
+    /// Wait for the next full slot; what the end of the stream does is `end`'s. The slot taken
     /// is the ring's held slot, or, with `slot`, its ring position goes to that `u32` value (a
     /// role that holds several slots of the channel at once, or keeps one in a local it
     /// reassigns).
@@ -820,7 +844,7 @@ pub enum Inst {
     /// own).
     Recv {
         chan: ChannelId,
-        some: Value,
+        end: RecvEnd,
         site: SiteId,
         slot: Option<Value>,
         rx: u32,
@@ -1024,7 +1048,7 @@ impl Inst {
             Inst::Reserve { some, .. } => some.iter().copied().collect(),
             Inst::Mma { acc, .. } => acc.clone(),
             Inst::Atomic { dst, .. } => dst.iter().copied().collect(),
-            Inst::Recv { some, slot, .. } => std::iter::once(*some).chain(*slot).collect(),
+            Inst::Recv { end, slot, .. } => end.some().into_iter().chain(*slot).collect(),
             Inst::SelectRecv { chosen, some, .. } => vec![*chosen, *some],
             Inst::ParFor(p) => {
                 let mut out: Vec<Value> = p.sources.iter().map(|s| s.elem_value).collect();

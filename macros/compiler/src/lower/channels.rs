@@ -8,8 +8,8 @@
 use proc_macro2::Span;
 
 use super::values::{SlotRef, Val};
-use super::Lowerer;
-use crate::ir::{BinOp, ChannelId, Imm, Inst, SiteKind, Space, Value};
+use super::{Lowerer, UNWRAP_NONE};
+use crate::ir::{BinOp, ChannelId, Imm, Inst, RecvEnd, SiteKind, Space, Value};
 use crate::tir::{Expr, ExprKind};
 use crate::types::Scalar;
 
@@ -26,7 +26,7 @@ impl Lowerer<'_> {
             ExprKind::OneshotRecv(rx) => self.oneshot_recv(rx, span),
             ExprKind::BarrierWait(b) => self.barrier_wait(b, span),
             ExprKind::Reserve(tx) => self.reserve(tx, span),
-            ExprKind::Recv(rx) => self.recv(rx, span),
+            ExprKind::Recv(rx) => self.recv(rx, span, None),
             ExprKind::CopyTo(slot, dst) => self.copy_to(slot, dst, inner.span),
             ExprKind::CopyFrom(slot, src) => self.copy_from(slot, src, inner.span),
             ExprKind::TileLoad {
@@ -88,41 +88,57 @@ impl Lowerer<'_> {
     /// `rx.recv().await`: whether an item came, and its slot. The slot's ring position goes to
     /// the ring's held register, or to a register of its own when the role holds another slot
     /// of the channel there. After the role closed its receiver, the answer is `None`.
-    fn recv(&mut self, rx: &Expr, span: Span) -> Val {
+    ///
+    /// With `unwrap` (the span of `.unwrap()` on the awaited receive): the slot alone, the
+    /// stream's end being a panic there that the role raises later ([`RecvEnd::Fail`]).
+    pub(super) fn recv(&mut self, rx: &Expr, span: Span, unwrap: Option<Span>) -> Val {
         match self.expr(rx) {
             Val::Receiver(c, rx) if self.closed_rx.contains(&(c, rx)) => {
-                let some = self.konst(Scalar::Bool, Imm::Bool(false));
-                Val::OptRecvSlot {
-                    slot: SlotRef {
-                        chan: c,
-                        rx,
-                        at: None,
-                    },
-                    some,
+                let slot = SlotRef {
+                    chan: c,
+                    rx,
+                    at: None,
+                };
+                match unwrap {
+                    Some(at) => {
+                        let none = self.konst(Scalar::Bool, Imm::Bool(true));
+                        self.panic_if(none, UNWRAP_NONE, at);
+                        Val::RecvSlot(slot)
+                    }
+                    None => {
+                        let some = self.konst(Scalar::Bool, Imm::Bool(false));
+                        Val::OptRecvSlot { slot, some }
+                    }
                 }
             }
             Val::Receiver(c, rx) => {
-                let some = self.new_value(Scalar::Bool, None);
                 let name = self.channels[c.0 as usize].name.clone();
                 let site = self.site(
                     SiteKind::Wait,
                     format!("`recv()` on channel `{name}`"),
                     span,
                 );
+                let end = match unwrap {
+                    Some(at) => {
+                        RecvEnd::Fail(self.site(SiteKind::Panic, UNWRAP_NONE.to_string(), at))
+                    }
+                    None => RecvEnd::Answer(self.new_value(Scalar::Bool, None)),
+                };
                 self.check_held(c, rx, 1, span);
                 let at = self
                     .holds_implicit_slot(c, rx)
                     .then(|| self.new_value(Scalar::U32, None));
                 self.emit(Inst::Recv {
                     chan: c,
-                    some,
+                    end,
                     site,
                     slot: at,
                     rx,
                 });
-                Val::OptRecvSlot {
-                    slot: SlotRef { chan: c, rx, at },
-                    some,
+                let slot = SlotRef { chan: c, rx, at };
+                match end {
+                    RecvEnd::Answer(some) => Val::OptRecvSlot { slot, some },
+                    RecvEnd::Fail(_) => Val::RecvSlot(slot),
                 }
             }
             _ => Val::Unit,

@@ -14,7 +14,7 @@ use proc_macro2::Span;
 use super::mma::OperandA;
 use super::values::{SlotRef, Val};
 use super::Lowerer;
-use crate::ir::{BinOp, ChannelId, Imm, Inst, SiteId, SiteKind, UnOp, Value};
+use crate::ir::{BinOp, ChannelId, Imm, Inst, RecvEnd, SiteId, SiteKind, UnOp, Value};
 use crate::tir::Expr;
 use crate::types::Scalar;
 
@@ -144,7 +144,7 @@ impl Lowerer<'_> {
         let at = self.new_value(Scalar::U32, Some("stage.slot"));
         self.emit(Inst::Recv {
             chan: s.chan,
-            some,
+            end: RecvEnd::Answer(some),
             site: s.site,
             slot: Some(at),
             rx: s.rx,

@@ -64,6 +64,9 @@ use crate::types::Scalar;
 
 use values::{Frame, MemKey, Oneshot, ParCtx};
 
+/// The message of `unwrap()` on `None`, as Rust's.
+const UNWRAP_NONE: &str = "called `Option::unwrap()` on a `None` value";
+
 /// The state of lowering one kernel: the IR built so far (values, channels, sites, the block
 /// being emitted into), the inlined frames, and what the current role has done.
 struct Lowerer<'p> {
@@ -427,7 +430,7 @@ impl Lowerer<'_> {
     }
 
     /// A device panic with `message` when `cond` holds.
-    fn panic_if(&mut self, cond: Value, message: &str, span: Span) {
+    pub(super) fn panic_if(&mut self, cond: Value, message: &str, span: Span) {
         let site = self.site(SiteKind::Panic, message.to_string(), span);
         self.emit(Inst::PanicIf { cond, site });
     }

@@ -8,7 +8,7 @@
 use proc_macro2::Span;
 
 use super::values::Val;
-use super::Lowerer;
+use super::{Lowerer, UNWRAP_NONE};
 use crate::ir::{BinOp, Block, Imm, Inst, UnOp, Value};
 use crate::tir::{self, Expr, ExprKind, Lit, MathFn};
 use crate::types::{Scalar, Ty};
@@ -182,7 +182,7 @@ impl Lowerer<'_> {
                 }
                 None => {
                     let none = self.not(v[0]);
-                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
+                    self.panic_if(none, UNWRAP_NONE, span);
                     Val::Scalar(v[1])
                 }
             },
@@ -193,11 +193,17 @@ impl Lowerer<'_> {
     /// `opt.unwrap()` of `tiles.next()`, of a receive or of a reserve (awaited where it is
     /// unwrapped, or held in a local).
     pub(super) fn unwrap_expr(&mut self, opt: &Expr, span: Span) -> Val {
+        if let ExprKind::Await(inner) = &opt.kind {
+            if let ExprKind::Recv(rx) = &inner.kind {
+                // `rx.recv().await.unwrap()`: a receive whose end fails the launch.
+                return self.recv(rx, opt.span, Some(span));
+            }
+        }
         match self.option_parts(opt) {
             Some((some, item)) => {
                 if let Some(some) = some {
                     let none = self.not(some);
-                    self.panic_if(none, "called `Option::unwrap()` on a `None` value", span);
+                    self.panic_if(none, UNWRAP_NONE, span);
                 }
                 item
             }

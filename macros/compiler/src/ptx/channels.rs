@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::error::{WriteError, WriteResult};
 use super::types::Class;
 use super::Writer;
-use crate::ir::{Channel, ChannelId, SiteId, Value};
+use crate::ir::{Channel, ChannelId, RecvEnd, SiteId, Value};
 
 /// Registers of one channel end, owned by the role that holds it.
 #[derive(Debug, Clone)]
@@ -257,37 +257,63 @@ impl Writer<'_> {
         Ok((now_last, now_more))
     }
 
-    /// `recv`: waits for the next slot to be full and takes it; `some` says whether it holds an
-    /// item. The slot's ring position goes to `slot`, or to the ring's held register.
+    /// `recv`: waits for the next slot to be full and takes it. With [`RecvEnd::Answer`], its
+    /// value says whether the slot holds an item; with [`RecvEnd::Fail`], a slot holding the
+    /// end-of-stream marker sets the role's failed site ([`RoleCtx::failed`]) instead, with no
+    /// branch on the state word. The slot's ring position goes to `slot`, or to the ring's held
+    /// register.
+    ///
+    /// [`RoleCtx::failed`]: super::kernel::RoleCtx::failed
     pub(super) fn recv(
         &mut self,
         chan: ChannelId,
-        some: Value,
+        end: RecvEnd,
         site: SiteId,
         slot: Option<Value>,
         rx: u32,
     ) -> WriteResult {
         let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
-        let s = self.reg(some);
+        let leaves = self.role()?.ends_leave.contains(&(chan, rx));
+        let some = match end {
+            RecvEnd::Answer(some) => Some(self.reg(some)),
+            RecvEnd::Fail(_) => None,
+        };
         writeln!(self.body, "    // recv {chan}")?;
         let done = self.label("recv_done");
-        if !self.role()?.ends_leave.contains(&(chan, rx)) {
-            // After the end, `recv` answers `None` again at once.
-            self.line(format!("not.pred {s}, {};", ring.closed))?;
+        if !leaves {
+            // After the end, `recv` answers `None` again at once (and an unwrap fails).
+            match (&some, end) {
+                (Some(s), _) => self.line(format!("not.pred {s}, {};", ring.closed))?,
+                (None, RecvEnd::Fail(fail)) => {
+                    let failed = self.failed_register()?;
+                    self.line(format!("@{} mov.u32 {failed}, {};", ring.closed, fail.0))?;
+                }
+                (None, RecvEnd::Answer(_)) => {}
+            }
             self.line(format!("@{} bra {done};", ring.closed))?;
         }
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-        let state =
-            self.wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?;
+        let state = self
+            .wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?
+            .ok_or_else(|| WriteError::inconsistent("the state word loaded", "none"))?;
+        match (&some, end) {
+            (Some(s), _) => {
+                self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
+                if !leaves {
+                    self.line(format!("not.pred {}, {s};", ring.closed))?;
+                }
+            }
+            (None, RecvEnd::Fail(fail)) => {
+                // Not a branch: the code after the receive need not wait for the word.
+                let (failed, ended) = (self.failed_register()?, self.tmp(Class::Pred));
+                self.line(format!("setp.eq.u32 {ended}, {state}, 0;"))?;
+                self.line(format!("@{ended} mov.u32 {failed}, {};", fail.0))?;
+            }
+            (None, RecvEnd::Answer(_)) => {}
+        }
         let slot = slot.map(|v| self.reg(v));
-        self.take_full_slot(
-            (chan, rx),
-            &ring,
-            &c,
-            &s,
-            (state.as_deref(), slot.as_deref()),
-        )?;
+        self.hold_and_advance((chan, rx), &ring, &c, slot.as_deref())?;
         self.place_label(&done)
     }
 
@@ -308,30 +334,34 @@ impl Writer<'_> {
 
     /// The receiver's current slot is full (its wait passed): reads its state word into `some`
     /// (an item, or the end-of-stream marker, after which the channel answers `None` at once),
-    /// holds the slot and advances the ring. `recv` and `select!` take a slot this way; `recv`
-    /// passes the state word, which its wait loaded ([`Writer::wait_then_load`]).
+    /// holds the slot and advances the ring, as `select!` takes a slot.
     pub(super) fn take_full_slot(
         &mut self,
         (chan, rx): (ChannelId, u32),
         ring: &Ring,
         c: &Channel,
         some: &str,
-        (loaded, slot): (Option<&str>, Option<&str>),
+        slot: Option<&str>,
     ) -> WriteResult {
-        let state = match loaded {
-            Some(state) => state.to_string(),
-            None => {
-                let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-                let state = self.tmp(Class::B32);
-                self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
-                state
-            }
-        };
+        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+        let state = self.tmp(Class::B32);
+        self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
         if !self.role()?.ends_leave.contains(&(chan, rx)) {
             self.line(format!("not.pred {}, {some};", ring.closed))?;
         }
-        let key = (chan, rx);
+        self.hold_and_advance((chan, rx), ring, c, slot)
+    }
+
+    /// The receiver's current slot is taken: holds it (in `slot`, or in the ring's held
+    /// register) and advances the ring.
+    fn hold_and_advance(
+        &mut self,
+        key: (ChannelId, u32),
+        ring: &Ring,
+        c: &Channel,
+        slot: Option<&str>,
+    ) -> WriteResult {
         // In a copy of an unrolled loop the ring's slot is a constant, not its register.
         let constant = self
             .unroll

@@ -31,7 +31,13 @@ impl Writer<'_> {
             .par_exit
             .clone()
             .unwrap_or_else(|| self.abort_label.clone());
-        self.stub(&label, FAILURE_PANIC, site, &cont)
+        match self.panic_site(&label, site)? {
+            Some(at) => {
+                let record = self.label("panic_record");
+                self.stub_at(&record, FAILURE_PANIC, &at, &cont)
+            }
+            None => self.stub(&label, FAILURE_PANIC, site, &cont),
+        }
     }
 
     /// `if cond { then } else { else_ }`.
@@ -188,6 +194,7 @@ impl Writer<'_> {
             self.line(format!("and.b32 {low}, {c}, 15;"))?;
             self.line(format!("setp.ne.u32 {quiet}, {low}, 0;"))?;
             self.line(format!("@{quiet} bra {head};"))?;
+            self.raise_deferred()?;
             self.line(format!("setp.eq.u32 {hit}, {word}, {launch_id};"))?;
             self.line(format!("vote.sync.any.pred {hit}, {hit}, -1;"))?;
             self.line(format!("@{hit} bra {abort_label};"))?;

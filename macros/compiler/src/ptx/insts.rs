@@ -80,11 +80,11 @@ impl Writer<'_> {
             Inst::Close { chan, site } => self.close(*chan, *site),
             Inst::Recv {
                 chan,
-                some,
+                end,
                 site,
                 slot,
                 rx,
-            } => self.recv(*chan, *some, *site, *slot, *rx),
+            } => self.recv(*chan, *end, *site, *slot, *rx),
             Inst::Release { chan, slot, rx } => self.release(*chan, *slot, *rx),
             Inst::CopyIn {
                 chan,

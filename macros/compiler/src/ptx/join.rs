@@ -236,7 +236,7 @@ impl Writer<'_> {
         for (k, (ring, c)) in rings.iter().enumerate() {
             // A full slot: an item or the end-of-stream marker, taken as `recv` takes it.
             self.place_label(&got[k])?;
-            self.take_full_slot((chans[k], 0), ring, c, &s, (None, None))?;
+            self.take_full_slot((chans[k], 0), ring, c, &s, None)?;
             self.line(format!("mov.u32 {ch}, {k};"))?;
             self.line(format!("bra {done};"))?;
             // A channel that closed before: its `recv` answers `None` at once.

@@ -10,7 +10,7 @@ use super::channels::{Ring, SEND};
 use super::error::WriteResult;
 use super::types::{ptx_ty, Class};
 use super::Writer;
-use crate::ir::{Block, ChannelId, Inst, ParamKind, Role, UnOp};
+use crate::ir::{Block, ChannelId, Inst, ParamKind, RecvEnd, Role, UnOp};
 use crate::types::Scalar;
 
 /// What the code of the role being written can use.
@@ -38,13 +38,20 @@ pub(super) struct RoleCtx {
     /// The channels this role receives whose end leaves the receiving loop for good
     /// ([`ends_that_leave`]): their `recv` does not test or set the ring's `closed` register.
     pub(super) ends_leave: HashSet<(ChannelId, u32)>,
+    /// For a role with receives that unwrap ([`RecvEnd::Fail`]): the register holding the site
+    /// of the panic of one that met the stream's end, [`NO_FAILURE`] until one does; the role
+    /// raises it at its next slow wait, loop watch, panic or end ([`Writer::raise_deferred`]).
+    pub(super) failed: Option<String>,
 }
+
+/// The value of [`RoleCtx::failed`] while no receive that unwraps has met the end.
+pub(super) const NO_FAILURE: u32 = u32::MAX;
 
 /// The channels whose end, once received, sends the role out of the loop that received it for
 /// good: every `recv` of the channel in `body` is `while let Some(..) = rx.recv().await` (a
 /// `recv` at the top level of a loop that is itself at the role's top level, followed by `if !some
-/// { break }` out of that loop), no `recv` or `select!` of it follows that loop, and no `select!`
-/// takes it. Such a receiver never asks again after the end, so its `recv` needs no register
+/// { break }` out of that loop) with no `recv` or `select!` of it after that loop, or unwraps
+/// (`rx.recv().await.unwrap()`, which never answers the end), and no `select!` takes it. Such a receiver never asks again after the end, so its `recv` needs no register
 /// remembering that the channel closed, nor the test of it before every wait (two instructions per
 /// item on the path from a wait to the slot's release; `docs/design.md`, "A receive whose end
 /// leaves its loop keeps no closed flag").
@@ -63,7 +70,13 @@ fn ends_that_leave(body: &Block) -> HashSet<(ChannelId, u32)> {
     for inst in body.0.iter().rev() {
         if let Inst::Loop { id, body: lbody } = inst {
             for (k, inner) in lbody.0.iter().enumerate() {
-                let Inst::Recv { chan, some, rx, .. } = inner else {
+                let Inst::Recv {
+                    chan,
+                    end: RecvEnd::Answer(some),
+                    rx,
+                    ..
+                } = inner
+                else {
                     continue;
                 };
                 let key = (*chan, *rx);
@@ -94,7 +107,19 @@ fn ends_that_leave(body: &Block) -> HashSet<(ChannelId, u32)> {
             }
         });
     }
-    // Every `recv` of the receiver has the shape, and no `select!` takes it.
+    // A receive that unwraps never answers the end: it neither tests nor sets the register.
+    crate::ir::for_each_inst(body, &mut |i| {
+        if let Inst::Recv {
+            chan,
+            end: RecvEnd::Fail(_),
+            rx,
+            ..
+        } = i
+        {
+            *shaped.entry((*chan, *rx)).or_insert(0) += 1;
+        }
+    });
+    // Every `recv` of the receiver has the shape or unwraps, and no `select!` takes it.
     later
         .into_iter()
         .filter(|(c, n)| !selected.contains(c) && shaped.get(c) == Some(n))
@@ -436,6 +461,23 @@ impl Writer<'_> {
             None
         };
         let ends_leave = ends_that_leave(&r.body);
+        let mut unwraps = false;
+        crate::ir::for_each_inst(&r.body, &mut |i| {
+            unwraps |= matches!(
+                i,
+                Inst::Recv {
+                    end: RecvEnd::Fail(_),
+                    ..
+                }
+            )
+        });
+        let failed = if unwraps {
+            let failed = self.tmp(Class::B32);
+            self.line(format!("mov.u32 {failed}, {NO_FAILURE};"))?;
+            Some(failed)
+        } else {
+            None
+        };
         let mut rings = HashMap::new();
         for (ci, c) in self.k.channels.iter().enumerate() {
             // One ring per end the role holds: its sending end, and each of its receivers (a
@@ -488,6 +530,7 @@ impl Writer<'_> {
             kernel_barrier_phases,
             touched: HashSet::new(),
             ends_leave,
+            failed,
         });
         self.abort_label = format!("$abort_{index}");
         let mut role_issues_mmas = false;
@@ -496,6 +539,8 @@ impl Writer<'_> {
         });
         self.trace_role_start()?;
         self.block(&r.body)?;
+        self.raise_deferred()?;
+        self.deferred_stub()?;
         if copies_out {
             // The role's bulk copies to global memory are complete before its threads leave.
             self.line("cp.async.bulk.wait_group 0;")?;

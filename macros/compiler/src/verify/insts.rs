@@ -4,8 +4,8 @@
 
 use super::{Verifier, VerifyError as E};
 use crate::ir::{
-    BinOp, Inst, LoopId, MmaA, MmaLayout, ParFor, ParamKind, RoleBarrier, RoleId, SiteKind, Space,
-    UnOp, VoteMode,
+    BinOp, Inst, LoopId, MmaA, MmaLayout, ParFor, ParamKind, RecvEnd, RoleBarrier, RoleId,
+    SiteKind, Space, UnOp, VoteMode,
 };
 use crate::types::Scalar;
 
@@ -616,14 +616,17 @@ impl Verifier<'_> {
             }
             Inst::Recv {
                 chan,
-                some,
+                end,
                 site,
                 slot,
                 ..
             } => {
                 self.site(*site, SiteKind::Wait);
                 self.chan_end(*chan, role, false, in_par);
-                self.def(*some);
+                match end {
+                    RecvEnd::Answer(some) => self.def(*some),
+                    RecvEnd::Fail(fail) => self.site(*fail, SiteKind::Panic),
+                }
                 if let Some(slot) = slot {
                     self.expect_ty(*slot, Scalar::U32, "received slot");
                     self.def(*slot);
