@@ -179,15 +179,14 @@ macro_rules! attention_kernel {
                     drop(number);
                     let (head, qt) = query_tile(t, s, heads, causal);
                     let q0 = qt * BQ;
-                    let Some(qtile) = qrx.recv().await else {
-                        return;
-                    };
+                    // The role knows how many tiles of keys and values the query tile takes:
+                    // its receives unwrap (a stream that ended early fails the launch), so no
+                    // branch waits on a slot's end-of-stream word before the mmas are issued.
+                    let qtile = qrx.recv().await.unwrap();
                     let mut acc = Accumulator::<BQ, D>::zero();
                     // The rows' running maximum (of the scaled scores, base 2) and sum.
                     let mut m = Rows::<BQ>::splat(0.0);
-                    let Some(keys) = krx.recv().await else {
-                        return;
-                    };
+                    let keys = krx.recv().await.unwrap();
                     let mut sc = Accumulator::<BQ, BK>::zero();
                     sc.mma(&qtile, &keys).await;
                     drop(keys);
@@ -211,9 +210,7 @@ macro_rules! attention_kernel {
                     sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
                     let mut l = sc.row_sum();
                     let mut p = sc.to_bf16();
-                    let Some(mut values) = vrx.recv().await else {
-                        return;
-                    };
+                    let mut values = vrx.recv().await.unwrap();
                     // Blocks of keys that need no mask run in a loop with no branch in it: a
                     // branch while the product runs makes ptxas wait for the product there,
                     // before the softmax it is meant to overlap. Only the last block can need a
@@ -223,9 +220,7 @@ macro_rules! attention_kernel {
                     let masked = blocks * BK > s || causal;
                     let unmasked = if masked { blocks - 1 } else { blocks };
                     for _ in 1..unmasked {
-                        let Some(keys) = krx.recv().await else {
-                            return;
-                        };
+                        let keys = krx.recv().await.unwrap();
                         sc = Accumulator::<BQ, BK>::zero();
                         let scores = sc.mma(&qtile, &keys);
                         let product = acc.mma_kn(&p, &values);
@@ -243,16 +238,12 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        let Some(next) = vrx.recv().await else {
-                            return;
-                        };
+                        let next = vrx.recv().await.unwrap();
                         values = next;
                     }
                     if masked && blocks > 1 {
                         // The same step on the last block, its scores masked first.
-                        let Some(keys) = krx.recv().await else {
-                            return;
-                        };
+                        let keys = krx.recv().await.unwrap();
                         sc = Accumulator::<BQ, BK>::zero();
                         let scores = sc.mma(&qtile, &keys);
                         let product = acc.mma_kn(&p, &values);
@@ -279,9 +270,7 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        let Some(next) = vrx.recv().await else {
-                            return;
-                        };
+                        let next = vrx.recv().await.unwrap();
                         values = next;
                     }
                     acc.mma_kn(&p, &values).await;
