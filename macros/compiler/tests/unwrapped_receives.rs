@@ -1,6 +1,6 @@
 //! `rx.recv().await.unwrap()`: a receive whose end fails the launch. No branch depends on the
-//! slot's state word; the role raises the panic at its slow waits, its loops' watches, its
-//! other panics and its end.
+//! slot's state word, and none comes before the wait; the role raises the panic at its slow
+//! waits, its loops' watches, its other panics and its end.
 
 mod common;
 
@@ -58,14 +58,16 @@ fn lines(ptx: &str) -> Vec<&str> {
 }
 
 /// The predicates set from a receive's state word: `(predicate, state register)` of each
-/// `setp.*.u32 p, state, 0` whose `state` a predicated `ld.shared.u32` after a `try_wait` loaded.
+/// `setp.*.u32 p, state, 0` whose `state` an `ld.shared.u32` right after a wait's `$waited`
+/// label loaded.
 fn state_predicates(ptx: &str) -> Vec<(String, String)> {
     let lines = lines(ptx);
     let states: Vec<String> = lines
-        .iter()
-        .filter(|l| l.starts_with('@') && l.contains(" ld.shared.u32 "))
+        .windows(4)
+        .filter(|w| w[0].starts_with("$waited_"))
+        .flat_map(|w| w[1..].iter())
         .filter_map(|l| {
-            let dst = l.split(" ld.shared.u32 ").nth(1)?.split(',').next()?;
+            let dst = l.strip_prefix("ld.shared.u32 ")?.split(',').next()?;
             Some(dst.to_string())
         })
         .collect();
@@ -88,6 +90,14 @@ fn no_branch_depends_on_the_state_word_of_a_receive_that_unwraps() {
     let k = one(handoff(unwrapping_consumer()));
     let preds = state_predicates(&k.ptx);
     assert!(!preds.is_empty(), "{}", k.ptx);
+    // The word is loaded once, after the wait: none of the waits' first tests loads it.
+    assert!(
+        !lines(&k.ptx)
+            .iter()
+            .any(|l| l.starts_with('@') && l.contains(" ld.shared.u32 ")),
+        "{}",
+        k.ptx
+    );
     for (p, _) in &preds {
         for l in lines(&k.ptx) {
             let branches_on_it = l.contains(" bra ")
@@ -107,6 +117,23 @@ fn no_branch_depends_on_the_state_word_of_a_receive_that_unwraps() {
             uses.iter()
                 .all(|l| l.starts_with(&format!("@{p} mov.u32 "))),
             "{uses:#?}"
+        );
+    }
+    // Nothing is tested before the wait: ptxas moves a first test that follows straight-line
+    // code up into it, which overlaps the test's latency with that code.
+    let lines = lines(&k.ptx);
+    for (i, _) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| **l == "// recv ch0")
+    {
+        let before_wait: Vec<&&str> = lines[i..]
+            .iter()
+            .take_while(|l| !l.starts_with("mbarrier.try_wait"))
+            .collect();
+        assert!(
+            !before_wait.iter().any(|l| l.contains(" bra ")),
+            "{before_wait:#?}"
         );
     }
     // The same consumer with `let .. else`, which answers the end, branches on it.
@@ -185,8 +212,9 @@ fn a_later_panic_of_the_role_reports_the_unwrap_that_met_the_end() {
 
 #[test]
 fn after_a_loop_that_answered_the_end_an_unwrap_fails_without_waiting() {
-    // The `while let` loop leaves on the end; the unwrap after it fails at once (the ring is
-    // past the marker: a wait would never end), setting the failed site from the closed flag.
+    // The `while let` loop leaves on the end; the unwrap after it fails without waiting (the
+    // ring is past the marker: a wait would never end): the closed flag sets the failed site
+    // and skips the wait.
     let k = one(handoff(quote! {
         let mut acc = 0u32;
         while let Some(slot) = rx.recv().await {
@@ -202,9 +230,12 @@ fn after_a_loop_that_answered_the_end_an_unwrap_fails_without_waiting() {
         .iter()
         .rposition(|l| l.starts_with("// recv ch0"))
         .unwrap_or(0);
-    let (set, skip) = (&lines[unwrap_recv + 1], &lines[unwrap_recv + 2]);
-    assert!(set.starts_with('@') && set.contains(" mov.u32 "), "{set}");
+    let (set, skip) = (lines[unwrap_recv + 1], lines[unwrap_recv + 2]);
     let closed = set.split(' ').next().unwrap_or("");
+    assert!(
+        closed.starts_with('@') && set.contains(" mov.u32 "),
+        "{set}"
+    );
     assert!(
         skip.starts_with(&format!("{closed} bra $recv_done_")),
         "{skip}"

@@ -281,22 +281,34 @@ impl Writer<'_> {
         };
         writeln!(self.body, "    // recv {chan}")?;
         let done = self.label("recv_done");
-        if !leaves {
-            // After the end, `recv` answers `None` again at once (and an unwrap fails).
-            match (&some, end) {
-                (Some(s), _) => self.line(format!("not.pred {s}, {};", ring.closed))?,
-                (None, RecvEnd::Fail(fail)) => {
-                    let failed = self.failed_register()?;
-                    self.line(format!("@{} mov.u32 {failed}, {};", ring.closed, fail.0))?;
-                }
-                (None, RecvEnd::Answer(_)) => {}
+        match (&some, end) {
+            (Some(s), _) if !leaves => {
+                // After the end, `recv` answers `None` again at once.
+                self.line(format!("not.pred {s}, {};", ring.closed))?;
+                self.line(format!("@{} bra {done};", ring.closed))?;
             }
-            self.line(format!("@{} bra {done};", ring.closed))?;
+            (None, RecvEnd::Fail(fail)) if !leaves => {
+                // After the end, an unwrap fails without waiting.
+                let failed = self.failed_register()?;
+                self.line(format!("@{} mov.u32 {failed}, {};", ring.closed, fail.0))?;
+                self.line(format!("@{} bra {done};", ring.closed))?;
+            }
+            _ => {}
         }
         let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-        let state = self
-            .wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?
-            .ok_or_else(|| WriteError::inconsistent("the state word loaded", "none"))?;
+        let state = if some.is_some() {
+            self.wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?
+                .ok_or_else(|| WriteError::inconsistent("the state word loaded", "none"))?
+        } else {
+            // Loaded once, after the wait: nothing waits for it, and a word loaded on both
+            // ways out of the wait made ptxas move it to a uniform register on each, right
+            // after its load, stalling the warp there.
+            self.wait(&full, &ring.phase, site)?;
+            let addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+            let state = self.tmp(Class::B32);
+            self.line(format!("ld.shared.u32 {state}, [{addr}];"))?;
+            state
+        };
         match (&some, end) {
             (Some(s), _) => {
                 self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;

@@ -31,7 +31,7 @@ impl Writer<'_> {
             .par_exit
             .clone()
             .unwrap_or_else(|| self.abort_label.clone());
-        match self.panic_site(&label, site)? {
+        match self.panic_site(&label, site.0)? {
             Some(at) => {
                 let record = self.label("panic_record");
                 self.stub_at(&record, FAILURE_PANIC, &at, &cont)

@@ -39,8 +39,8 @@ pub(super) struct RoleCtx {
     /// ([`ends_that_leave`]): their `recv` does not test or set the ring's `closed` register.
     pub(super) ends_leave: HashSet<(ChannelId, u32)>,
     /// For a role with receives that unwrap ([`RecvEnd::Fail`]): the register holding the site
-    /// of the panic of one that met the stream's end, [`NO_FAILURE`] until one does; the role
-    /// raises it at its next slow wait, loop watch, panic or end ([`Writer::raise_deferred`]).
+    /// of the panic of one that met the stream's end, [`NO_FAILURE`] until one does
+    /// (`super::deferred` raises it).
     pub(super) failed: Option<String>,
 }
 

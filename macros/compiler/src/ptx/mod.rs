@@ -15,8 +15,9 @@
 //! each: `types` (register classes and PTX type names), `kernel` (the entry and the roles'
 //! regions), `insts` (the instruction dispatcher), `arithmetic`, `memory`, `atomics`, `warp`
 //! (special registers, shuffles, votes), `control` (branches, panics, role loops), `unroll` (which
-//! role loops are unrolled or versioned), `channels` (the channel protocol), `waits` (blocking
-//! waits, the watchdog, failure records), `barriers`, `join` (`join!` and `select!`), `parallel`
+//! role loops are unrolled or versioned), `channels` (the channel protocol), `deferred` (the
+//! panics of receives that unwrap, raised later), `waits` (blocking waits, the watchdog, failure
+//! records), `barriers`, `join` (`join!` and `select!`), `parallel`
 //! (parallel loops), `reduce` (reductions), `bulk` (bulk copies) and `trace` (the events of a
 //! traced kernel, written only by [`write_kernel_traced`]).
 
@@ -27,6 +28,7 @@ mod barriers;
 mod bulk;
 mod channels;
 mod control;
+mod deferred;
 mod error;
 mod insts;
 mod join;

@@ -5,8 +5,7 @@
 use gpu_async_wire::{record, FailureKind};
 use std::fmt::Write;
 
-use super::error::{WriteError, WriteResult};
-use super::kernel::NO_FAILURE;
+use super::error::WriteResult;
 use super::types::Class;
 use super::Writer;
 use crate::ir::SiteId;
@@ -15,11 +14,6 @@ use crate::ir::SiteId;
 pub(super) const FAILURE_PANIC: u32 = FailureKind::Panic.code();
 /// The failure record's kind word of a wait stopped by the watchdog.
 pub(super) const FAILURE_TIMEOUT: u32 = FailureKind::Watchdog.code();
-
-/// The label of the stub of role `index` that raises its failed site.
-fn deferred_label(index: usize) -> String {
-    format!("$unwrap_failed_{index}")
-}
 
 /// The address of word `word` of the failure record whose address is in `record`.
 fn record_word(record: &str, word: usize) -> String {
@@ -257,71 +251,6 @@ impl Writer<'_> {
         self.line(format!("setp.eq.u32 {c}, {w}, 0;"))?;
         self.line(format!("vote.sync.any.pred {c}, {c}, -1;"))?;
         self.line(format!("@{c} bra {label};"))
-    }
-
-    /// The register of the role's failed site ([`RoleCtx::failed`]), which a role with receives
-    /// that unwrap has.
-    ///
-    /// [`RoleCtx::failed`]: super::kernel::RoleCtx::failed
-    pub(super) fn failed_register(&self) -> WriteResult<String> {
-        self.role()?
-            .failed
-            .clone()
-            .ok_or_else(|| WriteError::inconsistent("a role's failed-site register", "none"))
-    }
-
-    /// Raises the panic of a receive that unwrapped the stream's end ([`RecvEnd::Fail`]), in a
-    /// role that has such receives: goes to the role's stub ([`Writer::deferred_stub`]) when its
-    /// failed site is set. Written at the role's end and where it would otherwise spin: every
-    /// 16th poll of a slow wait, every 16th iteration of a loop.
-    ///
-    /// [`RecvEnd::Fail`]: crate::ir::RecvEnd::Fail
-    pub(super) fn raise_deferred(&mut self) -> WriteResult {
-        let Some((failed, index)) = self
-            .role
-            .as_ref()
-            .and_then(|r| Some((r.failed.clone()?, r.index)))
-        else {
-            return Ok(());
-        };
-        let p = self.tmp(Class::Pred);
-        self.line(format!("setp.ne.u32 {p}, {failed}, {NO_FAILURE};"))?;
-        self.line(format!("@{p} bra {};", deferred_label(index)))
-    }
-
-    /// The stub [`Writer::raise_deferred`] goes to: the failure record of a panic at the role's
-    /// failed site; written once per role that has one.
-    pub(super) fn deferred_stub(&mut self) -> WriteResult {
-        let Some((failed, index)) = self
-            .role
-            .as_ref()
-            .and_then(|r| Some((r.failed.clone()?, r.index)))
-        else {
-            return Ok(());
-        };
-        let abort = self.abort_label.clone();
-        self.stub_at(&deferred_label(index), FAILURE_PANIC, &failed, &abort)
-    }
-
-    /// In a role with a failed-site register ([`RoleCtx::failed`]), the site operand of a panic
-    /// stub at `site`: the failed site where one is set (the panic of a receive that unwrapped
-    /// the end came first, and may be what led here), else `site`. The instructions choosing
-    /// it go to the stubs, after `label`.
-    ///
-    /// [`RoleCtx::failed`]: super::kernel::RoleCtx::failed
-    pub(super) fn panic_site(&mut self, label: &str, site: SiteId) -> WriteResult<Option<String>> {
-        let Some(failed) = self.role.as_ref().and_then(|r| r.failed.clone()) else {
-            return Ok(None);
-        };
-        let (set, chosen) = (self.tmp(Class::Pred), self.tmp(Class::B32));
-        writeln!(self.stubs, "{label}:")?;
-        writeln!(self.stubs, "    setp.ne.u32 {set}, {failed}, {NO_FAILURE};")?;
-        writeln!(
-            self.stubs,
-            "    selp.b32 {chosen}, {failed}, {}, {set};",
-            site.0
-        )?;
-        Ok(Some(chosen))
     }
 
     /// The start of a blocking wait's slow loop: the watchdog's deadline and the spin count at 0,
