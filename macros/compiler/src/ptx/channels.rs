@@ -275,54 +275,45 @@ impl Writer<'_> {
         let ring = self.ring(chan, rx)?;
         let c = self.k.channel(chan).clone();
         let leaves = self.role()?.ends_leave.contains(&(chan, rx));
-        let some = match end {
-            RecvEnd::Answer(some) => Some(self.reg(some)),
-            RecvEnd::Fail(_) => None,
-        };
         writeln!(self.body, "    // recv {chan}")?;
         let done = self.label("recv_done");
-        match (&some, end) {
-            (Some(s), _) if !leaves => {
-                // After the end, `recv` answers `None` again at once.
-                self.line(format!("not.pred {s}, {};", ring.closed))?;
-                self.line(format!("@{} bra {done};", ring.closed))?;
-            }
-            (None, RecvEnd::Fail(fail)) if !leaves => {
-                // After the end, an unwrap fails without waiting.
-                let failed = self.failed_register()?;
-                self.line(format!("@{} mov.u32 {failed}, {};", ring.closed, fail.0))?;
-                self.line(format!("@{} bra {done};", ring.closed))?;
-            }
-            _ => {}
-        }
-        let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
-        let state = if some.is_some() {
-            self.wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?
-                .ok_or_else(|| WriteError::inconsistent("the state word loaded", "none"))?
-        } else {
-            // Loaded once, after the wait: nothing waits for it, and a word loaded on both
-            // ways out of the wait made ptxas move it to a uniform register on each, right
-            // after its load, stalling the warp there.
-            self.wait(&full, &ring.phase, site)?;
-            let addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-            let state = self.tmp(Class::B32);
-            self.line(format!("ld.shared.u32 {state}, [{addr}];"))?;
-            state
-        };
-        match (&some, end) {
-            (Some(s), _) => {
+        match end {
+            RecvEnd::Answer(some) => {
+                let s = self.reg(some);
+                if !leaves {
+                    // After the end, `recv` answers `None` again at once.
+                    self.line(format!("not.pred {s}, {};", ring.closed))?;
+                    self.line(format!("@{} bra {done};", ring.closed))?;
+                }
+                let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+                let state = self
+                    .wait_then_load(&full, &ring.phase, site, Some((c.state_offset, &ring.slot)))?
+                    .ok_or_else(|| WriteError::inconsistent("the state word loaded", "none"))?;
                 self.line(format!("setp.ne.u32 {s}, {state}, 0;"))?;
                 if !leaves {
                     self.line(format!("not.pred {}, {s};", ring.closed))?;
                 }
             }
-            (None, RecvEnd::Fail(fail)) => {
-                // Not a branch: the code after the receive need not wait for the word.
-                let (failed, ended) = (self.failed_register()?, self.tmp(Class::Pred));
+            RecvEnd::Fail(fail) => {
+                let failed = self.failed_register()?;
+                if !leaves {
+                    // After the end, an unwrap fails without waiting.
+                    self.line(format!("@{} mov.u32 {failed}, {};", ring.closed, fail.0))?;
+                    self.line(format!("@{} bra {done};", ring.closed))?;
+                }
+                // Loaded once, after the wait: nothing waits for it, and a word loaded on both
+                // ways out of the wait made ptxas move it to a uniform register on each, right
+                // after its load, stalling the warp there. Not a branch: the code after the
+                // receive need not wait for the word.
+                let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
+                self.wait(&full, &ring.phase, site)?;
+                let addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
+                let state = self.tmp(Class::B32);
+                self.line(format!("ld.shared.u32 {state}, [{addr}];"))?;
+                let ended = self.tmp(Class::Pred);
                 self.line(format!("setp.eq.u32 {ended}, {state}, 0;"))?;
                 self.line(format!("@{ended} mov.u32 {failed}, {};", fail.0))?;
             }
-            (None, RecvEnd::Answer(_)) => {}
         }
         let slot = slot.map(|v| self.reg(v));
         self.hold_and_advance((chan, rx), &ring, &c, slot.as_deref())?;

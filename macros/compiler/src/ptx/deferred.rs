@@ -32,14 +32,17 @@ impl Writer<'_> {
             .ok_or_else(|| WriteError::inconsistent("a role's failed-site register", "none"))
     }
 
+    /// The failed-site register of the role being written and the role's index, where it has
+    /// one.
+    fn failed_site(&self) -> Option<(String, usize)> {
+        let role = self.role.as_ref()?;
+        Some((role.failed.clone()?, role.index))
+    }
+
     /// Raises the role's failed site, where it has receives that unwrap: goes to the role's stub
     /// when the register is set.
     pub(super) fn raise_deferred(&mut self) -> WriteResult {
-        let Some((failed, index)) = self
-            .role
-            .as_ref()
-            .and_then(|r| Some((r.failed.clone()?, r.index)))
-        else {
+        let Some((failed, index)) = self.failed_site() else {
             return Ok(());
         };
         let p = self.tmp(Class::Pred);
@@ -50,11 +53,7 @@ impl Writer<'_> {
     /// The role's stub that [`Writer::raise_deferred`] goes to: the failure record of a panic at
     /// the failed site; written once, at the role's end.
     pub(super) fn deferred_stub(&mut self) -> WriteResult {
-        let Some((failed, index)) = self
-            .role
-            .as_ref()
-            .and_then(|r| Some((r.failed.clone()?, r.index)))
-        else {
+        let Some((failed, index)) = self.failed_site() else {
             return Ok(());
         };
         let abort = self.abort_label.clone();
