@@ -2,7 +2,7 @@
 //!
 //! `ptxas` comes from `$PTXAS`, the `PATH`, a CUDA toolkit (`$CUDA_HOME`, `$CUDA_PATH`,
 //! `/usr/local/cuda`) or the PyPI wheel `nvidia-cuda-nvcc==13.0.88` (`nvidia/cu13/bin/ptxas` in
-//! python3's site-packages, user site-packages or active virtual environment); [`search`] has
+//! python3's site-packages, user site-packages or active virtual environment); [`search()`] has
 //! the order.
 
 use std::path::PathBuf;

@@ -196,7 +196,7 @@ fn accumulator_need(r: &Role) -> Option<(u32, u32)> {
 /// Why a kernel without register budgets cannot hold a role's accumulators, if it cannot: each
 /// thread has the registers of the entry (the register file over the block's threads), or over
 /// `min_blocks_per_sm` blocks' threads, and a role of mmas needs its accumulators' plus
-/// [`MMA_OTHER_REGISTERS`].
+/// `MMA_OTHER_REGISTERS` (this module's) for the rest of its code.
 pub fn accumulators_fit(k: &Kernel) -> Result<(), String> {
     let threads = 32 * k.warps.max(1);
     let (have, source) = match k.min_blocks_per_sm {
