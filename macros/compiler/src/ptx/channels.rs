@@ -78,6 +78,15 @@ impl Writer<'_> {
         }
     }
 
+    /// The `u32` at shared address `smem + offset + 4 index` (a slot's state word) into a new
+    /// register, which is returned.
+    pub(super) fn load_shared_word(&mut self, offset: u32, index: &str) -> WriteResult<String> {
+        let addr = self.shared_addr(offset, index, 4)?;
+        let word = self.tmp(Class::B32);
+        self.line(format!("ld.shared.u32 {word}, [{addr}];"))?;
+        Ok(word)
+    }
+
     /// The shared address of the current slot (sending end), of the held one (receiving end),
     /// or of the received slot at ring position `slot`.
     pub(super) fn slot_addr(
@@ -307,9 +316,7 @@ impl Writer<'_> {
                 // receive need not wait for the word.
                 let full = self.shared_addr(c.full_offset, &ring.slot, 8)?;
                 self.wait(&full, &ring.phase, site)?;
-                let addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-                let state = self.tmp(Class::B32);
-                self.line(format!("ld.shared.u32 {state}, [{addr}];"))?;
+                let state = self.load_shared_word(c.state_offset, &ring.slot)?;
                 let ended = self.tmp(Class::Pred);
                 self.line(format!("setp.eq.u32 {ended}, {state}, 0;"))?;
                 self.line(format!("@{ended} mov.u32 {failed}, {};", fail.0))?;
@@ -346,9 +353,7 @@ impl Writer<'_> {
         some: &str,
         slot: Option<&str>,
     ) -> WriteResult {
-        let state_addr = self.shared_addr(c.state_offset, &ring.slot, 4)?;
-        let state = self.tmp(Class::B32);
-        self.line(format!("ld.shared.u32 {state}, [{state_addr}];"))?;
+        let state = self.load_shared_word(c.state_offset, &ring.slot)?;
         self.line(format!("setp.ne.u32 {some}, {state}, 0;"))?;
         if !self.role()?.ends_leave.contains(&(chan, rx)) {
             self.line(format!("not.pred {}, {some};", ring.closed))?;

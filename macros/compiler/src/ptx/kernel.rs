@@ -51,10 +51,11 @@ pub(super) const NO_FAILURE: u32 = u32::MAX;
 /// good: every `recv` of the channel in `body` is `while let Some(..) = rx.recv().await` (a
 /// `recv` at the top level of a loop that is itself at the role's top level, followed by `if !some
 /// { break }` out of that loop) with no `recv` or `select!` of it after that loop, or unwraps
-/// (`rx.recv().await.unwrap()`, which never answers the end), and no `select!` takes it. Such a receiver never asks again after the end, so its `recv` needs no register
-/// remembering that the channel closed, nor the test of it before every wait (two instructions per
-/// item on the path from a wait to the slot's release; `docs/design.md`, "A receive whose end
-/// leaves its loop keeps no closed flag").
+/// (`rx.recv().await.unwrap()`, which never answers the end), and no `select!` takes it. Such a
+/// receiver never asks again after the end, so its `recv` needs no register remembering that the
+/// channel closed, nor the test of it before every wait (two instructions per item on the path
+/// from a wait to the slot's release; `docs/design.md`, "A receive whose end leaves its loop keeps
+/// no closed flag").
 fn ends_that_leave(body: &Block) -> HashSet<(ChannelId, u32)> {
     let mut selected = HashSet::new();
     crate::ir::for_each_inst(body, &mut |i| {

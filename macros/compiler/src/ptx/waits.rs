@@ -69,10 +69,7 @@ impl Writer<'_> {
             let Some((offset, index)) = load else {
                 return Ok(None);
             };
-            let addr = self.shared_addr(offset, index, 4)?;
-            let dst = self.tmp(Class::B32);
-            self.line(format!("ld.shared.u32 {dst}, [{addr}];"))?;
-            return Ok(Some(dst));
+            return self.load_shared_word(offset, index).map(Some);
         }
         let load = match load {
             Some((offset, index)) => {
