@@ -238,8 +238,7 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        let next = vrx.recv().await.unwrap();
-                        values = next;
+                        values = vrx.recv().await.unwrap();
                     }
                     if masked && blocks > 1 {
                         // The same step on the last block, its scores masked first.
@@ -270,8 +269,7 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        let next = vrx.recv().await.unwrap();
-                        values = next;
+                        values = vrx.recv().await.unwrap();
                     }
                     acc.mma_kn(&p, &values).await;
                     // O / l as one reciprocal per row and a multiply per element.
