@@ -13,7 +13,7 @@ use gpu_async::device::{bf16, f16};
 use gpu_async::{block_on, Device, Grid};
 use gpu_async_testing::on_each_device;
 
-use mma_epilogue::epilogue::{elementwise, row_stats, running_rows, scaled, ROWS, T};
+use mma_epilogue::epilogue::{elementwise, ordered_sums, row_stats, running_rows, scaled, ROWS, T};
 
 /// A T x T matrix of integers in -2..=2.
 fn integers(seed: usize) -> Vec<bf16> {
@@ -180,16 +180,6 @@ fn row_maxima_and_sums_reach_each_element_of_their_row(dev: Device) -> gpu_async
             &mut c,
         ),
     ))?;
-    // The sums' order: per row, lanes q = 0..4 each add the columns 8 j + 2 q, 8 j + 2 q + 1
-    // for j up from 0, then (t0 + t1) + (t2 + t3).
-    let sum_in_order = |row: &[f32]| {
-        let lane = |q: usize| {
-            let mut cols = (0..T / 8).flat_map(|j| [8 * j + 2 * q, 8 * j + 2 * q + 1]);
-            let first = row[cols.next().unwrap_or(0)];
-            cols.fold(first, |t, c| t + row[c])
-        };
-        (lane(0) + lane(1)) + (lane(2) + lane(3))
-    };
     let mut want = Vec::with_capacity(ROWS * T);
     for i in 0..ROWS {
         let x: Vec<f32> = (0..T)
@@ -201,7 +191,7 @@ fn row_maxima_and_sums_reach_each_element_of_their_row(dev: Device) -> gpu_async
             .collect();
         let m = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let shifted: Vec<f32> = x.iter().map(|v| (v - m) * 0.1).collect();
-        let l = sum_in_order(&shifted);
+        let l = row_sum_in_order(&shifted);
         want.extend(shifted.iter().map(|v| (v / (l - 1.0) + m).to_bits()));
     }
     let got: Vec<u32> = c.download()?.iter().map(|v| v.to_bits()).collect();
@@ -209,14 +199,90 @@ fn row_maxima_and_sums_reach_each_element_of_their_row(dev: Device) -> gpu_async
     Ok(())
 }
 
-/// The sum of a row of `T` in the order `row_sum` defines.
+/// The sum of a row of `T` in the order `row_sum` defines: per row, lane `q` of 0..4 adds the
+/// columns `8 j + 2 q`, `8 j + 2 q + 1` for `j` up from 0, left to right from the first, then
+/// `(t0 + t1) + (t2 + t3)`.
 fn row_sum_in_order(row: &[f32]) -> f32 {
     let lane = |q: usize| {
-        let mut cols = (0..T / 8).flat_map(|j| [8 * j + 2 * q, 8 * j + 2 * q + 1]);
-        let first = row[cols.next().unwrap_or(0)];
-        cols.fold(first, |t, c| t + row[c])
+        (0..T / 8)
+            .flat_map(|j| [row[8 * j + 2 * q], row[8 * j + 2 * q + 1]])
+            .reduce(|t, x| t + x)
+            .unwrap_or(0.0)
     };
     (lane(0) + lane(1)) + (lane(2) + lane(3))
+}
+
+/// Row sums of values whose magnitudes span ten decades round differently in each order of
+/// addition: the bits are those of the order `row_sum` defines (and of no pairwise tree per lane,
+/// which the data tells apart), on the simulator and the GPU; row maxima as `f32::max`.
+#[on_each_device]
+fn row_sums_add_in_their_defined_order(dev: Device) -> gpu_async::Result<()> {
+    let a: Vec<bf16> = integers(3).into_iter().chain(integers(4)).collect();
+    let b = integers(5);
+    let w: Vec<f32> = (0..ROWS * T)
+        .map(|k| {
+            let h = (k as u32).wrapping_mul(2_654_435_761) >> 7;
+            let mantissa = (h % 2001) as f32 / 1000.0 - 1.0;
+            mantissa * 10f32.powi((h / 2001 % 11) as i32 - 3)
+        })
+        .collect();
+    let mut out = dev.upload(&vec![f32::NAN; 2 * ROWS])?;
+    block_on(ordered_sums::launch(
+        &dev,
+        Grid::blocks(1),
+        (
+            dev.upload(&a)?.as_matrix(ROWS, T)?,
+            dev.upload(&b)?.as_matrix(T, T)?,
+            &dev.upload(&w)?,
+            &mut out,
+        ),
+    ))?;
+    let rows: Vec<Vec<f32>> = (0..ROWS)
+        .map(|i| {
+            (0..T)
+                .map(|j| {
+                    let dot: f32 = (0..T)
+                        .map(|k| a[i * T + k].to_f32() * b[j * T + k].to_f32())
+                        .sum();
+                    dot + w[i * T + j]
+                })
+                .collect()
+        })
+        .collect();
+    // The same lanes' values added as a pairwise tree instead (neighbours first).
+    let tree_per_lane = |row: &[f32]| {
+        let lane = |q: usize| {
+            let mut level: Vec<f32> = (0..T / 8)
+                .flat_map(|j| [row[8 * j + 2 * q], row[8 * j + 2 * q + 1]])
+                .collect();
+            while level.len() > 1 {
+                level = level
+                    .chunks(2)
+                    .map(|pair| pair.iter().copied().reduce(|a, b| a + b).unwrap_or(0.0))
+                    .collect();
+            }
+            level[0]
+        };
+        (lane(0) + lane(1)) + (lane(2) + lane(3))
+    };
+    let differing = rows
+        .iter()
+        .filter(|r| row_sum_in_order(r).to_bits() != tree_per_lane(r).to_bits())
+        .count();
+    assert!(
+        differing > ROWS / 4,
+        "the data tells the orders apart in only {differing} rows"
+    );
+    let mut want: Vec<u32> = rows.iter().map(|r| row_sum_in_order(r).to_bits()).collect();
+    want.extend(rows.iter().map(|r| {
+        r.iter()
+            .copied()
+            .fold(f32::NEG_INFINITY, f32::max)
+            .to_bits()
+    }));
+    let got: Vec<u32> = out.download()?.iter().map(|v| v.to_bits()).collect();
+    assert_eq!(got, want, "on {dev}");
+    Ok(())
 }
 
 #[on_each_device]

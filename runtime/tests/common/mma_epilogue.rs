@@ -160,6 +160,36 @@ pub mod epilogue {
         acc.store(c, T, [0, 0]);
     }
 
+    /// `a · bᵀ` plus `w` (`ROWS` x `T`, row-major), then each row's sum into `out[..ROWS]` and
+    /// its maximum into `out[ROWS..]`: with `w` of mixed magnitudes, the sums' bits show the order
+    /// in which `row_sum` adds.
+    #[kernel(warps = 12, idle_warps)]
+    pub async fn ordered_sums(a: &Matrix<bf16>, b: &Matrix<bf16>, w: &[f32], out: &mut [f32]) {
+        let (tx, rx) = channel::<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>();
+        join!(
+            on_warps(0..1, load_rows(a, b, tx)),
+            on_warps(4..12, sum_rows(rx, w, out))
+        )
+        .await;
+    }
+
+    async fn sum_rows(
+        mut rx: Receiver<(Tile<bf16, ROWS, T>, Tile<bf16, T, T>), 2>,
+        w: &[f32],
+        out: &mut [f32],
+    ) {
+        let Some(stage) = rx.recv().await else {
+            return;
+        };
+        let mut acc = Accumulator::<ROWS, T>::zero();
+        acc.mma(&stage.0, &stage.1).await;
+        acc.apply_at(|i, j, v| v + w[i * T + j]);
+        let l = acc.row_sum();
+        let m = acc.row_max();
+        l.store(out, 0);
+        m.store(out, ROWS);
+    }
+
     /// Two stages of scores `s_k = a · b_kᵀ` (`b_k` the `k`-th 64 rows of `b`) folded into
     /// running row statistics, as attention's online softmax keeps them: `m` the rows' running
     /// maximum, `l` a running sum rescaled by each new maximum; each stage's shifted scores go to
