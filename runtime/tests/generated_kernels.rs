@@ -126,6 +126,10 @@ mod attention;
 #[path = "common/edges.rs"]
 mod edges;
 
+#[allow(dead_code, clippy::all)]
+#[path = "common/tile_stores.rs"]
+mod tile_stores;
+
 use std::path::PathBuf;
 
 use gpu_async_testing::needs_ptxas;
@@ -511,6 +515,7 @@ fn variants() -> Vec<(&'static str, &'static str)> {
         ("parts_sums", parts::parts::sums::PTX),
         ("edges_eight_warps", edges::edges::eight_warps::PTX),
         ("edges_one_warp", edges::edges::one_warp::PTX),
+        ("tile_stores_tiled", tile_stores::tiled::tiled::PTX),
     ]
 }
 

@@ -219,6 +219,22 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> RecvSlot<'_,
     /// tensor maps.
     #[track_caller]
     pub fn store(&self, m: &mut Matrix<T>, at: [usize; 2]) -> CopyTo {
+        self.store_rows(m, at, R)
+    }
+
+    /// As [`store`](Self::store), writing only the tile's first `rows` rows (all of them when
+    /// `rows` is `R` or more): the last tile of a group of rows that ends inside a tile, such as
+    /// a head of an attention's `[B · H · S, d]` output whose `S` is not a multiple of the tile,
+    /// stops at the group's end where the TMA would stop only at the matrix's.
+    ///
+    /// On the GPU, with `rows >= R` this is the TMA store of [`store`](Self::store); with fewer,
+    /// the role's threads copy the rows' 16-byte chunks out of the slot with ordinary loads and
+    /// stores (no bulk copy, so the slot's release has nothing to wait for).
+    ///
+    /// # Panics
+    /// As [`store`](Self::store).
+    #[track_caller]
+    pub fn store_rows(&self, m: &mut Matrix<T>, at: [usize; 2], rows: usize) -> CopyTo {
         let [row, col] = at;
         let (spec, block_cols) = copy_blocks(m, at, (R, C), "store");
         let name = m.name;
@@ -228,7 +244,7 @@ impl<T: TileScalar, const R: usize, const C: usize, const D: usize> RecvSlot<'_,
         };
         let elems = self.elems();
         for b in 0..C / block_cols.max(1) {
-            let part: Vec<T> = (0..R)
+            let part: Vec<T> = (0..R.min(rows))
                 .flat_map(|r| {
                     let at = r * C + b * block_cols;
                     elems[at..at + block_cols].iter().copied()

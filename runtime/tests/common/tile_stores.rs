@@ -1,8 +1,9 @@
 //! The epilogue through shared memory: a product of two warpgroups written a block of columns
 //! at a time into tile slots (`acc.store_tile`), which one-warp roles store into matrices with
-//! TMA stores (`tile.store`), at a corner where the matrices' edges clip the tiles. Three tile
-//! shapes: `f32` rows of 128 bytes (the 128-byte swizzle), `f32` rows of two 128-byte column
-//! blocks, `bf16` rows of 64 bytes (the 64-byte swizzle).
+//! TMA stores (`tile.store`; `tile.store_rows`, its first `limit` rows), at a corner where the
+//! matrices' edges clip the tiles. Three tile shapes: `f32` rows of 128 bytes (the 128-byte
+//! swizzle), `f32` rows of two 128-byte column blocks, `bf16` rows of 64 bytes (the 64-byte
+//! swizzle).
 
 use gpu_async::gpu_async;
 
@@ -18,13 +19,15 @@ pub mod tiled {
     pub const K: usize = 64;
 
     /// `a · bᵀ` (`a` is `ROWS` x `K`, `b` is `N` x `K`) stored at (`row`, `col`) of `c`, `w`
-    /// (both `f32`) and `h` (`bf16`), each clipped at its edges.
+    /// (both `f32`) and `h` (`bf16`), each clipped at its edges, and `w` and `h` only in the
+    /// product's first `limit` rows.
     #[kernel(warps = 15, idle_warps)]
     pub async fn tiled(
         a: &Matrix<bf16>,
         b: &Matrix<bf16>,
         row: usize,
         col: usize,
+        limit: usize,
         c: &mut Matrix<f32>,
         w: &mut Matrix<f32>,
         h: &mut Matrix<bf16>,
@@ -37,8 +40,8 @@ pub mod tiled {
             on_warps(0..1, load(a, b, tx)),
             on_warps(4..12, compute(rx, ctx, wtx, htx)),
             on_warps(12..13, store_f32(crx, row, col, c)),
-            on_warps(13..14, store_wide(wrx, row, col, w)),
-            on_warps(14..15, store_bf16(hrx, row, col, h))
+            on_warps(13..14, store_wide(wrx, row, col, limit, w)),
+            on_warps(14..15, store_bf16(hrx, row, col, limit, h))
         )
         .await;
     }
@@ -105,11 +108,12 @@ pub mod tiled {
         mut wrx: Receiver<Tile<f32, ROWS, 64>, 1>,
         row: usize,
         col: usize,
+        limit: usize,
         w: &mut Matrix<f32>,
     ) {
         let mut j = 0usize;
         while let Some(tile) = wrx.recv().await {
-            tile.store(w, [row, col + j * 64]).await;
+            tile.store_rows(w, [row, col + j * 64], limit).await;
             j += 1;
         }
     }
@@ -118,11 +122,12 @@ pub mod tiled {
         mut hrx: Receiver<Tile<bf16, ROWS, 32>, 2>,
         row: usize,
         col: usize,
+        limit: usize,
         h: &mut Matrix<bf16>,
     ) {
         let mut j = 0usize;
         while let Some(tile) = hrx.recv().await {
-            tile.store(h, [row, col + j * 32]).await;
+            tile.store_rows(h, [row, col + j * 32], limit).await;
             j += 1;
         }
     }

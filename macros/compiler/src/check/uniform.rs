@@ -488,7 +488,12 @@ pub(crate) fn children(e: &Expr) -> Vec<&Expr> {
             matrix,
             row,
             col,
-        } => vec![slot, matrix, row, col],
+            rows,
+        } => {
+            let mut children: Vec<&Expr> = vec![slot, matrix, row, col];
+            children.extend(rows.as_deref());
+            children
+        }
         K::AccumulatorTile { acc, slot, col } => vec![acc, slot, col],
         K::MatrixDim(m, _) => vec![m],
         K::AccumulatorZero => vec![],

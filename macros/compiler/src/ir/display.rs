@@ -328,6 +328,7 @@ impl Kernel {
                 map,
                 row,
                 col,
+                rows,
             } => {
                 write!(
                     f,
@@ -339,6 +340,9 @@ impl Kernel {
                     self.val(*row),
                     self.val(*col)
                 )?;
+                if let Some(rows) = rows {
+                    write!(f, ", rows {}", self.val(*rows))?;
+                }
                 if let Some(slot) = slot {
                     write!(f, ", slot at {}", self.val(*slot))?;
                 }

@@ -724,6 +724,11 @@ pub enum Inst {
     /// TMA store (`cp.async.bulk.tensor`) per column block of the tile, issued by the role's
     /// bulk issuer as one bulk group. The channel's `bulk_reads` make its release wait for the
     /// group to have read the slot, and its `send` fence the sender's writes for the TMA.
+    ///
+    /// With `rows` (`store_rows`, a `u32` no larger than the tile's rows), only the tile's first
+    /// `rows` rows are written: all of them by the TMA, fewer by the role's threads, each
+    /// copying 16-byte chunks of the rows from the slot to the matrix with ordinary loads and
+    /// stores, inside the matrix's edges.
     TileStore {
         chan: ChannelId,
         /// The received slot's ring position, or `None` for the ring's held slot.
@@ -734,6 +739,7 @@ pub enum Inst {
         map: u32,
         row: Value,
         col: Value,
+        rows: Option<Value>,
     },
     /// `acc.mma(&a, &b)` on the tensor cores, by every thread of a warpgroup: `wgmma.fence`,
     /// then `k_steps` instructions `wgmma.mma_async` of shape m64n`n`k16 on `elem` inputs, the

@@ -40,7 +40,8 @@ impl Lowerer<'_> {
                 matrix,
                 row,
                 col,
-            } => self.tile_store(slot, matrix, (row, col), inner.span),
+                rows,
+            } => self.tile_store(slot, matrix, (row, col), rows.as_deref(), inner.span),
             ExprKind::Mma { acc, a, b, b_kn } => {
                 if let Val::PendingMma(group) = self.mma_issue(acc, a, (b, *b_kn), inner.span) {
                     self.mma_wait_for(group);

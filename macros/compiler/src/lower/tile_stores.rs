@@ -14,12 +14,14 @@ use crate::types::{tile_column_blocks, tile_swizzle_bytes, Scalar};
 use gpu_async_wire::ACC_TILE_COLUMN;
 
 impl Lowerer<'_> {
-    /// `tile.store(matrix, [row, col]).await` of a received tile slot.
+    /// `tile.store(matrix, [row, col]).await` of a received tile slot, or
+    /// `tile.store_rows(matrix, [row, col], rows).await` (`limit`, the rows written).
     pub(super) fn tile_store(
         &mut self,
         slot: &Expr,
         matrix: &Expr,
         (row, col): (&Expr, &Expr),
+        limit: Option<&Expr>,
         span: Span,
     ) -> Val {
         let (s, m) = (self.expr(slot), self.expr(matrix));
@@ -35,6 +37,13 @@ impl Lowerer<'_> {
             return Val::Unit;
         }
         let [row, col] = self.tile_copy_corner((row, col), elem, true, span);
+        // The rows written, at most the tile's, as the `u32` the writer compares.
+        let limit = limit.map(|e| {
+            let wanted = self.scalar(e);
+            let all = self.usize_const(u64::from(rows));
+            let capped = self.binary(BinOp::Min, wanted, all);
+            self.cast_to(capped, Scalar::U32)
+        });
         let map = self.tile_map(param, elem, (rows, cols));
         self.emit(Inst::TileStore {
             chan,
@@ -44,6 +53,7 @@ impl Lowerer<'_> {
             map,
             row,
             col,
+            rows: limit,
         });
         // The sender's writes reach the TMA through the proxy fence of its `send`; the release
         // waits for the store to have read the slot.

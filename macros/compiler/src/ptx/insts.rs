@@ -108,7 +108,8 @@ impl Writer<'_> {
                 map,
                 row,
                 col,
-            } => self.tile_store((*chan, *slot, *rx), (*param, *map), *row, *col),
+                rows,
+            } => self.tile_store((*chan, *slot, *rx), (*param, *map), [*row, *col], *rows),
             Inst::CopyOut {
                 chan,
                 dst,

@@ -536,7 +536,8 @@ pub enum ExprKind {
         /// Its column.
         col: Box<Expr>,
     },
-    /// `tile.store(matrix, [row, col])` of a received tile slot.
+    /// `tile.store(matrix, [row, col])` of a received tile slot, or
+    /// `tile.store_rows(matrix, [row, col], rows)`, which writes only its first `rows` rows.
     TileStore {
         /// The received slot.
         slot: Box<Expr>,
@@ -546,6 +547,8 @@ pub enum ExprKind {
         row: Box<Expr>,
         /// Its column.
         col: Box<Expr>,
+        /// `store_rows`: how many of the tile's rows are written (a `usize`).
+        rows: Option<Box<Expr>>,
     },
     /// `acc.store_tile(&mut slot, col)`: the accumulator's columns `col..` into a reserved tile
     /// slot.

@@ -566,6 +566,7 @@ impl Verifier<'_> {
                 map,
                 row,
                 col,
+                rows,
                 ..
             } => {
                 self.chan_end(*chan, role, false, in_par);
@@ -574,6 +575,10 @@ impl Verifier<'_> {
                 self.use_(*col);
                 self.expect_ty(*row, Scalar::U32, "a tile store's row");
                 self.expect_ty(*col, Scalar::U32, "a tile store's column");
+                if let Some(rows) = rows {
+                    self.use_(*rows);
+                    self.expect_ty(*rows, Scalar::U32, "a tile store's rows");
+                }
                 let mutable = matches!(
                     self.k.params.get(*param as usize).map(|p| &p.kind),
                     Some(ParamKind::Matrix { mutable: true, .. })

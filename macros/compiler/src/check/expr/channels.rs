@@ -46,7 +46,7 @@ impl Checker<'_> {
                 self.local_of(&receiver, "load");
                 self.tile_load(&c, 0, receiver, m, span)
             }
-            ("store", Ty::RecvSlot(c)) if c.elem.tile().is_some() => {
+            ("store" | "store_rows", Ty::RecvSlot(c)) if c.elem.tile().is_some() => {
                 let c = c.clone();
                 self.tile_store(&c, receiver, m, span)
             }

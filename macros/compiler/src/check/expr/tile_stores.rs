@@ -10,7 +10,8 @@ use crate::types::{ChanTy, Scalar, Ty};
 
 impl Checker<'_> {
     /// `tile.store(c, [row, col])` of a received slot of one tile: a future that writes the
-    /// tile into the box of `c` whose top-left element is `(row, col)`, nothing past its edges.
+    /// tile into the box of `c` whose top-left element is `(row, col)`, nothing past its edges;
+    /// `tile.store_rows(c, [row, col], rows)` writes only the tile's first `rows` rows.
     pub(super) fn tile_store(
         &mut self,
         c: &ChanTy,
@@ -21,10 +22,16 @@ impl Checker<'_> {
         let Some((elem, _, _)) = c.elem.tile() else {
             return err(span);
         };
-        if !self.want_args(m, 2) || !self.no_channel_ops_in_par(span, "store") {
+        let method = if m.method == "store_rows" {
+            "store_rows"
+        } else {
+            "store"
+        };
+        let args = if method == "store_rows" { 3 } else { 2 };
+        if !self.want_args(m, args) || !self.no_channel_ops_in_par(span, method) {
             return err(span);
         }
-        self.local_of(&receiver, "store");
+        self.local_of(&receiver, method);
         let matrix = self.expr(&mut m.args[0], None);
         match matrix.ty {
             Ty::Matrix(e, true) if e == elem => {}
@@ -47,12 +54,19 @@ impl Checker<'_> {
         let Some((row, col)) = self.tile_corner(&mut m.args[1]) else {
             return err(span);
         };
+        let rows = (method == "store_rows").then(|| {
+            let usize_ty = Ty::Scalar(Scalar::Usize);
+            let mut rows = self.expr(&mut m.args[2], Some(&usize_ty));
+            self.expect(&mut rows, &usize_ty);
+            Box::new(rows)
+        });
         mk(
             ExprKind::TileStore {
                 slot: Box::new(receiver),
                 matrix: Box::new(matrix),
                 row: Box::new(row),
                 col: Box::new(col),
+                rows,
             },
             Ty::Future(Box::new(Ty::Unit)),
             span,
