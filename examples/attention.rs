@@ -8,8 +8,10 @@
 //! keys S = Q · Kᵀ (`mma`), the rows' running maximum and sum (`row_max`, `row_sum`, `Rows`),
 //! P = 2^(S - max) in registers (`exp2_approx`), and O += P · V with P as the register A operand
 //! (`to_bf16`, `mma_kn`), the scores of one block computed while the previous block's product
-//! runs. Keys past S, and keys after the query in the causal case, are masked to -∞; rows past S
-//! are computed and not stored.
+//! runs. The finished O tile goes through shared memory (`store_tile`) to a store warp, which
+//! writes it with a TMA store while the warpgroups start the next tile. Keys past S, and keys
+//! after the query in the causal case, are masked to -∞; rows past S are computed and not stored
+//! (`store_rows`).
 //!
 //! Checked against a CPU reference in `f64` (within twice what rounding P and O to `bf16`
 //! allows, see `mismatches`); on the GPU it prints TFLOP/s (4 · B · H · S² · d / t,
@@ -22,7 +24,9 @@
 
 use gpu_async::bench::{arg, median_of, random_f32, Timing};
 use gpu_async::half::bf16;
-use gpu_async::{gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView};
+use gpu_async::{
+    gpu_async, BackendKind, Device, DeviceBuffer, Grid, Launch, MatrixView, MatrixViewMut,
+};
 
 /// The attention kernel of head dimension `$d` (128 or 64) in module `$module`: the same code
 /// for both, the tiles and accumulators `$d` wide.
@@ -52,10 +56,15 @@ macro_rules! attention_kernel {
             /// `n` it takes from `next[0]` (0 when the launch starts), until `t` is past the
             /// last tile. `scale` is `log2(e) / √D`.
             #[allow(clippy::too_many_arguments)]
-            // The loader is one warp: its loads are one thread's, and the three other warps of
-            // its warpgroup idle (as four, they only spun in its waits: 11% of the kernel's
-            // instructions, at the same speed).
-            #[kernel(warps = 12, idle_warps, registers(load = 40, compute = 232))]
+            // The loader and the store warp are one warp each, in warpgroups of their own (a
+            // register budget is a warpgroup's): their copies are one thread's, and the other
+            // warps of their warpgroups idle (as four, the loader's only spun in its waits: 11% of
+            // the kernel's instructions, at the same speed).
+            #[kernel(
+                warps = 16,
+                idle_warps,
+                registers(load = 24, store = 24, compute = 232)
+            )]
             pub async fn attention(
                 q: &Matrix<bf16>,
                 k: &Matrix<bf16>,
@@ -63,7 +72,7 @@ macro_rules! attention_kernel {
                 s: usize,
                 causal: bool,
                 scale: f32,
-                o: &mut [bf16],
+                o: &mut Matrix<bf16>,
                 lse: &mut [f32],
                 next: &[AtomicU32],
             ) {
@@ -71,11 +80,39 @@ macro_rules! attention_kernel {
                 let (qtx, qrx) = channel::<Tile<bf16, BQ, D>, Q_STAGES>();
                 let (ktx, krx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
                 let (vtx, vrx) = channel::<Tile<bf16, BK, D>, KV_STAGES>();
+                let (rtx, rrx) = channel::<[u32; 2], 2>();
+                let (otx, orx) = channel::<Tile<bf16, BQ, D>, 1>();
                 join!(
                     on_warps(0..1, load(q, k, v, s, causal, next, ttx, qtx, ktx, vtx)),
-                    on_warps(4..12, compute(s, causal, scale, trx, qrx, krx, vrx, o, lse))
+                    on_warps(4..5, store(rrx, orx, o)),
+                    on_warps(
+                        8..16,
+                        compute(s, causal, scale, trx, qrx, krx, vrx, rtx, otx, lse)
+                    )
                 )
                 .await;
+            }
+
+            /// Writes each finished tile of O into `o`, at the row and for the rows the compute
+            /// role sends before it: a tile inside its head by one TMA store that runs while the
+            /// compute role goes on with the next tile, the last tile of a head whose S is not a
+            /// multiple of `BQ` only up to the head's last row (the next head's rows follow).
+            /// Written from the compute warps' registers instead, O took them 2.7 µs per tile
+            /// on the H200 (a trace of the roles' waits), with the tensor cores idle: full
+            /// attention at S = 4096 ran 2.8% slower.
+            async fn store(
+                mut rrx: Receiver<[u32; 2], 2>,
+                mut orx: Receiver<Tile<bf16, BQ, D>, 1>,
+                o: &mut Matrix<bf16>,
+            ) {
+                while let Some(place) = rrx.recv().await {
+                    let (row, rows) = (place[0] as usize, place[1] as usize);
+                    drop(place);
+                    let Some(tile) = orx.recv().await else {
+                        return;
+                    };
+                    tile.store_rows(o, [row, 0], rows).await;
+                }
             }
 
             /// The head and the query tile of tile `t` of `heads` heads. Full attention takes
@@ -170,10 +207,11 @@ macro_rules! attention_kernel {
                 mut qrx: Receiver<Tile<bf16, BQ, D>, Q_STAGES>,
                 mut krx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
                 mut vrx: Receiver<Tile<bf16, BK, D>, KV_STAGES>,
-                o: &mut [bf16],
+                mut rtx: Sender<[u32; 2], 2>,
+                mut otx: Sender<Tile<bf16, BQ, D>, 1>,
                 lse: &mut [f32],
             ) {
-                let heads = o.len() / (s * D);
+                let heads = lse.len() / s;
                 while let Some(number) = trx.recv().await {
                     let t = number[0] as usize;
                     drop(number);
@@ -210,7 +248,6 @@ macro_rules! attention_kernel {
                     sc.apply_at(|i, _, x| x.mul_add(scale, -m[i]).exp2_approx());
                     let mut l = sc.row_sum();
                     let mut p = sc.to_bf16();
-                    let mut values = vrx.recv().await.unwrap();
                     // Blocks of keys that need no mask run in a loop with no branch in it: a
                     // branch while the product runs makes ptxas wait for the product there,
                     // before the softmax it is meant to overlap. Only the last block can need a
@@ -221,6 +258,7 @@ macro_rules! attention_kernel {
                     let unmasked = if masked { blocks - 1 } else { blocks };
                     for _ in 1..unmasked {
                         let keys = krx.recv().await.unwrap();
+                        let values = vrx.recv().await.unwrap();
                         sc = Accumulator::<BQ, BK>::zero();
                         let scores = sc.mma(&qtile, &keys);
                         let product = acc.mma_kn(&p, &values);
@@ -238,11 +276,11 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        values = vrx.recv().await.unwrap();
                     }
                     if masked && blocks > 1 {
                         // The same step on the last block, its scores masked first.
                         let keys = krx.recv().await.unwrap();
+                        let values = vrx.recv().await.unwrap();
                         sc = Accumulator::<BQ, BK>::zero();
                         let scores = sc.mma(&qtile, &keys);
                         let product = acc.mma_kn(&p, &values);
@@ -269,15 +307,27 @@ macro_rules! attention_kernel {
                         product.await;
                         acc.apply_at(|i, _, x| x * alpha[i]);
                         p = sc.to_bf16();
-                        values = vrx.recv().await.unwrap();
                     }
+                    let values = vrx.recv().await.unwrap();
                     acc.mma_kn(&p, &values).await;
                     // O / l as one reciprocal per row and a multiply per element.
                     let mut inv = Rows::<BQ>::splat(0.0);
                     inv.apply_at(|i, _| 1.0 / l[i]);
                     acc.apply_at(|i, _, x| x * inv[i]);
                     let rows = head * s;
-                    acc.store(&mut o[rows * D..(rows + s) * D], D, [q0, 0]);
+                    // O goes to the store warp through shared memory (its previous tile's store
+                    // has long read the slot), the row and the rows inside the head first.
+                    let Some(mut place) = rtx.reserve().await else {
+                        return;
+                    };
+                    place[0] = (rows + q0) as u32;
+                    place[1] = (s - q0).min(BQ) as u32;
+                    place.send();
+                    let Some(mut out) = otx.reserve().await else {
+                        return;
+                    };
+                    acc.store_tile(&mut out, 0);
+                    out.send();
                     // ln(sum e^x) = (m + log2(l)) ln 2, m in the base-2 scale of the scores.
                     let mut out = Rows::<BQ>::splat(0.0);
                     out.apply_at(|i, _| (m[i] + l[i].log2()) * core::f32::consts::LN_2);
@@ -351,7 +401,7 @@ fn launch<'a>(
         MatrixView<'a, bf16>,
         MatrixView<'a, bf16>,
     ),
-    (o, lse): (&'a mut DeviceBuffer<bf16>, &'a mut DeviceBuffer<f32>),
+    (o, lse): (MatrixViewMut<'a, bf16>, &'a mut DeviceBuffer<f32>),
     next: &'a mut DeviceBuffer<u32>,
 ) -> Launch<'a> {
     let (s, causal, scale) = (shape.s, shape.causal, scale(shape.d));
@@ -393,7 +443,7 @@ pub fn run_on(
         dev,
         (grid, shape),
         views,
-        (&mut o, &mut lse),
+        (o.as_matrix_mut(rows, d)?, &mut lse),
         &mut next,
     ))?;
     Ok((o.download()?, lse.download()?))
@@ -524,15 +574,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let grid = grid_for(&dev, shape)?;
     let ms = median_of(3, 20, || {
         next.upload_from(&[0])?;
-        timing.time_launch(|| {
-            launch(
-                &dev,
-                (grid, shape),
-                views,
-                (&mut dout, &mut dlse),
-                &mut next,
-            )
-        })
+        let o = dout.as_matrix_mut(rows_all, d)?;
+        timing.time_launch(|| launch(&dev, (grid, shape), views, (o, &mut dlse), &mut next))
     })?;
     let flops =
         4.0 * shape.heads as f64 * (s as f64).powi(2) * d as f64 / if causal { 2.0 } else { 1.0 };
