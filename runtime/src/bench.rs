@@ -6,6 +6,7 @@ use crate::buffer::DeviceBuffer;
 use crate::error::Result;
 use crate::launch::{Launch, TracedLaunch};
 use crate::trace::Trace;
+use std::time::{Duration, Instant};
 
 /// `n` pseudo-random floats in [-1, 1), deterministic for a `seed` (SplitMix64), so that a failing
 /// run can be replayed.
@@ -146,6 +147,25 @@ pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64
     Ok(times[times.len() / 2])
 }
 
+/// Runs `run` again and again until `duration` of wall-clock time has passed, and returns how
+/// many times it ran; with [`Timing::time_launch`], before [`median_of`].
+///
+/// It brings the GPU to the clock that sustained work gets. An H200 holds its 700 W power limit
+/// by lowering its SM clock under sustained tensor-core load: attention and its peers ran at
+/// 1690-1830 MHz after a second of back-to-back launches instead of 1980 (read with
+/// `nvidia-smi`, the power cap flagged), 5-12% slower. Timed from an idle card, twenty 3 ms
+/// launches straddle that drop, and their median lands on either side of it by chance; two
+/// programs timed one after the other then compare a cool card with a hot one.
+pub fn warm_for(duration: Duration, mut run: impl FnMut() -> Result<f64>) -> Result<usize> {
+    let start = Instant::now();
+    let mut count = 0;
+    while start.elapsed() < duration {
+        run()?;
+        count += 1;
+    }
+    Ok(count)
+}
+
 /// Gigabytes per second for `bytes` moved in `ms` milliseconds.
 pub fn gb_per_s(bytes: usize, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
@@ -183,7 +203,34 @@ pub fn arg<T: std::str::FromStr>(position: usize, what: &str, default: T) -> Res
 
 #[cfg(test)]
 mod tests {
-    use super::GridShape;
+    use super::{warm_for, GridShape};
+    use crate::error::Error;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn warming_runs_until_its_time_has_passed() {
+        let start = Instant::now();
+        let runs = warm_for(Duration::from_millis(30), || {
+            std::thread::sleep(Duration::from_millis(5));
+            Ok(5.0)
+        })
+        .unwrap();
+        // Each run takes at least 5 ms: the sixth ends past 30 ms at the latest.
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!((1..=6).contains(&runs), "{runs}");
+        assert_eq!(warm_for(Duration::ZERO, || Ok(1.0)).unwrap(), 0);
+    }
+
+    #[test]
+    fn warming_stops_at_the_first_error() {
+        let mut runs = 0;
+        let outcome = warm_for(Duration::from_secs(60), || {
+            runs += 1;
+            Err(Error::InvalidArgument("no device".into()))
+        });
+        assert!(matches!(outcome, Err(Error::InvalidArgument(_))));
+        assert_eq!(runs, 1);
+    }
 
     #[test]
     fn grid_shapes_parse_from_tiles_or_a_count() {
