@@ -4,8 +4,9 @@ on the shapes `examples/attention.rs` takes: bf16 [B, H, S, d], full or causal, 
     python3 scripts/attention-peers.py B H S full|causal [d]
 
 Each backend is timed as the example times its kernel (`median_ms` of
-examples/peers/torch_peers.py: the L2 flush of 128 MiB copied before each call, CUDA events around
-the call, the median of 20 after 3 untimed); the line it prints gives the milliseconds and
+examples/peers/torch_peers.py: a second of calls first, at whose end the clock is that of
+sustained work, then the L2 flush of 128 MiB copied before each call, CUDA events around the call,
+the median of 20 after 3 untimed); the line it prints gives the milliseconds and
 TFLOP/s (4 B H S^2 d / t, halved for causal). A backend that does not run on the shape says so.
 """
 import os
@@ -35,7 +36,8 @@ def main():
     for name, backend in [("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)]:
         try:
             with sdpa_kernel(backend):
-                ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+                ms = median_ms(sdpa, warm_s=1.0)
             print(f"peer: {name} {ms:.3f} ms ({flops / ms / 1e9:.0f} TFLOP/s)")
         except RuntimeError as err:
             print(f"peer: {name} does not run here: {str(err).splitlines()[0]}")

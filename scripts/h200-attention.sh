@@ -2,9 +2,9 @@
 # Runs on the GPU machine, from the repository root, with .gpu/ carried (the example executables,
 # built in release mode, in .gpu/bin/): the attention example on H = 16, B · S = 16384 at
 # S = 4096, 8192 and 16384, full and causal, and a ragged S, with d = 128 and then d = 64, each
-# checked against the exact result on sampled rows and timed; after each, PyTorch's scaled
-# dot-product attention with its cuDNN and flash backends on the same shape, timed the same way
-# (scripts/attention-peers.py).
+# checked against the exact result on sampled rows and timed after a second of the same launches
+# (the clock of sustained work); after each, PyTorch's scaled dot-product attention with its cuDNN
+# and flash backends on the same shape, timed the same way (scripts/attention-peers.py).
 #
 #   bash scripts/h200-attention.sh
 set -u -o pipefail

@@ -28,6 +28,7 @@ checked against the CPU and printed as a `time: NAME MS ms` line as the Rust exa
 """
 
 import sys
+import time
 
 import torch
 
@@ -47,7 +48,15 @@ def flush_l2():
     _flush["dst"].copy_(_flush["src"])
 
 
-def median_ms(fn, warmup=3, iters=20):
+def median_ms(fn, warmup=3, iters=20, warm_s=0.0):
+    """The median of `iters` timed calls of `fn`, each after an L2 flush, after `warmup` untimed
+    calls; with `warm_s`, first runs flush and call, waited for, until that many seconds have
+    passed (gpu_async::bench::warm_for: the clock of sustained work)."""
+    start = time.monotonic()
+    while time.monotonic() - start < warm_s:
+        flush_l2()
+        fn()
+        torch.cuda.synchronize()
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
