@@ -152,8 +152,8 @@ pub fn median_of(warmup: usize, runs: usize, mut run: impl FnMut() -> Result<f64
 ///
 /// It brings the GPU to the clock that sustained work gets. An H200 holds its 700 W power limit
 /// by lowering its SM clock under sustained tensor-core load: attention and its peers ran at
-/// 1690-1830 MHz after a second of back-to-back launches instead of 1980 (read with
-/// `nvidia-smi`, the power cap flagged), 5-12% slower. Timed from an idle card, twenty 3 ms
+/// 1690-1860 MHz after a second of back-to-back launches instead of 1980 (read with
+/// `nvidia-smi`, the power cap flagged), 4-13% slower. Timed from an idle card, twenty 3 ms
 /// launches straddle that drop, and their median lands on either side of it by chance; two
 /// programs timed one after the other then compare a cool card with a hot one.
 pub fn warm_for(duration: Duration, mut run: impl FnMut() -> Result<f64>) -> Result<usize> {
